@@ -1,0 +1,40 @@
+# qflow quick start: `make run` and `make test` install missing Debian packages, build, run.
+SHELL := /bin/bash
+BUILD_DIR ?= build
+JOBS ?= $(shell nproc)
+
+# Debian packages the build and the tests need (see docs/architecture.md).
+DEB_PACKAGES := cmake g++ make ccache pkg-config \
+  libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
+  libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
+  libonnx-testdata
+
+.PHONY: all deps configure build run test clean
+
+all: build
+
+# Installs only what is missing; a no-op when everything is present.
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	  done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing missing packages:" $$missing; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+configure: deps
+	@if [ ! -f $(BUILD_DIR)/CMakeCache.txt ]; then cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release; fi
+
+build: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	./tools/quickstart.sh $(BUILD_DIR)
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,198 @@
+// Tensor storage, checked construction and dtype conversion.
+#include "qflow/ir/tensor.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <type_traits>
+
+namespace qflow {
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+namespace {
+std::shared_ptr<std::byte[]> allocate(std::size_t bytes) {
+  // At least one byte so data() is never null; 64-byte alignment for vector loads.
+  const std::size_t size = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+  auto* raw = static_cast<std::byte*>(::operator new[](size, std::align_val_t{64}));
+  std::memset(raw, 0, size);
+  return std::shared_ptr<std::byte[]>(raw, [](std::byte* p) { ::operator delete[](p, std::align_val_t{64}); });
+}
+}  // namespace
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  numel_ = shape_numel(shape_);
+  if (numel_ < 0) numel_ = 0;
+  data_ = allocate(nbytes());
+}
+
+Expected<Tensor> Tensor::make(DType dtype, Shape shape, int64_t max_bytes) {
+  if (dtype == DType::Undefined) return invalid_input("tensor element type is undefined");
+  for (int64_t d : shape) {
+    if (d < 0) return invalid_input("tensor shape " + shape_to_string(shape) + " has a negative dimension");
+  }
+  const int64_t n = shape_numel(shape);
+  const int64_t size = static_cast<int64_t>(dtype_size(dtype));
+  if (n < 0 || (n > 0 && n > std::numeric_limits<int64_t>::max() / size)) {
+    return invalid_input("tensor shape " + shape_to_string(shape) + " overflows 64-bit element count");
+  }
+  if (n * size > max_bytes) {
+    return invalid_input("tensor shape " + shape_to_string(shape) + " needs " + std::to_string(n * size) +
+                         " bytes, more than the limit of " + std::to_string(max_bytes));
+  }
+  return Tensor(dtype, std::move(shape));
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  Tensor out = *this;
+  out.shape_ = std::move(shape);
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  Tensor out(dtype_, shape_);
+  if (nbytes()) std::memcpy(out.raw_data(), raw_data(), nbytes());
+  return out;
+}
+
+namespace {
+// Reads element i of any dtype as double (float16/bfloat16 widened exactly).
+double load_as_double(const Tensor& t, int64_t i) {
+  const std::byte* p = t.raw_data();
+  switch (t.dtype()) {
+    case DType::Float32: return reinterpret_cast<const float*>(p)[i];
+    case DType::Float64: return reinterpret_cast<const double*>(p)[i];
+    case DType::Float16: return half_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::BFloat16: return bfloat16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::Int8: return reinterpret_cast<const int8_t*>(p)[i];
+    case DType::UInt8: return reinterpret_cast<const uint8_t*>(p)[i];
+    case DType::Int16: return reinterpret_cast<const int16_t*>(p)[i];
+    case DType::UInt16: return reinterpret_cast<const uint16_t*>(p)[i];
+    case DType::Int32: return reinterpret_cast<const int32_t*>(p)[i];
+    case DType::UInt32: return reinterpret_cast<const uint32_t*>(p)[i];
+    case DType::Int64: return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
+    case DType::UInt64: return static_cast<double>(reinterpret_cast<const uint64_t*>(p)[i]);
+    case DType::Bool: return reinterpret_cast<const uint8_t*>(p)[i] ? 1.0 : 0.0;
+    case DType::Undefined: return 0.0;
+  }
+  return 0.0;
+}
+
+int64_t load_as_int64(const Tensor& t, int64_t i) {
+  const std::byte* p = t.raw_data();
+  switch (t.dtype()) {
+    case DType::Int64: return reinterpret_cast<const int64_t*>(p)[i];
+    case DType::UInt64: return static_cast<int64_t>(reinterpret_cast<const uint64_t*>(p)[i]);
+    case DType::Int32: return reinterpret_cast<const int32_t*>(p)[i];
+    case DType::UInt32: return reinterpret_cast<const uint32_t*>(p)[i];
+    default: {
+      const double v = load_as_double(t, i);
+      if (std::isnan(v)) return 0;
+      if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
+      if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(v);
+    }
+  }
+}
+
+// Float -> integer as a C cast would, but defined for out-of-range and NaN values
+// (saturating, NaN -> 0), which is what ONNX Runtime does on x86 for the common cases.
+template <typename T>
+T float_to_int(double v) {
+  if (std::isnan(v)) return T{0};
+  const double lo = static_cast<double>(std::numeric_limits<T>::lowest());
+  const double hi = static_cast<double>(std::numeric_limits<T>::max());
+  if (v <= lo) return std::numeric_limits<T>::lowest();
+  if (v >= hi) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+
+template <typename T>
+void store_from(Tensor& out, const Tensor& in) {
+  T* dst = out.data<T>();
+  const int64_t n = in.numel();
+  const bool src_integer = is_integer(in.dtype()) || in.dtype() == DType::Bool;
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<T, bool>) {
+      dst[i] = load_as_double(in, i) != 0.0;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (in.dtype() == DType::Int64 || in.dtype() == DType::UInt64)
+        dst[i] = static_cast<T>(load_as_int64(in, i));
+      else
+        dst[i] = static_cast<T>(load_as_double(in, i));
+    } else if (src_integer) {
+      // Integer narrowing wraps (two's complement), as in ONNX Runtime.
+      dst[i] = static_cast<T>(load_as_int64(in, i));
+    } else {
+      dst[i] = float_to_int<T>(load_as_double(in, i));
+    }
+  }
+}
+}  // namespace
+
+Tensor Tensor::cast(DType to) const {
+  if (to == dtype_) return clone();
+  Tensor out(to, shape_);
+  switch (to) {
+    case DType::Float32: store_from<float>(out, *this); break;
+    case DType::Float64: store_from<double>(out, *this); break;
+    case DType::Int8: store_from<int8_t>(out, *this); break;
+    case DType::UInt8: store_from<uint8_t>(out, *this); break;
+    case DType::Int16: store_from<int16_t>(out, *this); break;
+    case DType::UInt16: store_from<uint16_t>(out, *this); break;
+    case DType::Int32: store_from<int32_t>(out, *this); break;
+    case DType::UInt32: store_from<uint32_t>(out, *this); break;
+    case DType::Int64: store_from<int64_t>(out, *this); break;
+    case DType::UInt64: store_from<uint64_t>(out, *this); break;
+    case DType::Bool: store_from<bool>(out, *this); break;
+    case DType::Float16: {
+      uint16_t* dst = out.data<uint16_t>();
+      for (int64_t i = 0; i < numel_; ++i) dst[i] = float_to_half(static_cast<float>(load_as_double(*this, i)));
+      break;
+    }
+    case DType::BFloat16: {
+      uint16_t* dst = out.data<uint16_t>();
+      for (int64_t i = 0; i < numel_; ++i) dst[i] = float_to_bfloat16(static_cast<float>(load_as_double(*this, i)));
+      break;
+    }
+    case DType::Undefined: break;
+  }
+  return out;
+}
+
+std::vector<double> Tensor::to_doubles() const {
+  std::vector<double> out(static_cast<std::size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out[static_cast<std::size_t>(i)] = load_as_double(*this, i);
+  return out;
+}
+
+std::vector<int64_t> Tensor::to_int64s() const {
+  std::vector<int64_t> out(static_cast<std::size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out[static_cast<std::size_t>(i)] = load_as_int64(*this, i);
+  return out;
+}
+
+bool Tensor::bitwise_equal(const Tensor& other) const {
+  return dtype_ == other.dtype_ && shape_ == other.shape_ &&
+         (nbytes() == 0 || std::memcmp(raw_data(), other.raw_data(), nbytes()) == 0);
+}
+
+}  // namespace qflow

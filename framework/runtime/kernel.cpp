@@ -1,0 +1,26 @@
+// KernelContext helpers.
+#include "framework/runtime/kernel.h"
+
+#include "framework/core/thread_pool.h"
+
+namespace qflow {
+
+Expected<const Tensor*> KernelContext::required_input(std::size_t i) const {
+  const Tensor* t = input(i);
+  if (!t) return error("required input " + std::to_string(i) + " is missing");
+  return t;
+}
+
+void KernelContext::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body) const {
+  if (threads) {
+    threads->parallel_for(n, body);
+  } else if (n > 0) {
+    body(0, n);
+  }
+}
+
+Status KernelContext::error(const std::string& message) const {
+  return invalid_input(node.op_type() + " '" + node.name() + "': " + message);
+}
+
+}  // namespace qflow
