@@ -1,0 +1,30 @@
+// ONNX -> qflow IR import (protobuf), with size checks before any allocation.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "qflow/core/status.h"
+#include "qflow/ir/graph.h"
+#include "qflow/ir/tensor.h"
+
+namespace qflow {
+
+struct ImportOptions {
+  // Upper bound for any single tensor read from the file.
+  int64_t max_tensor_bytes = Tensor::kDefaultMaxBytes;
+  // Run libonnx's checker on the proto before converting.
+  bool run_checker = true;
+};
+
+// Reads a .onnx file. Errors name the file and what is wrong (truncated/garbage proto,
+// external data, > 2 GiB, tensor whose size disagrees with its data, unknown dtype, ...).
+Expected<Model> import_onnx_file(const std::string& path, const ImportOptions& options = {});
+// Same for an in-memory serialized ModelProto; `source_name` is used in messages.
+Expected<Model> import_onnx_bytes(std::string_view bytes, const std::string& source_name,
+                                  const ImportOptions& options = {});
+
+// Reads a serialized TensorProto (.pb), as the ONNX backend test data stores inputs/outputs.
+Expected<Tensor> load_tensor_pb_file(const std::string& path, const ImportOptions& options = {});
+
+}  // namespace qflow
