@@ -68,48 +68,76 @@ function bitEqual(a, b) {
                         Buffer.from(b.buffer, b.byteOffset, b.byteLength)) === 0;
 }
 
-function main() {
-  const args = parseArgs(process.argv.slice(2));
-  const names = fs.readdirSync(args.expected).filter((f) => f.endsWith('.npy')).sort();
-  if (names.length === 0) usage(`${args.expected} holds no .npy file`);
+// Compares every .npy of `expected` with its namesake in `actual`.
+// Returns { ok, rows } with one row per tensor (metrics as printed by formatTable).
+function compareDirs(expected, actual, { minCosine = 0.99999, maxRel = 1e-4, exact = false } = {}) {
+  const names = fs.readdirSync(expected).filter((f) => f.endsWith('.npy')).sort();
+  if (names.length === 0) throw new Error(`${expected} holds no .npy file`);
   const rows = [];
-  let failed = false;
+  let ok = true;
   for (const name of names) {
-    const row = { name: name.slice(0, -4), shape: '', cosine: '', maxAbs: '', maxRel: '', status: 'ok' };
+    const row = { name: name.slice(0, -4), shape: '', cosine: NaN, maxAbs: NaN, maxRel: NaN, status: 'ok' };
     rows.push(row);
-    const actualPath = path.join(args.actual, name);
-    if (!fs.existsSync(actualPath)) { row.status = 'FAIL: missing'; failed = true; continue; }
-    const e = readNpy(path.join(args.expected, name));
+    const actualPath = path.join(actual, name);
+    if (!fs.existsSync(actualPath)) { row.status = `FAIL: ${actualPath} missing`; ok = false; continue; }
+    const e = readNpy(path.join(expected, name));
     const a = readNpy(actualPath);
     row.shape = `[${e.shape.join(',')}]`;
     if (e.dtype !== a.dtype || e.shape.join(',') !== a.shape.join(',')) {
       row.status = `FAIL: got ${a.dtype}[${a.shape.join(',')}], expected ${e.dtype}[${e.shape.join(',')}]`;
-      failed = true;
+      ok = false;
       continue;
     }
     const m = metrics(a.data, e.data);
-    row.cosine = m.cosine.toFixed(9);
-    row.maxAbs = m.maxDiff.toExponential(3);
-    row.maxRel = m.maxRel.toExponential(3);
+    Object.assign(row, { cosine: m.cosine, maxAbs: m.maxDiff, maxRel: m.maxRel });
     const problems = [];
-    if (args.exact) {
+    if (exact) {
       if (!bitEqual(a.data, e.data)) problems.push('not bit-identical');
     } else {
       if (m.nan) problems.push(`${m.nan} NaN mismatches`);
-      if (!(m.cosine >= args.minCosine)) problems.push(`cosine < ${args.minCosine}`);
-      if (!(m.maxRel <= args.maxRel)) problems.push(`max_rel > ${args.maxRel}`);
+      if (!(m.cosine >= minCosine)) problems.push(`cosine < ${minCosine}`);
+      if (!(m.maxRel <= maxRel)) problems.push(`max_rel > ${maxRel}`);
     }
-    if (problems.length) { row.status = `FAIL: ${problems.join(', ')}`; failed = true; }
-    else if (args.exact) row.status = 'ok (bit-identical)';
+    if (problems.length) { row.status = `FAIL: ${problems.join(', ')}`; ok = false; }
+    else if (exact) row.status = 'ok (bit-identical)';
   }
-  const head = { name: 'tensor', shape: 'shape', cosine: 'cosine', maxAbs: 'max_abs', maxRel: 'max_rel', status: 'status' };
-  const cols = Object.keys(head);
-  const width = Object.fromEntries(cols.map((c) => [c, Math.max(...[head, ...rows].map((r) => String(r[c]).length))]));
-  const line = (r) => cols.map((c) => String(r[c]).padEnd(width[c])).join('  ').trimEnd();
-  if (args.label) console.log(`== ${args.label}`);
-  console.log(line(head));
-  for (const r of rows) console.log(line(r));
-  process.exit(failed ? 1 : 0);
+  return { ok, rows };
 }
 
-main();
+// Renders rows of objects as an aligned text table; `columns` maps key -> header.
+function formatTable(rows, columns) {
+  const cell = (r, c) => {
+    const v = r[c];
+    if (typeof v !== 'number') return String(v);
+    if (Number.isNaN(v)) return '-';
+    if (c === 'cosine') return v.toFixed(9);
+    if (c.endsWith('Ms')) return v.toFixed(0);
+    return Number.isInteger(v) && c !== 'maxAbs' && c !== 'maxRel' ? String(v) : v.toExponential(3);
+  };
+  const keys = Object.keys(columns);
+  const width = Object.fromEntries(keys.map((k) => [k,
+    Math.max(columns[k].length, ...rows.map((r) => cell(r, k).length))]));
+  const line = (cells) => keys.map((k, i) => cells[i].padEnd(width[k])).join('  ').trimEnd();
+  return [line(keys.map((k) => columns[k])), ...rows.map((r) => line(keys.map((k) => cell(r, k))))].join('\n');
+}
+
+const TABLE_COLUMNS = { name: 'tensor', shape: 'shape', cosine: 'cosine', maxAbs: 'max_abs', maxRel: 'max_rel', status: 'status' };
+
+function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const { ok, rows } = compareDirs(args.expected, args.actual, args);
+  if (args.label) console.log(`== ${args.label}`);
+  console.log(formatTable(rows, TABLE_COLUMNS));
+  process.exit(ok ? 0 : 1);
+}
+
+if (require.main === module) {
+  try {
+    main();
+  } catch (e) {
+    console.error(`compare.js: ${e.message}`);
+    process.exit(2);
+  }
+}
+
+module.exports = { compareDirs, formatTable, metrics, TABLE_COLUMNS };

@@ -42,38 +42,48 @@ function readTensorFile(file) {
   return file.endsWith('.pb') ? readTensorProto(file) : readNpy(file);
 }
 
-async function main() {
-  const args = parseArgs(process.argv.slice(2));
+// Runs `model` on `inputs` ([{name|null, file}]) and writes its outputs into `outDir`.
+// Returns { ms, outputs } where ms is the time spent in session.run.
+async function runModel(model, inputs, outDir, { threads = 1, optLevel = 'all' } = {}) {
   const ort = loadOrt();
-  const session = await ort.InferenceSession.create(args.model, {
-    intraOpNumThreads: args.threads,
+  const session = await ort.InferenceSession.create(model, {
+    intraOpNumThreads: threads,
     interOpNumThreads: 1,
     executionMode: 'sequential',
-    graphOptimizationLevel: args.optLevel,
+    graphOptimizationLevel: optLevel,
     logSeverityLevel: 3, // old-opset warnings on stderr would bury real errors
   });
-  if (args.inputs.length !== session.inputNames.length) {
-    usage(`${args.model} has ${session.inputNames.length} inputs (${session.inputNames.join(', ')}), ` +
-          `${args.inputs.length} given`);
+  if (inputs.length !== session.inputNames.length) {
+    throw new Error(`${model} has ${session.inputNames.length} inputs (${session.inputNames.join(', ')}), ` +
+                    `${inputs.length} given`);
   }
   const feeds = {};
-  args.inputs.forEach((inp, i) => {
-    const name = inp.name ?? session.inputNames[i];
+  inputs.forEach((inp, i) => {
     const t = readTensorFile(inp.file);
-    feeds[name] = new ort.Tensor(t.dtype, t.data, t.shape);
+    feeds[inp.name ?? session.inputNames[i]] = new ort.Tensor(t.dtype, t.data, t.shape);
   });
   const start = process.hrtime.bigint();
   const results = await session.run(feeds);
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  fs.mkdirSync(args.outDir, { recursive: true });
+  fs.mkdirSync(outDir, { recursive: true });
   for (const name of session.outputNames) {
     const t = results[name];
-    writeNpy(path.join(args.outDir, fileNameFor(name)), t.type, t.dims, t.data);
+    writeNpy(path.join(outDir, fileNameFor(name)), t.type, t.dims, t.data);
   }
+  return { ms, outputs: session.outputNames };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const { ms } = await runModel(args.model, args.inputs, args.outDir, args);
   console.error(`ort ${path.basename(args.model)}: ${ms.toFixed(1)} ms`);
 }
 
-main().catch((e) => {
-  console.error(`run_ort.js: ${e.message}`);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(`run_ort.js: ${e.message}`);
+    process.exit(1);
+  });
+}
+
+module.exports = { runModel };
