@@ -1,0 +1,238 @@
+// Normalization, softmax-family and resize kernels against hand-computed values.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/unit/node_runner.h"
+
+using namespace qflow;
+using qflow::testing::run_single_node;
+using qflow::testing::SingleNode;
+
+namespace {
+
+Tensor floats(Shape shape, std::vector<float> values) { return Tensor::from_vector<float>(std::move(shape), values); }
+Tensor int64s(Shape shape, std::vector<int64_t> values) { return Tensor::from_vector<int64_t>(std::move(shape), values); }
+
+void check_close(const Tensor& actual, const Shape& shape, const std::vector<float>& expected, float tol = 1e-5f) {
+  REQUIRE(actual.dtype() == DType::Float32);
+  REQUIRE(actual.shape() == shape);
+  REQUIRE(actual.numel() == static_cast<int64_t>(expected.size()));
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO("element " << i);
+    CHECK(actual.data<float>()[i] == doctest::Approx(expected[i]).epsilon(tol));
+  }
+}
+
+Tensor run_one(const SingleNode& spec) {
+  auto result = run_single_node(spec);
+  INFO((result ? std::string() : result.status().message()));
+  REQUIRE(result.has_value());
+  return result->at(0);
+}
+
+SingleNode resize_node(Tensor x, Tensor scales, Tensor sizes, std::vector<Attribute> attributes, int64_t opset = 13) {
+  SingleNode spec;
+  spec.op_type = "Resize";
+  spec.opset = opset;
+  spec.inputs = {std::move(x), Tensor(), std::move(scales), std::move(sizes)};
+  spec.attributes = std::move(attributes);
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("Resize bilinear 2x2 -> 4x4 half_pixel") {
+  auto spec = resize_node(floats({1, 1, 2, 2}, {1, 2, 3, 4}), floats({4}, {1, 1, 2, 2}), Tensor(),
+                          {Attribute::make_string("mode", "linear")});
+  check_close(run_one(spec), {1, 1, 4, 4},
+              {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+}
+
+TEST_CASE("Resize bilinear 2x2 -> 4x4 align_corners from sizes") {
+  auto spec = resize_node(floats({1, 1, 2, 2}, {1, 2, 3, 4}), Tensor(), int64s({4}, {1, 1, 4, 4}),
+                          {Attribute::make_string("mode", "linear"),
+                           Attribute::make_string("coordinate_transformation_mode", "align_corners")});
+  const float t = 1.0f / 3.0f;
+  check_close(run_one(spec), {1, 1, 4, 4},
+              {1, 1 + t, 1 + 2 * t, 2, 1 + 2 * t, 2, 2 + t, 2 + 2 * t, 2 + t, 2 + 2 * t, 3, 3 + t, 3, 3 + t, 3 + 2 * t, 4});
+}
+
+TEST_CASE("Resize nearest rounding modes on ties") {
+  // asymmetric 3 -> 6 puts every odd output exactly halfway between two inputs.
+  const std::vector<std::pair<std::string, std::vector<float>>> cases = {
+      {"round_prefer_floor", {10, 10, 20, 20, 30, 30}},
+      {"round_prefer_ceil", {10, 20, 20, 30, 30, 30}},
+      {"floor", {10, 10, 20, 20, 30, 30}},
+      {"ceil", {10, 20, 20, 30, 30, 30}},
+  };
+  for (const auto& [mode, expected] : cases) {
+    INFO(mode);
+    auto spec = resize_node(floats({1, 3}, {10, 20, 30}), Tensor(), int64s({2}, {1, 6}),
+                            {Attribute::make_string("coordinate_transformation_mode", "asymmetric"),
+                             Attribute::make_string("nearest_mode", mode)});
+    check_close(run_one(spec), {1, 6}, expected);
+  }
+}
+
+TEST_CASE("Resize nearest moves integer and bool data") {
+  auto spec = resize_node(Tensor::from_vector<int32_t>({1, 2}, {7, -3}), floats({2}, {1, 2}), Tensor(), {});
+  Tensor y = run_one(spec);
+  REQUIRE(y.dtype() == DType::Int32);
+  REQUIRE(y.shape() == Shape{1, 4});
+  CHECK(std::vector<int32_t>(y.data<int32_t>(), y.data<int32_t>() + 4) == std::vector<int32_t>{7, 7, -3, -3});
+
+  auto bspec = resize_node(Tensor::from_vector<bool>({2}, {true, false}), floats({1}, {1.5f}), Tensor(), {});
+  Tensor b = run_one(bspec);
+  REQUIRE(b.dtype() == DType::Bool);
+  REQUIRE(b.shape() == Shape{3});
+  // half_pixel 2 -> 3 samples at -1/6, 1/2 and 7/6; the tie at 1/2 rounds down.
+  CHECK(b.data<bool>()[0] == true);
+  CHECK(b.data<bool>()[1] == true);
+  CHECK(b.data<bool>()[2] == false);
+}
+
+TEST_CASE("Resize cubic matches the Keys kernel with A = -0.75") {
+  // asymmetric scale 2: output 1 sits at 0.5 (neighbours -1..2 clamp to 1,1,2,4) and
+  // output 3 at 1.5 (neighbours 1,2,4,8). Weights at ratio 0.5: -3/32, 19/32, 19/32, -3/32.
+  auto spec = resize_node(floats({1, 4}, {1, 2, 4, 8}), floats({2}, {1, 2}), Tensor(),
+                          {Attribute::make_string("mode", "cubic"),
+                           Attribute::make_string("coordinate_transformation_mode", "asymmetric")});
+  Tensor y = run_one(spec);
+  REQUIRE(y.shape() == Shape{1, 8});
+  CHECK(y.data<float>()[0] == doctest::Approx(1.0));
+  CHECK(y.data<float>()[1] == doctest::Approx(1.3125));
+  CHECK(y.data<float>()[2] == doctest::Approx(2.0));
+  CHECK(y.data<float>()[3] == doctest::Approx(2.71875));
+
+  // exclude_outside drops the clamped neighbour at -1 and renormalises: 45/32 / (35/32).
+  spec.attributes.push_back(Attribute::make_int("exclude_outside", 1));
+  Tensor z = run_one(spec);
+  CHECK(z.data<float>()[1] == doctest::Approx(9.0 / 7.0));
+  CHECK(z.data<float>()[3] == doctest::Approx(2.71875));
+}
+
+TEST_CASE("Resize tf_crop_and_resize extrapolates outside the roi") {
+  SingleNode spec = resize_node(floats({1, 4}, {1, 2, 3, 4}), Tensor(), int64s({2}, {1, 4}),
+                                {Attribute::make_string("mode", "linear"),
+                                 Attribute::make_string("coordinate_transformation_mode", "tf_crop_and_resize"),
+                                 Attribute::make_float("extrapolation_value", 10.0f)});
+  spec.inputs[1] = floats({4}, {0, 0, 1, 1.5f});
+  check_close(run_one(spec), {1, 4}, {1, 2.5, 4, 10});
+}
+
+TEST_CASE("Resize-10 and Upsample use asymmetric coordinates") {
+  SingleNode r10;
+  r10.op_type = "Resize";
+  r10.opset = 10;
+  r10.inputs = {floats({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), floats({4}, {1, 1, 0.6f, 0.6f})};
+  check_close(run_one(r10), {1, 1, 1, 2}, {1, 3});
+
+  SingleNode up9;
+  up9.op_type = "Upsample";
+  up9.opset = 9;
+  up9.inputs = {floats({1, 1, 2, 2}, {1, 2, 3, 4}), floats({4}, {1, 1, 2, 3})};
+  check_close(run_one(up9), {1, 1, 4, 6},
+              {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4});
+
+  SingleNode up7;
+  up7.op_type = "Upsample";
+  up7.opset = 7;
+  up7.inputs = {floats({1, 2}, {1, 3})};
+  up7.attributes = {Attribute::make_string("mode", "linear"), Attribute::make_floats("scales", {1, 2})};
+  check_close(run_one(up7), {1, 4}, {1, 2, 3, 3});
+}
+
+TEST_CASE("Resize refuses both scales and sizes") {
+  auto spec = resize_node(floats({1, 2}, {1, 2}), floats({2}, {1, 2}), int64s({2}, {1, 4}), {});
+  auto result = run_single_node(spec);
+  REQUIRE_FALSE(result.has_value());
+  CHECK(result.status().message().find("exactly one of scales and sizes") != std::string::npos);
+}
+
+TEST_CASE("Softmax axis semantics differ between opset 11 and 13") {
+  SingleNode spec;
+  spec.op_type = "Softmax";
+  spec.inputs = {floats({1, 2, 2}, {0, 1, 2, 3})};
+  spec.opset = 11;  // coerced to [1, 4]: one softmax over all four values
+  check_close(run_one(spec), {1, 2, 2}, {0.0320586f, 0.0871443f, 0.2368828f, 0.6439143f});
+  spec.opset = 13;  // along the last axis
+  check_close(run_one(spec), {1, 2, 2}, {0.2689414f, 0.7310586f, 0.2689414f, 0.7310586f});
+}
+
+TEST_CASE("LogSoftmax is stable on large logits and Hardmax picks the first maximum") {
+  SingleNode spec;
+  spec.op_type = "LogSoftmax";
+  spec.inputs = {floats({2}, {1000, 1001})};
+  check_close(run_one(spec), {2}, {-1.3132617f, -0.3132617f});
+
+  SingleNode hard;
+  hard.op_type = "Hardmax";
+  hard.inputs = {floats({2, 3}, {1, 3, 3, 2, 0, 1})};
+  check_close(run_one(hard), {2, 3}, {0, 1, 0, 1, 0, 0});
+  hard.opset = 11;
+  hard.attributes = {Attribute::make_int("axis", 0)};  // coerced to one row of six
+  check_close(run_one(hard), {2, 3}, {0, 1, 0, 0, 0, 0});
+}
+
+TEST_CASE("BatchNormalization inference, old attributes and training mode") {
+  SingleNode spec;
+  spec.op_type = "BatchNormalization";
+  spec.inputs = {floats({1, 2, 1, 2}, {1, 2, 3, 4}), floats({2}, {1, 2}), floats({2}, {0, 1}),
+                 floats({2}, {1.5f, 3.5f}), floats({2}, {0.25f, 0.25f})};
+  spec.attributes = {Attribute::make_float("epsilon", 0.0f)};
+  check_close(run_one(spec), {1, 2, 1, 2}, {-1, 1, -1, 3});
+
+  spec.opset = 6;
+  spec.attributes.push_back(Attribute::make_int("is_test", 1));
+  spec.attributes.push_back(Attribute::make_int("spatial", 1));
+  check_close(run_one(spec), {1, 2, 1, 2}, {-1, 1, -1, 3});
+
+  SingleNode train;
+  train.op_type = "BatchNormalization";
+  train.opset = 15;
+  train.outputs = 3;
+  train.inputs = {floats({2, 1}, {1, 3}), floats({1}, {1}), floats({1}, {0}), floats({1}, {0}), floats({1}, {2})};
+  train.attributes = {Attribute::make_float("epsilon", 0.0f), Attribute::make_int("training_mode", 1)};
+  auto result = run_single_node(train);
+  REQUIRE(result.has_value());
+  check_close(result->at(0), {2, 1}, {-1, 1});
+  check_close(result->at(1), {1}, {0.2f});   // 0 * 0.9 + 2 * 0.1
+  check_close(result->at(2), {1}, {1.9f});   // 2 * 0.9 + 1 * 0.1
+}
+
+TEST_CASE("LayerNormalization with Mean and InvStdDev outputs") {
+  SingleNode spec;
+  spec.op_type = "LayerNormalization";
+  spec.outputs = 3;
+  spec.inputs = {floats({2, 2}, {1, 3, 2, 6}), floats({2}, {1, 2}), floats({2}, {0, 0.5f})};
+  spec.attributes = {Attribute::make_float("epsilon", 0.0f)};
+  auto result = run_single_node(spec);
+  REQUIRE(result.has_value());
+  check_close(result->at(0), {2, 2}, {-1, 2.5f, -1, 2.5f});
+  check_close(result->at(1), {2, 1}, {2, 4});
+  check_close(result->at(2), {2, 1}, {1, 0.5f});
+}
+
+TEST_CASE("InstanceNormalization, LpNormalization and MeanVarianceNormalization") {
+  SingleNode inst;
+  inst.op_type = "InstanceNormalization";
+  inst.inputs = {floats({1, 1, 4}, {1, 2, 3, 4}), floats({1}, {2}), floats({1}, {1})};
+  inst.attributes = {Attribute::make_float("epsilon", 0.0f)};
+  const float s = 2.0f / std::sqrt(1.25f);
+  check_close(run_one(inst), {1, 1, 4}, {1 - 1.5f * s, 1 - 0.5f * s, 1 + 0.5f * s, 1 + 1.5f * s});
+
+  SingleNode lp;
+  lp.op_type = "LpNormalization";
+  lp.inputs = {floats({1, 2}, {3, 4})};
+  check_close(run_one(lp), {1, 2}, {0.6f, 0.8f});
+  lp.attributes = {Attribute::make_int("p", 1)};
+  check_close(run_one(lp), {1, 2}, {3.0f / 7, 4.0f / 7});
+
+  SingleNode mvn;
+  mvn.op_type = "MeanVarianceNormalization";
+  mvn.inputs = {floats({1, 2, 1, 2}, {1, 3, 10, 10})};
+  check_close(run_one(mvn), {1, 2, 1, 2}, {-1, 1, 0, 0});
+}
