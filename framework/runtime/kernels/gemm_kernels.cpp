@@ -1,9 +1,159 @@
-// gemm kernels.
+// Reference kernels for Gemm and MatMul on Eigen products, split into fixed row blocks.
+#include <algorithm>
+#include <vector>
+
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
+#include "framework/runtime/kernels/eigen_maps.h"
 
 namespace qflow {
 
-void register_gemm_kernels(KernelRegistry& registry) { (void)registry; }
+namespace {
+
+// Rows per work unit. Fixed, so the partition (and every element's summation order)
+// depends on the shapes only, never on the thread count.
+constexpr int64_t kRowBlock = 64;
+
+// The element types ONNX allows for Gemm and MatMul, less the 16-bit floats.
+template <typename Body>
+Status dispatch_gemm_types(DType dtype, Body&& body) {
+  switch (dtype) {
+    case DType::Float32: return body.template operator()<float>();
+    case DType::Float64: return body.template operator()<double>();
+    case DType::Int32: return body.template operator()<int32_t>();
+    case DType::Int64: return body.template operator()<int64_t>();
+    case DType::UInt32: return body.template operator()<uint32_t>();
+    case DType::UInt64: return body.template operator()<uint64_t>();
+    default:
+      return unsupported("element type " + std::string(dtype_name(dtype)) + " is not supported here");
+  }
+}
+
+template <typename T>
+Status run_gemm(KernelContext& context) {
+  const Node& node = context.node;
+  const Tensor* a = context.input(0);
+  const Tensor* b = context.input(1);
+  const Tensor* c = context.input(2);
+  if (!a || !b) return context.error("inputs A and B are required");
+  if (b->dtype() != a->dtype() || (c && c->dtype() != a->dtype()))
+    return context.error("inputs have different element types");
+  if (a->rank() != 2 || b->rank() != 2)
+    return context.error("A " + shape_to_string(a->shape()) + " and B " + shape_to_string(b->shape()) +
+                         " must both have rank 2");
+  const bool trans_a = node.attr_int("transA", 0) != 0, trans_b = node.attr_int("transB", 0) != 0;
+  const int64_t m = trans_a ? a->dim(1) : a->dim(0), k = trans_a ? a->dim(0) : a->dim(1);
+  const int64_t kb = trans_b ? b->dim(1) : b->dim(0), n = trans_b ? b->dim(0) : b->dim(1);
+  if (k != kb)
+    return context.error("inner dimensions differ: A " + shape_to_string(a->shape()) + (trans_a ? " (transposed)" : "") +
+                         ", B " + shape_to_string(b->shape()) + (trans_b ? " (transposed)" : ""));
+  const Shape out_shape{m, n};
+  if (c) {
+    auto common = broadcast_shapes(c->shape(), out_shape);
+    if (!common || *common != out_shape)
+      return context.error("C " + shape_to_string(c->shape()) + " does not broadcast to " + shape_to_string(out_shape));
+  }
+  const T alpha = static_cast<T>(node.attr_float("alpha", 1.0f));
+  const T beta = static_cast<T>(node.attr_float("beta", 1.0f));
+  Tensor y(a->dtype(), out_shape);
+  const T* ad = a->data<T>();
+  const T* bd = b->data<T>();
+  T* yd = y.data<T>();
+  const std::vector<int64_t> c_strides = c ? broadcast_strides(c->shape(), out_shape) : std::vector<int64_t>{};
+  const T* cd = c ? c->data<T>() : nullptr;
+
+  const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
+  context.parallel_for(n > 0 ? blocks : 0, [&](int64_t begin, int64_t end) {
+    for (int64_t block = begin; block < end; ++block) {
+      const int64_t r0 = block * kRowBlock, rows = std::min(m, r0 + kRowBlock) - r0;
+      auto out = matrix_view(yd + r0 * n, rows, n, n);
+      auto bm = matrix_view(bd, b->dim(0), b->dim(1), b->dim(1));
+      if (trans_a) {
+        auto am = matrix_view(ad, k, m, m).middleCols(r0, rows).transpose();
+        if (trans_b) out.noalias() = alpha * (am * bm.transpose());
+        else out.noalias() = alpha * (am * bm);
+      } else {
+        auto am = matrix_view(ad + r0 * k, rows, k, k);
+        if (trans_b) out.noalias() = alpha * (am * bm.transpose());
+        else out.noalias() = alpha * (am * bm);
+      }
+      if (!cd || beta == T(0)) continue;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          out(i, j) += beta * cd[(r0 + i) * c_strides[0] + j * c_strides[1]];
+    }
+  });
+  context.outputs[0] = std::move(y);
+  return Status::ok();
+}
+
+Status gemm(KernelContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
+  return dispatch_gemm_types(a->dtype(), [&]<typename T>() { return run_gemm<T>(context); });
+}
+
+template <typename T>
+Status run_matmul(KernelContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* b, context.required_input(1));
+  if (b->dtype() != a->dtype()) return context.error("inputs have different element types");
+  if (a->rank() == 0 || b->rank() == 0) return context.error("MatMul does not accept scalars");
+  // 1-D operands are promoted to matrices, and the added dimension is removed afterwards.
+  Shape as = a->shape(), bs = b->shape();
+  const bool a_vector = as.size() == 1, b_vector = bs.size() == 1;
+  if (a_vector) as.insert(as.begin(), 1);
+  if (b_vector) bs.push_back(1);
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  if (bs[bs.size() - 2] != k)
+    return context.error("inner dimensions differ: A " + shape_to_string(a->shape()) + ", B " +
+                         shape_to_string(b->shape()));
+  const Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  auto batch = broadcast_shapes(a_batch, b_batch);
+  if (!batch)
+    return context.error("batch dimensions of A " + shape_to_string(a->shape()) + " and B " +
+                         shape_to_string(b->shape()) + " do not broadcast");
+  Shape out_shape = *batch;
+  if (!a_vector) out_shape.push_back(m);
+  if (!b_vector) out_shape.push_back(n);
+  auto made = Tensor::make(a->dtype(), out_shape);
+  if (!made) return context.error(made.status().message());
+  Tensor y = std::move(made).value();
+
+  const int64_t batches = shape_numel(*batch);
+  // Matrix index of A and B for each output batch, walking the broadcast batch shape.
+  std::vector<int64_t> a_index(static_cast<std::size_t>(batches)), b_index(static_cast<std::size_t>(batches));
+  for_each_broadcast(*batch, a_batch, b_batch, [&](int64_t i, int64_t ia, int64_t ib) {
+    a_index[static_cast<std::size_t>(i)] = ia;
+    b_index[static_cast<std::size_t>(i)] = ib;
+  });
+  const T* ad = a->data<T>();
+  const T* bd = b->data<T>();
+  T* yd = y.data<T>();
+  const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
+  context.parallel_for(n > 0 ? batches * blocks : 0, [&](int64_t begin, int64_t end) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t bi = unit / blocks, r0 = (unit % blocks) * kRowBlock, rows = std::min(m, r0 + kRowBlock) - r0;
+      const std::size_t s = static_cast<std::size_t>(bi);
+      auto am = matrix_view(ad + a_index[s] * m * k + r0 * k, rows, k, k);
+      auto bm = matrix_view(bd + b_index[s] * k * n, k, n, n);
+      auto out = matrix_view(yd + bi * m * n + r0 * n, rows, n, n);
+      out.noalias() = am * bm;
+    }
+  });
+  context.outputs[0] = std::move(y);
+  return Status::ok();
+}
+
+Status matmul(KernelContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
+  return dispatch_gemm_types(a->dtype(), [&]<typename T>() { return run_matmul<T>(context); });
+}
+
+}  // namespace
+
+void register_gemm_kernels(KernelRegistry& registry) {
+  registry.add_function("", "Gemm", 1, kLatestOpset, gemm);
+  registry.add_function("", "MatMul", 1, kLatestOpset, matmul);
+}
 
 }  // namespace qflow

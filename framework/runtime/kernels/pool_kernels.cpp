@@ -1,9 +1,194 @@
-// pool kernels.
+// Reference kernels for MaxPool, AveragePool, LpPool and their global forms, N-d.
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
+#include "framework/runtime/kernels/conv_geometry.h"
 
 namespace qflow {
 
-void register_pool_kernels(KernelRegistry& registry) { (void)registry; }
+namespace {
+
+enum class PoolKind { Max, Average, Lp };
+
+struct PoolOptions {
+  PoolKind kind = PoolKind::Max;
+  bool count_include_pad = false;
+  bool column_major_indices = false;  // MaxPool storage_order = 1
+  double p = 2.0;                     // LpPool
+};
+
+// The part of one window that lies inside the image, as per-axis ranges of kernel taps.
+struct Window {
+  std::vector<int64_t> start;  // image coordinate of tap 0 (may be negative)
+  std::vector<int64_t> lo, hi; // taps [lo, hi) land inside the image
+  int64_t padded_count = 1;    // taps inside the padded image, for count_include_pad
+};
+
+void place_window(const ConvGeometry& g, const std::vector<int64_t>& out_pos, Window& w) {
+  w.padded_count = 1;
+  for (std::size_t d = 0; d < g.kernel.size(); ++d) {
+    const int64_t start = out_pos[d] * g.strides[d] - g.pads_begin[d], dil = g.dilations[d];
+    const int64_t in = g.in_spatial[d], k = g.kernel[d];
+    w.start[d] = start;
+    w.lo[d] = start >= 0 ? 0 : (-start + dil - 1) / dil;
+    w.hi[d] = in - start > 0 ? std::min(k, (in - start - 1) / dil + 1) : 0;
+    if (w.hi[d] < w.lo[d]) w.hi[d] = w.lo[d];
+    // Taps inside [-pads_begin, in + pads_end): the padded image, not beyond it (ceil_mode).
+    const int64_t limit = in + g.pads_end[d] - start;
+    const int64_t padded_hi = limit > 0 ? std::min(k, (limit - 1) / dil + 1) : 0;
+    w.padded_count *= padded_hi;
+  }
+}
+
+// Calls f(row_major_index_in_plane) for every tap of the window inside the image.
+template <typename F>
+void visit_window(const ConvGeometry& g, const Window& w, std::vector<int64_t>& tap, F&& f) {
+  const std::size_t rank = g.kernel.size();
+  for (std::size_t d = 0; d < rank; ++d)
+    if (w.lo[d] >= w.hi[d]) return;
+  for (std::size_t d = 0; d < rank; ++d) tap[d] = w.lo[d];
+  while (true) {
+    int64_t index = 0;
+    for (std::size_t d = 0; d < rank; ++d) index = index * g.in_spatial[d] + w.start[d] + tap[d] * g.dilations[d];
+    f(index);
+    std::size_t d = rank;
+    while (d-- > 0) {
+      if (++tap[d] < w.hi[d]) break;
+      tap[d] = w.lo[d];
+    }
+    if (d == static_cast<std::size_t>(-1)) return;
+  }
+}
+
+// Row-major plane index to the column-major one MaxPool reports for storage_order = 1.
+int64_t to_column_major(const ConvGeometry& g, int64_t index) {
+  int64_t result = 0, stride = 1;
+  std::vector<int64_t> coord(g.in_spatial.size());
+  for (std::size_t d = g.in_spatial.size(); d-- > 0;) {
+    coord[d] = index % g.in_spatial[d];
+    index /= g.in_spatial[d];
+  }
+  for (std::size_t d = 0; d < coord.size(); ++d) {
+    result += coord[d] * stride;
+    stride *= g.in_spatial[d];
+  }
+  return result;
+}
+
+template <typename T>
+Status run_pool(KernelContext& context, const ConvGeometry& g, const PoolOptions& options) {
+  const Tensor& x = *context.inputs[0];
+  auto made = Tensor::make(x.dtype(), g.column_shape());
+  if (!made) return context.error(made.status().message());
+  Tensor y = std::move(made).value();
+  const bool want_indices = context.outputs.size() > 1 && context.node.output(1) != nullptr;
+  Tensor indices = want_indices ? Tensor(DType::Int64, g.column_shape()) : Tensor();
+  const int64_t in_size = g.in_size(), out_size = g.out_size(), rank = g.rank();
+  const T* xd = x.data<T>();
+  T* yd = y.data<T>();
+  int64_t* id = want_indices ? indices.data<int64_t>() : nullptr;
+
+  // One (batch, channel) plane per unit: each output has a single writer.
+  context.parallel_for(g.batch * g.in_channels, [&](int64_t begin, int64_t end) {
+    Window w{std::vector<int64_t>(rank), std::vector<int64_t>(rank), std::vector<int64_t>(rank), 1};
+    std::vector<int64_t> out_pos(rank), tap(rank);
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const T* in = xd + plane * in_size;
+      std::fill(out_pos.begin(), out_pos.end(), 0);
+      for (int64_t o = 0; o < out_size; ++o) {
+        place_window(g, out_pos, w);
+        const int64_t at = plane * out_size + o;
+        if (options.kind == PoolKind::Max) {
+          T best = std::numeric_limits<T>::lowest();
+          int64_t best_index = -1;
+          visit_window(g, w, tap, [&](int64_t i) {
+            if (best_index < 0 || in[i] > best) {
+              best = in[i];
+              best_index = i;
+            }
+          });
+          yd[at] = best;
+          if (id) {
+            const int64_t local = options.column_major_indices && best_index >= 0 ? to_column_major(g, best_index)
+                                                                                   : best_index;
+            id[at] = plane * in_size + local;
+          }
+        } else if (options.kind == PoolKind::Average) {
+          double sum = 0;
+          int64_t count = 0;
+          visit_window(g, w, tap, [&](int64_t i) {
+            sum += static_cast<double>(in[i]);
+            ++count;
+          });
+          const int64_t divisor = options.count_include_pad ? w.padded_count : count;
+          yd[at] = divisor > 0 ? static_cast<T>(sum / static_cast<double>(divisor)) : T(0);
+        } else {
+          double sum = 0;
+          visit_window(g, w, tap, [&](int64_t i) { sum += std::pow(std::fabs(static_cast<double>(in[i])), options.p); });
+          yd[at] = static_cast<T>(std::pow(sum, 1.0 / options.p));
+        }
+        for (int64_t d = rank; d-- > 0;) {
+          const std::size_t ds = static_cast<std::size_t>(d);
+          if (++out_pos[ds] < g.out_spatial[ds]) break;
+          out_pos[ds] = 0;
+        }
+      }
+    }
+  });
+  context.outputs[0] = std::move(y);
+  if (want_indices) context.outputs[1] = std::move(indices);
+  return Status::ok();
+}
+
+double lp_norm_order(const Node& node) {
+  // LpPool-1 declared p as a float; later opsets as an int.
+  const Attribute* p = node.find_attribute("p");
+  if (!p) return 2.0;
+  return p->type == AttributeType::Float ? static_cast<double>(p->f) : static_cast<double>(p->i);
+}
+
+Status pool(KernelContext& context, PoolKind kind, bool global) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
+  const Node& node = context.node;
+  ConvAttributes attrs;
+  if (global) {
+    if (x->rank() < 3) return context.error("input shape " + shape_to_string(x->shape()) + " needs rank 3 or more");
+    attrs.kernel_shape.assign(x->shape().begin() + 2, x->shape().end());
+  } else {
+    attrs = read_conv_attributes(node);
+    if (attrs.kernel_shape.empty()) return context.error("attribute kernel_shape is required");
+  }
+  auto geometry = make_pool_geometry(attrs, x->shape());
+  if (!geometry) return context.error(geometry.status().message());
+  PoolOptions options;
+  options.kind = kind;
+  options.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
+  options.column_major_indices = node.attr_int("storage_order", 0) != 0;
+  if (kind == PoolKind::Lp) {
+    options.p = lp_norm_order(node);
+    if (!(options.p > 0)) return context.error("p must be positive");
+  }
+  if (kind == PoolKind::Max)
+    return dispatch_numeric(x->dtype(), [&]<typename T>() { return run_pool<T>(context, *geometry, options); });
+  return dispatch_float(x->dtype(), [&]<typename T>() { return run_pool<T>(context, *geometry, options); });
+}
+
+}  // namespace
+
+void register_pool_kernels(KernelRegistry& registry) {
+  registry.add_function("", "MaxPool", 1, kLatestOpset, [](KernelContext& c) { return pool(c, PoolKind::Max, false); });
+  registry.add_function("", "AveragePool", 1, kLatestOpset,
+                        [](KernelContext& c) { return pool(c, PoolKind::Average, false); });
+  registry.add_function("", "LpPool", 1, kLatestOpset, [](KernelContext& c) { return pool(c, PoolKind::Lp, false); });
+  registry.add_function("", "GlobalMaxPool", 1, kLatestOpset,
+                        [](KernelContext& c) { return pool(c, PoolKind::Max, true); });
+  registry.add_function("", "GlobalAveragePool", 1, kLatestOpset,
+                        [](KernelContext& c) { return pool(c, PoolKind::Average, true); });
+  registry.add_function("", "GlobalLpPool", 1, kLatestOpset,
+                        [](KernelContext& c) { return pool(c, PoolKind::Lp, true); });
+}
 
 }  // namespace qflow
