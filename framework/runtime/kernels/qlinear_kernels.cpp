@@ -1,0 +1,358 @@
+// Integer convolution and matmul kernels: ConvInteger, QLinearConv, MatMulInteger, QLinearMatMul.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "framework/runtime/kernel_registry.h"
+#include "framework/runtime/kernel_util.h"
+#include "framework/runtime/kernels/conv_geometry.h"
+#include "framework/runtime/kernels/eigen_maps.h"
+#include "framework/runtime/kernels/quant_util.h"
+
+namespace qflow {
+
+namespace {
+
+using quant_detail::dispatch_quantized;
+using quant_detail::read_scales;
+using quant_detail::read_zero_points;
+using quant_detail::require_per_tensor;
+using quant_detail::saturate_round;
+
+// Zero points are subtracted before the product, so the GEMM sees exact small integers and
+// the int32 accumulation is the one ONNX specifies.
+void gemm_s32(const int32_t* a, int64_t lda, const int32_t* b, int64_t ldb, int32_t* c, int64_t ldc, int64_t m,
+              int64_t k, int64_t n) {
+  if (m <= 0 || n <= 0) return;
+  auto out = matrix_view(c, m, n, ldc);
+  if (k <= 0) {
+    out.setZero();
+    return;
+  }
+  out.noalias() = matrix_view(a, m, k, lda) * matrix_view(b, k, n, ldb);
+}
+
+// C[m, n] = A[m, k] B[k, n] split across the pool along the larger output dimension.
+void gemm_s32_parallel(const KernelContext& context, const int32_t* a, int64_t lda, const int32_t* b, int64_t ldb,
+                       int32_t* c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
+  if (m >= n) {
+    context.parallel_for(m, [&](int64_t begin, int64_t end) {
+      gemm_s32(a + begin * lda, lda, b, ldb, c + begin * ldc, ldc, end - begin, k, n);
+    });
+  } else {
+    context.parallel_for(n, [&](int64_t begin, int64_t end) {
+      gemm_s32(a, lda, b + begin, ldb, c + begin, ldc, m, k, end - begin);
+    });
+  }
+}
+
+Status with_node(const KernelContext& context, const Status& status) {
+  return status.with_context(context.node.op_type() + " '" + context.node.name() + "'");
+}
+
+bool is_per_tensor(const Tensor* t) { return !t || (t->numel() == 1 && t->rank() <= 1); }
+
+// ---------------------------------------------------------------------------------------------
+// MatMul family
+
+enum class MatmulSide { A, B };
+
+// Shape a per-row (A) or per-column (B) parameter broadcasts with, against the operand shape
+// (already at least 2-D): a 1-D tensor of M values is a column [M, 1] for A, a 1-D tensor of
+// N values is a row for B; N-D tensors must have 1 on the reduced axis.
+Expected<Shape> matmul_param_shape(const KernelContext& context, const Tensor& param, const Shape& operand,
+                                   MatmulSide side, const char* what) {
+  if (is_per_tensor(&param)) return Shape{};
+  const std::size_t r = operand.size();
+  const int64_t rows = operand[r - 2], cols = operand[r - 1];
+  Shape shape = param.shape();
+  if (shape.size() == 1) {
+    const int64_t expected = side == MatmulSide::A ? rows : cols;
+    if (shape[0] != expected)
+      return context.error(std::string(what) + " has " + std::to_string(shape[0]) + " values, expected 1 or " +
+                           std::to_string(expected) + (side == MatmulSide::A ? " (rows of a)" : " (columns of b)"));
+    if (side == MatmulSide::A) shape = {rows, 1};
+  } else {
+    const bool reduced_ok = side == MatmulSide::A ? shape.back() == 1 : shape[shape.size() - 2] == 1;
+    if (!reduced_ok || shape.size() > r)
+      return context.error(std::string(what) + " shape " + shape_to_string(shape) + " is neither per-tensor nor per-" +
+                           (side == MatmulSide::A ? "row" : "column") + " for operand shape " +
+                           shape_to_string(operand));
+  }
+  auto merged = broadcast_shapes(operand, shape);
+  if (!merged || *merged != operand)
+    return context.error(std::string(what) + " shape " + shape_to_string(param.shape()) +
+                         " does not broadcast to operand shape " + shape_to_string(operand));
+  return shape;
+}
+
+// The operand as int32 with its (broadcast) zero point subtracted.
+Expected<Tensor> subtract_matmul_zero_point(const KernelContext& context, const Tensor& data, const Tensor* zero_point,
+                                            MatmulSide side, const char* what) {
+  if (zero_point && zero_point->dtype() != data.dtype())
+    return context.error(std::string(what) + " type " + std::string(dtype_name(zero_point->dtype())) +
+                         " differs from its operand type " + std::string(dtype_name(data.dtype())));
+  Shape zp_shape;
+  if (zero_point) {
+    QFLOW_ASSIGN_OR_RETURN(zp_shape, matmul_param_shape(context, *zero_point, data.shape(), side, what));
+  }
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> zp, read_zero_points(context, zero_point, 1, what));
+  Tensor out(DType::Int32, data.shape());
+  int32_t* o = out.data<int32_t>();
+  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(data.dtype(), [&]<typename T>() {
+    const T* in = data.data<T>();
+    for_each_broadcast(data.shape(), data.shape(), zp_shape, [&](int64_t i, int64_t, int64_t iz) {
+      o[i] = static_cast<int32_t>(in[i]) - zp[static_cast<std::size_t>(iz)];
+    });
+    return Status::ok();
+  })));
+  return out;
+}
+
+// Matmul operands promoted to at least 2-D, with the output shape numpy gives.
+struct MatmulShapes {
+  Shape a, b;          // promoted operand shapes
+  Shape full_out;      // batch + [M, N]
+  Shape out;           // with the promoted unit dimensions dropped again
+};
+
+Expected<MatmulShapes> matmul_shapes(const KernelContext& context, const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) return context.error("matmul operands must have rank 1 or more");
+  MatmulShapes s;
+  s.a = a.size() == 1 ? Shape{1, a[0]} : a;
+  s.b = b.size() == 1 ? Shape{b[0], 1} : b;
+  const int64_t m = s.a[s.a.size() - 2], k = s.a.back(), n = s.b.back();
+  if (s.b[s.b.size() - 2] != k)
+    return context.error("inner dimensions differ: a " + shape_to_string(a) + ", b " + shape_to_string(b));
+  auto batch = broadcast_shapes(Shape(s.a.begin(), s.a.end() - 2), Shape(s.b.begin(), s.b.end() - 2));
+  if (!batch) return context.error(batch.status().message());
+  s.full_out = *batch;
+  s.out = *batch;
+  s.full_out.push_back(m);
+  s.full_out.push_back(n);
+  if (a.size() > 1) s.out.push_back(m);
+  if (b.size() > 1) s.out.push_back(n);
+  return s;
+}
+
+// Batched exact product of int32 operands shaped as in `s`; result shaped s.full_out.
+Tensor batched_matmul_s32(const KernelContext& context, const MatmulShapes& s, const Tensor& a, const Tensor& b) {
+  const int64_t m = s.full_out[s.full_out.size() - 2], n = s.full_out.back(), k = s.a.back();
+  Tensor out(DType::Int32, s.full_out);
+  const Shape batch(s.full_out.begin(), s.full_out.end() - 2);
+  const Shape a_batch(s.a.begin(), s.a.end() - 2), b_batch(s.b.begin(), s.b.end() - 2);
+  const int32_t* pa = a.data<int32_t>();
+  const int32_t* pb = b.data<int32_t>();
+  int32_t* pc = out.data<int32_t>();
+  for_each_broadcast(batch, a_batch, b_batch, [&](int64_t i, int64_t ia, int64_t ib) {
+    gemm_s32_parallel(context, pa + ia * m * k, k, pb + ib * k * n, n, pc + i * m * n, n, m, k, n);
+  });
+  return out;
+}
+
+Status matmul_integer(KernelContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* b, context.required_input(1));
+  QFLOW_ASSIGN_OR_RETURN(const MatmulShapes s, matmul_shapes(context, a->shape(), b->shape()));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor a32, subtract_matmul_zero_point(context, a->reshaped(s.a), context.input(2),
+                                                                      MatmulSide::A, "a_zero_point"));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor b32, subtract_matmul_zero_point(context, b->reshaped(s.b), context.input(3),
+                                                                      MatmulSide::B, "b_zero_point"));
+  context.outputs[0] = batched_matmul_s32(context, s, a32, b32).reshaped(s.out);
+  return Status::ok();
+}
+
+Status qlinear_matmul(KernelContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* a_scale, context.required_input(1));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* b, context.required_input(3));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* b_scale, context.required_input(4));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* y_scale, context.required_input(6));
+  const Tensor* a_zp = context.input(2);
+  const Tensor* b_zp = context.input(5);
+  const Tensor* y_zp = context.input(7);
+  QFLOW_RETURN_IF_ERROR(require_per_tensor(context, y_scale, "y_scale"));
+  QFLOW_RETURN_IF_ERROR(require_per_tensor(context, y_zp, "y_zero_point"));
+  const DType out_dtype = y_zp ? y_zp->dtype() : a->dtype();
+  QFLOW_ASSIGN_OR_RETURN(const MatmulShapes s, matmul_shapes(context, a->shape(), b->shape()));
+  if (a_zp && a_zp->shape() != a_scale->shape())
+    return context.error("a_zero_point shape " + shape_to_string(a_zp->shape()) + " differs from a_scale shape " +
+                         shape_to_string(a_scale->shape()));
+  if (b_zp && b_zp->shape() != b_scale->shape())
+    return context.error("b_zero_point shape " + shape_to_string(b_zp->shape()) + " differs from b_scale shape " +
+                         shape_to_string(b_scale->shape()));
+  QFLOW_ASSIGN_OR_RETURN(const Shape a_scale_shape, matmul_param_shape(context, *a_scale, s.a, MatmulSide::A, "a_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const Shape b_scale_shape, matmul_param_shape(context, *b_scale, s.b, MatmulSide::B, "b_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<float> as, read_scales(context, *a_scale, "a_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<float> bs, read_scales(context, *b_scale, "b_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<float> ys, read_scales(context, *y_scale, "y_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> yz, read_zero_points(context, y_zp, 1, "y_zero_point"));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor a32,
+                         subtract_matmul_zero_point(context, a->reshaped(s.a), a_zp, MatmulSide::A, "a_zero_point"));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor b32,
+                         subtract_matmul_zero_point(context, b->reshaped(s.b), b_zp, MatmulSide::B, "b_zero_point"));
+  const Tensor acc = batched_matmul_s32(context, s, a32, b32);
+  Tensor y(out_dtype, s.full_out);
+  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(out_dtype, [&]<typename Q>() {
+    const int32_t* in = acc.data<int32_t>();
+    Q* out = y.data<Q>();
+    const float y_scale_value = ys[0];
+    const int32_t y_zero_point = yz[0];
+    // The multiplier is formed in float32 as ONNX Runtime does: a_scale * b_scale / y_scale.
+    for_each_broadcast(s.full_out, a_scale_shape, b_scale_shape, [&](int64_t i, int64_t ia, int64_t ib) {
+      const float multiplier = as[static_cast<std::size_t>(ia)] * bs[static_cast<std::size_t>(ib)] / y_scale_value;
+      out[i] = saturate_round<Q>(static_cast<float>(in[i]) * multiplier, y_zero_point);
+    });
+    return Status::ok();
+  })));
+  context.outputs[0] = y.reshaped(s.out);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv family
+
+// Exact int32 convolution of (x - x_zero_point) with (w - w_zero_point[m]): im2col over
+// zero-point-free input (so padding is 0) and one GEMM per image and group.
+Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t x_zero_point, const Tensor& w,
+                          const std::vector<int32_t>& w_zero_point) {
+  auto geometry = make_conv_geometry(read_conv_attributes(context.node), x.shape(), w.shape());
+  if (!geometry) return context.error(geometry.status().message());
+  const ConvGeometry& g = *geometry;
+  const int64_t m = g.out_channels, mg = g.out_channels_per_group(), cg = g.in_channels_per_group();
+  const int64_t kc = cg * g.kernel_size(), in_size = g.in_size(), out_size = g.out_size();
+  if (w_zero_point.size() != 1 && static_cast<int64_t>(w_zero_point.size()) != m)
+    return context.error("w_zero_point has " + std::to_string(w_zero_point.size()) + " values, expected 1 or " +
+                         std::to_string(m));
+
+  std::vector<int32_t> weights(static_cast<std::size_t>(m * kc));
+  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(w.dtype(), [&]<typename T>() {
+    const T* pw = w.data<T>();
+    for (int64_t oc = 0; oc < m; ++oc) {
+      const int32_t zp = w_zero_point[w_zero_point.size() == 1 ? 0 : static_cast<std::size_t>(oc)];
+      for (int64_t j = 0; j < kc; ++j) weights[static_cast<std::size_t>(oc * kc + j)] = pw[oc * kc + j] - zp;
+    }
+    return Status::ok();
+  })));
+
+  Tensor out(DType::Int32, g.column_shape());
+  std::vector<int32_t> image(static_cast<std::size_t>(g.in_channels * in_size));
+  const bool pointwise = g.is_pointwise();
+  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(x.dtype(), [&]<typename T>() {
+    for (int64_t n = 0; n < g.batch; ++n) {
+      const T* px = x.data<T>() + n * g.in_channels * in_size;
+      context.parallel_for(static_cast<int64_t>(image.size()), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) image[static_cast<std::size_t>(i)] = static_cast<int32_t>(px[i]) - x_zero_point;
+      });
+      for (int64_t grp = 0; grp < g.group; ++grp) {
+        const int32_t* plane = image.data() + grp * cg * in_size;
+        const int32_t* wg = weights.data() + grp * mg * kc;
+        int32_t* y = out.data<int32_t>() + (n * m + grp * mg) * out_size;
+        if (pointwise) {
+          gemm_s32_parallel(context, wg, kc, plane, in_size, y, out_size, mg, kc, out_size);
+          continue;
+        }
+        // Each chunk of output positions unfolds only its own columns, bounding memory.
+        context.parallel_for(out_size, [&](int64_t b, int64_t e) {
+          constexpr int64_t kBlock = 4096;
+          std::vector<int32_t> columns(static_cast<std::size_t>(kc * std::min(kBlock, e - b)));
+          for (int64_t c0 = b; c0 < e; c0 += kBlock) {
+            const int64_t c1 = std::min(e, c0 + kBlock);
+            im2col<int32_t>(plane, g, cg, 0, c0, c1, columns.data());
+            gemm_s32(wg, kc, columns.data(), c1 - c0, y + c0, out_size, mg, kc, c1 - c0);
+          }
+        });
+      }
+    }
+    return Status::ok();
+  })));
+  return out;
+}
+
+Status conv_integer(KernelContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* w, context.required_input(1));
+  const Tensor* x_zp = context.input(2);
+  const Tensor* w_zp = context.input(3);
+  QFLOW_RETURN_IF_ERROR(require_per_tensor(context, x_zp, "x_zero_point"));
+  if (w_zp && w_zp->rank() > 1)
+    return context.error("w_zero_point must be a scalar or 1-D, got shape " + shape_to_string(w_zp->shape()));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> xz, read_zero_points(context, x_zp, 1, "x_zero_point"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> wz, read_zero_points(context, w_zp, 1, "w_zero_point"));
+  QFLOW_ASSIGN_OR_RETURN(context.outputs[0], conv_s32(context, *x, xz[0], *w, wz));
+  return Status::ok();
+}
+
+Status qlinear_conv(KernelContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* x_scale, context.required_input(1));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* w, context.required_input(3));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* w_scale, context.required_input(4));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* y_scale, context.required_input(6));
+  const Tensor* x_zp = context.input(2);
+  const Tensor* w_zp = context.input(5);
+  const Tensor* y_zp = context.input(7);
+  const Tensor* bias = context.input(8);
+  QFLOW_RETURN_IF_ERROR(require_per_tensor(context, x_scale, "x_scale"));
+  QFLOW_RETURN_IF_ERROR(require_per_tensor(context, x_zp, "x_zero_point"));
+  QFLOW_RETURN_IF_ERROR(require_per_tensor(context, y_scale, "y_scale"));
+  QFLOW_RETURN_IF_ERROR(require_per_tensor(context, y_zp, "y_zero_point"));
+  if (w_scale->rank() > 1 || (w_zp && w_zp->rank() > 1))
+    return context.error("w_scale and w_zero_point must be scalars or 1-D (per output channel)");
+  if (x->rank() < 1 || w->rank() < 1) return context.error("x and w must have rank 3 or more");
+  const int64_t m = w->dim(0);
+  if (w_scale->numel() != 1 && w_scale->numel() != m)
+    return context.error("w_scale has " + std::to_string(w_scale->numel()) + " values, expected 1 or " +
+                         std::to_string(m));
+  if (bias && (bias->dtype() != DType::Int32 || bias->rank() != 1 || bias->numel() != m))
+    return context.error("bias must be int32 of shape [" + std::to_string(m) + "], got " +
+                         std::string(dtype_name(bias->dtype())) + " " + shape_to_string(bias->shape()));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<float> xs, read_scales(context, *x_scale, "x_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<float> ws, read_scales(context, *w_scale, "w_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<float> ys, read_scales(context, *y_scale, "y_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> xz, read_zero_points(context, x_zp, 1, "x_zero_point"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> wz, read_zero_points(context, w_zp, 1, "w_zero_point"));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> yz, read_zero_points(context, y_zp, 1, "y_zero_point"));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor acc, conv_s32(context, *x, xz[0], *w, wz));
+
+  // Per output channel multiplier in float32, in ONNX Runtime's order: x_scale * w_scale / y_scale.
+  std::vector<float> multiplier(static_cast<std::size_t>(m));
+  for (int64_t oc = 0; oc < m; ++oc)
+    multiplier[static_cast<std::size_t>(oc)] = xs[0] * ws[ws.size() == 1 ? 0 : static_cast<std::size_t>(oc)] / ys[0];
+  const DType out_dtype = y_zp ? y_zp->dtype() : x->dtype();
+  Tensor y(out_dtype, acc.shape());
+  const int64_t plane = acc.numel() / std::max<int64_t>(1, acc.dim(0) * m);
+  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(out_dtype, [&]<typename Q>() {
+    const int32_t* in = acc.data<int32_t>();
+    const int32_t* b = bias ? bias->data<int32_t>() : nullptr;
+    Q* out = y.data<Q>();
+    context.parallel_for(acc.dim(0) * m, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t oc = row % m;
+        const int32_t add = b ? b[oc] : 0;
+        const float mult = multiplier[static_cast<std::size_t>(oc)];
+        for (int64_t i = row * plane; i < (row + 1) * plane; ++i)
+          out[i] = saturate_round<Q>(static_cast<float>(in[i] + add) * mult, yz[0]);
+      }
+    });
+    return Status::ok();
+  })));
+  context.outputs[0] = std::move(y);
+  return Status::ok();
+}
+
+}  // namespace
+
+namespace quant_detail {
+
+void register_qlinear_kernels(KernelRegistry& registry) {
+  registry.add_function("", "MatMulInteger", 10, kLatestOpset, matmul_integer);
+  registry.add_function("", "QLinearMatMul", 10, kLatestOpset, qlinear_matmul);
+  registry.add_function("", "ConvInteger", 10, kLatestOpset, conv_integer);
+  registry.add_function("", "QLinearConv", 10, kLatestOpset, qlinear_conv);
+}
+
+}  // namespace quant_detail
+
+}  // namespace qflow
