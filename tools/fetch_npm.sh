@@ -53,7 +53,7 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/.fetch.lock"
 flock 9
 
-if ! timeout 30 npm ping >/dev/null 2>&1; then
+if ! timeout 30 npm ping --fetch-retries=0 --fetch-timeout=20000 >/dev/null 2>&1; then
   skip "npm registry $(npm config get registry 2>/dev/null) is unreachable and $CACHE is incomplete"
 fi
 

@@ -58,7 +58,7 @@ function metrics(a, b) {
   let cosine;
   if (na === 0 && nb === 0) cosine = 1;
   else if (na === 0 || nb === 0) cosine = 0;
-  else cosine = dot / (Math.sqrt(na) * Math.sqrt(nb));
+  else cosine = Math.min(1, dot / (Math.sqrt(na) * Math.sqrt(nb))); // rounding can overshoot 1
   const maxRel = maxDiff === 0 ? 0 : maxRef === 0 ? Infinity : maxDiff / maxRef;
   return { cosine, maxDiff, maxRel, nan };
 }
@@ -110,7 +110,7 @@ function formatTable(rows, columns) {
     const v = r[c];
     if (typeof v !== 'number') return String(v);
     if (Number.isNaN(v)) return '-';
-    if (c === 'cosine') return v.toFixed(9);
+    if (c === 'cosine') return v.toFixed(12);
     if (c.endsWith('Ms')) return v.toFixed(0);
     return Number.isInteger(v) && c !== 'maxAbs' && c !== 'maxRel' ? String(v) : v.toExponential(3);
   };

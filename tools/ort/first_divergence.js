@@ -37,7 +37,7 @@ function main() {
     if (e.dtype !== a.dtype) return { bad: true, text: `dtype ${a.dtype} vs onnxruntime ${e.dtype}` };
     const m = metrics(a.data, e.data);
     const bad = m.nan > 0 || !(m.cosine >= minCosine) || !(m.maxRel <= maxRel);
-    return { bad, text: `[${e.shape}] cosine ${m.cosine.toFixed(9)} max_abs ${m.maxDiff.toExponential(3)} max_rel ${m.maxRel.toExponential(3)}` };
+    return { bad, text: `[${e.shape}] cosine ${m.cosine.toFixed(12)} max_abs ${m.maxDiff.toExponential(3)} max_rel ${m.maxRel.toExponential(3)}` };
   };
   let checked = 0;
   for (const step of order) {

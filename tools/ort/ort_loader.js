@@ -18,7 +18,8 @@ function loadOrt() {
 
 // Output names become file names; keep them readable but never let them escape the folder.
 function fileNameFor(tensorName) {
-  return tensorName.replace(/[^A-Za-z0-9._-]/g, '_') + '.npy';
+  // Same rule as `qflow infer`, so both sides of a comparison name a tensor alike.
+  return tensorName.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\./, '_') + '.npy';
 }
 
 module.exports = { cacheDir, loadOrt, fileNameFor };
