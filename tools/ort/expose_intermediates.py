@@ -17,7 +17,10 @@ def main():
     graph = model.graph
     existing = {o.name for o in graph.output}
     inferred = onnx.shape_inference.infer_shapes(model)
-    types = {v.name: v.type.tensor_type.elem_type for v in inferred.graph.value_info}
+    # Checkers (onnx's, hence qflow's) want a shape on every graph output; keep the inferred
+    # type whole, symbolic dimensions included.
+    infos = {v.name: v for v in inferred.graph.value_info
+             if v.type.tensor_type.elem_type and v.type.tensor_type.HasField("shape")}
     order = []
     for index, node in enumerate(graph.node):
         for name in node.output:
@@ -25,10 +28,9 @@ def main():
                 continue
             order.append({"tensor": name, "node": node.name or f"#{index}", "op": node.op_type,
                           "inputs": list(node.input)})
-            # Outputs need a declared element type; a tensor shape inference cannot type
-            # stays internal (those are shape computations in practice).
-            if name not in existing and types.get(name):
-                graph.output.append(onnx.helper.make_tensor_value_info(name, types[name], None))
+            # A tensor shape inference cannot type stays internal (shape arithmetic in practice).
+            if name not in existing and name in infos:
+                graph.output.append(infos[name])
                 existing.add(name)
     onnx.save(model, sys.argv[2])
     with open(sys.argv[3], "w") as f:

@@ -53,6 +53,10 @@ function main() {
     }
     process.exit(1);
   }
+  if (checked === 0) {
+    console.error(`no tensor of ${orderFile} is present in both ${ortDir} and ${qfDir}`);
+    process.exit(2);
+  }
   console.log(`all ${checked} tensors agree`);
 }
 
