@@ -236,3 +236,50 @@ TEST_CASE("InstanceNormalization, LpNormalization and MeanVarianceNormalization"
   mvn.inputs = {floats({1, 2, 1, 2}, {1, 3, 10, 10})};
   check_close(run_one(mvn), {1, 2, 1, 2}, {-1, 1, 0, 0});
 }
+
+TEST_CASE("Resize opset 18 axes and keep_aspect_ratio_policy") {
+  // sizes name only the last two axes; not_larger keeps the 2:4 ratio inside 4x4 (factor 1),
+  // not_smaller covers it (factor 2).
+  auto spec = resize_node(floats({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), Tensor(), int64s({2}, {4, 4}),
+                          {Attribute::make_ints("axes", {2, 3}),
+                           Attribute::make_string("keep_aspect_ratio_policy", "not_larger")},
+                          18);
+  check_close(run_one(spec), {1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  spec.attributes[1] = Attribute::make_string("keep_aspect_ratio_policy", "not_smaller");
+  Tensor y = run_one(spec);
+  REQUIRE(y.shape() == Shape{1, 1, 4, 8});
+  CHECK(y.data<float>()[0] == 1.0f);
+  CHECK(y.data<float>()[2] == 2.0f);
+  CHECK(y.data<float>()[31] == 8.0f);
+
+  auto scaled = resize_node(floats({1, 2}, {1, 3}), floats({1}, {2}), Tensor(),
+                            {Attribute::make_ints("axes", {-1}), Attribute::make_string("mode", "linear")}, 18);
+  check_close(run_one(scaled), {1, 4}, {1, 1.5f, 2.5f, 3});
+}
+
+TEST_CASE("Kernels give the same values on several threads") {
+  std::vector<float> values(2 * 3 * 5 * 7);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = std::sin(static_cast<float>(i)) * 3.0f;
+  const Tensor x = floats({2, 3, 5, 7}, values);
+  std::vector<SingleNode> specs;
+  specs.push_back(resize_node(x, floats({4}, {1, 1, 1.7f, 2.3f}), Tensor(), {Attribute::make_string("mode", "cubic")}));
+  specs.push_back(resize_node(x, floats({4}, {1, 1, 0.6f, 1.5f}), Tensor(), {}));
+  SingleNode softmax;
+  softmax.op_type = "Softmax";
+  softmax.inputs = {x};
+  softmax.attributes = {Attribute::make_int("axis", 1)};
+  specs.push_back(softmax);
+  SingleNode inst;
+  inst.op_type = "InstanceNormalization";
+  inst.inputs = {x, floats({3}, {1, 2, 3}), floats({3}, {0, 1, 2})};
+  specs.push_back(inst);
+  for (SingleNode& spec : specs) {
+    INFO(spec.op_type);
+    spec.threads = 1;
+    const Tensor serial = run_one(spec);
+    spec.threads = 3;
+    const Tensor parallel = run_one(spec);
+    CHECK(serial.numel() > 0);
+    CHECK(serial.bitwise_equal(parallel));
+  }
+}

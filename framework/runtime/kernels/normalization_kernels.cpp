@@ -61,6 +61,12 @@ Status batchnorm_inference(KernelContext& context, const Tensor& x, float epsilo
   const T* bias = context.input(2)->data<T>();
   const T* mean = context.input(3)->data<T>();
   const T* var = context.input(4)->data<T>();
+  // One division and square root per parameter, not per element; subtracting the mean
+  // before scaling keeps precision when the mean is large against the spread.
+  const int64_t params = context.input(1)->numel();
+  std::vector<T> k(static_cast<std::size_t>(params));
+  for (int64_t p = 0; p < params; ++p)
+    k[static_cast<std::size_t>(p)] = scale[p] / std::sqrt(var[p] + static_cast<T>(epsilon));
   Tensor y(x.dtype(), x.shape());
   const T* in = x.data<T>();
   T* out = y.data<T>();
@@ -70,9 +76,8 @@ Status batchnorm_inference(KernelContext& context, const Tensor& x, float epsilo
       const T* src = in + row * inner;
       T* dst = out + row * inner;
       for (int64_t i = 0; i < inner; ++i) {
-        const int64_t p = per_position ? c * inner + i : c;
-        const T inv = T(1) / std::sqrt(var[p] + static_cast<T>(epsilon));
-        dst[i] = (src[i] - mean[p]) * inv * scale[p] + bias[p];
+        const std::size_t p = static_cast<std::size_t>(per_position ? c * inner + i : c);
+        dst[i] = (src[i] - mean[p]) * k[p] + bias[p];
       }
     }
   });

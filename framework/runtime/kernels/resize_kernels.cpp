@@ -1,6 +1,7 @@
 // Resize and Upsample kernels: nearest, linear and cubic interpolation over any number of axes.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -345,6 +346,44 @@ Expected<std::vector<V>> expand_axes(const KernelContext& context, const std::ve
   return full;
 }
 
+// Opset 18 names the resized axes and may keep the aspect ratio: then every named axis
+// shares one factor, which is also the scale the coordinate transform uses.
+Status request_from_named_sizes(const KernelContext& context, const Shape& in_shape, const std::vector<int64_t>& sizes,
+                                const std::vector<int64_t>& axes, const std::string& aspect, Request& request) {
+  const int64_t rank = static_cast<int64_t>(in_shape.size());
+  std::vector<int64_t> named;
+  std::vector<bool> is_named(in_shape.size(), axes.empty());
+  for (int64_t i = 0; i < rank; ++i)
+    if (axes.empty()) named.push_back(i);
+  for (int64_t a : axes) {
+    auto axis = normalize_axis(a, rank);
+    if (!axis) return context.error(axis.status().message());
+    if (is_named[static_cast<std::size_t>(*axis)]) return context.error("axes repeats axis " + std::to_string(*axis));
+    is_named[static_cast<std::size_t>(*axis)] = true;
+    named.push_back(*axis);
+  }
+  if (sizes.size() != named.size())
+    return context.error("sizes has " + std::to_string(sizes.size()) + " values, expected one per resized axis (" +
+                         std::to_string(named.size()) + ")");
+  Shape target = in_shape;
+  for (std::size_t i = 0; i < named.size(); ++i) target[static_cast<std::size_t>(named[i])] = sizes[i];
+  if (aspect == "stretch") return request_from_sizes(context, in_shape, target, request);
+  double factor = aspect == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    const int64_t in_len = in_shape[static_cast<std::size_t>(named[i])];
+    if (in_len <= 0 || sizes[i] <= 0) return context.error("keep_aspect_ratio_policy needs positive sizes and input axes");
+    const double r = static_cast<double>(sizes[i]) / static_cast<double>(in_len);
+    factor = aspect == "not_larger" ? std::min(factor, r) : std::max(factor, r);
+  }
+  for (std::size_t d = 0; d < in_shape.size(); ++d) {
+    const double width = is_named[d] ? factor * static_cast<double>(in_shape[d]) : static_cast<double>(in_shape[d]);
+    request.out_shape.push_back(static_cast<int64_t>(width + 0.5));
+    request.scales.push_back(is_named[d] ? factor : 1.0);
+    request.widths.push_back(width);
+  }
+  return Status::ok();
+}
+
 Status resize_v11(KernelContext& context) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
   const Node& node = context.node;
@@ -378,36 +417,7 @@ Status resize_v11(KernelContext& context) {
     QFLOW_RETURN_IF_ERROR(request_from_scales(context, x->shape(), values, request));
   } else {
     if (sizes->dtype() != DType::Int64) return context.error("sizes must be an int64 tensor");
-    std::vector<int64_t> wanted = sizes->to_int64s();
-    if (aspect != "stretch") {
-      // Scale every named axis by one factor so the result fits inside / covers `sizes`.
-      const std::vector<int64_t> named = axes.empty() ? [&] {
-        std::vector<int64_t> all(static_cast<std::size_t>(rank));
-        for (int64_t i = 0; i < rank; ++i) all[static_cast<std::size_t>(i)] = i;
-        return all;
-      }() : axes;
-      if (named.size() != wanted.size()) return context.error("sizes must have one value per resized axis");
-      double factor = aspect == "not_larger" ? 1e300 : 0.0;
-      for (std::size_t i = 0; i < named.size(); ++i) {
-        auto axis = normalize_axis(named[i], rank);
-        if (!axis) return context.error(axis.status().message());
-        const double r = static_cast<double>(wanted[i]) / static_cast<double>(std::max<int64_t>(x->dim(*axis), 1));
-        factor = aspect == "not_larger" ? std::min(factor, r) : std::max(factor, r);
-      }
-      for (std::size_t i = 0; i < named.size(); ++i) {
-        auto axis = normalize_axis(named[i], rank);
-        wanted[i] = static_cast<int64_t>(std::round(factor * static_cast<double>(x->dim(*axis))));
-      }
-    }
-    std::vector<int64_t> current = x->shape();
-    QFLOW_ASSIGN_OR_RETURN(std::vector<int64_t> values, expand_axes(context, wanted, axes, rank, int64_t{0}));
-    if (!axes.empty()) {
-      std::vector<bool> named(static_cast<std::size_t>(rank), false);
-      for (int64_t a : axes) named[static_cast<std::size_t>(*normalize_axis(a, rank))] = true;
-      for (int64_t d = 0; d < rank; ++d)
-        if (!named[static_cast<std::size_t>(d)]) values[static_cast<std::size_t>(d)] = current[static_cast<std::size_t>(d)];
-    }
-    QFLOW_RETURN_IF_ERROR(request_from_sizes(context, x->shape(), values, request));
+    QFLOW_RETURN_IF_ERROR(request_from_named_sizes(context, x->shape(), sizes->to_int64s(), axes, aspect, request));
   }
   if (params.coord == Coord::TfCropAndResize) {
     if (!roi || roi->numel() == 0) return context.error("tf_crop_and_resize needs the roi input");
