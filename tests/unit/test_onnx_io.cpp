@@ -309,6 +309,9 @@ TEST_CASE("onnx_io: a hand-built model with every attribute kind exports and re-
   CHECK(g2.initializer_order()[1]->name() == "h");
   CHECK(back->metadata.front().first == "b");
   CHECK(n2.find_attribute("branches")->graphs[1]->nodes().front()->op_type() == "Neg");
+  // The comparison used by the round-trip test must notice a one-field change.
+  back->graph->nodes().front()->set_attribute(Attribute::make_int("i", -6));
+  CHECK(diff_models(model, *back) == "graph node 'custom' attr i: scalar or list value differs");
 
   TempDir dir;
   const std::string path = (dir.path / "hand.onnx").string();
@@ -426,6 +429,17 @@ TEST_CASE("onnx_io: unreadable files are refused with the path in the message") 
     CHECK(model.status().code() == StatusCode::InvalidInput);
     CHECK(model.status().message().rfind("unknown_op.onnx: No Op registered for Identitx with domain_version of 17", 0) ==
           0);
+  }
+  SUBCASE("file over 2 GiB") {
+    const std::string path = (dir.path / "huge.onnx").string();
+    { std::ofstream create(path); }
+    // Sparse on every common filesystem: nothing is written, and the importer must not read it.
+    REQUIRE(::truncate(path.c_str(), (int64_t{1} << 31) + 1) == 0);
+    auto model = import_onnx_file(path);
+    REQUIRE_FALSE(model);
+    CHECK(model.status().message() == "'" + path +
+                                          "' is 2147483649 bytes; ONNX protobuf files are limited to 2 GiB and qflow "
+                                          "does not support external data");
   }
   SUBCASE("missing file") {
     auto model = import_onnx_file((dir.path / "absent.onnx").string());
