@@ -312,6 +312,39 @@ TEST_CASE("Global pools and LpPool") {
   check_close(run(lp)[0], {1, 1, 2}, {5, std::sqrt(160.0f)});
 }
 
+TEST_CASE("MaxUnpool: scatters values to their indices") {
+  SingleNode spec = make_node("MaxUnpool", {floats({1, 1, 2, 2}, {5, 6, 7, 8}),
+                                            Tensor::from_vector<int64_t>({1, 1, 2, 2}, {5, 7, 13, 15})});
+  spec.attributes = {Attribute::make_ints("kernel_shape", {2, 2}), Attribute::make_ints("strides", {2, 2})};
+  std::vector<float> expected(16, 0.0f);
+  expected[5] = 5;
+  expected[7] = 6;
+  expected[13] = 7;
+  expected[15] = 8;
+  check_close(run(spec)[0], {1, 1, 4, 4}, expected);
+  // A larger output_shape keeps each value at its (row, column), not at its flat index.
+  spec.inputs.push_back(Tensor::from_vector<int64_t>({4}, {1, 1, 5, 5}));
+  expected.assign(25, 0.0f);
+  expected[6] = 5;
+  expected[8] = 6;
+  expected[16] = 7;
+  expected[18] = 8;
+  check_close(run(spec)[0], {1, 1, 5, 5}, expected);
+  spec.inputs[1] = Tensor::from_vector<int64_t>({1, 1, 2, 2}, {5, 7, 13, 16});
+  CHECK_FALSE(run_single_node(spec).has_value());
+}
+
+TEST_CASE("Conv and Gemm run on double") {
+  SingleNode conv = make_node("Conv", {Tensor::from_vector<double>({1, 1, 3}, {1, 2, 3}),
+                                       Tensor::from_vector<double>({1, 1, 2}, {1, -1})});
+  const Tensor y = run(conv)[0];
+  REQUIRE(y.dtype() == DType::Float64);
+  CHECK(y.to_doubles() == std::vector<double>{-1, -1});
+  SingleNode gemm = make_node("Gemm", {Tensor::from_vector<double>({1, 2}, {1, 2}),
+                                       Tensor::from_vector<double>({2, 1}, {3, 4})});
+  CHECK(run(gemm)[0].to_doubles() == std::vector<double>{11});
+}
+
 TEST_CASE("Pools: missing kernel_shape is an error") {
   auto out = run_single_node(make_node("MaxPool", {floats({1, 1, 2, 2}, iota(4))}));
   REQUIRE_FALSE(out.has_value());

@@ -1,4 +1,4 @@
-// Reference kernels for MaxPool, AveragePool, LpPool and their global forms, N-d.
+// Reference kernels for MaxPool, AveragePool, LpPool, their global forms and MaxUnpool, N-d.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -176,6 +176,72 @@ Status pool(KernelContext& context, PoolKind kind, bool global) {
   return dispatch_float(x->dtype(), [&]<typename T>() { return run_pool<T>(context, *geometry, options); });
 }
 
+// MaxUnpool scatters pooled values back to the positions MaxPool's indices name. Indices
+// address the natural unpooled shape; a larger output_shape keeps each value at the same
+// coordinates (the ONNX reference behaviour), so indices are re-encoded for it.
+template <typename T>
+Status run_max_unpool(KernelContext& context, const Tensor& x, const Tensor& indices, const Shape& natural,
+                      const Shape& out_shape) {
+  auto made = Tensor::make(x.dtype(), out_shape);
+  if (!made) return context.error(made.status().message());
+  Tensor y = std::move(made).value();
+  const T* xd = x.data<T>();
+  const int64_t* id = indices.data<int64_t>();
+  T* yd = y.data<T>();
+  const int64_t limit = shape_numel(natural);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (id[i] < 0 || id[i] >= limit)
+      return context.error("index " + std::to_string(id[i]) + " is outside the unpooled shape " +
+                           shape_to_string(natural));
+    int64_t rest = id[i], target = 0, stride = 1;
+    for (std::size_t d = natural.size(); d-- > 0;) {
+      const int64_t coord = rest % natural[d];
+      rest /= natural[d];
+      if (coord >= out_shape[d])
+        return context.error("index " + std::to_string(id[i]) + " falls outside output_shape " +
+                             shape_to_string(out_shape));
+      target += coord * stride;
+      stride *= out_shape[d];
+    }
+    yd[target] = xd[i];
+  }
+  context.outputs[0] = std::move(y);
+  return Status::ok();
+}
+
+Status max_unpool(KernelContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* indices, context.required_input(1));
+  const Tensor* output_shape = context.input(2);
+  if (indices->dtype() != DType::Int64 || indices->shape() != x->shape())
+    return context.error("indices must be int64 with the shape of X " + shape_to_string(x->shape()) + ", got " +
+                         std::string(dtype_name(indices->dtype())) + " " + shape_to_string(indices->shape()));
+  const ConvAttributes attrs = read_conv_attributes(context.node);
+  if (x->rank() < 3) return context.error("input shape " + shape_to_string(x->shape()) + " needs rank 3 or more");
+  const std::size_t rank = static_cast<std::size_t>(x->rank() - 2);
+  if (attrs.kernel_shape.size() != rank) return context.error("kernel_shape does not match the spatial rank");
+  if ((!attrs.strides.empty() && attrs.strides.size() != rank) || (!attrs.pads.empty() && attrs.pads.size() != 2 * rank))
+    return context.error("strides or pads do not match the spatial rank");
+  Shape out_shape{x->dim(0), x->dim(1)};
+  for (std::size_t d = 0; d < rank; ++d) {
+    const int64_t stride = attrs.strides.empty() ? 1 : attrs.strides[d];
+    const int64_t pads = attrs.pads.empty() ? 0 : attrs.pads[d] + attrs.pads[d + rank];
+    out_shape.push_back((x->dim(static_cast<int64_t>(d) + 2) - 1) * stride + attrs.kernel_shape[d] - pads);
+  }
+  const Shape natural = out_shape;
+  for (int64_t v : natural)
+    if (v <= 0) return context.error("unpooled shape " + shape_to_string(natural) + " is not positive");
+  if (output_shape) {
+    const std::vector<int64_t> given = output_shape->to_int64s();
+    if (given.size() != out_shape.size())
+      return context.error("output_shape " + shape_to_string(given) + " does not match the input rank");
+    out_shape = given;
+  }
+  return dispatch_numeric(x->dtype(), [&]<typename T>() {
+    return run_max_unpool<T>(context, *x, *indices, natural, out_shape);
+  });
+}
+
 }  // namespace
 
 void register_pool_kernels(KernelRegistry& registry) {
@@ -189,6 +255,7 @@ void register_pool_kernels(KernelRegistry& registry) {
                         [](KernelContext& c) { return pool(c, PoolKind::Average, true); });
   registry.add_function("", "GlobalLpPool", 1, kLatestOpset,
                         [](KernelContext& c) { return pool(c, PoolKind::Lp, true); });
+  registry.add_function("", "MaxUnpool", 9, kLatestOpset, max_unpool);
 }
 
 }  // namespace qflow
