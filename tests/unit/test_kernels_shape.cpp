@@ -148,6 +148,10 @@ TEST_CASE("Cast covers float16 and refuses strings") {
   auto h = run("Cast", {f32({2}, {1.5f, -2.0f})}, {Attribute::make_int("to", 10)});
   REQUIRE(h[0].dtype() == DType::Float16);
   CHECK(h[0].to_doubles() == std::vector<double>{1.5, -2.0});
+  // Truncation, as the ONNX reference does: rounding would give 1.0078125.
+  auto bf = run("Cast", {f32({1}, {1.0048828125f})}, {Attribute::make_int("to", 16)});
+  REQUIRE(bf[0].dtype() == DType::BFloat16);
+  CHECK(bf[0].to_doubles() == std::vector<double>{1.0});
   auto i = run("Cast", {f32({2}, {2.7f, -1.2f})}, {Attribute::make_int("to", 6)});
   CHECK(i[0].to_int64s() == std::vector<int64_t>{2, -1});
   auto like = run("CastLike", {f32({1}, {3.0f}), Tensor::scalar<double>(0.0)});

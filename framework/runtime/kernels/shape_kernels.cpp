@@ -195,6 +195,24 @@ DType dtype_from_name(const std::string& name) {
   return it == names.end() ? DType::Undefined : it->second;
 }
 
+// ONNX's reference implementation (and the 1.12 conformance data) narrows float to
+// bfloat16 by dropping the low 16 bits rather than rounding; NaN stays a quiet NaN.
+Tensor cast_any(const Tensor& in, DType target) {
+  if (in.dtype() == target) return in;
+  if (target != DType::BFloat16) return in.cast(target);
+  const Tensor f = in.dtype() == DType::Float32 ? in : in.cast(DType::Float32);
+  Tensor out(DType::BFloat16, in.shape());
+  const float* src = f.data<float>();
+  uint16_t* dst = out.data<uint16_t>();
+  for (int64_t i = 0; i < f.numel(); ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &src[i], sizeof bits);
+    dst[i] = std::isnan(src[i]) ? static_cast<uint16_t>(((bits >> 16) & 0x8000u) | 0x7fc0u)
+                                : static_cast<uint16_t>(bits >> 16);
+  }
+  return out;
+}
+
 Status cast(KernelContext& context) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* data, context.required_input(0));
   const Attribute* to = context.node.find_attribute("to");
@@ -206,14 +224,14 @@ Status cast(KernelContext& context) {
     return unsupported(context.node.op_type() + " '" + context.node.name() + "': cast to ONNX type " + name +
                        " is not supported (strings and non-numeric types cannot be held)");
   }
-  context.outputs[0] = data->dtype() == target ? *data : data->cast(target);
+  context.outputs[0] = cast_any(*data, target);
   return Status::ok();
 }
 
 Status cast_like(KernelContext& context) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* data, context.required_input(0));
   QFLOW_ASSIGN_OR_RETURN(const Tensor* like, context.required_input(1));
-  context.outputs[0] = data->dtype() == like->dtype() ? *data : data->cast(like->dtype());
+  context.outputs[0] = cast_any(*data, like->dtype());
   return Status::ok();
 }
 
