@@ -283,3 +283,30 @@ TEST_CASE("Kernels give the same values on several threads") {
     CHECK(serial.bitwise_equal(parallel));
   }
 }
+
+TEST_CASE("Malformed parameters are refused with a message naming the problem") {
+  auto negative = resize_node(floats({1, 2}, {1, 2}), Tensor(), int64s({2}, {1, -4}), {});
+  auto r1 = run_single_node(negative);
+  REQUIRE_FALSE(r1.has_value());
+  CHECK(r1.status().message().find("sizes must not be negative") != std::string::npos);
+
+  auto wrong_rank = resize_node(floats({1, 2}, {1, 2}), floats({3}, {1, 1, 2}), Tensor(), {});
+  auto r2 = run_single_node(wrong_rank);
+  REQUIRE_FALSE(r2.has_value());
+  CHECK(r2.status().message().find("expected one per input axis (2)") != std::string::npos);
+
+  SingleNode layer;
+  layer.op_type = "LayerNormalization";
+  layer.inputs = {floats({2, 3}, {1, 2, 3, 4, 5, 6}), floats({2}, {1, 1})};
+  auto r3 = run_single_node(layer);
+  REQUIRE_FALSE(r3.has_value());
+  CHECK(r3.status().message().find("does not broadcast to the normalized shape [3]") != std::string::npos);
+
+  SingleNode bn;
+  bn.op_type = "BatchNormalization";
+  bn.inputs = {floats({1, 2, 1, 1}, {1, 2}), floats({3}, {1, 1, 1}), floats({3}, {0, 0, 0}), floats({3}, {0, 0, 0}),
+               floats({3}, {1, 1, 1})};
+  auto r4 = run_single_node(bn);
+  REQUIRE_FALSE(r4.has_value());
+  CHECK(r4.status().message().find("expected 2 (one per channel") != std::string::npos);
+}

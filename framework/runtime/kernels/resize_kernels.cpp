@@ -453,16 +453,14 @@ Status resize_scales_only(KernelContext& context, const std::vector<double>& sca
 }
 
 Status resize_v10(KernelContext& context) {
-  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
-  (void)x;
+  QFLOW_RETURN_IF_ERROR(context.required_input(0).status());
   QFLOW_ASSIGN_OR_RETURN(const Tensor* scales, context.required_input(1));
   if (!is_float(scales->dtype())) return context.error("scales must be a float tensor");
   return resize_scales_only(context, scales->to_doubles());
 }
 
 Status upsample(KernelContext& context) {
-  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
-  (void)x;
+  QFLOW_RETURN_IF_ERROR(context.required_input(0).status());
   std::vector<double> scales;
   if (context.opset >= 9) {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* s, context.required_input(1));
