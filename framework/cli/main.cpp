@@ -1,1 +1,124 @@
-int main() { return 0; }
+// qflow CLI entry point: dispatches to subcommands and maps every failure to an exit code.
+#include <algorithm>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "framework/cli/cli_error.h"
+#include "framework/cli/command.h"
+
+#ifndef QFLOW_VERSION
+#define QFLOW_VERSION "0.1.0"
+#endif
+
+namespace qflow::cli {
+
+namespace {
+
+constexpr Command kCommands[] = {
+    {"inspect", "show a model's inputs, outputs, operators, parameters and MACs", run_inspect},
+    {"infer", "run a model on .npy inputs with the reference interpreter", run_infer},
+    {"convert", "import and re-export an ONNX model (optionally with inferred shapes)", run_convert},
+};
+
+void print_main_help() {
+  std::cout << "usage: qflow <command> [options]\n"
+               "       qflow help <command>\n"
+               "       qflow --version\n\n"
+               "qflow turns float ONNX models into fixed-point NPU models.\n\n"
+               "commands:\n";
+  for (const Command& c : kCommands) {
+    std::string name(c.name);
+    name.resize(std::max<std::size_t>(name.size() + 2, 10), ' ');
+    std::cout << "  " << name << c.summary << "\n";
+  }
+  std::cout << "\nRun 'qflow <command> --help' for a command's options.\n"
+               "Exit codes: 0 success, 2 invalid input or command line, 3 internal error.\n";
+}
+
+const Command* find_command(const std::string& name) {
+  for (const Command& c : kCommands)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+Status unknown_command(const std::string& name) {
+  return invalid_input("unknown command '" + name + "' (see 'qflow --help')");
+}
+
+int run_main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return report_error(invalid_input("no command given (see 'qflow --help')"));
+  const std::string& first = args[0];
+  if (first == "--help" || first == "-h") {
+    print_main_help();
+    return kExitOk;
+  }
+  if (first == "help") {
+    if (args.size() == 1) {
+      print_main_help();
+      return kExitOk;
+    }
+    const Command* command = find_command(args[1]);
+    if (!command) return report_error(unknown_command(args[1]));
+    const Status status = command->run({"--help"});
+    return status.is_ok() ? kExitOk : report_error(status);
+  }
+  if (first == "--version") {
+    std::cout << "qflow " << QFLOW_VERSION << "\n";
+    return kExitOk;
+  }
+  if (!first.empty() && first[0] == '-')
+    return report_error(invalid_input("unknown option '" + first + "' (see 'qflow --help')"));
+  const Command* command = find_command(first);
+  if (!command) return report_error(unknown_command(first));
+  const Status status = command->run(std::vector<std::string>(args.begin() + 1, args.end()));
+  return status.is_ok() ? kExitOk : report_error(status);
+}
+
+}  // namespace
+
+std::span<const Command> commands() { return kCommands; }
+
+Expected<ParsedCommandLine> parse_command_line(std::string_view command, const std::vector<std::string>& args,
+                                               const boost::program_options::options_description& options,
+                                               const boost::program_options::positional_options_description& positional) {
+  namespace po = boost::program_options;
+  ParsedCommandLine parsed;
+  try {
+    po::store(po::command_line_parser(args)
+                  .options(options)
+                  .positional(positional)
+                  .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+                  .run(),
+              parsed.values);
+    if (parsed.values.count("help")) {
+      parsed.help = true;
+      return parsed;
+    }
+    po::notify(parsed.values);
+  } catch (const po::error& e) {
+    return invalid_input(std::string(command) + ": " + e.what() + " (see 'qflow " + std::string(command) +
+                         " --help')");
+  }
+  return parsed;
+}
+
+void print_command_help(std::string_view usage, std::string_view description,
+                        const boost::program_options::options_description& options) {
+  std::cout << "usage: qflow " << usage << "\n\n" << description << "\n\n" << options;
+}
+
+}  // namespace qflow::cli
+
+int main(int argc, char** argv) {
+  try {
+    return qflow::cli::run_main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "qflow: error: internal error: " << qflow::cli::one_line(e.what()) << std::endl;
+  } catch (...) {
+    std::cerr << "qflow: error: internal error: unknown exception" << std::endl;
+  }
+  return qflow::cli::kExitInternal;
+}
