@@ -1,0 +1,31 @@
+#!/bin/bash
+# Quick start: inspects the bundled sample model and runs it on the bundled inputs.
+# usage: tools/quickstart.sh BUILD_DIR   (writes BUILD_DIR/quickstart/)
+set -euo pipefail
+
+build_dir=${1:?usage: tools/quickstart.sh BUILD_DIR}
+root=$(cd "$(dirname "$0")/.." && pwd)
+qflow=$build_dir/bin/qflow
+model=$root/models/sample/sample_cnn.onnx
+input=$root/models/sample/input.npy
+out=$build_dir/quickstart
+
+if [ ! -x "$qflow" ]; then
+  echo "quickstart: $qflow not found; build first (make build)" >&2
+  exit 2
+fi
+mkdir -p "$out"
+
+echo "== qflow inspect $model"
+"$qflow" inspect "$model" | tee "$out/inspect.txt"
+"$qflow" inspect "$model" --json >"$out/inspect.json"
+
+echo
+echo "== qflow infer $model --input $input --output-dir $out"
+"$qflow" infer "$model" --input "$input" --output-dir "$out"
+
+echo
+echo "quickstart wrote:"
+for f in "$out"/*; do
+  echo "  $f"
+done
