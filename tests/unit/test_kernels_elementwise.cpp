@@ -235,3 +235,10 @@ TEST_CASE("errors name the problem") {
   REQUIRE_FALSE(t.has_value());
   CHECK(t.status().message().find("different element types") != std::string::npos);
 }
+
+TEST_CASE("unsupported element types name the node") {
+  auto r = run_single_node(node("Sigmoid", {Tensor::from_vector<int32_t>({1}, {1})}));
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.status().code() == StatusCode::Unsupported);
+  CHECK(r.status().message().find("Sigmoid 'node'") != std::string::npos);
+}

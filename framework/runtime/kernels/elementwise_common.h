@@ -114,7 +114,9 @@ void binary_broadcast(const KernelContext& context, const TA* a, const Shape& a_
                       const Shape& b_shape, TO* out, const Shape& out_shape, Op op) {
   const int64_t n = shape_numel(out_shape);
   if (a_shape == b_shape) {
-    chunked(context, n, [&](int64_t begin, int64_t end) {
+    // Pointers and the functor are copied into the chunk so the compiler knows stores to
+    // out cannot change them, which lets it vectorise.
+    chunked(context, n, [a, b, out, op](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) out[i] = op(a[i], b[i]);
     });
     return;
@@ -144,7 +146,7 @@ void binary_broadcast(const KernelContext& context, const TA* a, const Shape& a_
 // out[i] = op(in[i]) over all elements.
 template <typename TI, typename TO, typename Op>
 void unary_map(const KernelContext& context, const TI* in, TO* out, int64_t n, Op op) {
-  chunked(context, n, [&](int64_t begin, int64_t end) {
+  chunked(context, n, [in, out, op](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) out[i] = op(in[i]);
   });
 }
@@ -153,6 +155,9 @@ void unary_map(const KernelContext& context, const TI* in, TO* out, int64_t n, O
 // logical ops broadcast only when the `broadcast` attribute is 1, aligning B to A at `axis`
 // (or at the trailing dimensions when no axis is given).
 Expected<Shape> legacy_broadcast_shape(const KernelContext& context, const Shape& a, const Shape& b);
+
+// Prefixes the node to errors that do not name it yet (an unsupported element type).
+Status name_node(const KernelContext& context, Status status);
 
 // Runs `body` with Float16/BFloat16 inputs widened to Float32, then narrows float outputs
 // back: the reference kernels compute half types in single precision.

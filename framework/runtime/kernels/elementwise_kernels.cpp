@@ -21,11 +21,17 @@ Expected<Shape> legacy_broadcast_shape(const KernelContext& context, const Shape
   return aligned;
 }
 
+Status name_node(const KernelContext& context, Status status) {
+  // Dispatch failures do not know the node; kernel errors from context.error already do.
+  if (status.code() != StatusCode::Unsupported) return status;
+  return status.with_context(context.node.op_type() + " '" + context.node.name() + "'");
+}
+
 Status with_halves_as_float(KernelContext& context, const KernelFunction& body) {
   DType half = DType::Undefined;
   for (const Tensor* t : context.inputs)
     if (t && (t->dtype() == DType::Float16 || t->dtype() == DType::BFloat16)) half = t->dtype();
-  if (half == DType::Undefined) return body(context);
+  if (half == DType::Undefined) return name_node(context, body(context));
 
   std::vector<Tensor> widened;
   widened.reserve(context.inputs.size());
@@ -39,7 +45,7 @@ Status with_halves_as_float(KernelContext& context, const KernelFunction& body) 
     }
   }
   inner.outputs.resize(context.outputs.size());
-  QFLOW_RETURN_IF_ERROR(body(inner));
+  QFLOW_RETURN_IF_ERROR(name_node(context, body(inner)));
   for (std::size_t i = 0; i < inner.outputs.size(); ++i) {
     Tensor& out = inner.outputs[i];
     context.outputs[i] = out.dtype() == DType::Float32 ? out.cast(half) : std::move(out);

@@ -80,7 +80,7 @@ Status where(KernelContext& ctx) {
     return ctx.error("cannot broadcast " + shape_to_string(cond->shape()) + ", " + shape_to_string(x->shape()) +
                      " and " + shape_to_string(y->shape()));
   const auto plan = elementwise::make_broadcast_plan<3>(*out_shape, {&cond->shape(), &x->shape(), &y->shape()});
-  return dispatch_all(x->dtype(), [&]<typename T>() -> Status {
+  return elementwise::name_node(ctx, dispatch_all(x->dtype(), [&]<typename T>() -> Status {
     Tensor out(x->dtype(), *out_shape);
     const bool* c = cond->data<bool>();
     const T* px = x->data<T>();
@@ -95,7 +95,7 @@ Status where(KernelContext& ctx) {
     });
     ctx.outputs[0] = std::move(out);
     return Status::ok();
-  });
+  }));
 }
 
 }  // namespace

@@ -14,6 +14,12 @@ namespace {
 // Below this many input elements a reduction runs on the calling thread.
 constexpr int64_t kParallelGrain = 1 << 15;
 
+// Dispatch failures do not know the node; name it.
+Status name_node(const KernelContext& ctx, Status status) {
+  if (status.code() != StatusCode::Unsupported) return status;
+  return status.with_context(ctx.node.op_type() + " '" + ctx.node.name() + "'");
+}
+
 enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, SumSquare, LogSum, LogSumExp };
 
 // Each output element reduces the same set of input offsets from its own base offset, in
@@ -182,7 +188,7 @@ Status reduce_kernel(KernelContext& ctx) {
     reduced[static_cast<std::size_t>(*normalized)] = true;
   }
   const ReducePlan plan = make_plan(input.shape(), reduced, keepdims);
-  QFLOW_RETURN_IF_ERROR(dispatch_numeric(input.dtype(), [&]<typename T>() -> Status {
+  QFLOW_RETURN_IF_ERROR(name_node(ctx, dispatch_numeric(input.dtype(), [&]<typename T>() -> Status {
     Tensor out(input.dtype(), plan.out_shape);
     const T* in = input.data<T>();
     T* po = out.data<T>();
@@ -202,7 +208,7 @@ Status reduce_kernel(KernelContext& ctx) {
     }
     ctx.outputs[0] = std::move(out);
     return Status::ok();
-  }));
+  })));
   if (input.dtype() != x->dtype()) ctx.outputs[0] = ctx.outputs[0].cast(x->dtype());
   return Status::ok();
 }
@@ -230,7 +236,7 @@ Status arg_kernel(KernelContext& ctx) {
   }
   Tensor out(DType::Int64, out_shape);
   int64_t* po = out.data<int64_t>();
-  QFLOW_RETURN_IF_ERROR(dispatch_numeric(input.dtype(), [&]<typename T>() -> Status {
+  QFLOW_RETURN_IF_ERROR(name_node(ctx, dispatch_numeric(input.dtype(), [&]<typename T>() -> Status {
     const T* in = input.data<T>();
     auto body = [&](int64_t begin, int64_t end) {
       for (int64_t o = begin; o < end; ++o) {
@@ -254,7 +260,7 @@ Status arg_kernel(KernelContext& ctx) {
       body(0, outer * inner);
     }
     return Status::ok();
-  }));
+  })));
   ctx.outputs[0] = std::move(out);
   return Status::ok();
 }
