@@ -36,8 +36,8 @@ struct Lcg {
 // Direct-loop 2-D integer convolution, the definition ConvInteger must match.
 std::vector<int32_t> reference_conv2d(const std::vector<int8_t>& x, const Shape& xs, int32_t xz,
                                       const std::vector<int8_t>& w, const Shape& ws, const std::vector<int32_t>& wz,
-                                      int64_t group, const Shape& strides, const Shape& dilations,
-                                      const Shape& pads, const Shape& out_hw) {
+                                      int64_t group, const Shape& strides, const Shape& dilations, const Shape& pads,
+                                      const Shape& out_hw) {
   const int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3], m = ws[0], cg = ws[1], kh = ws[2], kw = ws[3];
   const int64_t mg = m / group, oh = out_hw[0], ow = out_hw[1];
   std::vector<int32_t> y(static_cast<std::size_t>(n * m * oh * ow), 0);
@@ -278,8 +278,8 @@ TEST_CASE("MatMulInteger with per-row and per-column zero points") {
   SingleNode spec;
   spec.op_type = "MatMulInteger";
   spec.inputs = {Tensor::from_vector<uint8_t>({2, 3}, {1, 2, 3, 4, 5, 6}),
-                 Tensor::from_vector<uint8_t>({3, 2}, {1, 2, 3, 4, 5, 6}),
-                 Tensor::from_vector<uint8_t>({2}, {1, 3}), Tensor::from_vector<uint8_t>({2}, {0, 2})};
+                 Tensor::from_vector<uint8_t>({3, 2}, {1, 2, 3, 4, 5, 6}), Tensor::from_vector<uint8_t>({2}, {1, 3}),
+                 Tensor::from_vector<uint8_t>({2}, {0, 2})};
   const Tensor y = run_one(spec);
   CHECK(y.shape() == Shape{2, 2});
   CHECK(values_of<int32_t>(y) == std::vector<int32_t>{13, 10, 22, 16});
@@ -297,14 +297,16 @@ TEST_CASE("MatMulInteger with per-row and per-column zero points") {
   CHECK(values_of<int32_t>(v) == std::vector<int32_t>{13, 16});
 
   // Batch broadcasting with int8.
-  spec.inputs = {Tensor::from_vector<int8_t>({2, 1, 2}, {1, -1, 2, 3}), Tensor::from_vector<int8_t>({2, 2}, {1, 2, 3, 4})};
+  spec.inputs = {Tensor::from_vector<int8_t>({2, 1, 2}, {1, -1, 2, 3}),
+                 Tensor::from_vector<int8_t>({2, 2}, {1, 2, 3, 4})};
   const Tensor b = run_one(spec);
   CHECK(b.shape() == Shape{2, 1, 2});
   CHECK(values_of<int32_t>(b) == std::vector<int32_t>{-2, -2, 11, 16});
 
   // A per-row zero point with the wrong length is refused.
   spec.inputs = {Tensor::from_vector<uint8_t>({2, 3}, {1, 2, 3, 4, 5, 6}),
-                 Tensor::from_vector<uint8_t>({3, 2}, {1, 2, 3, 4, 5, 6}), Tensor::from_vector<uint8_t>({3}, {1, 2, 3})};
+                 Tensor::from_vector<uint8_t>({3, 2}, {1, 2, 3, 4, 5, 6}),
+                 Tensor::from_vector<uint8_t>({3}, {1, 2, 3})};
   CHECK_FALSE(run_single_node(spec).has_value());
 }
 
@@ -333,16 +335,59 @@ TEST_CASE("QLinearMatMul with per-column b and half-to-even requantization") {
   // 7.5 -> 8 -> 13, 5 -> 10.
   SingleNode spec;
   spec.op_type = "QLinearMatMul";
-  spec.inputs = {Tensor::from_vector<uint8_t>({1, 2}, {10, 20}), Tensor::scalar<float>(0.5f),
-                 Tensor::scalar<uint8_t>(10),  Tensor::from_vector<int8_t>({2, 2}, {1, 2, 3, 4}),
-                 Tensor::from_vector<float>({2}, {1.0f, 0.5f}), Tensor::from_vector<int8_t>({2}, {0, 0}),
-                 Tensor::scalar<float>(2.0f),  Tensor::scalar<uint8_t>(5)};
+  spec.inputs = {Tensor::from_vector<uint8_t>({1, 2}, {10, 20}),
+                 Tensor::scalar<float>(0.5f),
+                 Tensor::scalar<uint8_t>(10),
+                 Tensor::from_vector<int8_t>({2, 2}, {1, 2, 3, 4}),
+                 Tensor::from_vector<float>({2}, {1.0f, 0.5f}),
+                 Tensor::from_vector<int8_t>({2}, {0, 0}),
+                 Tensor::scalar<float>(2.0f),
+                 Tensor::scalar<uint8_t>(5)};
   CHECK(values_of<uint8_t>(run_one(spec)) == std::vector<uint8_t>{13, 10});
 
   // Per-tensor int8 output that saturates at both ends.
-  spec.inputs = {Tensor::from_vector<int8_t>({2, 1}, {100, -100}), Tensor::scalar<float>(1.0f),
-                 Tensor::scalar<int8_t>(0),     Tensor::from_vector<int8_t>({1, 1}, {100}),
-                 Tensor::scalar<float>(1.0f),   Tensor::scalar<int8_t>(0),
-                 Tensor::scalar<float>(1.0f),   Tensor::scalar<int8_t>(0)};
+  spec.inputs = {Tensor::from_vector<int8_t>({2, 1}, {100, -100}),
+                 Tensor::scalar<float>(1.0f),
+                 Tensor::scalar<int8_t>(0),
+                 Tensor::from_vector<int8_t>({1, 1}, {100}),
+                 Tensor::scalar<float>(1.0f),
+                 Tensor::scalar<int8_t>(0),
+                 Tensor::scalar<float>(1.0f),
+                 Tensor::scalar<int8_t>(0)};
   CHECK(values_of<int8_t>(run_one(spec)) == std::vector<int8_t>{127, -128});
+}
+
+TEST_CASE("Integer convs refuse malformed parameters with a message naming the node") {
+  SingleNode spec;
+  spec.op_type = "QLinearConv";
+  spec.inputs = {Tensor::from_vector<uint8_t>({1, 1, 2, 2}, {1, 2, 3, 4}),
+                 Tensor::scalar<float>(1.0f),
+                 Tensor::scalar<int8_t>(0),
+                 Tensor::from_vector<uint8_t>({1, 1, 1, 1}, {1}),
+                 Tensor::scalar<float>(1.0f),
+                 Tensor::scalar<uint8_t>(0),
+                 Tensor::scalar<float>(1.0f),
+                 Tensor::scalar<uint8_t>(0)};
+  auto out = run_single_node(spec);
+  REQUIRE_FALSE(out.has_value());
+  CHECK(out.status().message().find("QLinearConv 'node'") != std::string::npos);
+  CHECK(out.status().message().find("x_zero_point type int8") != std::string::npos);
+
+  spec.inputs[2] = Tensor::scalar<uint8_t>(0);
+  spec.inputs.push_back(Tensor::from_vector<int32_t>({2}, {1, 2}));
+  out = run_single_node(spec);
+  REQUIRE_FALSE(out.has_value());
+  CHECK(out.status().message().find("bias") != std::string::npos);
+
+  spec.inputs.pop_back();
+  spec.inputs[3] = Tensor::from_vector<uint8_t>({1, 1}, {1});
+  CHECK_FALSE(run_single_node(spec).has_value());
+
+  SingleNode ci;
+  ci.op_type = "ConvInteger";
+  ci.inputs = {Tensor::from_vector<uint8_t>({1, 1, 2, 2}, {1, 2, 3, 4}),
+               Tensor::from_vector<uint8_t>({1, 1, 3, 3}, std::vector<uint8_t>(9, 1))};
+  out = run_single_node(ci);
+  REQUIRE_FALSE(out.has_value());
+  CHECK(out.status().message().find("window") != std::string::npos);
 }

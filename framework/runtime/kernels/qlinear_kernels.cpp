@@ -41,9 +41,8 @@ void gemm_s32_parallel(const KernelContext& context, const int32_t* a, int64_t l
       gemm_s32(a + begin * lda, lda, b, ldb, c + begin * ldc, ldc, end - begin, k, n);
     });
   } else {
-    context.parallel_for(n, [&](int64_t begin, int64_t end) {
-      gemm_s32(a, lda, b + begin, ldb, c + begin, ldc, m, k, end - begin);
-    });
+    context.parallel_for(
+        n, [&](int64_t begin, int64_t end) { gemm_s32(a, lda, b + begin, ldb, c + begin, ldc, m, k, end - begin); });
   }
 }
 
@@ -51,7 +50,9 @@ Status with_node(const KernelContext& context, const Status& status) {
   return status.with_context(context.node.op_type() + " '" + context.node.name() + "'");
 }
 
-bool is_per_tensor(const Tensor* t) { return !t || (t->numel() == 1 && t->rank() <= 1); }
+bool is_per_tensor(const Tensor* t) {
+  return !t || (t->numel() == 1 && t->rank() <= 1);
+}
 
 // ---------------------------------------------------------------------------------------------
 // MatMul family
@@ -100,21 +101,22 @@ Expected<Tensor> subtract_matmul_zero_point(const KernelContext& context, const 
   QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> zp, read_zero_points(context, zero_point, 1, what));
   Tensor out(DType::Int32, data.shape());
   int32_t* o = out.data<int32_t>();
-  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(data.dtype(), [&]<typename T>() {
+  const Status converted = dispatch_quantized(data.dtype(), [&]<typename T>() {
     const T* in = data.data<T>();
     for_each_broadcast(data.shape(), data.shape(), zp_shape, [&](int64_t i, int64_t, int64_t iz) {
       o[i] = static_cast<int32_t>(in[i]) - zp[static_cast<std::size_t>(iz)];
     });
     return Status::ok();
-  })));
+  });
+  QFLOW_RETURN_IF_ERROR(with_node(context, converted));
   return out;
 }
 
 // Matmul operands promoted to at least 2-D, with the output shape numpy gives.
 struct MatmulShapes {
-  Shape a, b;          // promoted operand shapes
-  Shape full_out;      // batch + [M, N]
-  Shape out;           // with the promoted unit dimensions dropped again
+  Shape a, b;      // promoted operand shapes
+  Shape full_out;  // batch + [M, N]
+  Shape out;       // with the promoted unit dimensions dropped again
 };
 
 Expected<MatmulShapes> matmul_shapes(const KernelContext& context, const Shape& a, const Shape& b) {
@@ -137,9 +139,12 @@ Expected<MatmulShapes> matmul_shapes(const KernelContext& context, const Shape& 
 }
 
 // Batched exact product of int32 operands shaped as in `s`; result shaped s.full_out.
-Tensor batched_matmul_s32(const KernelContext& context, const MatmulShapes& s, const Tensor& a, const Tensor& b) {
+Expected<Tensor> batched_matmul_s32(const KernelContext& context, const MatmulShapes& s, const Tensor& a,
+                                    const Tensor& b) {
   const int64_t m = s.full_out[s.full_out.size() - 2], n = s.full_out.back(), k = s.a.back();
-  Tensor out(DType::Int32, s.full_out);
+  auto made = Tensor::make(DType::Int32, s.full_out);
+  if (!made) return context.error("output: " + made.status().message());
+  Tensor out = std::move(made).value();
   const Shape batch(s.full_out.begin(), s.full_out.end() - 2);
   const Shape a_batch(s.a.begin(), s.a.end() - 2), b_batch(s.b.begin(), s.b.end() - 2);
   const int32_t* pa = a.data<int32_t>();
@@ -159,7 +164,8 @@ Status matmul_integer(KernelContext& context) {
                                                                       MatmulSide::A, "a_zero_point"));
   QFLOW_ASSIGN_OR_RETURN(const Tensor b32, subtract_matmul_zero_point(context, b->reshaped(s.b), context.input(3),
                                                                       MatmulSide::B, "b_zero_point"));
-  context.outputs[0] = batched_matmul_s32(context, s, a32, b32).reshaped(s.out);
+  QFLOW_ASSIGN_OR_RETURN(const Tensor acc, batched_matmul_s32(context, s, a32, b32));
+  context.outputs[0] = acc.reshaped(s.out);
   return Status::ok();
 }
 
@@ -182,8 +188,10 @@ Status qlinear_matmul(KernelContext& context) {
   if (b_zp && b_zp->shape() != b_scale->shape())
     return context.error("b_zero_point shape " + shape_to_string(b_zp->shape()) + " differs from b_scale shape " +
                          shape_to_string(b_scale->shape()));
-  QFLOW_ASSIGN_OR_RETURN(const Shape a_scale_shape, matmul_param_shape(context, *a_scale, s.a, MatmulSide::A, "a_scale"));
-  QFLOW_ASSIGN_OR_RETURN(const Shape b_scale_shape, matmul_param_shape(context, *b_scale, s.b, MatmulSide::B, "b_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const Shape a_scale_shape,
+                         matmul_param_shape(context, *a_scale, s.a, MatmulSide::A, "a_scale"));
+  QFLOW_ASSIGN_OR_RETURN(const Shape b_scale_shape,
+                         matmul_param_shape(context, *b_scale, s.b, MatmulSide::B, "b_scale"));
   QFLOW_ASSIGN_OR_RETURN(const std::vector<float> as, read_scales(context, *a_scale, "a_scale"));
   QFLOW_ASSIGN_OR_RETURN(const std::vector<float> bs, read_scales(context, *b_scale, "b_scale"));
   QFLOW_ASSIGN_OR_RETURN(const std::vector<float> ys, read_scales(context, *y_scale, "y_scale"));
@@ -192,9 +200,9 @@ Status qlinear_matmul(KernelContext& context) {
                          subtract_matmul_zero_point(context, a->reshaped(s.a), a_zp, MatmulSide::A, "a_zero_point"));
   QFLOW_ASSIGN_OR_RETURN(const Tensor b32,
                          subtract_matmul_zero_point(context, b->reshaped(s.b), b_zp, MatmulSide::B, "b_zero_point"));
-  const Tensor acc = batched_matmul_s32(context, s, a32, b32);
+  QFLOW_ASSIGN_OR_RETURN(const Tensor acc, batched_matmul_s32(context, s, a32, b32));
   Tensor y(out_dtype, s.full_out);
-  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(out_dtype, [&]<typename Q>() {
+  const Status requantized = dispatch_quantized(out_dtype, [&]<typename Q>() {
     const int32_t* in = acc.data<int32_t>();
     Q* out = y.data<Q>();
     const float y_scale_value = ys[0];
@@ -205,7 +213,8 @@ Status qlinear_matmul(KernelContext& context) {
       out[i] = saturate_round<Q>(static_cast<float>(in[i]) * multiplier, y_zero_point);
     });
     return Status::ok();
-  })));
+  });
+  QFLOW_RETURN_IF_ERROR(with_node(context, requantized));
   context.outputs[0] = y.reshaped(s.out);
   return Status::ok();
 }
@@ -227,19 +236,22 @@ Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t
                          std::to_string(m));
 
   std::vector<int32_t> weights(static_cast<std::size_t>(m * kc));
-  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(w.dtype(), [&]<typename T>() {
+  const Status weighted = dispatch_quantized(w.dtype(), [&]<typename T>() {
     const T* pw = w.data<T>();
     for (int64_t oc = 0; oc < m; ++oc) {
       const int32_t zp = w_zero_point[w_zero_point.size() == 1 ? 0 : static_cast<std::size_t>(oc)];
       for (int64_t j = 0; j < kc; ++j) weights[static_cast<std::size_t>(oc * kc + j)] = pw[oc * kc + j] - zp;
     }
     return Status::ok();
-  })));
+  });
+  QFLOW_RETURN_IF_ERROR(with_node(context, weighted));
 
-  Tensor out(DType::Int32, g.column_shape());
+  auto made = Tensor::make(DType::Int32, g.column_shape());
+  if (!made) return context.error("output: " + made.status().message());
+  Tensor out = std::move(made).value();
   std::vector<int32_t> image(static_cast<std::size_t>(g.in_channels * in_size));
   const bool pointwise = g.is_pointwise();
-  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(x.dtype(), [&]<typename T>() {
+  const Status convolved = dispatch_quantized(x.dtype(), [&]<typename T>() {
     for (int64_t n = 0; n < g.batch; ++n) {
       const T* px = x.data<T>() + n * g.in_channels * in_size;
       context.parallel_for(static_cast<int64_t>(image.size()), [&](int64_t b, int64_t e) {
@@ -266,8 +278,27 @@ Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t
       }
     }
     return Status::ok();
-  })));
+  });
+  QFLOW_RETURN_IF_ERROR(with_node(context, convolved));
   return out;
+}
+
+// Zero points share their operand's type; w's is per tensor or per output channel.
+Status check_conv_zero_points(const KernelContext& context, const Tensor& x, const Tensor* x_zp, const Tensor& w,
+                              const Tensor* w_zp) {
+  if (x.rank() < 3 || w.rank() != x.rank())
+    return context.error("x and w must have the same rank, 3 or more; got " + shape_to_string(x.shape()) + " and " +
+                         shape_to_string(w.shape()));
+  if (x_zp && x_zp->dtype() != x.dtype())
+    return context.error("x_zero_point type " + std::string(dtype_name(x_zp->dtype())) + " differs from x type " +
+                         std::string(dtype_name(x.dtype())));
+  if (w_zp && w_zp->dtype() != w.dtype())
+    return context.error("w_zero_point type " + std::string(dtype_name(w_zp->dtype())) + " differs from w type " +
+                         std::string(dtype_name(w.dtype())));
+  if (w_zp && (w_zp->rank() > 1 || (w_zp->numel() != 1 && w_zp->numel() != w.dim(0))))
+    return context.error("w_zero_point shape " + shape_to_string(w_zp->shape()) + " is neither a scalar nor [" +
+                         std::to_string(w.dim(0)) + "]");
+  return Status::ok();
 }
 
 Status conv_integer(KernelContext& context) {
@@ -276,8 +307,7 @@ Status conv_integer(KernelContext& context) {
   const Tensor* x_zp = context.input(2);
   const Tensor* w_zp = context.input(3);
   QFLOW_RETURN_IF_ERROR(require_per_tensor(context, x_zp, "x_zero_point"));
-  if (w_zp && w_zp->rank() > 1)
-    return context.error("w_zero_point must be a scalar or 1-D, got shape " + shape_to_string(w_zp->shape()));
+  QFLOW_RETURN_IF_ERROR(check_conv_zero_points(context, *x, x_zp, *w, w_zp));
   QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> xz, read_zero_points(context, x_zp, 1, "x_zero_point"));
   QFLOW_ASSIGN_OR_RETURN(const std::vector<int32_t> wz, read_zero_points(context, w_zp, 1, "w_zero_point"));
   QFLOW_ASSIGN_OR_RETURN(context.outputs[0], conv_s32(context, *x, xz[0], *w, wz));
@@ -300,7 +330,7 @@ Status qlinear_conv(KernelContext& context) {
   QFLOW_RETURN_IF_ERROR(require_per_tensor(context, y_zp, "y_zero_point"));
   if (w_scale->rank() > 1 || (w_zp && w_zp->rank() > 1))
     return context.error("w_scale and w_zero_point must be scalars or 1-D (per output channel)");
-  if (x->rank() < 1 || w->rank() < 1) return context.error("x and w must have rank 3 or more");
+  QFLOW_RETURN_IF_ERROR(check_conv_zero_points(context, *x, x_zp, *w, w_zp));
   const int64_t m = w->dim(0);
   if (w_scale->numel() != 1 && w_scale->numel() != m)
     return context.error("w_scale has " + std::to_string(w_scale->numel()) + " values, expected 1 or " +
@@ -323,7 +353,7 @@ Status qlinear_conv(KernelContext& context) {
   const DType out_dtype = y_zp ? y_zp->dtype() : x->dtype();
   Tensor y(out_dtype, acc.shape());
   const int64_t plane = acc.numel() / std::max<int64_t>(1, acc.dim(0) * m);
-  QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(out_dtype, [&]<typename Q>() {
+  const Status requantized = dispatch_quantized(out_dtype, [&]<typename Q>() {
     const int32_t* in = acc.data<int32_t>();
     const int32_t* b = bias ? bias->data<int32_t>() : nullptr;
     Q* out = y.data<Q>();
@@ -337,7 +367,8 @@ Status qlinear_conv(KernelContext& context) {
       }
     });
     return Status::ok();
-  })));
+  });
+  QFLOW_RETURN_IF_ERROR(with_node(context, requantized));
   context.outputs[0] = std::move(y);
   return Status::ok();
 }

@@ -14,9 +14,7 @@ namespace quant_detail {
 Expected<std::vector<float>> read_scales(const KernelContext& context, const Tensor& scale, const char* what) {
   std::vector<float> values(static_cast<std::size_t>(scale.numel()));
   switch (scale.dtype()) {
-    case DType::Float32:
-      std::copy_n(scale.data<float>(), values.size(), values.begin());
-      break;
+    case DType::Float32: std::copy_n(scale.data<float>(), values.size(), values.begin()); break;
     case DType::Float64:
       for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(scale.data<double>()[i]);
       break;
@@ -27,7 +25,8 @@ Expected<std::vector<float>> read_scales(const KernelContext& context, const Ten
       for (std::size_t i = 0; i < values.size(); ++i) values[i] = bfloat16_to_float(scale.data<uint16_t>()[i]);
       break;
     default:
-      return context.error(std::string(what) + " must be a float tensor, got " + std::string(dtype_name(scale.dtype())));
+      return context.error(std::string(what) + " must be a float tensor, got " +
+                           std::string(dtype_name(scale.dtype())));
   }
   return values;
 }
@@ -82,8 +81,8 @@ struct AxisParams {
   int64_t inner = 1;
 };
 
-Expected<AxisParams> resolve_axis_params(const KernelContext& context, const Shape& data_shape,
-                                         const Tensor& scale, const Tensor* zero_point) {
+Expected<AxisParams> resolve_axis_params(const KernelContext& context, const Shape& data_shape, const Tensor& scale,
+                                         const Tensor* zero_point) {
   AxisParams params;
   const int64_t numel = shape_numel(data_shape);
   if (zero_point && zero_point->shape() != scale.shape())
@@ -97,7 +96,8 @@ Expected<AxisParams> resolve_axis_params(const KernelContext& context, const Sha
     if (context.opset < 13)
       return context.error("per-axis scale needs opset 13 or later (opset " + std::to_string(context.opset) + ")");
     if (context.node.attr_int("block_size", 0) != 0)
-      return unsupported(context.node.op_type() + " '" + context.node.name() + "': blocked quantization is not supported");
+      return unsupported(context.node.op_type() + " '" + context.node.name() +
+                         "': blocked quantization is not supported");
     auto axis = normalize_axis(context.node.attr_int("axis", 1), static_cast<int64_t>(data_shape.size()));
     if (!axis) return context.error(axis.status().message());
     const int64_t channels = data_shape[static_cast<std::size_t>(*axis)];
@@ -191,12 +191,12 @@ Status dequantize_linear(KernelContext& context) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* scale, context.required_input(1));
   const Tensor* zero_point = context.input(2);
   if (zero_point && zero_point->dtype() != x->dtype())
-    return context.error("zero point type " + std::string(dtype_name(zero_point->dtype())) + " differs from input type " +
-                         std::string(dtype_name(x->dtype())));
+    return context.error("zero point type " + std::string(dtype_name(zero_point->dtype())) +
+                         " differs from input type " + std::string(dtype_name(x->dtype())));
   QFLOW_ASSIGN_OR_RETURN(const AxisParams params, resolve_axis_params(context, x->shape(), *scale, zero_point));
   // From opset 19 the output follows the scale's type; before, scale and output are float.
-  const DType out_dtype = scale->dtype() == DType::Float16 || scale->dtype() == DType::BFloat16 ? scale->dtype()
-                                                                                                 : DType::Float32;
+  const DType out_dtype =
+      scale->dtype() == DType::Float16 || scale->dtype() == DType::BFloat16 ? scale->dtype() : DType::Float32;
   Tensor y(DType::Float32, x->shape());
   float* out = y.data<float>();
   auto body = [&]<typename T>() -> Status {
@@ -208,8 +208,9 @@ Status dequantize_linear(KernelContext& context) {
     });
     return Status::ok();
   };
-  QFLOW_RETURN_IF_ERROR(with_node(
-      context, x->dtype() == DType::Int32 ? body.template operator()<int32_t>() : dispatch_quantized(x->dtype(), body)));
+  const Status converted =
+      x->dtype() == DType::Int32 ? body.template operator()<int32_t>() : dispatch_quantized(x->dtype(), body);
+  QFLOW_RETURN_IF_ERROR(with_node(context, converted));
   if (out_dtype != DType::Float32) y = y.cast(out_dtype);
   context.outputs[0] = std::move(y);
   return Status::ok();
