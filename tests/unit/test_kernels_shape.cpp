@@ -212,6 +212,18 @@ TEST_CASE("Expand, Tile and Range") {
   CHECK(rg[0].to_int64s() == std::vector<int64_t>{10, 7});
 }
 
+TEST_CASE("Huge requested sizes are refused, not allocated") {
+  const int64_t big = int64_t{1} << 40;
+  auto tile = try_run("Tile", {f32({2}, {1, 2}), i64({1}, {big})});
+  REQUIRE_FALSE(tile.has_value());
+  CHECK(tile.status().code() == StatusCode::InvalidInput);
+  CHECK_FALSE(try_run("Tile", {f32({2}, {1, 2}), i64({1}, {INT64_MAX})}).has_value());
+  CHECK_FALSE(try_run("Expand", {f32({1}, {1}), i64({2}, {big, big})}).has_value());
+  CHECK_FALSE(try_run("Pad", {f32({1}, {1}), i64({2}, {0, big})}).has_value());
+  CHECK_FALSE(try_run("ConstantOfShape", {i64({3}, {big, big, big})}).has_value());
+  CHECK_FALSE(try_run("Reshape", {f32({1}, {1}), i64({3}, {big, big, big})}).has_value());
+}
+
 TEST_CASE("Trilu, DepthToSpace, SpaceToDepth") {
   auto up = run("Trilu", {iota({3, 3}), Tensor::scalar<int64_t>(1)});
   CHECK(floats(up[0]) == std::vector<float>{0, 1, 2, 0, 0, 5, 0, 0, 0});

@@ -253,7 +253,7 @@ Status one_hot(KernelContext& context) {
   if (depth_input->numel() != 1) return context.error("depth must hold one value");
   if (values->numel() != 2) return context.error("values must hold [off_value, on_value]");
   const double depth_value = depth_input->to_doubles()[0];
-  if (!(depth_value >= 1.0)) return context.error("depth must be positive");
+  if (!(depth_value >= 1.0 && depth_value < 0x1p62)) return context.error("depth must be a positive size");
   const int64_t depth = static_cast<int64_t>(depth_value);
   auto axis_or = normalize_axis(context.node.attr_int("axis", -1), indices->rank() + 1);
   if (!axis_or) return context.error(axis_or.status().message());

@@ -1,5 +1,6 @@
 // Data-movement kernels: Concat, Split, Slice, Transpose, Pad, Expand, Tile, Trilu, DepthToSpace, SpaceToDepth.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "framework/runtime/kernel_registry.h"
@@ -172,10 +173,12 @@ Status slice(KernelContext& context) {
     begin[d] = s;
     step[d] = st;
   }
+  QFLOW_ASSIGN_OR_RETURN(Tensor out, make_output(context, data->dtype(), out_shape));
   std::vector<std::vector<int64_t>> maps(static_cast<std::size_t>(rank));
   for (std::size_t d = 0; d < maps.size(); ++d)
     for (int64_t o = 0; o < out_shape[d]; ++o) maps[d].push_back(begin[d] + o * step[d]);
-  QFLOW_ASSIGN_OR_RETURN(context.outputs[0], remap_axes(context, *data, out_shape, maps, nullptr));
+  QFLOW_RETURN_IF_ERROR(remap_axes(context, *data, out, maps, nullptr));
+  context.outputs[0] = std::move(out);
   return Status::ok();
 }
 
@@ -191,6 +194,9 @@ Status transpose(KernelContext& context) {
   QFLOW_ASSIGN_OR_RETURN(context.outputs[0], shape_detail::transpose(context, *data, perm));
   return Status::ok();
 }
+
+// Beyond this a pad cannot describe a tensor that fits in memory; checked before adding.
+constexpr int64_t kMaxPad = int64_t{1} << 40;
 
 // Input coordinate for output coordinate o of a padded axis; -1 selects the constant.
 int64_t pad_source(int64_t o, int64_t before, int64_t dim, const std::string& mode) {
@@ -240,16 +246,21 @@ Status pad(KernelContext& context) {
     after[static_cast<std::size_t>(axes[i])] = pads[i + axes.size()];
   }
   Shape out_shape(static_cast<std::size_t>(rank));
-  std::vector<std::vector<int64_t>> maps(static_cast<std::size_t>(rank));
   for (std::size_t d = 0; d < out_shape.size(); ++d) {
     const int64_t dim = data->shape()[d];
+    if (std::max(std::abs(before[d]), std::abs(after[d])) > kMaxPad)
+      return context.error("pads on axis " + std::to_string(d) + " are implausibly large");
     out_shape[d] = dim + before[d] + after[d];
     if (out_shape[d] < 0) return context.error("pads remove more than axis " + std::to_string(d) + " holds");
     if (dim == 0 && mode != "constant" && out_shape[d] > 0)
       return context.error("mode '" + mode + "' cannot pad the empty axis " + std::to_string(d));
-    for (int64_t o = 0; o < out_shape[d]; ++o) maps[d].push_back(pad_source(o, before[d], dim, mode));
   }
-  QFLOW_ASSIGN_OR_RETURN(context.outputs[0], remap_axes(context, *data, out_shape, maps, fill.raw_data()));
+  QFLOW_ASSIGN_OR_RETURN(Tensor out, make_output(context, data->dtype(), out_shape));
+  std::vector<std::vector<int64_t>> maps(static_cast<std::size_t>(rank));
+  for (std::size_t d = 0; d < out_shape.size(); ++d)
+    for (int64_t o = 0; o < out_shape[d]; ++o) maps[d].push_back(pad_source(o, before[d], data->shape()[d], mode));
+  QFLOW_RETURN_IF_ERROR(remap_axes(context, *data, out, maps, fill.raw_data()));
+  context.outputs[0] = std::move(out);
   return Status::ok();
 }
 
@@ -262,10 +273,12 @@ Status expand(KernelContext& context) {
   const Shape& out_shape = *out_or;
   Shape in_shape(out_shape.size() - data->shape().size(), 1);
   in_shape.insert(in_shape.end(), data->shape().begin(), data->shape().end());
+  QFLOW_ASSIGN_OR_RETURN(Tensor out, make_output(context, data->dtype(), out_shape));
   std::vector<std::vector<int64_t>> maps(out_shape.size());
   for (std::size_t d = 0; d < out_shape.size(); ++d)
     for (int64_t o = 0; o < out_shape[d]; ++o) maps[d].push_back(in_shape[d] == 1 ? 0 : o);
-  QFLOW_ASSIGN_OR_RETURN(context.outputs[0], remap_axes(context, data->reshaped(in_shape), out_shape, maps, nullptr));
+  QFLOW_RETURN_IF_ERROR(remap_axes(context, data->reshaped(in_shape), out, maps, nullptr));
+  context.outputs[0] = std::move(out);
   return Status::ok();
 }
 
@@ -277,14 +290,17 @@ Status tile(KernelContext& context) {
     return context.error("repeats has " + std::to_string(repeats.size()) + " entries for rank " +
                          std::to_string(data->rank()));
   Shape out_shape(repeats.size());
-  std::vector<std::vector<int64_t>> maps(repeats.size());
   for (std::size_t d = 0; d < repeats.size(); ++d) {
     if (repeats[d] < 0) return context.error("repeats must not be negative");
-    const int64_t dim = data->shape()[d];
-    out_shape[d] = dim * repeats[d];
-    for (int64_t o = 0; o < out_shape[d]; ++o) maps[d].push_back(o % dim);
+    if (__builtin_mul_overflow(data->shape()[d], repeats[d], &out_shape[d]))
+      return context.error("repeats overflow the size of axis " + std::to_string(d));
   }
-  QFLOW_ASSIGN_OR_RETURN(context.outputs[0], remap_axes(context, *data, out_shape, maps, nullptr));
+  QFLOW_ASSIGN_OR_RETURN(Tensor out, make_output(context, data->dtype(), out_shape));
+  std::vector<std::vector<int64_t>> maps(repeats.size());
+  for (std::size_t d = 0; d < repeats.size(); ++d)
+    for (int64_t o = 0; o < out_shape[d]; ++o) maps[d].push_back(o % data->shape()[d]);
+  QFLOW_RETURN_IF_ERROR(remap_axes(context, *data, out, maps, nullptr));
+  context.outputs[0] = std::move(out);
   return Status::ok();
 }
 

@@ -38,15 +38,15 @@ Expected<std::vector<int64_t>> normalize_axes(const KernelContext& context, cons
   return out;
 }
 
-Expected<Tensor> remap_axes(const KernelContext& context, const Tensor& in, const Shape& out_shape,
-                            const std::vector<std::vector<int64_t>>& maps, const std::byte* fill) {
-  QFLOW_ASSIGN_OR_RETURN(Tensor out, make_output(context, in.dtype(), out_shape));
+Status remap_axes(const KernelContext& context, const Tensor& in, Tensor& out,
+                  const std::vector<std::vector<int64_t>>& maps, const std::byte* fill) {
+  const Shape& out_shape = out.shape();
   const int64_t n = out.numel();
-  if (n == 0) return out;
+  if (n == 0) return Status::ok();
   const std::size_t rank = out_shape.size();
   const std::byte* src = in.raw_data();
   std::byte* dst = out.raw_data();
-  QFLOW_RETURN_IF_ERROR(with_element_size(dtype_size(in.dtype()), [&]<std::size_t S>() -> Status {
+  return with_element_size(dtype_size(in.dtype()), [&]<std::size_t S>() -> Status {
     if (rank == 0) {
       copy_element<S>(dst, 0, src, 0);
       return Status::ok();
@@ -88,8 +88,7 @@ Expected<Tensor> remap_axes(const KernelContext& context, const Tensor& in, cons
       }
     });
     return Status::ok();
-  }));
-  return out;
+  });
 }
 
 Expected<Tensor> transpose(const KernelContext& context, const Tensor& in, const std::vector<int64_t>& perm) {

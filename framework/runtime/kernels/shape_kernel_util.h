@@ -48,11 +48,12 @@ Expected<std::vector<int64_t>> read_ints(const KernelContext& context, const Ten
 Expected<std::vector<int64_t>> normalize_axes(const KernelContext& context, const std::vector<int64_t>& axes,
                                               int64_t rank);
 
-// Builds an output of `out_shape` where maps[d][o] is the input coordinate along axis d
-// for output coordinate o, or -1 to write `fill` (one element of the input's dtype; may be
-// null when no map holds -1). Serves Slice, Pad, Tile and Expand.
-Expected<Tensor> remap_axes(const KernelContext& context, const Tensor& in, const Shape& out_shape,
-                            const std::vector<std::vector<int64_t>>& maps, const std::byte* fill);
+// Fills `out` (allocated by the caller with make_output, which validates its size before
+// any per-axis map is built) where maps[d][o] is the input coordinate along axis d for
+// output coordinate o, or -1 to write `fill` (one element of the input's dtype; may be null
+// when no map holds -1). Serves Slice, Pad, Tile and Expand.
+Status remap_axes(const KernelContext& context, const Tensor& in, Tensor& out,
+                  const std::vector<std::vector<int64_t>>& maps, const std::byte* fill);
 
 // Permutes the axes of `in`: output axis i is input axis perm[i].
 Expected<Tensor> transpose(const KernelContext& context, const Tensor& in, const std::vector<int64_t>& perm);

@@ -46,7 +46,7 @@ Status reshape(KernelContext& context) {
     }
     if (d < 0) return context.error("shape entry " + std::to_string(d) + " is invalid");
     out[i] = d;
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known)) return context.error("shape " + shape_to_string(target) + " overflows");
   }
   if (infer >= 0) {
     if (known == 0 || data->numel() % known != 0)
@@ -289,6 +289,7 @@ Status range(KernelContext& context) {
     const T start = in[0]->data<T>()[0], limit = in[1]->data<T>()[0], delta = in[2]->data<T>()[0];
     if (delta == T(0)) return context.error("delta must not be zero");
     const double count = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+    if (!(count < 0x1p62)) return context.error("range holds too many elements");
     const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     QFLOW_ASSIGN_OR_RETURN(out, make_output(context, dtype, {n}));
     T* dst = out.data<T>();
