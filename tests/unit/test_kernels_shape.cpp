@@ -102,6 +102,51 @@ TEST_CASE("Transpose default and explicit permutations") {
   CHECK(floats(perm[0]) == std::vector<float>{0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11});
 }
 
+TEST_CASE("Transpose of larger tensors matches the index definition for every permutation") {
+  const Shape shape{3, 37, 41};
+  const Tensor in = iota(shape);
+  const std::vector<std::vector<int64_t>> perms = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  for (const auto& perm : perms) {
+    auto out = run("Transpose", {in}, {Attribute::make_ints("perm", perm)}, 17, 1);
+    const Shape& os = out[0].shape();
+    REQUIRE(os == Shape{shape[perm[0]], shape[perm[1]], shape[perm[2]]});
+    const float* o = out[0].data<float>();
+    bool all_match = true;
+    for (int64_t a = 0; a < os[0]; ++a)
+      for (int64_t b = 0; b < os[1]; ++b)
+        for (int64_t c = 0; c < os[2]; ++c) {
+          int64_t idx[3];
+          idx[perm[0]] = a;
+          idx[perm[1]] = b;
+          idx[perm[2]] = c;
+          const float expected = static_cast<float>((idx[0] * shape[1] + idx[1]) * shape[2] + idx[2]);
+          if (o[(a * os[1] + b) * os[2] + c] != expected) all_match = false;
+        }
+    CHECK_MESSAGE(all_match, "perm " << perm[0] << perm[1] << perm[2]);
+  }
+}
+
+TEST_CASE("Transpose and Pad give the same bytes on two threads") {
+  SingleNode spec;
+  spec.op_type = "Transpose";
+  spec.inputs = {iota({4, 33, 29})};
+  spec.attributes = {Attribute::make_ints("perm", {2, 0, 1})};
+  auto one = run_single_node(spec);
+  spec.threads = 2;
+  auto two = run_single_node(spec);
+  REQUIRE((one.has_value() && two.has_value()));
+  CHECK((*one)[0].bitwise_equal((*two)[0]));
+  spec.op_type = "Pad";
+  spec.inputs = {iota({4, 33, 29}), i64({6}, {1, 2, 3, 0, -1, 2})};
+  spec.attributes = {Attribute::make_string("mode", "reflect")};
+  auto pad_two = run_single_node(spec);
+  spec.threads = 1;
+  auto pad_one = run_single_node(spec);
+  REQUIRE((pad_one.has_value() && pad_two.has_value()));
+  CHECK((*pad_one)[0].shape() == Shape{5, 34, 34});
+  CHECK((*pad_one)[0].bitwise_equal((*pad_two)[0]));
+}
+
 TEST_CASE("Squeeze and Unsqueeze: attribute axes before 13, input axes after, negative axes") {
   auto sq = run("Squeeze", {iota({1, 3, 1})}, {Attribute::make_ints("axes", {-1})}, 11);
   CHECK(sq[0].shape() == Shape{1, 3});

@@ -91,6 +91,44 @@ Status remap_axes(const KernelContext& context, const Tensor& in, Tensor& out,
   });
 }
 
+// When the output's last axis is strided in the input, copying row by row reads one
+// element per cache line. Instead, walk square tiles of (unit axis, last axis): the tile's
+// input lines are reused across its output rows.
+template <std::size_t S>
+void transpose_tiled(const KernelContext& context, const std::byte* src, std::byte* dst, const Shape& out_shape,
+                     const std::vector<int64_t>& in_strides, std::size_t unit) {
+  constexpr int64_t kTile = 16;
+  const std::size_t rank = out_shape.size(), last = rank - 1;
+  const std::vector<int64_t> out_strides = contiguous_strides(out_shape);
+  std::vector<std::size_t> outer_axes;
+  for (std::size_t d = 0; d < last; ++d)
+    if (d != unit) outer_axes.push_back(d);
+  int64_t outer = 1;
+  for (std::size_t d : outer_axes) outer *= out_shape[d];
+  const int64_t rows = out_shape[unit], cols = out_shape[last];
+  const int64_t row_out = out_strides[unit], col_in = in_strides[last];
+  context.parallel_for(outer, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      int64_t rest = p, in_base = 0, out_base = 0;
+      for (std::size_t k = outer_axes.size(); k-- > 0;) {
+        const std::size_t d = outer_axes[k];
+        const int64_t c = rest % out_shape[d];
+        rest /= out_shape[d];
+        in_base += c * in_strides[d];
+        out_base += c * out_strides[d];
+      }
+      for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+        const int64_t r1 = std::min(rows, r0 + kTile);
+        for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+          const int64_t c1 = std::min(cols, c0 + kTile);
+          for (int64_t r = r0; r < r1; ++r)
+            for (int64_t c = c0; c < c1; ++c) copy_element<S>(dst, out_base + r * row_out + c, src, in_base + r + c * col_in);
+        }
+      }
+    }
+  });
+}
+
 Expected<Tensor> transpose(const KernelContext& context, const Tensor& in, const std::vector<int64_t>& perm) {
   const std::size_t rank = perm.size();
   Shape out_shape(rank);
@@ -109,6 +147,16 @@ Expected<Tensor> transpose(const KernelContext& context, const Tensor& in, const
   }
   const std::byte* src = in.raw_data();
   std::byte* dst = out.raw_data();
+  // Output axis read contiguously from the input (it maps to the input's last axis).
+  const std::size_t unit = static_cast<std::size_t>(std::find(perm.begin(), perm.end(), static_cast<int64_t>(rank) - 1) -
+                                                    perm.begin());
+  if (unit + 1 < rank && out_shape[unit] > 1) {
+    QFLOW_RETURN_IF_ERROR(with_element_size(dtype_size(in.dtype()), [&]<std::size_t S>() -> Status {
+      transpose_tiled<S>(context, src, dst, out_shape, strides, unit);
+      return Status::ok();
+    }));
+    return out;
+  }
   QFLOW_RETURN_IF_ERROR(with_element_size(dtype_size(in.dtype()), [&]<std::size_t S>() -> Status {
     const int64_t inner = out_shape[rank - 1];
     const int64_t inner_stride = strides[rank - 1];
