@@ -131,3 +131,26 @@ TEST_CASE("reduce errors name the axis") {
   REQUIRE_FALSE(r.has_value());
   CHECK(r.status().message().find("axis 3") != std::string::npos);
 }
+
+TEST_CASE("reducing leading axes agrees with reducing each column on its own") {
+  std::vector<float> v(256 * 300);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(std::cos(static_cast<double>(i) * 0.37));
+  v[5 * 300 + 7] = std::nanf("");
+  const Tensor x = Tensor::from_vector<float>({256, 300}, v);
+  SingleNode spec = node("ReduceMax", {x}, {axes({0}), keepdims(0)}, 11);
+  const Tensor one = run1(spec);
+  spec.threads = 2;
+  CHECK(one.bitwise_equal(run1(spec)));
+  CHECK(std::isnan(one.data<float>()[7]));
+  float col3 = -1e30f;
+  for (int r = 0; r < 256; ++r) col3 = std::max(col3, v[static_cast<std::size_t>(r * 300 + 3)]);
+  CHECK(one.data<float>()[3] == col3);
+  // The same column through a transposed layout takes the per-output path.
+  std::vector<float> t(v.size());
+  for (int r = 0; r < 256; ++r)
+    for (int c = 0; c < 300; ++c) t[static_cast<std::size_t>(c * 256 + r)] = v[static_cast<std::size_t>(r * 300 + c)];
+  const Tensor sum_rows = run1(node("ReduceSum", {Tensor::from_vector<float>({300, 256}, t)}, {axes({1}), keepdims(0)}, 11));
+  const Tensor sum_cols = run1(node("ReduceSum", {x}, {axes({0}), keepdims(0)}, 11));
+  CHECK(sum_rows.data<float>()[3] == sum_cols.data<float>()[3]);
+  CHECK(sum_rows.data<float>()[100] == sum_cols.data<float>()[100]);
+}

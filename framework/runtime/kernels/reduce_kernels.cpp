@@ -30,6 +30,7 @@ struct ReducePlan {
   int64_t out_count = 0;
   std::vector<int64_t> offsets;       // of the reduced elements, relative to an output's base
   bool contiguous = false;            // offsets are 0, 1, 2, ...
+  int64_t inner = 1;                  // trailing kept dims: consecutive outputs, consecutive inputs
   std::vector<int64_t> kept_dims;     // non-reduced input dims, in order
   std::vector<int64_t> kept_strides;  // their input strides
 
@@ -59,6 +60,7 @@ ReducePlan make_plan(const Shape& in, const std::vector<bool>& reduced, bool kee
     }
   }
   plan.out_count = shape_numel(plan.out_shape);
+  for (std::size_t d = in.size(); d-- > 0 && !reduced[d];) plan.inner *= in[d];
   int64_t count = 1;
   for (int64_t dim : reduced_dims) count *= dim;
   plan.offsets.reserve(static_cast<std::size_t>(count));
@@ -108,23 +110,66 @@ T narrow(Acc v) {
   }
 }
 
-template <Reduce kind, typename T, typename At>
-T reduce_one(int64_t count, At at) {
-  if constexpr (kind == Reduce::Max || kind == Reduce::Min) {
-    T best = kind == Reduce::Max ? (std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                                           : std::numeric_limits<T>::lowest())
-                                 : (std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity()
-                                                                         : std::numeric_limits<T>::max());
-    for (int64_t j = 0; j < count; ++j) {
-      const T v = at(j);
+// init / step / finish of one reduction; every output folds its elements in the same order
+// whichever loop drives it, so the row-wise and per-output paths agree bit for bit.
+template <Reduce kind, typename T>
+struct Reducer {
+  static constexpr bool kExtremum = kind == Reduce::Max || kind == Reduce::Min;
+  using Acc = std::conditional_t<kExtremum, T, Accumulator<kind, T>>;
+
+  static Acc init() {
+    if constexpr (kind == Reduce::Max) {
+      return std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+    } else if constexpr (kind == Reduce::Min) {
+      return std::numeric_limits<T>::has_infinity ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+    } else {
+      return kind == Reduce::Prod ? Acc(1) : Acc(0);
+    }
+  }
+
+  static void step(Acc& acc, T x) {
+    if constexpr (kExtremum) {
       if constexpr (std::is_floating_point_v<T>) {
         // NaN wins and stays, as in numpy.
-        if (std::isnan(v)) return v;
+        if (std::isnan(acc)) return;
+        if (std::isnan(x)) {
+          acc = x;
+          return;
+        }
       }
-      if (kind == Reduce::Max ? v > best : v < best) best = v;
+      if (kind == Reduce::Max ? x > acc : x < acc) acc = x;
+    } else {
+      const Acc v = widen<Acc>(x);
+      if constexpr (kind == Reduce::Sum || kind == Reduce::Mean || kind == Reduce::LogSum) acc += v;
+      if constexpr (kind == Reduce::Prod) acc *= v;
+      if constexpr (kind == Reduce::SumSquare || kind == Reduce::L2) acc += v * v;
+      if constexpr (kind == Reduce::L1) {
+        if constexpr (std::is_same_v<Acc, double>) {
+          acc += std::abs(v);
+        } else if constexpr (std::is_signed_v<T>) {
+          acc += x < 0 ? Acc(0) - v : v;
+        } else {
+          acc += v;
+        }
+      }
     }
-    return best;
-  } else if constexpr (kind == Reduce::LogSumExp) {
+  }
+
+  static T finish(Acc acc, int64_t count) {
+    if constexpr (kExtremum) {
+      return acc;
+    } else {
+      if constexpr (kind == Reduce::Mean) return static_cast<T>(acc / static_cast<double>(count));
+      if constexpr (kind == Reduce::L2) return static_cast<T>(std::sqrt(acc));
+      if constexpr (kind == Reduce::LogSum) return static_cast<T>(std::log(acc));
+      return narrow<T>(acc);
+    }
+  }
+};
+
+template <Reduce kind, typename T, typename At>
+T reduce_one(int64_t count, At at) {
+  if constexpr (kind == Reduce::LogSumExp) {
     double peak = -std::numeric_limits<double>::infinity();
     for (int64_t j = 0; j < count; ++j) peak = std::max(peak, static_cast<double>(at(j)));
     if (!std::isfinite(peak)) {
@@ -137,27 +182,10 @@ T reduce_one(int64_t count, At at) {
     for (int64_t j = 0; j < count; ++j) sum += std::exp(static_cast<double>(at(j)) - peak);
     return static_cast<T>(peak + std::log(sum));
   } else {
-    using Acc = Accumulator<kind, T>;
-    Acc acc = kind == Reduce::Prod ? Acc(1) : Acc(0);
-    for (int64_t j = 0; j < count; ++j) {
-      const Acc v = widen<Acc>(at(j));
-      if constexpr (kind == Reduce::Sum || kind == Reduce::Mean || kind == Reduce::LogSum) acc += v;
-      if constexpr (kind == Reduce::Prod) acc *= v;
-      if constexpr (kind == Reduce::SumSquare || kind == Reduce::L2) acc += v * v;
-      if constexpr (kind == Reduce::L1) {
-        if constexpr (std::is_same_v<Acc, double>) {
-          acc += std::abs(v);
-        } else if constexpr (std::is_signed_v<T>) {
-          acc += at(j) < 0 ? Acc(0) - v : v;
-        } else {
-          acc += v;
-        }
-      }
-    }
-    if constexpr (kind == Reduce::Mean) return static_cast<T>(acc / static_cast<double>(count));
-    if constexpr (kind == Reduce::L2) return static_cast<T>(std::sqrt(acc));
-    if constexpr (kind == Reduce::LogSum) return static_cast<T>(std::log(acc));
-    return narrow<T>(acc);
+    using R = Reducer<kind, T>;
+    typename R::Acc acc = R::init();
+    for (int64_t j = 0; j < count; ++j) R::step(acc, at(j));
+    return R::finish(acc, count);
   }
 }
 
@@ -194,6 +222,35 @@ Status reduce_kernel(KernelContext& ctx) {
     T* po = out.data<T>();
     const int64_t count = static_cast<int64_t>(plan.offsets.size());
     const int64_t* offsets = plan.offsets.data();
+    const int64_t inner = plan.inner;
+    if constexpr (kind != Reduce::LogSumExp) {
+      if (inner > 1 && count > 1) {
+        // Reducing over outer axes: sweep whole input rows into a row of accumulators so
+        // memory is read sequentially instead of one strided column per output.
+        using R = Reducer<kind, T>;
+        auto rows = [&](int64_t begin, int64_t end) {
+          std::vector<typename R::Acc> acc(static_cast<std::size_t>(inner));
+          for (int64_t row = begin; row < end; ++row) {
+            const T* base = in + plan.base(row * inner);
+            std::fill(acc.begin(), acc.end(), R::init());
+            for (int64_t j = 0; j < count; ++j) {
+              const T* p = base + offsets[j];
+              for (int64_t i = 0; i < inner; ++i) R::step(acc[static_cast<std::size_t>(i)], p[i]);
+            }
+            T* o = po + row * inner;
+            for (int64_t i = 0; i < inner; ++i) o[i] = R::finish(acc[static_cast<std::size_t>(i)], count);
+          }
+        };
+        const int64_t row_count = plan.out_count / inner;
+        if (input.numel() >= kParallelGrain && row_count > 1) {
+          ctx.parallel_for(row_count, rows);
+        } else {
+          rows(0, row_count);
+        }
+        ctx.outputs[0] = std::move(out);
+        return Status::ok();
+      }
+    }
     auto body = [&](int64_t begin, int64_t end) {
       for (int64_t o = begin; o < end; ++o) {
         const T* base = in + plan.base(o);
