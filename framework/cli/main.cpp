@@ -8,10 +8,6 @@
 #include "framework/cli/cli_error.h"
 #include "framework/cli/command.h"
 
-#ifndef QFLOW_VERSION
-#define QFLOW_VERSION "0.1.0"
-#endif
-
 namespace qflow::cli {
 
 namespace {

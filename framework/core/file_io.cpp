@@ -53,13 +53,13 @@ Expected<std::string> read_file(const std::string& path, int64_t max_bytes) {
 Status write_file_atomic(const std::string& path, std::string_view bytes) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error(os_error("cannot create", tmp));
+  if (fd < 0) return io_error(os_error("cannot write", path));
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      Status s = io_error(os_error("cannot write", tmp));
+      Status s = io_error(os_error("cannot write", path));
       ::close(fd);
       ::unlink(tmp.c_str());
       return s;
@@ -67,12 +67,12 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
     done += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    Status s = io_error(os_error("cannot flush", tmp));
+    Status s = io_error(os_error("cannot write", path));
     ::unlink(tmp.c_str());
     return s;
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = io_error(os_error("cannot rename into", path));
+    Status s = io_error(os_error("cannot write", path));
     ::unlink(tmp.c_str());
     return s;
   }
