@@ -7,6 +7,7 @@
 
 #include "framework/cli/cli_error.h"
 #include "framework/cli/command.h"
+#include "qflow/version.h"
 
 namespace qflow::cli {
 
@@ -62,7 +63,7 @@ int run_main(int argc, char** argv) {
     return status.is_ok() ? kExitOk : report_error(status);
   }
   if (first == "--version") {
-    std::cout << "qflow " << QFLOW_VERSION << "\n";
+    std::cout << "qflow " << QFLOW_VERSION_STRING << "\n";
     return kExitOk;
   }
   if (!first.empty() && first[0] == '-')

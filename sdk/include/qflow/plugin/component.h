@@ -1,0 +1,31 @@
+// What every plugin component declares: its kind, kebab-case name, summary and options.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qflow/plugin/options.h"
+
+namespace qflow {
+
+enum class ComponentKind { Observer, Calibrator, Pass, Backend };
+
+inline std::string_view component_kind_name(ComponentKind kind) {
+  switch (kind) {
+    case ComponentKind::Observer: return "observer";
+    case ComponentKind::Calibrator: return "calibrator";
+    case ComponentKind::Pass: return "pass";
+    case ComponentKind::Backend: return "backend";
+  }
+  return "unknown";
+}
+
+struct ComponentInfo {
+  ComponentKind kind = ComponentKind::Pass;
+  std::string name;     // kebab-case, unique per kind: "dead-code-elimination", "kl"
+  std::string summary;  // one line
+  std::vector<OptionSpec> options;
+};
+
+}  // namespace qflow

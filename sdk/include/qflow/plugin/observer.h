@@ -1,0 +1,56 @@
+// Observer: accumulates statistics of one tensor as the interpreter produces it.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qflow/core/status.h"
+#include "qflow/ir/tensor.h"
+
+namespace qflow {
+
+// The summary a calibrator reads. Fields an observer does not track stay empty/default.
+struct TensorStatistics {
+  int64_t count = 0;      // finite values seen
+  int64_t nan_count = 0;  // NaN and Inf are counted, never folded into the range
+  int64_t inf_count = 0;
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  // Per-channel range along `axis` (per-channel observers); empty otherwise.
+  int64_t axis = -1;
+  std::vector<double> channel_min;
+  std::vector<double> channel_max;
+  // Histogram of |x| with equal bins over [0, histogram_range]; empty when not tracked.
+  double histogram_range = 0.0;
+  std::vector<double> histogram;
+};
+
+// One instance observes one tensor. State must not grow with the number of samples, and
+// merge() of states built from any split of the samples must equal one state built from
+// all of them, so calibration can be sharded across threads, processes or machines.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+
+  // Observers that need several sweeps over the data (e.g. ranges first, then fixed-range
+  // histograms) say how many; the host calls begin_pass(k) before sweep k.
+  virtual int passes() const { return 1; }
+  virtual Status begin_pass(int pass) {
+    (void)pass;
+    return Status::ok();
+  }
+
+  // `values` is the live tensor (float32); do not keep a reference to it.
+  virtual Status observe(const Tensor& values) = 0;
+  // `other` is an observer of the same component and options.
+  virtual Status merge(const Observer& other) = 0;
+  // Byte-exact state: deserialize(serialize()) restores an equal observer.
+  virtual std::string serialize() const = 0;
+  virtual Status deserialize(std::string_view bytes) = 0;
+  virtual TensorStatistics statistics() const = 0;
+};
+
+}  // namespace qflow

@@ -1,0 +1,32 @@
+// ComponentRegistrar: what a plugin's registration callback uses to add its components.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "qflow/core/status.h"
+#include "qflow/plugin/backend.h"
+#include "qflow/plugin/calibrator.h"
+#include "qflow/plugin/component.h"
+#include "qflow/plugin/observer.h"
+#include "qflow/plugin/options.h"
+#include "qflow/plugin/pass.h"
+
+namespace qflow {
+
+// Factories receive the resolved options (every declared option present, defaults filled).
+template <typename T>
+using ComponentFactory = std::function<Expected<std::unique_ptr<T>>(const Options& options)>;
+
+class ComponentRegistrar {
+ public:
+  virtual ~ComponentRegistrar() = default;
+  // Each fails when the info is malformed (name not kebab-case, kind mismatch, duplicate
+  // option) or a component of the same kind and name is already registered.
+  virtual Status add_observer(ComponentInfo info, ComponentFactory<Observer> factory) = 0;
+  virtual Status add_calibrator(ComponentInfo info, ComponentFactory<Calibrator> factory) = 0;
+  virtual Status add_pass(ComponentInfo info, ComponentFactory<Pass> factory) = 0;
+  virtual Status add_backend(ComponentInfo info, ComponentFactory<Backend> factory) = 0;
+};
+
+}  // namespace qflow
