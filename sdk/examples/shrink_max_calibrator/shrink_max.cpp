@@ -1,0 +1,71 @@
+// Example out-of-tree calibrator "shrink-max": clips at a fixed fraction of the observed |x| range.
+//
+// It exists to show the plugin API end to end (component metadata, a typed option, a
+// factory that validates it, registration through QFLOW_PLUGIN); it is not a recommended
+// calibration method. It needs only the min/max a range observer records.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "qflow/plugin/entry.h"
+
+namespace {
+
+constexpr const char* kMethod = "shrink-max";
+
+class ShrinkMaxCalibrator final : public qflow::Calibrator {
+ public:
+  explicit ShrinkMaxCalibrator(double ratio) : ratio_(ratio) {}
+
+  qflow::Expected<qflow::QuantTable> calibrate(const qflow::CalibrationRequest& request) override {
+    if (request.statistics == nullptr) return qflow::internal_error("shrink-max: calibration request without statistics");
+    int64_t qmax = 0;
+    switch (request.activation_dtype) {
+      case qflow::DType::Int8: qmax = 127; break;
+      case qflow::DType::Int16: qmax = 32767; break;
+      default:
+        return qflow::unsupported("shrink-max: activation dtype " + std::string(qflow::dtype_name(request.activation_dtype)) +
+                                  " is not supported (int8 or int16)");
+    }
+    qflow::QuantTable table;
+    for (const auto& [name, stats] : *request.statistics) {
+      // A tensor that never held a finite value has no range to shrink; leave it to others.
+      if (stats.count == 0) continue;
+      const double max_abs = std::max(std::fabs(stats.min), std::fabs(stats.max));
+      const double threshold = ratio_ * max_abs;
+      qflow::QuantParams params;
+      params.dtype = request.activation_dtype;
+      // Symmetric: zero maps to zero. An all-zero tensor is exact under any scale; 1 keeps it finite.
+      params.scale = {threshold > 0.0 ? static_cast<float>(threshold / static_cast<double>(qmax)) : 1.0f};
+      params.zero_point = {0};
+      params.threshold = threshold;
+      params.method = kMethod;
+      table.emplace(name, std::move(params));
+    }
+    return table;
+  }
+
+ private:
+  double ratio_;
+};
+
+qflow::Status register_components(qflow::ComponentRegistrar& registrar) {
+  qflow::ComponentInfo info;
+  info.kind = qflow::ComponentKind::Calibrator;
+  info.name = kMethod;
+  info.summary = "example: symmetric threshold at ratio * max(|min|, |max|)";
+  info.options.push_back({"ratio", qflow::OptionType::Float, 0.95, "fraction of the observed max |x| to clip at, in (0, 1]"});
+  return registrar.add_calibrator(std::move(info), [](const qflow::Options& options) -> qflow::Expected<std::unique_ptr<qflow::Calibrator>> {
+    const double ratio = options.get_float("ratio");
+    // Checked here so a bad pipeline fails before calibration starts, naming the value.
+    if (!(ratio > 0.0 && ratio <= 1.0))
+      return qflow::invalid_input("shrink-max: option ratio must be in (0, 1], got " + std::to_string(ratio));
+    return std::unique_ptr<qflow::Calibrator>(std::make_unique<ShrinkMaxCalibrator>(ratio));
+  });
+}
+
+}  // namespace
+
+QFLOW_PLUGIN("qflow-example-calibrator", "1.0.0", register_components)
