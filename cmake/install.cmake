@@ -81,10 +81,11 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/qflowConfig.cmake.in
   ${PROJECT_BINARY_DIR}/cmake/qflowConfig.cmake
   INSTALL_DESTINATION ${QFLOW_INSTALL_CMAKEDIR}
   PATH_VARS QFLOW_PLUGIN_INSTALL_DIR)
-# Before 1.0 a minor release may change the plugin API, so only patch releases are compatible.
+# The host loads only plugins built against its own SDK version (entry.h records it), so a
+# plugin is rebuilt for each qflow release and a request for another version cannot match.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/qflowConfigVersion.cmake
   VERSION ${PROJECT_VERSION}
-  COMPATIBILITY SameMinorVersion)
+  COMPATIBILITY ExactVersion)
 install(FILES
   ${PROJECT_BINARY_DIR}/cmake/qflowConfig.cmake
   ${PROJECT_BINARY_DIR}/cmake/qflowConfigVersion.cmake
