@@ -1,0 +1,121 @@
+// Pipeline: a TOML file of stages resolved into a validated, ordered DAG of typed artifacts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qflow/core/status.h"
+#include "qflow/plugin/component.h"
+#include "qflow/plugin/options.h"
+
+namespace qflow {
+
+class ComponentRegistry;
+
+// Where a value came from in a pipeline file; line 0 means "not from a file" (--set).
+struct SourcePos {
+  std::string file;
+  uint32_t line = 0;
+  uint32_t column = 0;
+  // "file:line:column: " or "" when there is no position.
+  std::string prefix() const;
+};
+
+enum class ArtifactType { Model, Dataset, Statistics, QParams, Binary, Report };
+std::string_view artifact_type_name(ArtifactType type);
+
+// Host stages are built into the runner; the others are plugin components.
+enum class StageKind { ImportOnnx, LoadData, Observer, Calibrator, Pass, Backend };
+std::string_view stage_kind_name(StageKind kind);
+
+// A [vars] entry: string, int, float or bool (OptionValue without the list alternative).
+struct PipelineVar {
+  OptionValue value;
+  SourcePos pos;
+};
+
+struct StageInput {
+  std::string stage;  // producing stage id
+  std::string port;   // its output port
+  SourcePos pos;
+};
+
+struct StageOption {
+  OptionValue value;
+  SourcePos pos;
+};
+
+struct PipelineStage {
+  std::string id;
+  SourcePos pos;      // of the id value
+  std::string use;    // as written, vars substituted
+  SourcePos use_pos;
+  std::map<std::string, StageInput> inputs;    // by input port
+  std::map<std::string, StageOption> options;  // as written; after resolve: every declared option
+  std::string output;                          // artifact file name; "" until resolved when not given
+  SourcePos output_pos;
+
+  // Filled by resolve_pipeline.
+  StageKind kind = StageKind::Pass;
+  std::string component;  // component name (host stages: the stage name)
+  ArtifactType output_type = ArtifactType::Model;
+  std::vector<std::size_t> dependencies;  // indices of stages feeding this one, ascending
+};
+
+struct Pipeline {
+  std::string path;  // the pipeline file as given
+  std::map<std::string, PipelineVar> vars;
+  std::vector<std::string> plugins;  // absolute paths
+  std::vector<PipelineStage> stages;  // file order
+  std::vector<std::size_t> order;     // a topological order (after resolve)
+};
+
+// The components a pipeline may use, as declarations: a registry's, or a fixed list (tests).
+class ComponentCatalog {
+ public:
+  explicit ComponentCatalog(std::vector<ComponentInfo> components) : components_(std::move(components)) {}
+  static ComponentCatalog from_registry(const ComponentRegistry& registry);
+
+  const std::vector<ComponentInfo>& components() const { return components_; }
+  std::vector<const ComponentInfo*> find_any(const std::string& name) const;
+  const ComponentInfo* find(ComponentKind kind, const std::string& name) const;
+
+ private:
+  std::vector<ComponentInfo> components_;
+};
+
+// Parses the file text, applies `--set var=value` overrides from `sets` (entries without
+// a '.' before the '='), and substitutes ${var} references. Stage overrides are left for
+// resolve_pipeline, which knows the option types.
+Expected<Pipeline> parse_pipeline(std::string_view text, const std::string& path, const std::vector<std::string>& sets = {});
+// Reads and parses a file.
+Expected<Pipeline> load_pipeline(const std::string& path, const std::vector<std::string>& sets = {});
+
+// Resolves every `use`, checks and completes options (defaults, `--set stage.option=value`),
+// checks inputs against ports and types, derives output names and orders the DAG.
+Status resolve_pipeline(Pipeline& pipeline, const ComponentCatalog& catalog, const std::vector<std::string>& sets = {});
+
+// Canonical TOML of a resolved pipeline: parse_pipeline + resolve_pipeline of this text
+// gives the same text back.
+std::string format_pipeline(const Pipeline& pipeline);
+
+// The ports of a stage kind: inputs with their type and whether they are required.
+struct InputPort {
+  std::string_view name;
+  ArtifactType type;
+  bool required;
+};
+std::vector<InputPort> stage_inputs(StageKind kind);
+ArtifactType stage_output(StageKind kind);
+
+// The canonical `use` spelling: "import-onnx", "pass:dead-code-elimination".
+std::string canonical_use(const PipelineStage& stage);
+// Text of a value as ${var} substitution and messages show it.
+std::string option_value_text(const OptionValue& value);
+
+}  // namespace qflow

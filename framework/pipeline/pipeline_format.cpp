@@ -1,0 +1,74 @@
+// Canonical TOML of a resolved pipeline: what `qflow run --dry-run` prints and parses back.
+#include "framework/pipeline/pipeline.h"
+#include "framework/pipeline/pipeline_text.h"
+
+namespace qflow {
+
+namespace {
+
+// Resolved stage strings are literal text, so every '$' is escaped: parsing the canonical
+// form must not substitute again.
+std::string escape_dollars(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '$') out += '$';
+    out += c;
+  }
+  return out;
+}
+
+std::string format_value(const OptionValue& value, bool escape) {
+  switch (option_value_type(value)) {
+    case OptionType::String: {
+      const std::string& text = std::get<std::string>(value);
+      return toml_quote(escape ? escape_dollars(text) : text);
+    }
+    case OptionType::StringList: {
+      std::vector<std::string> items;
+      for (const std::string& item : std::get<std::vector<std::string>>(value))
+        items.push_back(toml_quote(escape_dollars(item)));
+      std::string list = "[";
+      list += join(items, ", ");
+      list += ']';
+      return list;
+    }
+    default: return option_value_text(value);
+  }
+}
+
+}  // namespace
+
+std::string format_pipeline(const Pipeline& pipeline) {
+  std::string out;
+  if (!pipeline.plugins.empty()) {
+    std::vector<std::string> items;
+    for (const std::string& plugin : pipeline.plugins) items.push_back(toml_quote(escape_dollars(plugin)));
+    out += "plugins = [" + join(items, ", ") + "]\n\n";
+  }
+  if (!pipeline.vars.empty()) {
+    out += "[vars]\n";
+    // Var values are never substituted into, so they are written as they are.
+    for (const auto& [name, var] : pipeline.vars) out += toml_key(name) + " = " + format_value(var.value, false) + "\n";
+  }
+  for (const PipelineStage& stage : pipeline.stages) {
+    if (!out.empty()) out += "\n";
+    out += "[[stage]]\n";
+    out += "id = " + toml_quote(stage.id) + "\n";
+    out += "use = " + toml_quote(escape_dollars(canonical_use(stage))) + "\n";
+    if (!stage.inputs.empty()) {
+      std::vector<std::string> items;
+      for (const auto& [port, input] : stage.inputs)
+        items.push_back(toml_key(port) + " = " + toml_quote(input.stage + "." + input.port));
+      out += "inputs = { " + join(items, ", ") + " }\n";
+    }
+    if (!stage.options.empty()) {
+      std::vector<std::string> items;
+      for (const auto& [name, option] : stage.options) items.push_back(toml_key(name) + " = " + format_value(option.value, true));
+      out += "options = { " + join(items, ", ") + " }\n";
+    }
+    out += "output = " + toml_quote(escape_dollars(stage.output)) + "\n";
+  }
+  return out;
+}
+
+}  // namespace qflow

@@ -1,0 +1,318 @@
+// Pipeline files: TOML -> Pipeline with source positions, var overrides and ${var} substitution.
+#include <charconv>
+#include <exception>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include <toml.hpp>
+
+#include "framework/core/file_io.h"
+#include "framework/pipeline/pipeline.h"
+#include "framework/pipeline/pipeline_text.h"
+
+namespace qflow {
+
+namespace {
+
+using Table = toml::value::table_type;
+
+SourcePos pos_of(const toml::value& value, const std::string& file) {
+  const toml::source_location loc = value.location();
+  return SourcePos{file, static_cast<uint32_t>(loc.line()), static_cast<uint32_t>(loc.column())};
+}
+
+std::string toml_type_text(const toml::value& value) {
+  switch (value.type()) {
+    case toml::value_t::boolean: return "bool";
+    case toml::value_t::integer: return "int";
+    case toml::value_t::floating: return "float";
+    case toml::value_t::string: return "string";
+    case toml::value_t::array: return "array";
+    case toml::value_t::table: return "table";
+    default: return "date/time";
+  }
+}
+
+// Table keys in sorted order: toml11's table is unordered, and messages must be stable.
+std::vector<std::string> sorted_keys(const Table& table) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : table) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+class Parser {
+ public:
+  Parser(std::string path) : path_(std::move(path)) {}
+
+  Expected<Pipeline> parse(std::string_view text, const std::vector<std::string>& sets) {
+    toml::value root;
+    try {
+      std::istringstream stream{std::string(text)};
+      root = toml::parse(stream, path_);
+    } catch (const toml::syntax_error& e) {
+      return syntax_error(e.location(), e.what());
+    } catch (const toml::exception& e) {
+      return syntax_error(e.location(), e.what());
+    } catch (const std::exception& e) {
+      return invalid_input(path_ + ": invalid TOML: " + first_line(e.what()));
+    }
+    try {
+      return build(root, sets);
+    } catch (const std::exception& e) {
+      // toml11 accessors throw only on type misuse, which build() checks first; keep the
+      // boundary exception-free anyway.
+      return internal_error(path_ + ": " + first_line(e.what()));
+    }
+  }
+
+ private:
+  static std::string first_line(std::string_view text) {
+    std::string line(text.substr(0, text.find('\n')));
+    if (line.rfind("[error] ", 0) == 0) line.erase(0, 8);
+    return line;
+  }
+
+  Status syntax_error(const toml::source_location& loc, std::string_view what) const {
+    const SourcePos pos{path_, static_cast<uint32_t>(loc.line()), static_cast<uint32_t>(loc.column())};
+    return invalid_input(pos.prefix() + "invalid TOML: " + first_line(what));
+  }
+
+  Status error_at(const toml::value& value, const std::string& message) const {
+    return invalid_input(pos_of(value, path_).prefix() + message);
+  }
+
+  Expected<Pipeline> build(const toml::value& root, const std::vector<std::string>& sets) {
+    Pipeline pipeline;
+    pipeline.path = path_;
+    const Table& table = root.as_table();
+    for (const std::string& key : sorted_keys(table))
+      if (key != "plugins" && key != "vars" && key != "stage")
+        return error_at(table.at(key), "unknown top-level key '" + key + "' (allowed: plugins, vars, stage)");
+    if (table.count("vars")) QFLOW_RETURN_IF_ERROR(read_vars(table.at("vars"), pipeline));
+    QFLOW_RETURN_IF_ERROR(apply_var_sets(sets, pipeline));
+    vars_ = &pipeline.vars;
+    if (table.count("plugins")) QFLOW_RETURN_IF_ERROR(read_plugins(table.at("plugins"), pipeline));
+    if (!table.count("stage")) return invalid_input(path_ + ": the pipeline has no [[stage]] tables");
+    const toml::value& stages = table.at("stage");
+    if (!stages.is_array()) return error_at(stages, "'stage' must be an array of tables (write [[stage]])");
+    std::map<std::string, uint32_t> first_line_of;
+    std::size_t number = 0;
+    for (const toml::value& stage_value : stages.as_array()) {
+      ++number;
+      if (!stage_value.is_table()) return error_at(stage_value, "'stage' must be an array of tables (write [[stage]])");
+      QFLOW_ASSIGN_OR_RETURN(PipelineStage stage, read_stage(stage_value, number));
+      auto [it, inserted] = first_line_of.emplace(stage.id, stage.pos.line);
+      if (!inserted)
+        return invalid_input(stage.pos.prefix() + "duplicate stage id '" + stage.id + "' (first defined on line " +
+                             std::to_string(it->second) + ")");
+      pipeline.stages.push_back(std::move(stage));
+    }
+    return pipeline;
+  }
+
+  Status read_vars(const toml::value& vars, Pipeline& pipeline) const {
+    if (!vars.is_table()) return error_at(vars, "'vars' must be a table (write [vars])");
+    for (const std::string& name : sorted_keys(vars.as_table())) {
+      const toml::value& value = vars.as_table().at(name);
+      if (!is_identifier(name)) return error_at(value, "var name '" + name + "' must be " + std::string(kIdentifierRule));
+      std::optional<OptionValue> scalar = scalar_value(value);
+      if (!scalar)
+        return error_at(value, "var '" + name + "' must be a string, int, float or bool, got " + toml_type_text(value));
+      pipeline.vars[name] = PipelineVar{*scalar, pos_of(value, path_)};
+    }
+    return Status::ok();
+  }
+
+  static std::optional<OptionValue> scalar_value(const toml::value& value) {
+    if (value.is_string()) return OptionValue(value.as_string().str);
+    if (value.is_integer()) return OptionValue(static_cast<int64_t>(value.as_integer()));
+    if (value.is_floating()) return OptionValue(static_cast<double>(value.as_floating()));
+    if (value.is_boolean()) return OptionValue(static_cast<bool>(value.as_boolean()));
+    return std::nullopt;
+  }
+
+  Status apply_var_sets(const std::vector<std::string>& sets, Pipeline& pipeline) const {
+    for (const std::string& set : sets) {
+      QFLOW_ASSIGN_OR_RETURN(SetArgument arg, parse_set_argument(set));
+      if (!arg.stage.empty()) continue;
+      auto it = pipeline.vars.find(arg.name);
+      if (it == pipeline.vars.end()) {
+        std::vector<std::string> names;
+        for (const auto& [name, var] : pipeline.vars) names.push_back(name);
+        return invalid_input("--set " + set + ": the pipeline has no var '" + arg.name + "' (vars: " +
+                             (names.empty() ? std::string("none") : join(names, ", ")) + ")");
+      }
+      const OptionType type = option_value_type(it->second.value);
+      Expected<OptionValue> value = parse_option_text(arg.value, type);
+      if (!value) return value.status().with_context("--set " + set + ": var '" + arg.name + "'");
+      it->second.value = std::move(*value);
+    }
+    return Status::ok();
+  }
+
+  Status read_plugins(const toml::value& plugins, Pipeline& pipeline) const {
+    if (!plugins.is_array()) return error_at(plugins, "'plugins' must be an array of strings");
+    const std::filesystem::path folder = std::filesystem::absolute(std::filesystem::path(path_)).parent_path();
+    for (const toml::value& entry : plugins.as_array()) {
+      if (!entry.is_string()) return error_at(entry, "'plugins' must be an array of strings, got " + toml_type_text(entry));
+      QFLOW_ASSIGN_OR_RETURN(std::string text, substitute_text(entry, "'plugins'"));
+      pipeline.plugins.push_back((folder / text).lexically_normal().string());
+    }
+    return Status::ok();
+  }
+
+  Expected<PipelineStage> read_stage(const toml::value& value, std::size_t number) const {
+    const Table& table = value.as_table();
+    const std::string which = "stage #" + std::to_string(number);
+    if (!table.count("id")) return error_at(value, which + " has no 'id'");
+    const toml::value& id = table.at("id");
+    if (!id.is_string()) return error_at(id, "'id' of " + which + " must be a string, got " + toml_type_text(id));
+    PipelineStage stage;
+    stage.id = id.as_string().str;
+    stage.pos = pos_of(id, path_);
+    if (!is_identifier(stage.id))
+      return error_at(id, "stage id '" + stage.id + "' must be " + std::string(kIdentifierRule));
+    const std::string where = "stage '" + stage.id + "'";
+    for (const std::string& key : sorted_keys(table))
+      if (key != "id" && key != "use" && key != "inputs" && key != "options" && key != "output")
+        return error_at(table.at(key), "unknown key '" + key + "' in " + where + " (allowed: id, use, inputs, options, output)");
+    if (!table.count("use")) return error_at(id, where + " has no 'use'");
+    const toml::value& use = table.at("use");
+    if (!use.is_string()) return error_at(use, "'use' of " + where + " must be a string, got " + toml_type_text(use));
+    QFLOW_ASSIGN_OR_RETURN(stage.use, substitute_text(use, "'use' of " + where));
+    stage.use_pos = pos_of(use, path_);
+    if (table.count("output")) {
+      const toml::value& output = table.at("output");
+      if (!output.is_string())
+        return error_at(output, "'output' of " + where + " must be a string, got " + toml_type_text(output));
+      QFLOW_ASSIGN_OR_RETURN(stage.output, substitute_text(output, "'output' of " + where));
+      stage.output_pos = pos_of(output, path_);
+      if (stage.output.empty() || stage.output == "." || stage.output == ".." ||
+          stage.output.find('/') != std::string::npos || stage.output.find('\\') != std::string::npos)
+        return error_at(output, "'output' of " + where + " must be a file name without folders, got '" + stage.output + "'");
+    }
+    if (table.count("inputs")) QFLOW_RETURN_IF_ERROR(read_inputs(table.at("inputs"), where, stage));
+    if (table.count("options")) QFLOW_RETURN_IF_ERROR(read_options(table.at("options"), where, stage));
+    return stage;
+  }
+
+  Status read_inputs(const toml::value& inputs, const std::string& where, PipelineStage& stage) const {
+    if (!inputs.is_table()) return error_at(inputs, "'inputs' of " + where + " must be a table, got " + toml_type_text(inputs));
+    for (const std::string& port : sorted_keys(inputs.as_table())) {
+      const toml::value& ref = inputs.as_table().at(port);
+      if (!ref.is_string())
+        return error_at(ref, "input '" + port + "' of " + where + " must be a string \"stage-id.port\", got " +
+                                 toml_type_text(ref));
+      const std::string text = ref.as_string().str;
+      const std::size_t dot = text.find('.');
+      StageInput input;
+      input.stage = text.substr(0, dot);
+      input.port = dot == std::string::npos ? std::string() : text.substr(dot + 1);
+      input.pos = pos_of(ref, path_);
+      if (!is_identifier(input.stage) || (dot != std::string::npos && !is_identifier(input.port)))
+        return error_at(ref, "input '" + port + "' of " + where + " must be \"stage-id.port\" or \"stage-id\", got '" +
+                                 text + "'");
+      stage.inputs[port] = std::move(input);
+    }
+    return Status::ok();
+  }
+
+  Status read_options(const toml::value& options, const std::string& where, PipelineStage& stage) const {
+    if (!options.is_table())
+      return error_at(options, "'options' of " + where + " must be a table, got " + toml_type_text(options));
+    for (const std::string& name : sorted_keys(options.as_table())) {
+      const toml::value& value = options.as_table().at(name);
+      const std::string context = "option '" + name + "' of " + where;
+      StageOption option;
+      option.pos = pos_of(value, path_);
+      if (value.is_string()) {
+        QFLOW_ASSIGN_OR_RETURN(option.value, substitute(value, context));
+      } else if (value.is_array()) {
+        std::vector<std::string> list;
+        for (const toml::value& element : value.as_array()) {
+          if (!element.is_string())
+            return error_at(element, context + " must hold strings only, got " + toml_type_text(element));
+          QFLOW_ASSIGN_OR_RETURN(std::string text, substitute_text(element, context));
+          list.push_back(std::move(text));
+        }
+        option.value = std::move(list);
+      } else if (std::optional<OptionValue> scalar = scalar_value(value)) {
+        option.value = *scalar;
+      } else {
+        return error_at(value, context + " has unsupported type " + toml_type_text(value));
+      }
+      stage.options[name] = std::move(option);
+    }
+    return Status::ok();
+  }
+
+  // "$$" is a literal '$'; "${name}" is a var; a string that is one whole reference takes
+  // the var's type, so `threshold = "${t}"` stays a float.
+  Expected<OptionValue> substitute(const toml::value& value, const std::string& context) const {
+    const std::string& text = value.as_string().str;
+    std::string out;
+    std::size_t references = 0;
+    std::optional<OptionValue> whole;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] != '$' || i + 1 >= text.size()) {
+        out += text[i];
+        continue;
+      }
+      if (text[i + 1] == '$') {
+        out += '$';
+        ++i;
+        continue;
+      }
+      if (text[i + 1] != '{') {
+        out += '$';
+        continue;
+      }
+      const std::size_t close = text.find('}', i + 2);
+      if (close == std::string::npos) return error_at(value, "unterminated '${' in " + context);
+      const std::string name = text.substr(i + 2, close - i - 2);
+      auto it = vars_->find(name);
+      if (it == vars_->end()) {
+        std::vector<std::string> names;
+        for (const auto& [var, unused] : *vars_) names.push_back(var);
+        return error_at(value, "unknown var '" + name + "' in " + context + " (vars: " +
+                                   (names.empty() ? std::string("none") : join(names, ", ")) + ")");
+      }
+      ++references;
+      if (i == 0 && close + 1 == text.size()) whole = it->second.value;
+      out += option_value_text(it->second.value);
+      i = close;
+    }
+    if (references == 1 && whole) return *whole;
+    return OptionValue(out);
+  }
+
+  Expected<std::string> substitute_text(const toml::value& value, const std::string& context) const {
+    QFLOW_ASSIGN_OR_RETURN(OptionValue result, substitute(value, context));
+    return option_value_text(result);
+  }
+
+  std::string path_;
+  const std::map<std::string, PipelineVar>* vars_ = nullptr;
+};
+
+}  // namespace
+
+std::string SourcePos::prefix() const {
+  if (line == 0) return file.empty() ? std::string() : file + ": ";
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+}
+
+Expected<Pipeline> parse_pipeline(std::string_view text, const std::string& path, const std::vector<std::string>& sets) {
+  return Parser(path).parse(text, sets);
+}
+
+Expected<Pipeline> load_pipeline(const std::string& path, const std::vector<std::string>& sets) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return invalid_input(path + ": is a folder, not a pipeline file");
+  QFLOW_ASSIGN_OR_RETURN(std::string text, read_file(path, int64_t{1} << 24));
+  return parse_pipeline(text, path, sets);
+}
+
+}  // namespace qflow

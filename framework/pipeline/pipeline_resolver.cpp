@@ -1,0 +1,412 @@
+// Pipeline validation: components, options, ports and types, output names, and the stage DAG.
+#include <algorithm>
+#include <set>
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/strong_components.hpp>
+#include <boost/graph/topological_sort.hpp>
+
+#include "framework/pipeline/pipeline.h"
+#include "framework/pipeline/pipeline_text.h"
+#include "framework/plugin/component_registry.h"
+
+namespace qflow {
+
+namespace {
+
+struct HostStage {
+  std::string_view name;
+  StageKind kind;
+  std::vector<OptionSpec> options;
+  std::vector<std::string> required;
+};
+
+const std::vector<HostStage>& host_stages() {
+  static const std::vector<HostStage> stages = {
+      {"import-onnx",
+       StageKind::ImportOnnx,
+       {{"name", OptionType::String, std::string("model"), "model name used in artifact file names"},
+        {"path", OptionType::String, std::string(), "the float ONNX model"}},
+       {"path"}},
+      {"load-data",
+       StageKind::LoadData,
+       {{"path", OptionType::String, std::string(),
+         "a .npy batch (first axis = samples) or a folder of such files, read in name order"}},
+       {"path"}},
+  };
+  return stages;
+}
+
+const HostStage* find_host(std::string_view name) {
+  for (const HostStage& host : host_stages())
+    if (host.name == name) return &host;
+  return nullptr;
+}
+
+StageKind kind_of(ComponentKind kind) {
+  switch (kind) {
+    case ComponentKind::Observer: return StageKind::Observer;
+    case ComponentKind::Calibrator: return StageKind::Calibrator;
+    case ComponentKind::Pass: return StageKind::Pass;
+    case ComponentKind::Backend: return StageKind::Backend;
+  }
+  return StageKind::Pass;
+}
+
+std::optional<ComponentKind> component_kind_from(std::string_view text) {
+  for (ComponentKind kind : {ComponentKind::Observer, ComponentKind::Calibrator, ComponentKind::Pass, ComponentKind::Backend})
+    if (component_kind_name(kind) == text) return kind;
+  return std::nullopt;
+}
+
+std::string qualified(const ComponentInfo& info) {
+  return std::string(component_kind_name(info.kind)) + ":" + info.name;
+}
+
+// What the stage runs, for messages: "pass 'dead-code-elimination'", "import-onnx".
+std::string describe(const PipelineStage& stage) {
+  if (stage.kind == StageKind::ImportOnnx || stage.kind == StageKind::LoadData) return stage.component;
+  return std::string(stage_kind_name(stage.kind)) + " '" + stage.component + "'";
+}
+
+struct Resolved {
+  StageKind kind;
+  std::string name;
+  const std::vector<OptionSpec>* options;
+  std::vector<std::string> required;
+};
+
+class Resolver {
+ public:
+  Resolver(Pipeline& pipeline, const ComponentCatalog& catalog) : pipeline_(pipeline), catalog_(catalog) {}
+
+  Status run(const std::vector<std::string>& sets) {
+    std::map<std::string, std::vector<SetArgument>> stage_sets;
+    for (const std::string& text : sets) {
+      QFLOW_ASSIGN_OR_RETURN(SetArgument arg, parse_set_argument(text));
+      if (arg.stage.empty()) continue;
+      if (!index_of(arg.stage))
+        return invalid_input("--set " + text + ": no stage '" + arg.stage + "' (stages: " + join(stage_ids(), ", ") + ")");
+      stage_sets[arg.stage].push_back(arg);
+    }
+    for (PipelineStage& stage : pipeline_.stages) {
+      QFLOW_ASSIGN_OR_RETURN(Resolved resolved, resolve_use(stage));
+      stage.kind = resolved.kind;
+      stage.component = resolved.name;
+      stage.output_type = stage_output(stage.kind);
+      QFLOW_RETURN_IF_ERROR(resolve_options(stage, resolved, stage_sets[stage.id]));
+    }
+    for (PipelineStage& stage : pipeline_.stages) QFLOW_RETURN_IF_ERROR(resolve_inputs(stage));
+    QFLOW_RETURN_IF_ERROR(resolve_outputs());
+    return order();
+  }
+
+ private:
+  std::vector<std::string> stage_ids() const {
+    std::vector<std::string> ids;
+    for (const PipelineStage& stage : pipeline_.stages) ids.push_back(stage.id);
+    return ids;
+  }
+
+  std::optional<std::size_t> index_of(const std::string& id) const {
+    for (std::size_t i = 0; i < pipeline_.stages.size(); ++i)
+      if (pipeline_.stages[i].id == id) return i;
+    return std::nullopt;
+  }
+
+  Status unknown_component(const PipelineStage& stage, const std::string& name, std::optional<ComponentKind> kind) const {
+    std::vector<std::string> close;
+    const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
+    for (const ComponentInfo& info : catalog_.components())
+      if ((!kind || info.kind == *kind) && edit_distance(info.name, name) <= limit) close.push_back(qualified(info));
+    if (!kind)
+      for (const HostStage& host : host_stages())
+        if (edit_distance(host.name, name) <= limit) close.push_back(std::string(host.name));
+    std::sort(close.begin(), close.end());
+    const std::string what = kind ? std::string(component_kind_name(*kind)) + " '" + name + "'" : "component '" + name + "'";
+    const std::string hint = close.empty() ? "see 'qflow plugins' for the installed components"
+                                           : "did you mean " + join(close, " or ") + "?";
+    return not_found(stage.use_pos.prefix() + "stage '" + stage.id + "': unknown " + what + " (" + hint + ")");
+  }
+
+  Expected<Resolved> resolve_use(const PipelineStage& stage) const {
+    const std::string& use = stage.use;
+    const std::size_t colon = use.find(':');
+    if (colon != std::string::npos) {
+      const std::string kind_text = use.substr(0, colon);
+      const std::string name = use.substr(colon + 1);
+      const std::optional<ComponentKind> kind = component_kind_from(kind_text);
+      if (!kind)
+        return invalid_input(stage.use_pos.prefix() + "stage '" + stage.id + "': unknown component kind '" + kind_text +
+                             "' in '" + use + "' (kinds: observer, calibrator, pass, backend)");
+      const ComponentInfo* info = catalog_.find(*kind, name);
+      if (!info) return unknown_component(stage, name, kind);
+      return Resolved{kind_of(info->kind), info->name, &info->options, {}};
+    }
+    if (const HostStage* host = find_host(use)) return Resolved{host->kind, use, &host->options, host->required};
+    const std::vector<const ComponentInfo*> found = catalog_.find_any(use);
+    if (found.empty()) return unknown_component(stage, use, std::nullopt);
+    if (found.size() > 1) {
+      std::vector<std::string> spellings;
+      for (const ComponentInfo* info : found) {
+        std::string spelling = qualified(*info);
+        spellings.push_back('\'' + spelling + '\'');
+      }
+      return invalid_input(stage.use_pos.prefix() + "stage '" + stage.id + "': '" + use +
+                           "' names components of several kinds; write " + join(spellings, " or "));
+    }
+    return Resolved{kind_of(found[0]->kind), found[0]->name, &found[0]->options, {}};
+  }
+
+  static const OptionSpec* find_spec(const std::vector<OptionSpec>& specs, const std::string& name) {
+    for (const OptionSpec& spec : specs)
+      if (spec.name == name) return &spec;
+    return nullptr;
+  }
+
+  static std::string allowed_text(const std::vector<OptionSpec>& specs) {
+    if (specs.empty()) return "it takes no options";
+    std::vector<std::string> names;
+    for (const OptionSpec& spec : specs) names.push_back(spec.name);
+    std::sort(names.begin(), names.end());
+    return "allowed: " + join(names, ", ");
+  }
+
+  Status resolve_options(PipelineStage& stage, const Resolved& resolved, const std::vector<SetArgument>& sets) const {
+    const std::vector<OptionSpec>& specs = *resolved.options;
+    for (auto& [name, option] : stage.options) {
+      const OptionSpec* spec = find_spec(specs, name);
+      if (!spec)
+        return invalid_input(option.pos.prefix() + "stage '" + stage.id + "': unknown option '" + name + "' for " +
+                             describe(stage) + " (" + allowed_text(specs) + ")");
+      OptionType given = option_value_type(option.value);
+      // An int is a valid float; the canonical form then spells it as a float.
+      if (spec->type == OptionType::Float && given == OptionType::Int) {
+        option.value = static_cast<double>(std::get<int64_t>(option.value));
+        given = OptionType::Float;
+      }
+      if (given != spec->type)
+        return invalid_input(option.pos.prefix() + "stage '" + stage.id + "': option '" + name + "' of " +
+                             describe(stage) + " expects " + std::string(option_type_name(spec->type)) + ", got " +
+                             std::string(option_type_name(given)));
+    }
+    for (const SetArgument& set : sets) {
+      const std::string text = "--set " + set.stage + "." + set.name + "=" + set.value;
+      const OptionSpec* spec = find_spec(specs, set.name);
+      if (!spec)
+        return invalid_input(text + ": unknown option '" + set.name + "' for " + describe(stage) + " (" +
+                             allowed_text(specs) + ")");
+      Expected<OptionValue> value = parse_option_text(set.value, spec->type);
+      if (!value) return value.status().with_context(text + ": option '" + set.name + "'");
+      stage.options[set.name] = StageOption{std::move(*value), SourcePos{}};
+    }
+    for (const OptionSpec& spec : specs)
+      if (!stage.options.count(spec.name)) stage.options[spec.name] = StageOption{spec.default_value, SourcePos{}};
+    for (const std::string& name : resolved.required) {
+      const OptionValue& value = stage.options.at(name).value;
+      if (option_value_type(value) == OptionType::String && std::get<std::string>(value).empty())
+        return invalid_input(stage.pos.prefix() + "stage '" + stage.id + "': " + describe(stage) + " needs option '" +
+                             name + "'");
+    }
+    return Status::ok();
+  }
+
+  Status resolve_inputs(PipelineStage& stage) {
+    const std::vector<InputPort> ports = stage_inputs(stage.kind);
+    std::vector<std::string> port_names;
+    for (const InputPort& port : ports) port_names.push_back(std::string(port.name));
+    std::set<std::size_t> dependencies;
+    for (auto& [name, input] : stage.inputs) {
+      auto port = std::find_if(ports.begin(), ports.end(), [&](const InputPort& p) { return p.name == name; });
+      const std::string head = input.pos.prefix() + "input '" + name + "' of stage '" + stage.id + "'";
+      if (port == ports.end())
+        return invalid_input(input.pos.prefix() + "stage '" + stage.id + "': " + describe(stage) + " has no input '" +
+                             name + "' (" + (ports.empty() ? std::string("it takes no inputs") : "inputs: " + join(port_names, ", ")) +
+                             ")");
+      const std::optional<std::size_t> source = index_of(input.stage);
+      if (!source) return not_found(head + ": no stage '" + input.stage + "' (stages: " + join(stage_ids(), ", ") + ")");
+      const PipelineStage& producer = pipeline_.stages[*source];
+      // Run order: the producer may come later in the file, so its kind is resolved here.
+      const StageKind producer_kind = producer_kind_of(*source);
+      const std::string output_port(artifact_type_name(stage_output(producer_kind)));
+      if (input.port.empty()) input.port = output_port;
+      if (input.port != output_port)
+        return not_found(head + ": stage '" + producer.id + "' has no output '" + input.port + "' (outputs: " +
+                         output_port + ")");
+      if (stage_output(producer_kind) != port->type)
+        return invalid_input(head + " expects " + std::string(artifact_type_name(port->type)) + ", '" + input.stage +
+                             "." + input.port + "' is " + output_port);
+      dependencies.insert(*source);
+    }
+    for (const InputPort& port : ports)
+      if (port.required && !stage.inputs.count(std::string(port.name)))
+        return invalid_input(stage.pos.prefix() + "stage '" + stage.id + "': missing input '" + std::string(port.name) +
+                             "' (" + describe(stage) + " needs " + required_text(ports) + ")");
+    stage.dependencies.assign(dependencies.begin(), dependencies.end());
+    return Status::ok();
+  }
+
+  StageKind producer_kind_of(std::size_t index) const {
+    // Every stage's use was resolved before inputs are checked.
+    return pipeline_.stages[index].kind;
+  }
+
+  static std::string required_text(const std::vector<InputPort>& ports) {
+    std::vector<std::string> names;
+    for (const InputPort& port : ports)
+      if (port.required) names.push_back(std::string(port.name));
+    return join_and(names);
+  }
+
+  Status resolve_outputs() {
+    std::map<std::string, std::size_t> writer;
+    for (std::size_t i = 0; i < pipeline_.stages.size(); ++i) {
+      PipelineStage& stage = pipeline_.stages[i];
+      if (stage.output.empty()) stage.output = default_output(stage);
+      const SourcePos& pos = stage.output_pos.line ? stage.output_pos : stage.pos;
+      if (stage.output == "manifest.json")
+        return invalid_input(pos.prefix() + "stage '" + stage.id + "' writes 'manifest.json', which is the run's manifest");
+      auto [it, inserted] = writer.emplace(stage.output, i);
+      if (!inserted)
+        return invalid_input(pos.prefix() + "stages '" + pipeline_.stages[it->second].id + "' and '" + stage.id +
+                             "' both write '" + stage.output + "' (give one an 'output')");
+    }
+    return Status::ok();
+  }
+
+  static std::string default_output(const PipelineStage& stage) {
+    switch (stage.kind) {
+      case StageKind::ImportOnnx:
+        return std::get<std::string>(stage.options.at("name").value) + "_original_float_model.onnx";
+      case StageKind::LoadData: return stage.id + ".dataset.json";
+      case StageKind::Observer: return stage.id + ".statistics.json";
+      case StageKind::Calibrator: return "calibration_table.json";
+      case StageKind::Pass: return stage.id + ".onnx";
+      case StageKind::Backend: return stage.id + ".bin";
+    }
+    return stage.id;
+  }
+
+  Status order() {
+    using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS>;
+    const std::size_t n = pipeline_.stages.size();
+    Graph graph(n);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t dep : pipeline_.stages[i].dependencies) boost::add_edge(dep, i, graph);
+    std::vector<std::size_t> reversed;
+    try {
+      boost::topological_sort(graph, std::back_inserter(reversed));
+    } catch (const boost::not_a_dag&) {
+      return cycle_error(graph);
+    }
+    pipeline_.order.assign(reversed.rbegin(), reversed.rend());
+    return Status::ok();
+  }
+
+  template <typename Graph>
+  Status cycle_error(const Graph& graph) const {
+    const std::size_t n = pipeline_.stages.size();
+    std::vector<std::size_t> component(n);
+    const std::size_t count = boost::strong_components(graph, component.data());
+    std::vector<std::size_t> size(count, 0);
+    for (std::size_t c : component) ++size[c];
+    // The first stage in file order that sits on a cycle names it, with its companions.
+    for (std::size_t i = 0; i < n; ++i) {
+      const PipelineStage& stage = pipeline_.stages[i];
+      const bool self_loop = std::count(stage.dependencies.begin(), stage.dependencies.end(), i) > 0;
+      if (size[component[i]] < 2 && !self_loop) continue;
+      if (self_loop && size[component[i]] < 2)
+        return invalid_input(stage.pos.prefix() + "stage '" + stage.id + "' depends on itself");
+      std::vector<std::string> ids;
+      for (std::size_t j = 0; j < n; ++j)
+        if (component[j] == component[i]) ids.push_back("'" + pipeline_.stages[j].id + "'");
+      return invalid_input(stage.pos.prefix() + "stages " + join_and(ids) + " form a cycle");
+    }
+    return internal_error("the stage graph has a cycle that strong_components did not find");
+  }
+
+  Pipeline& pipeline_;
+  const ComponentCatalog& catalog_;
+};
+
+}  // namespace
+
+std::string_view artifact_type_name(ArtifactType type) {
+  switch (type) {
+    case ArtifactType::Model: return "model";
+    case ArtifactType::Dataset: return "dataset";
+    case ArtifactType::Statistics: return "statistics";
+    case ArtifactType::QParams: return "qparams";
+    case ArtifactType::Binary: return "binary";
+    case ArtifactType::Report: return "report";
+  }
+  return "unknown";
+}
+
+std::string_view stage_kind_name(StageKind kind) {
+  switch (kind) {
+    case StageKind::ImportOnnx: return "import-onnx";
+    case StageKind::LoadData: return "load-data";
+    case StageKind::Observer: return "observer";
+    case StageKind::Calibrator: return "calibrator";
+    case StageKind::Pass: return "pass";
+    case StageKind::Backend: return "backend";
+  }
+  return "unknown";
+}
+
+std::vector<InputPort> stage_inputs(StageKind kind) {
+  switch (kind) {
+    case StageKind::ImportOnnx:
+    case StageKind::LoadData: return {};
+    case StageKind::Pass: return {{"model", ArtifactType::Model, true}};
+    case StageKind::Observer: return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true}};
+    case StageKind::Calibrator:
+      return {{"model", ArtifactType::Model, false}, {"statistics", ArtifactType::Statistics, true}};
+    case StageKind::Backend: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, false}};
+  }
+  return {};
+}
+
+ArtifactType stage_output(StageKind kind) {
+  switch (kind) {
+    case StageKind::ImportOnnx:
+    case StageKind::Pass: return ArtifactType::Model;
+    case StageKind::LoadData: return ArtifactType::Dataset;
+    case StageKind::Observer: return ArtifactType::Statistics;
+    case StageKind::Calibrator: return ArtifactType::QParams;
+    case StageKind::Backend: return ArtifactType::Binary;
+  }
+  return ArtifactType::Report;
+}
+
+std::string canonical_use(const PipelineStage& stage) {
+  if (stage.kind == StageKind::ImportOnnx || stage.kind == StageKind::LoadData) return stage.component;
+  return std::string(stage_kind_name(stage.kind)) + ":" + stage.component;
+}
+
+ComponentCatalog ComponentCatalog::from_registry(const ComponentRegistry& registry) {
+  std::vector<ComponentInfo> components;
+  for (const PluginLibrary& library : registry.libraries())
+    components.insert(components.end(), library.components.begin(), library.components.end());
+  return ComponentCatalog(std::move(components));
+}
+
+std::vector<const ComponentInfo*> ComponentCatalog::find_any(const std::string& name) const {
+  std::vector<const ComponentInfo*> found;
+  for (const ComponentInfo& info : components_)
+    if (info.name == name) found.push_back(&info);
+  return found;
+}
+
+const ComponentInfo* ComponentCatalog::find(ComponentKind kind, const std::string& name) const {
+  for (const ComponentInfo& info : components_)
+    if (info.kind == kind && info.name == name) return &info;
+  return nullptr;
+}
+
+Status resolve_pipeline(Pipeline& pipeline, const ComponentCatalog& catalog, const std::vector<std::string>& sets) {
+  return Resolver(pipeline, catalog).run(sets);
+}
+
+}  // namespace qflow

@@ -1,0 +1,200 @@
+// Pipeline runner: a ready-queue scheduler over worker threads, atomic artifacts and the manifest.
+#include "framework/pipeline/pipeline_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "framework/core/file_io.h"
+#include "framework/core/json_writer.h"
+#include "framework/core/sha256.h"
+#include "framework/pipeline/stage_execution.h"
+
+namespace qflow {
+
+namespace {
+
+struct Completed {
+  StageResult result;
+  std::string sha256;
+  double seconds = 0.0;
+};
+
+void write_option(JsonWriter& json, const OptionValue& value) {
+  switch (option_value_type(value)) {
+    case OptionType::Bool: json.value(std::get<bool>(value)); break;
+    case OptionType::Int: json.value(std::get<int64_t>(value)); break;
+    case OptionType::Float: json.value(std::get<double>(value)); break;
+    case OptionType::String: json.value(std::get<std::string>(value)); break;
+    case OptionType::StringList:
+      json.begin_array(true);
+      for (const std::string& item : std::get<std::vector<std::string>>(value)) json.value(item);
+      json.end_array();
+      break;
+  }
+}
+
+Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<std::optional<Completed>>& done,
+                                    bool complete) {
+  JsonWriter json;
+  json.begin_object();
+  json.field("complete", complete);
+  json.field("pipeline", pipeline.path);
+  json.key("plugins").begin_array();
+  for (const std::string& plugin : pipeline.plugins) json.value(plugin);
+  json.end_array();
+  json.key("stages").begin_array();
+  for (std::size_t i = 0; i < pipeline.stages.size(); ++i) {
+    if (!done[i]) continue;
+    const PipelineStage& stage = pipeline.stages[i];
+    const Completed& c = *done[i];
+    json.begin_object();
+    json.key("artifact").begin_object();
+    json.field("bytes", static_cast<int64_t>(c.result.artifact.bytes.size()));
+    json.field("path", stage.output);
+    json.field("sha256", c.sha256);
+    json.field("type", artifact_type_name(stage.output_type));
+    json.end_object();
+    if (stage.kind == StageKind::Pass) {
+      json.key("counters").begin_object();
+      for (const auto& [name, count] : c.result.counters) json.field(name, count);
+      json.end_object();
+    }
+    json.field("id", stage.id);
+    json.key("inputs").begin_object();
+    for (const auto& [port, input] : stage.inputs) json.field(port, input.stage + "." + input.port);
+    json.end_object();
+    json.field("kind", stage_kind_name(stage.kind));
+    json.key("options").begin_object();
+    for (const auto& [name, option] : stage.options) {
+      json.key(name);
+      write_option(json, option.value);
+    }
+    json.end_object();
+    json.field("seconds", c.seconds);
+    json.field("use", canonical_use(stage));
+    json.end_object();
+  }
+  json.end_array();
+  json.key("vars").begin_object();
+  for (const auto& [name, var] : pipeline.vars) {
+    json.key(name);
+    write_option(json, var.value);
+  }
+  json.end_object();
+  json.end_object();
+  return json.finish();
+}
+
+class Scheduler {
+ public:
+  Scheduler(const Pipeline& pipeline, const ComponentRegistry& registry, const RunOptions& options)
+      : pipeline_(pipeline), registry_(registry), options_(options), done_(pipeline.stages.size()),
+        waiting_on_(pipeline.stages.size()) {
+    for (std::size_t i = 0; i < pipeline.stages.size(); ++i) {
+      waiting_on_[i] = pipeline.stages[i].dependencies.size();
+      if (waiting_on_[i] == 0) ready_.insert(i);
+    }
+  }
+
+  Status run() {
+    const int workers = std::max(1, std::min<int>(options_.threads, static_cast<int>(pipeline_.stages.size())));
+    {
+      std::vector<std::jthread> threads;
+      for (int i = 1; i < workers; ++i) threads.emplace_back([this] { work(); });
+      work();
+    }
+    QFLOW_ASSIGN_OR_RETURN(std::string manifest, manifest_json(pipeline_, done_, failures_.empty()));
+    const std::string manifest_path = (std::filesystem::path(options_.out_dir) / "manifest.json").string();
+    const Status written = write_file_atomic(manifest_path, manifest);
+    if (!failures_.empty()) return failures_.begin()->second;
+    QFLOW_RETURN_IF_ERROR(written);
+    if (options_.progress) options_.progress("wrote " + manifest_path);
+    return Status::ok();
+  }
+
+ private:
+  void work() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [&] { return (!ready_.empty() && failures_.empty()) || running_ == 0; });
+      if (ready_.empty() || !failures_.empty()) break;  // running_ == 0 here: nothing more will come
+      // The lowest file index first, so a one-worker run follows the file where it can.
+      const std::size_t index = *ready_.begin();
+      ready_.erase(ready_.begin());
+      ++running_;
+      lock.unlock();
+      Expected<Completed> outcome = execute(index);
+      lock.lock();
+      --running_;
+      if (outcome) {
+        done_[index] = std::move(*outcome);
+        for (std::size_t j = 0; j < pipeline_.stages.size(); ++j) {
+          const auto& deps = pipeline_.stages[j].dependencies;
+          if (std::find(deps.begin(), deps.end(), index) != deps.end() && --waiting_on_[j] == 0) ready_.insert(j);
+        }
+        if (options_.progress) {
+          const PipelineStage& stage = pipeline_.stages[index];
+          options_.progress("stage " + stage.id + " (" + canonical_use(stage) + "): wrote " +
+                            (std::filesystem::path(options_.out_dir) / stage.output).string() + " (" +
+                            std::to_string(done_[index]->result.artifact.bytes.size()) + " bytes)");
+        }
+      } else {
+        failures_.emplace(index, outcome.status());
+      }
+      wake_.notify_all();
+    }
+    wake_.notify_all();
+  }
+
+  Expected<Completed> execute(std::size_t index) {
+    const PipelineStage& stage = pipeline_.stages[index];
+    std::map<std::string, const Artifact*> inputs;
+    {
+      // Producers completed before this stage became ready; the lock orders the reads.
+      std::lock_guard lock(mutex_);
+      for (const auto& [port, input] : stage.inputs)
+        for (std::size_t j = 0; j < pipeline_.stages.size(); ++j)
+          if (pipeline_.stages[j].id == input.stage) inputs[port] = &done_[j]->result.artifact;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    Expected<StageResult> result = execute_stage(stage, inputs, registry_);
+    const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
+    if (!result) return result.status().with_context(context);
+    const std::string path = (std::filesystem::path(options_.out_dir) / stage.output).string();
+    const Status written = write_file_atomic(path, result->artifact.bytes);
+    if (!written.is_ok()) return written.with_context(context);
+    Completed completed;
+    completed.sha256 = sha256_hex(result->artifact.bytes);
+    completed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    completed.result = std::move(*result);
+    return completed;
+  }
+
+  const Pipeline& pipeline_;
+  const ComponentRegistry& registry_;
+  const RunOptions& options_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<std::optional<Completed>> done_;
+  std::vector<std::size_t> waiting_on_;
+  std::set<std::size_t> ready_;
+  std::map<std::size_t, Status> failures_;  // by file index: the first is reported
+  int running_ = 0;
+};
+
+}  // namespace
+
+Status run_pipeline(const Pipeline& pipeline, const ComponentRegistry& registry, const RunOptions& options) {
+  std::error_code ec;
+  std::filesystem::create_directories(options.out_dir, ec);
+  if (ec) return io_error("cannot create output folder '" + options.out_dir + "': " + ec.message());
+  return Scheduler(pipeline, registry, options).run();
+}
+
+}  // namespace qflow

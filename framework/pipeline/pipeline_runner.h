@@ -1,0 +1,28 @@
+// Pipeline runner: executes a resolved pipeline's stages over a worker pool and writes the manifest.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "framework/pipeline/pipeline.h"
+#include "qflow/core/status.h"
+
+namespace qflow {
+
+class ComponentRegistry;
+
+struct RunOptions {
+  std::string out_dir = "qflow-out";
+  // Stages that may run at once; independent branches share them. Results never depend on it.
+  int threads = 1;
+  // Called once per completed stage, serialised, with a one-line summary.
+  std::function<void(const std::string& line)> progress;
+};
+
+// Runs every stage in dependency order, writing each artifact atomically into out_dir and
+// then manifest.json. The first failure (in file order, when several fail at once) stops
+// the run with a message naming the stage; completed artifacts stay and the manifest
+// lists exactly those.
+Status run_pipeline(const Pipeline& pipeline, const ComponentRegistry& registry, const RunOptions& options);
+
+}  // namespace qflow

@@ -1,0 +1,42 @@
+// Text helpers shared by the pipeline parser, resolver and formatter: names, values, --set.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qflow/core/status.h"
+#include "qflow/plugin/options.h"
+
+namespace qflow {
+
+// Stage ids, var names and ports: a letter or digit, then letters, digits, '-' or '_'.
+// No '.', so "stage.port" and "stage.option" split unambiguously.
+inline constexpr std::string_view kIdentifierRule = "letters, digits, '-' and '_', starting with a letter or digit";
+bool is_identifier(std::string_view text);
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+// "a", "a and b", "a, b and c".
+std::string join_and(const std::vector<std::string>& parts);
+
+// One --set argument: "name=value" (a var) or "stage.option=value".
+struct SetArgument {
+  std::string stage;  // empty for a var
+  std::string name;
+  std::string value;
+};
+Expected<SetArgument> parse_set_argument(const std::string& text);
+
+// Converts command-line text to a value of `type`: ints and floats in full, bools as
+// true/false, string lists comma-separated.
+Expected<OptionValue> parse_option_text(const std::string& text, OptionType type);
+
+// TOML spellings that parse back to the same value.
+std::string toml_quote(std::string_view text);
+std::string toml_key(std::string_view key);
+std::string toml_float(double value);
+
+// Levenshtein distance, for "did you mean" suggestions.
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+}  // namespace qflow

@@ -1,0 +1,50 @@
+// Stage execution: what each stage kind computes from its input artifacts, and their file forms.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/pipeline/pipeline.h"
+#include "qflow/core/status.h"
+#include "qflow/ir/tensor.h"
+#include "qflow/plugin/calibrator.h"
+#include "qflow/plugin/observer.h"
+
+namespace qflow {
+
+class ComponentRegistry;
+
+// Calibration samples: described, not loaded; observers read one file at a time.
+struct DatasetFile {
+  std::string path;
+  int64_t samples = 0;
+};
+struct Dataset {
+  std::vector<DatasetFile> files;
+  DType dtype = DType::Float32;
+  Shape sample_shape;  // without the samples axis
+  int64_t count = 0;
+};
+
+// An artifact as later stages consume it; `bytes` is exactly the file written to disk.
+// Models travel as ONNX bytes so a pass mutates its own copy and sees what the file holds.
+struct Artifact {
+  ArtifactType type = ArtifactType::Model;
+  std::string bytes;
+  std::shared_ptr<const Dataset> dataset;
+  std::shared_ptr<const std::map<std::string, TensorStatistics>> statistics;
+  std::shared_ptr<const QuantTable> qparams;
+};
+
+struct StageResult {
+  Artifact artifact;
+  std::map<std::string, int64_t> counters;  // pass effects
+};
+
+// Runs one resolved stage; `inputs` maps each given input port to its artifact.
+Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                    const ComponentRegistry& registry);
+
+}  // namespace qflow
