@@ -4,6 +4,7 @@
 // factory that validates it, registration through QFLOW_PLUGIN); it is not a recommended
 // calibration method. It needs only the min/max a range observer records.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -51,6 +52,13 @@ class ShrinkMaxCalibrator final : public qflow::Calibrator {
   double ratio_;
 };
 
+// Shortest text that reads back as the same double ("1.5", not "1.500000").
+std::string number_text(double value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
 qflow::Status register_components(qflow::ComponentRegistrar& registrar) {
   qflow::ComponentInfo info;
   info.kind = qflow::ComponentKind::Calibrator;
@@ -61,7 +69,7 @@ qflow::Status register_components(qflow::ComponentRegistrar& registrar) {
     const double ratio = options.get_float("ratio");
     // Checked here so a bad pipeline fails before calibration starts, naming the value.
     if (!(ratio > 0.0 && ratio <= 1.0))
-      return qflow::invalid_input("shrink-max: option ratio must be in (0, 1], got " + std::to_string(ratio));
+      return qflow::invalid_input("shrink-max: option ratio must be in (0, 1], got " + number_text(ratio));
     return std::unique_ptr<qflow::Calibrator>(std::make_unique<ShrinkMaxCalibrator>(ratio));
   });
 }
