@@ -1,0 +1,112 @@
+// Unit tests for the canonical pipeline form: round trip, quoting, and the files in pipelines/.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "framework/pipeline/pipeline.h"
+
+namespace qflow {
+
+namespace {
+
+ComponentCatalog catalog() {
+  std::vector<ComponentInfo> components;
+  components.push_back({ComponentKind::Observer, "minmax", "ranges", {}});
+  components.push_back({ComponentKind::Calibrator, "max", "max scale",
+                        {{"dtype", OptionType::String, std::string("int8"), "type"},
+                         {"power-of-two", OptionType::Bool, false, "pow2"}}});
+  components.push_back({ComponentKind::Pass, "dead-code-elimination", "dce", {}});
+  components.push_back({ComponentKind::Backend, "bpu", "bpu",
+                        {{"platform", OptionType::String, std::string("nash"), "gen"},
+                         {"platform-dir", OptionType::String, std::string(), "dir"},
+                         {"scale", OptionType::Float, 0.1, "f"},
+                         {"tags", OptionType::StringList, std::vector<std::string>{"a b", "c\"d"}, "tags"}}});
+  return ComponentCatalog(std::move(components));
+}
+
+std::string canonical(const std::string& text, const std::string& path = "p.toml",
+                      const std::vector<std::string>& sets = {}) {
+  Expected<Pipeline> pipeline = parse_pipeline(text, path, sets);
+  REQUIRE_MESSAGE(pipeline.has_value(), pipeline.status().message());
+  const Status status = resolve_pipeline(*pipeline, catalog(), sets);
+  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  return format_pipeline(*pipeline);
+}
+
+}  // namespace
+
+TEST_CASE("pipeline canonical: defaults filled, vars substituted, kinds qualified") {
+  const std::string text = R"([vars]
+name = "n"
+model = "m.onnx"
+[[stage]]
+id = "i"
+use = "import-onnx"
+options = { path = "${model}", name = "${name}" }
+[[stage]]
+id = "b"
+use = "bpu"
+inputs = { model = "i" }
+output = "${name}.hbm"
+)";
+  CHECK(canonical(text) == R"([vars]
+model = "m.onnx"
+name = "n"
+
+[[stage]]
+id = "i"
+use = "import-onnx"
+options = { name = "n", path = "m.onnx" }
+output = "n_original_float_model.onnx"
+
+[[stage]]
+id = "b"
+use = "backend:bpu"
+inputs = { model = "i.model" }
+options = { platform = "nash", platform-dir = "", scale = 0.1, tags = ["a b", "c\"d"] }
+output = "n.hbm"
+)");
+}
+
+TEST_CASE("pipeline canonical: the output parses back to itself, awkward values included") {
+  const std::string text = "[vars]\nodd = \"${not-a-ref} \\\"q\\\" \\t \\u0001 é $\"\nf = 1e300\ng = -0.0\n"
+                           "[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\n"
+                           "options = { path = \"$$${odd}$\", name = \"x\" }\n"
+                           "[[stage]]\nid = \"b\"\nuse = \"bpu\"\ninputs = { model = \"i\" }\n"
+                           "options = { scale = \"${f}\", tags = [\"$${odd}\", \"\"] }\n";
+  const std::string once = canonical(text);
+  CHECK(canonical(once) == once);
+  CHECK(once.find("path = \"$$$${not-a-ref} \\\"q\\\" \\t \\u0001 é $$$$\"") != std::string::npos);
+  CHECK(once.find("scale = 1e+300") != std::string::npos);
+}
+
+TEST_CASE("pipeline canonical: plugins are made absolute against the pipeline's folder") {
+  const std::string text = "plugins = [\"../lib/x.so\"]\n[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\n"
+                           "options = { path = \"m.onnx\" }\n";
+  Expected<Pipeline> p = parse_pipeline(text, "/tmp/a/b/p.toml");
+  REQUIRE(p.has_value());
+  CHECK(p->plugins == std::vector<std::string>{"/tmp/a/lib/x.so"});
+  const std::string once = canonical(text, "/tmp/a/b/p.toml");
+  CHECK(canonical(once, "/elsewhere/q.toml") == once);
+}
+
+TEST_CASE("pipeline canonical: every file in pipelines/ round-trips") {
+  const std::filesystem::path folder = std::filesystem::path(QFLOW_SOURCE_DIR) / "pipelines";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++files;
+    CAPTURE(entry.path().string());
+    Expected<Pipeline> pipeline = load_pipeline(entry.path().string());
+    REQUIRE_MESSAGE(pipeline.has_value(), pipeline.status().message());
+    const Status status = resolve_pipeline(*pipeline, catalog());
+    REQUIRE_MESSAGE(status.is_ok(), status.message());
+    const std::string once = format_pipeline(*pipeline);
+    CHECK(canonical(once, entry.path().string()) == once);
+  }
+  CHECK(files >= 2);
+}
+
+}  // namespace qflow

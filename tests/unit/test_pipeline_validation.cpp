@@ -1,0 +1,260 @@
+// Unit tests for pipeline parsing and validation: every error names file:line:column and the key.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "framework/pipeline/pipeline.h"
+
+namespace qflow {
+
+namespace {
+
+// Declarations standing in for the built-in plugins, so validation is tested without them.
+ComponentCatalog test_catalog() {
+  std::vector<ComponentInfo> components;
+  components.push_back({ComponentKind::Observer, "minmax", "ranges", {}});
+  components.push_back({ComponentKind::Calibrator, "max", "max scale",
+                        {{"dtype", OptionType::String, std::string("int8"), "type"},
+                         {"power-of-two", OptionType::Bool, false, "pow2"},
+                         {"percentile", OptionType::Float, 99.9, "pct"}}});
+  components.push_back({ComponentKind::Calibrator, "minmax", "same name as the observer", {}});
+  components.push_back({ComponentKind::Pass, "dead-code-elimination", "dce", {}});
+  components.push_back({ComponentKind::Backend, "bpu", "bpu",
+                        {{"platform", OptionType::String, std::string("nash"), "gen"},
+                         {"levels", OptionType::Int, int64_t{3}, "levels"},
+                         {"tags", OptionType::StringList, std::vector<std::string>{}, "tags"}}});
+  return ComponentCatalog(std::move(components));
+}
+
+constexpr const char* kHeader = R"([vars]
+model = "m.onnx"
+data = "d.npy"
+name = "net"
+)";
+
+// Parses and resolves; returns the error message, or "" on success.
+std::string error_of(const std::string& text, const std::vector<std::string>& sets = {}) {
+  Expected<Pipeline> pipeline = parse_pipeline(text, "p.toml", sets);
+  if (!pipeline) return pipeline.status().message();
+  const Status status = resolve_pipeline(*pipeline, test_catalog(), sets);
+  return status.message();
+}
+
+Pipeline resolved(const std::string& text, const std::vector<std::string>& sets = {}) {
+  Expected<Pipeline> pipeline = parse_pipeline(text, "p.toml", sets);
+  REQUIRE_MESSAGE(pipeline.has_value(), pipeline.status().message());
+  const Status status = resolve_pipeline(*pipeline, test_catalog(), sets);
+  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  return std::move(pipeline).value();
+}
+
+const std::string kImport = std::string(kHeader) + R"(
+[[stage]]
+id = "import"
+use = "import-onnx"
+options = { path = "${model}", name = "${name}" }
+)";
+
+}  // namespace
+
+TEST_CASE("pipeline: a valid pipeline resolves kinds, defaults, outputs and order") {
+  const Pipeline p = resolved(kImport + R"(
+[[stage]]
+id = "compile"
+use = "bpu"
+inputs = { model = "opt" }
+
+[[stage]]
+id = "opt"
+use = "dead-code-elimination"
+inputs = { model = "import.model" }
+)");
+  REQUIRE(p.stages.size() == 3);
+  CHECK(p.stages[0].output == "net_original_float_model.onnx");
+  CHECK(p.stages[1].kind == StageKind::Backend);
+  CHECK(p.stages[1].inputs.at("model").port == "model");
+  CHECK(std::get<std::string>(p.stages[1].options.at("platform").value) == "nash");
+  CHECK(std::get<int64_t>(p.stages[1].options.at("levels").value) == 3);
+  CHECK(p.stages[1].output == "compile.bin");
+  CHECK(p.stages[2].output == "opt.onnx");
+  CHECK(p.order == std::vector<std::size_t>{0, 2, 1});
+}
+
+TEST_CASE("pipeline: TOML syntax errors carry the position") {
+  CHECK(error_of("[vars]\nmodel = \n") == "p.toml:2:1: invalid TOML: toml::parse_key_value_pair: missing value after key-value separator '='");
+}
+
+TEST_CASE("pipeline: structural errors") {
+  CHECK(error_of("[vars]\nx = 1\n") == "p.toml: the pipeline has no [[stage]] tables");
+  CHECK(error_of("stages = 1\n") == "p.toml:1:10: unknown top-level key 'stages' (allowed: plugins, vars, stage)");
+  CHECK(error_of("[[stage]]\nuse = \"max\"\n") == "p.toml:1:1: stage #1 has no 'id'");
+  CHECK(error_of("[[stage]]\nid = \"a\"\n") == "p.toml:2:6: stage 'a' has no 'use'");
+  CHECK(error_of("[[stage]]\nid = \"a b\"\nuse = \"max\"\n") ==
+        "p.toml:2:6: stage id 'a b' must be letters, digits, '-' and '_', starting with a letter or digit");
+  CHECK(error_of("[[stage]]\nid = \"a\"\nuse = \"max\"\nwhat = 1\n") ==
+        "p.toml:4:8: unknown key 'what' in stage 'a' (allowed: id, use, inputs, options, output)");
+  CHECK(error_of("[[stage]]\nid = \"a\"\nuse = \"dead-code-elimination\"\noutput = \"x/y.onnx\"\n") ==
+        "p.toml:4:10: 'output' of stage 'a' must be a file name without folders, got 'x/y.onnx'");
+  CHECK(error_of("[vars]\nx = [1]\n[[stage]]\nid = \"a\"\nuse = \"max\"\n") ==
+        "p.toml:2:5: var 'x' must be a string, int, float or bool, got array");
+}
+
+TEST_CASE("pipeline: duplicate stage id") {
+  CHECK(error_of(kImport + "[[stage]]\nid = \"import\"\nuse = \"load-data\"\n") ==
+        "p.toml:11:6: duplicate stage id 'import' (first defined on line 7)");
+}
+
+TEST_CASE("pipeline: unknown var, with the vars there are") {
+  CHECK(error_of(std::string(kHeader) + "[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\noptions = { path = \"${modle}\" }\n") ==
+        "p.toml:8:20: unknown var 'modle' in option 'path' of stage 'i' (vars: data, model, name)");
+  CHECK(error_of("[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\noutput = \"${x\"\n") ==
+        "p.toml:4:10: unterminated '${' in 'output' of stage 'i'");
+}
+
+TEST_CASE("pipeline: unknown and ambiguous components") {
+  CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"maxx\"\n") ==
+        "p.toml:3:7: stage 'c': unknown component 'maxx' (did you mean calibrator:max?)");
+  CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"quantum-magic\"\n") ==
+        "p.toml:3:7: stage 'c': unknown component 'quantum-magic' (see 'qflow plugins' for the installed components)");
+  CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"pass:max\"\n") ==
+        "p.toml:3:7: stage 'c': unknown pass 'max' (see 'qflow plugins' for the installed components)");
+  CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"shape:max\"\n") ==
+        "p.toml:3:7: stage 'c': unknown component kind 'shape' in 'shape:max' (kinds: observer, calibrator, pass, backend)");
+  CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"minmax\"\n") ==
+        "p.toml:3:7: stage 'c': 'minmax' names components of several kinds; write 'observer:minmax' or 'calibrator:minmax'");
+}
+
+TEST_CASE("pipeline: options are checked against the declaration") {
+  CHECK(error_of(kImport + "[[stage]]\nid = \"b\"\nuse = \"bpu\"\ninputs = { model = \"import.model\" }\n"
+                           "options = { platfrom = \"nash\" }\n") ==
+        "p.toml:14:24: stage 'b': unknown option 'platfrom' for backend 'bpu' (allowed: levels, platform, tags)");
+  CHECK(error_of(kImport + "[[stage]]\nid = \"b\"\nuse = \"bpu\"\ninputs = { model = \"import.model\" }\n"
+                           "options = { platform = 5 }\n") ==
+        "p.toml:14:24: stage 'b': option 'platform' of backend 'bpu' expects string, got int");
+  CHECK(error_of(kImport + "[[stage]]\nid = \"d\"\nuse = \"dead-code-elimination\"\ninputs = { model = \"import.model\" }\n"
+                           "options = { level = 1 }\n") ==
+        "p.toml:14:21: stage 'd': unknown option 'level' for pass 'dead-code-elimination' (it takes no options)");
+  CHECK(error_of("[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\n") == "p.toml:2:6: stage 'i': import-onnx needs option 'path'");
+  // An int is a valid float; the resolved value is a double.
+  const Pipeline p = resolved(
+      "[[stage]]\nid = \"c\"\nuse = \"calibrator:max\"\ninputs = { statistics = \"s.statistics\" }\n"
+      "options = { percentile = 99 }\n[[stage]]\nid = \"s\"\nuse = \"observer:minmax\"\n"
+      "inputs = { model = \"i\", dataset = \"d\" }\n[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\n"
+      "options = { path = \"m.onnx\" }\n[[stage]]\nid = \"d\"\nuse = \"load-data\"\noptions = { path = \"d.npy\" }\n");
+  CHECK(std::get<double>(p.stages[0].options.at("percentile").value) == 99.0);
+  CHECK(p.order.back() == 0);
+}
+
+TEST_CASE("pipeline: inputs are checked against ports, references and types") {
+  const std::string base = kImport + R"(
+[[stage]]
+id = "data"
+use = "load-data"
+options = { path = "${data}" }
+
+[[stage]]
+id = "observe"
+use = "observer:minmax"
+inputs = { model = "import.model", dataset = "data.dataset" }
+)";
+  CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\ninputs = { statistics = \"observe.statistics\", model = \"observe.statistics\" }\n") ==
+        "p.toml:23:55: input 'model' of stage 'calibrate' expects model, 'observe.statistics' is statistics");
+  CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\ninputs = { statistics = \"observer.statistics\" }\n") ==
+        "p.toml:23:25: input 'statistics' of stage 'calibrate': no stage 'observer' (stages: import, data, observe, calibrate)");
+  CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\ninputs = { statistics = \"observe.stats\" }\n") ==
+        "p.toml:23:25: input 'statistics' of stage 'calibrate': stage 'observe' has no output 'stats' (outputs: statistics)");
+  CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\ninputs = { stats = \"observe\" }\n") ==
+        "p.toml:23:20: stage 'calibrate': calibrator 'max' has no input 'stats' (inputs: model, statistics)");
+  CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\n") ==
+        "p.toml:21:6: stage 'calibrate': missing input 'statistics' (calibrator 'max' needs statistics)");
+  CHECK(error_of(kImport + "[[stage]]\nid = \"o\"\nuse = \"observer:minmax\"\ninputs = { model = \"import.model\" }\n") ==
+        "p.toml:11:6: stage 'o': missing input 'dataset' (observer 'minmax' needs dataset and model)");
+  CHECK(error_of(kImport + "[[stage]]\nid = \"o\"\nuse = \"dead-code-elimination\"\ninputs = { model = \"import.model.x\" }\n") ==
+        "p.toml:13:20: input 'model' of stage 'o' must be \"stage-id.port\" or \"stage-id\", got 'import.model.x'");
+}
+
+TEST_CASE("pipeline: a cycle names its stages") {
+  CHECK(error_of(kImport + R"(
+[[stage]]
+id = "a"
+use = "dead-code-elimination"
+inputs = { model = "c.model" }
+
+[[stage]]
+id = "b"
+use = "dead-code-elimination"
+inputs = { model = "a.model" }
+
+[[stage]]
+id = "c"
+use = "dead-code-elimination"
+inputs = { model = "b.model" }
+)") == "p.toml:12:6: stages 'a', 'b' and 'c' form a cycle");
+  CHECK(error_of("[[stage]]\nid = \"a\"\nuse = \"dead-code-elimination\"\ninputs = { model = \"a\" }\n") ==
+        "p.toml:2:6: stage 'a' depends on itself");
+}
+
+TEST_CASE("pipeline: two stages may not write the same file") {
+  CHECK(error_of(kImport + R"(
+[[stage]]
+id = "a"
+use = "dead-code-elimination"
+inputs = { model = "import.model" }
+output = "same.onnx"
+
+[[stage]]
+id = "b"
+use = "dead-code-elimination"
+inputs = { model = "import.model" }
+output = "same.onnx"
+)") == "p.toml:21:10: stages 'a' and 'b' both write 'same.onnx' (give one an 'output')");
+}
+
+TEST_CASE("pipeline: ${var} substitution keeps the type of a whole reference") {
+  const Pipeline p = resolved(R"([vars]
+levels = 4
+platform = "bayes"
+[[stage]]
+id = "i"
+use = "import-onnx"
+options = { path = "m-$${x}-${levels}.onnx" }
+[[stage]]
+id = "b"
+use = "bpu"
+inputs = { model = "i" }
+options = { levels = "${levels}", platform = "${platform}" }
+output = "${platform}.hbm"
+)");
+  CHECK(std::get<std::string>(p.stages[0].options.at("path").value) == "m-${x}-4.onnx");
+  CHECK(std::get<int64_t>(p.stages[1].options.at("levels").value) == 4);
+  CHECK(p.stages[1].output == "bayes.hbm");
+}
+
+TEST_CASE("pipeline: --set overrides vars and stage options, and refuses unknown names") {
+  const std::string text = std::string(kHeader) + R"(levels = 2
+[[stage]]
+id = "i"
+use = "import-onnx"
+options = { path = "${model}" }
+[[stage]]
+id = "b"
+use = "bpu"
+inputs = { model = "i" }
+options = { levels = "${levels}" }
+)";
+  const Pipeline p = resolved(text, {"model=other.onnx", "levels=7", "b.platform=bayes", "b.tags=x,y"});
+  CHECK(std::get<std::string>(p.stages[0].options.at("path").value) == "other.onnx");
+  CHECK(std::get<int64_t>(p.stages[1].options.at("levels").value) == 7);
+  CHECK(std::get<std::string>(p.stages[1].options.at("platform").value) == "bayes");
+  CHECK(std::get<std::vector<std::string>>(p.stages[1].options.at("tags").value) == std::vector<std::string>{"x", "y"});
+  CHECK(error_of(text, {"modle=x"}) == "--set modle=x: the pipeline has no var 'modle' (vars: data, levels, model, name)");
+  CHECK(error_of(text, {"levels=many"}) == "--set levels=many: var 'levels': expects int, got 'many'");
+  CHECK(error_of(text, {"x.platform=a"}) == "--set x.platform=a: no stage 'x' (stages: i, b)");
+  CHECK(error_of(text, {"b.platfrom=a"}) ==
+        "--set b.platfrom=a: unknown option 'platfrom' for backend 'bpu' (allowed: levels, platform, tags)");
+  CHECK(error_of(text, {"b.levels=1.5"}) == "--set b.levels=1.5: option 'levels': expects int, got '1.5'");
+  CHECK(error_of(text, {"novalue"}) == "--set novalue: expected VAR=VALUE or STAGE.OPTION=VALUE");
+}
+
+}  // namespace qflow
