@@ -28,6 +28,8 @@ std::span<const Command> commands();
 Status run_inspect(const std::vector<std::string>& args);
 Status run_infer(const std::vector<std::string>& args);
 Status run_convert(const std::vector<std::string>& args);
+Status run_plugins(const std::vector<std::string>& args);
+Status run_run(const std::vector<std::string>& args);
 
 // Shared by the subcommands: parses `args` against the options and positionals, turning
 // Boost's exceptions into an InvalidInput status that names the subcommand. Returns

@@ -7,6 +7,7 @@
 
 #include "framework/cli/cli_error.h"
 #include "framework/cli/command.h"
+#include "framework/cli/plugin_options.h"
 #include "qflow/version.h"
 
 namespace qflow::cli {
@@ -17,6 +18,8 @@ constexpr Command kCommands[] = {
     {"inspect", "show a model's inputs, outputs, operators, parameters and MACs", run_inspect},
     {"infer", "run a model on .npy inputs with the reference interpreter", run_infer},
     {"convert", "import and re-export an ONNX model (optionally with inferred shapes)", run_convert},
+    {"run", "run a pipeline file (a DAG of plugin stages)", run_run},
+    {"plugins", "list the loaded plugin libraries and their components", run_plugins},
 };
 
 void print_main_help() {
@@ -30,7 +33,10 @@ void print_main_help() {
     name.resize(std::max<std::size_t>(name.size() + 2, 10), ' ');
     std::cout << "  " << name << c.summary << "\n";
   }
-  std::cout << "\nRun 'qflow <command> --help' for a command's options.\n"
+  std::cout << "\nglobal options (accepted by every command, anywhere on the line):\n"
+               "  --plugin FILE         load a plugin library (repeatable)\n"
+               "  --no-default-plugins  skip the built-in plugins and QFLOW_PLUGIN_PATH\n"
+               "\nRun 'qflow <command> --help' for a command's options.\n"
                "Exit codes: 0 success, 2 invalid input or command line, 3 internal error.\n";
 }
 
@@ -46,6 +52,10 @@ Status unknown_command(const std::string& name) {
 
 int run_main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Taken out before dispatch so that every subcommand accepts them without declaring them.
+  Expected<PluginOptions> plugin_options = extract_plugin_options(args);
+  if (!plugin_options) return report_error(plugin_options.status());
+  set_plugin_options(std::move(plugin_options).value());
   if (args.empty()) return report_error(invalid_input("no command given (see 'qflow --help')"));
   const std::string& first = args[0];
   if (first == "--help" || first == "-h") {
