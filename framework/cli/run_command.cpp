@@ -11,8 +11,6 @@
 
 namespace qflow::cli {
 
-Status run_run(const std::vector<std::string>& args);
-
 namespace {
 
 namespace po = boost::program_options;
