@@ -1,0 +1,145 @@
+#!/bin/bash
+# Installs qflow, builds sdk/examples/shrink_max_calibrator against the install, loads and runs it.
+# usage: sdk_out_of_tree.sh BUILD_DIR SOURCE_DIR [CXX_COMPILER]
+set -euo pipefail
+
+build_dir=$(cd "${1:?usage: sdk_out_of_tree.sh BUILD_DIR SOURCE_DIR [CXX_COMPILER]}" && pwd)
+source_dir=$(cd "${2:?usage: sdk_out_of_tree.sh BUILD_DIR SOURCE_DIR [CXX_COMPILER]}" && pwd)
+cxx=${3:-}
+example=$source_dir/sdk/examples/shrink_max_calibrator
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/qflow-sdk-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+fail() {
+  echo "sdk_out_of_tree: FAIL: $*" >&2
+  exit 1
+}
+step() { echo "== $*"; }
+
+# Install to one folder and use it from another: the installed tree must not depend on
+# where it was installed, nor on the build tree.
+step "cmake --install $build_dir"
+cmake --install "$build_dir" --prefix "$tmp/staged" >"$tmp/install.log" || { cat "$tmp/install.log" >&2; fail "install failed"; }
+mv "$tmp/staged" "$tmp/prefix"
+prefix=$tmp/prefix
+for f in bin/qflow lib/libqflow_core.so include/qflow/version.h include/qflow/plugin/entry.h \
+         lib/cmake/qflow/qflowConfig.cmake lib/cmake/qflow/qflowConfigVersion.cmake lib/cmake/qflow/qflowTargets.cmake; do
+  [ -e "$prefix/$f" ] || fail "install is missing $f"
+done
+[ ! -e "$prefix/include/qflow/version.h.in" ] || fail "install carries the version.h template"
+ls "$prefix"/lib/qflow/plugins/*.so >/dev/null 2>&1 || fail "install has no built-in plugins in lib/qflow/plugins"
+if grep -rl -e "$build_dir" -e "$source_dir" "$prefix/lib/cmake/qflow" >/dev/null; then
+  fail "the installed CMake package names the build or source tree: $(grep -rl -e "$build_dir" -e "$source_dir" "$prefix/lib/cmake/qflow")"
+fi
+if command -v readelf >/dev/null; then
+  for f in "$prefix/bin/qflow" "$prefix/lib/libqflow_core.so" "$prefix"/lib/qflow/plugins/*.so; do
+    if readelf -d "$f" | grep -E 'RPATH|RUNPATH' | grep -q -e "$build_dir"; then
+      fail "$f keeps a search path into the build tree: $(readelf -d "$f" | grep -E 'RPATH|RUNPATH')"
+    fi
+  done
+fi
+qflow=$prefix/bin/qflow
+"$qflow" --version >/dev/null || fail "the installed qflow does not start"
+
+step "build the example plugin out of tree"
+configure_args=(-S "$example" -B "$tmp/example-build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix")
+[ -n "$cxx" ] && configure_args+=(-DCMAKE_CXX_COMPILER="$cxx")
+command -v ccache >/dev/null && configure_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake "${configure_args[@]}" >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log" >&2; fail "configuring the example failed"; }
+if grep -q "CMake Warning" "$tmp/configure.log"; then
+  cat "$tmp/configure.log" >&2
+  fail "configuring the example against qflow warned"
+fi
+cmake --build "$tmp/example-build" -j2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2; fail "building the example failed"; }
+plugin=$tmp/example-build/libqflow_example_calibrator.so
+[ -f "$plugin" ] || fail "the example did not produce $plugin"
+if command -v nm >/dev/null; then
+  exported=$(nm -D --defined-only "$plugin" | awk '$2 == "T" {print $3}')
+  [ "$exported" = "qflow_plugin_entry" ] || fail "the plugin should export only qflow_plugin_entry, it exports: $exported"
+fi
+
+step "qflow plugins --plugin $plugin"
+"$qflow" plugins --plugin "$plugin" >"$tmp/plugins.txt" 2>&1 || { cat "$tmp/plugins.txt" >&2; fail "qflow plugins refused the example"; }
+grep -q "qflow-example-calibrator" "$tmp/plugins.txt" || { cat "$tmp/plugins.txt" >&2; fail "the plugin library is not listed"; }
+grep -q "shrink-max" "$tmp/plugins.txt" || { cat "$tmp/plugins.txt" >&2; fail "the shrink-max calibrator is not listed"; }
+grep -q "ratio" "$tmp/plugins.txt" || { cat "$tmp/plugins.txt" >&2; fail "the ratio option is not listed"; }
+# Built-in plugins come from the install prefix, not from the build tree.
+grep -q "minmax" "$tmp/plugins.txt" || { cat "$tmp/plugins.txt" >&2; fail "the installed built-in minmax observer is not listed"; }
+
+step "QFLOW_PLUGIN_PATH=$tmp/example-build qflow plugins"
+QFLOW_PLUGIN_PATH=$tmp/example-build "$qflow" plugins >"$tmp/plugins-env.txt" 2>&1 || { cat "$tmp/plugins-env.txt" >&2; fail "qflow plugins with QFLOW_PLUGIN_PATH failed"; }
+grep -q "calibrator shrink-max" "$tmp/plugins-env.txt" || { cat "$tmp/plugins-env.txt" >&2; fail "QFLOW_PLUGIN_PATH did not load the example"; }
+
+# The pipeline names the plugin relative to its own folder; model and data are absolute.
+step "qflow run with the example calibrator"
+mkdir -p "$tmp/run"
+cat >"$tmp/run/shrink-max.toml" <<TOML
+plugins = ["../example-build/libqflow_example_calibrator.so"]
+
+[vars]
+model = "$source_dir/models/sample/sample_cnn.onnx"
+data = "$source_dir/models/sample/input.npy"
+
+[[stage]]
+id = "import"
+use = "import-onnx"
+options = { path = "\${model}" }
+
+[[stage]]
+id = "data"
+use = "load-data"
+options = { path = "\${data}" }
+
+[[stage]]
+id = "observe"
+use = "minmax"
+inputs = { model = "import.model", dataset = "data.dataset" }
+
+[[stage]]
+id = "calibrate"
+use = "shrink-max"
+inputs = { statistics = "observe.statistics" }
+options = { ratio = 0.5 }
+TOML
+(cd "$tmp/run" && "$qflow" run shrink-max.toml --out out) >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log" >&2; fail "qflow run failed"; }
+table=$tmp/run/out/calibration_table.json
+[ -f "$table" ] || { ls -R "$tmp/run/out" >&2; fail "the run wrote no calibration_table.json"; }
+grep -q '"method": *"shrink-max"' "$table" || { head -c 2000 "$table" >&2; fail "calibration_table.json does not name the shrink-max method"; }
+grep -q '"method": *"max"' "$table" && fail "calibration_table.json names the built-in max calibrator"
+# Every threshold is ratio * max(|min|, |max|) of the observed range.
+if command -v python3 >/dev/null; then
+  python3 - "$tmp/run/out/observe.statistics.json" "$table" <<'PY' || fail "thresholds are not 0.5 * max|x|"
+import json, sys
+stats = json.load(open(sys.argv[1]))["tensors"]
+table = json.load(open(sys.argv[2]))["tensors"]
+assert table, "empty calibration table"
+for name, q in table.items():
+    s = stats[name]
+    expected = 0.5 * max(abs(s["min"]), abs(s["max"]))
+    assert abs(q["threshold"] - expected) <= 1e-9 * max(1.0, expected), (name, q["threshold"], expected)
+    assert q["zero_point"] == [0], (name, q["zero_point"])
+    assert expected == 0 or abs(q["scale"][0] - expected / 127) <= 1e-6 * expected, (name, q["scale"], expected)
+PY
+fi
+
+step "qflow run --set calibrate.ratio=1.5 is refused"
+if (cd "$tmp/run" && "$qflow" run shrink-max.toml --out out-bad --set calibrate.ratio=1.5) >"$tmp/run-bad.log" 2>&1; then
+  fail "a ratio outside (0, 1] was accepted"
+fi
+grep -q "ratio must be in (0, 1], got 1.5" "$tmp/run-bad.log" || { cat "$tmp/run-bad.log" >&2; fail "the refusal does not name the ratio"; }
+
+# A plugin built by another compiler: the package warns while configuring, the host refuses it.
+if command -v clang++ >/dev/null && [ "$("$cxx" --version 2>/dev/null | head -1 | grep -c clang)" = 0 ]; then
+  step "a plugin built with clang++ is refused"
+  cmake -S "$example" -B "$tmp/clang-build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_CXX_COMPILER=clang++ >"$tmp/clang-configure.log" 2>&1 || { cat "$tmp/clang-configure.log" >&2; fail "configuring with clang++ failed"; }
+  grep -q "refuses to load plugins" "$tmp/clang-configure.log" || { cat "$tmp/clang-configure.log" >&2; fail "no compiler-mismatch warning"; }
+  cmake --build "$tmp/clang-build" -j2 >"$tmp/clang-build.log" 2>&1 || { cat "$tmp/clang-build.log" >&2; fail "building with clang++ failed"; }
+  if "$qflow" plugins --plugin "$tmp/clang-build/libqflow_example_calibrator.so" >"$tmp/clang-plugins.txt" 2>&1; then
+    fail "a plugin built by clang++ was loaded by a qflow built with $cxx"
+  fi
+  grep -q "compiler" "$tmp/clang-plugins.txt" || { cat "$tmp/clang-plugins.txt" >&2; fail "the refusal does not name the compiler"; }
+fi
+
+echo "sdk_out_of_tree: OK"
