@@ -67,9 +67,9 @@ qflow::Status register_components(qflow::ComponentRegistrar& registrar) {
   info.options.push_back({"ratio", qflow::OptionType::Float, 0.95, "fraction of the observed max |x| to clip at, in (0, 1]"});
   return registrar.add_calibrator(std::move(info), [](const qflow::Options& options) -> qflow::Expected<std::unique_ptr<qflow::Calibrator>> {
     const double ratio = options.get_float("ratio");
-    // Checked here so a bad pipeline fails before calibration starts, naming the value.
+    // Checked once here rather than per tensor; the host prefixes plugin and component names.
     if (!(ratio > 0.0 && ratio <= 1.0))
-      return qflow::invalid_input("shrink-max: option ratio must be in (0, 1], got " + number_text(ratio));
+      return qflow::invalid_input("option ratio must be in (0, 1], got " + number_text(ratio));
     return std::unique_ptr<qflow::Calibrator>(std::make_unique<ShrinkMaxCalibrator>(ratio));
   });
 }
