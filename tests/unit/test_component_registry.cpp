@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,41 @@ ComponentInfo histogram_info() {
                   {"range-scale", OptionType::Float, 1.0, "widen the range"},
                   {"mode", OptionType::String, std::string("abs"), "abs or signed"}};
   return info;
+}
+
+// Absolute path of a test plugin built by tests/plugin, or "" when that folder is not part
+// of the build (the tests that need one then say so and pass nothing off as checked).
+std::string test_plugin(const std::string& name) {
+#ifdef QFLOW_TEST_PLUGIN_DIR
+  return std::string(QFLOW_TEST_PLUGIN_DIR) + "/libqflow_test_" + name + ".so";
+#else
+  (void)name;
+  return {};
+#endif
+}
+
+// "plugin '<path>': <reason>"; appended piecewise because GCC 12 warns (-Wrestrict, a false
+// positive) on `"literal" + std::string&&` here.
+std::string refusal_text(const std::string& name, const std::string& reason) {
+  std::string text = "plugin '";
+  text += test_plugin(name);
+  text += "': ";
+  text += reason;
+  return text;
+}
+
+bool have_test_plugins() {
+  if (!test_plugin("good").empty()) return true;
+  MESSAGE("skipped: tests/plugin is not in the build, so QFLOW_TEST_PLUGIN_DIR is undefined");
+  return false;
+}
+
+// Whether the dynamic loader still has the file mapped (RTLD_NOLOAD never loads it).
+bool is_resident(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!handle) return false;
+  dlclose(handle);
+  return true;
 }
 
 }  // namespace
@@ -110,6 +146,138 @@ TEST_CASE("component registry: relative and missing paths are refused") {
         "plugin 'libx.so': path is not absolute (plugins are never searched for)");
   CHECK(registry.load_library("/no/such/libx.so").code() == StatusCode::NotFound);
   CHECK(registry.libraries().empty());
+}
+
+TEST_CASE("component registry: a good plugin's components and factories") {
+  if (!have_test_plugins()) return;
+  ComponentRegistry registry;
+  const std::string path = test_plugin("good");
+  REQUIRE(registry.load_library(path).is_ok());
+  CHECK(registry.load_library(path).is_ok());  // a second load is a no-op
+  REQUIRE(registry.libraries().size() == 1);
+  const PluginLibrary& library = registry.libraries()[0];
+  CHECK(library.path == path);
+  CHECK(library.name == "test-good");
+  CHECK(library.version == "1.2.3");
+  CHECK(library.sha256.size() == 64);
+  CHECK(library.components.size() == 4);
+
+  REQUIRE(registry.find(ComponentKind::Calibrator, "fixed") != nullptr);
+  CHECK(registry.find(ComponentKind::Observer, "fixed") == nullptr);
+  CHECK(registry.find_any("noop").size() == 1);
+
+  Options values;
+  values.set("scale", int64_t{2});
+  Expected<std::shared_ptr<Calibrator>> calibrator = registry.make_calibrator("fixed", values);
+  REQUIRE(calibrator);
+  std::map<std::string, TensorStatistics> stats{{"x", {}}};
+  CalibrationRequest request;
+  request.statistics = &stats;
+  Expected<QuantTable> table = (*calibrator)->calibrate(request);
+  REQUIRE(table);
+  CHECK(table->at("x").scale.at(0) == 2.0f);
+
+  Options negative;
+  negative.set("scale", -1.0);
+  CHECK(registry.make_calibrator("fixed", negative).status().message() ==
+        "plugin 'test-good' component 'calibrator fixed': scale must be positive, got -1.000000");
+
+  Options unlucky;
+  unlucky.set("scale", 13.0);
+  Status thrown = registry.make_calibrator("fixed", unlucky).status();
+  CHECK(thrown.code() == StatusCode::Internal);
+  CHECK(thrown.message() == "plugin 'test-good' component 'calibrator fixed': factory threw: unlucky scale");
+
+  Options unknown;
+  unknown.set("bins", int64_t{3});
+  CHECK(registry.make_calibrator("fixed", unknown).status().message() ==
+        "unknown option 'bins' for calibrator 'fixed' (allowed: scale, label)");
+  CHECK(registry.make_pass("fold", Options{}).status().message() == "no pass named 'fold' (available: noop)");
+  CHECK(registry.make_backend("null", Options{}));
+  CHECK(registry.make_observer("counter", Options{}));
+}
+
+TEST_CASE("component registry: objects keep their library loaded") {
+  if (!have_test_plugins()) return;
+  const std::string path = test_plugin("good");
+  std::shared_ptr<Observer> observer;
+  {
+    ComponentRegistry registry;
+    REQUIRE(registry.load_library(path).is_ok());
+    Options values;
+    values.set("step", int64_t{5});
+    Expected<std::shared_ptr<Observer>> made = registry.make_observer("counter", values);
+    REQUIRE(made);
+    observer = *made;
+  }
+  // The registry is gone; the object's code must still be there.
+  CHECK(is_resident(path));
+  REQUIRE(observer->observe(Tensor()).is_ok());
+  CHECK(observer->statistics().count == 5);
+  CHECK(observer->serialize() == "5");
+  observer.reset();
+  CHECK_FALSE(is_resident(path));
+}
+
+TEST_CASE("component registry: a failed load leaves the registry unchanged") {
+  if (!have_test_plugins()) return;
+  ComponentRegistry registry;
+  REQUIRE(registry.load_library(test_plugin("good")).is_ok());
+  const std::string other = test_plugin("bad_duplicate_other");
+  CHECK(registry.load_library(other).message() ==
+        refusal_text("bad_duplicate_other", "pass 'noop' is already provided by '" + test_plugin("good") + "'"));
+  // bad_duplicate_other registered "fresh" before its collision; it must not have stayed.
+  CHECK(registry.find(ComponentKind::Pass, "fresh") == nullptr);
+  CHECK(registry.libraries().size() == 1);
+  CHECK(registry.libraries()[0].components.size() == 4);
+  CHECK_FALSE(is_resident(other));
+
+  // The same library loads into a registry without the collision.
+  ComponentRegistry alone;
+  CHECK(alone.load_library(other).is_ok());
+  CHECK(alone.find(ComponentKind::Pass, "fresh") != nullptr);
+}
+
+TEST_CASE("component registry: refusals name the file and the reason") {
+  if (!have_test_plugins()) return;
+  const auto refusal = [](const std::string& name) {
+    ComponentRegistry registry;
+    Status status = registry.load_library(test_plugin(name));
+    CHECK(registry.libraries().empty());
+    return status.message();
+  };
+  const std::string dir = std::filesystem::path(test_plugin("good")).parent_path().string();
+  CHECK(refusal("bad_api_version") == refusal_text("bad_api_version", "API version 2, this qflow supports 1"));
+  CHECK(refusal("no_entry") == refusal_text("no_entry", "no entry point 'qflow_plugin_entry' (not a qflow plugin?)"));
+  CHECK(refusal("bad_register_throws") == refusal_text("bad_register_throws", "registration threw: out of coffee"));
+  CHECK(refusal("bad_ignored_error") == refusal_text("bad_ignored_error", "pass 'no-summary' has an empty summary"));
+  CHECK(refusal("bad_duplicate_within") == refusal_text("bad_duplicate_within", "pass 'twice' is registered twice"));
+
+  ComponentRegistry registry;
+  CHECK(registry.load_directory(dir).message().rfind("plugin '" + dir + "/", 0) == 0);
+}
+
+TEST_CASE("component registry: QFLOW_PLUGIN_PATH") {
+  if (!have_test_plugins()) return;
+  const char* saved = std::getenv("QFLOW_PLUGIN_PATH");
+  const std::string saved_value = saved ? saved : "";
+  // Empty entries are skipped, like an empty PATH element.
+  std::string list = ":";
+  list += test_plugin("good");
+  list += "::";
+  setenv("QFLOW_PLUGIN_PATH", list.c_str(), 1);
+  {
+    ComponentRegistry registry;
+    CHECK(registry.load_default_locations().is_ok());
+    CHECK(registry.find(ComponentKind::Observer, "counter") != nullptr);
+  }
+  setenv("QFLOW_PLUGIN_PATH", "relative/dir", 1);
+  {
+    ComponentRegistry registry;
+    CHECK(registry.load_default_locations().message() == "QFLOW_PLUGIN_PATH entry 'relative/dir' is not an absolute path");
+  }
+  if (saved) setenv("QFLOW_PLUGIN_PATH", saved_value.c_str(), 1);
+  else unsetenv("QFLOW_PLUGIN_PATH");
 }
 
 }  // namespace qflow
