@@ -55,6 +55,7 @@ int run_main(int argc, char** argv) {
   // Taken out before dispatch so that every subcommand accepts them without declaring them.
   Expected<PluginOptions> plugin_options = extract_plugin_options(args);
   if (!plugin_options) return report_error(plugin_options.status());
+  const bool plugins_named = !plugin_options->files.empty();
   set_plugin_options(std::move(plugin_options).value());
   if (args.empty()) return report_error(invalid_input("no command given (see 'qflow --help')"));
   const std::string& first = args[0];
@@ -80,6 +81,12 @@ int run_main(int argc, char** argv) {
     return report_error(invalid_input("unknown option '" + first + "' (see 'qflow --help')"));
   const Command* command = find_command(first);
   if (!command) return report_error(unknown_command(first));
+  // Plugins load lazily, but a library the user named must never be ignored silently,
+  // whichever command was given: a broken one fails here.
+  if (plugins_named) {
+    Expected<ComponentRegistry*> registry = plugin_registry();
+    if (!registry) return report_error(registry.status());
+  }
   const Status status = command->run(std::vector<std::string>(args.begin() + 1, args.end()));
   return status.is_ok() ? kExitOk : report_error(status);
 }
