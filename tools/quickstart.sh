@@ -1,5 +1,6 @@
 #!/bin/bash
-# Quick start: inspects the bundled sample model and runs it on the bundled inputs.
+# Quick start: inspects the bundled sample model, runs it on the bundled inputs, and runs
+# the default pipeline (pipelines/calibrate_minmax.toml) on it.
 # usage: tools/quickstart.sh BUILD_DIR   (writes BUILD_DIR/quickstart/)
 set -euo pipefail
 
@@ -25,7 +26,9 @@ echo "== qflow infer $model --input $input --output-dir $out"
 "$qflow" infer "$model" --input "$input" --output-dir "$out"
 
 echo
+echo "== qflow run pipelines/calibrate_minmax.toml --out $out/calibrate_minmax"
+(cd "$root" && "$qflow" run pipelines/calibrate_minmax.toml --out "$out/calibrate_minmax")
+
+echo
 echo "quickstart wrote:"
-for f in "$out"/*; do
-  echo "  $f"
-done
+find "$out" -type f | sort | sed 's/^/  /'
