@@ -5,8 +5,10 @@
 
 namespace {
 
+// One line per pass.
 qflow::Status register_passes(qflow::ComponentRegistrar& registrar) {
-  return registrar.add_pass(qflow::DeadCodeElimination::info(), &qflow::DeadCodeElimination::create);
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::DeadCodeElimination::info(), &qflow::DeadCodeElimination::create));
+  return qflow::Status::ok();
 }
 
 }  // namespace
