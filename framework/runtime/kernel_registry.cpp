@@ -58,6 +58,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_shape_kernels(r);
     register_reduce_kernels(r);
     register_quant_kernels(r);
+    register_contrib_kernels(r);
     return r;
   }();
   return registry;

@@ -53,5 +53,6 @@ void register_elementwise_kernels(KernelRegistry& registry);
 void register_shape_kernels(KernelRegistry& registry);
 void register_reduce_kernels(KernelRegistry& registry);
 void register_quant_kernels(KernelRegistry& registry);
+void register_contrib_kernels(KernelRegistry& registry);
 
 }  // namespace qflow

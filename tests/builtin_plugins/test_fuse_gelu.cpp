@@ -1,0 +1,201 @@
+// Tests of the fuse-gelu pass and the com.microsoft Gelu kernel it relies on.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "framework/runtime/executor.h"
+#include "plugins/passes/fuse_gelu.h"
+
+namespace qflow {
+namespace {
+
+ValueType float_type(const Shape& shape) {
+  ValueType t;
+  t.dtype = DType::Float32;
+  std::vector<Dim> dims;
+  for (int64_t d : shape) dims.push_back(Dim{d, "", ""});
+  t.shape = dims;
+  return t;
+}
+
+Model empty_model(int64_t opset, const Shape& x_shape) {
+  Model model;
+  model.opset_imports = {{"", opset}};
+  Value* x = model.graph->get_or_create_value("x");
+  x->type = float_type(x_shape);
+  model.graph->inputs = {x};
+  return model;
+}
+
+Value* initializer(Graph& g, const std::string& name, const Shape& shape, const std::vector<float>& values) {
+  Value* v = g.get_or_create_value(name);
+  g.set_initializer(v, Tensor::from_vector<float>(shape, values));
+  return v;
+}
+
+// A Constant node holding a scalar, the way exporters often spell constants.
+Value* constant(Graph& g, const std::string& name, float value) {
+  Value* v = g.get_or_create_value(name);
+  Node* n = g.add_node("Constant", {}, {v}, name + "_node");
+  n->set_attribute(Attribute::make_tensor("value", Tensor::scalar<float>(value)));
+  return v;
+}
+
+Value* op(Graph& g, const std::string& op_type, const std::vector<Value*>& inputs, const std::string& out) {
+  Value* v = g.get_or_create_value(out);
+  g.add_node(op_type, inputs, {v}, out);
+  return v;
+}
+
+void set_output(Graph& g, Value* y, const Shape& shape) {
+  y->type = float_type(shape);
+  g.outputs = {y};
+}
+
+std::vector<std::string> op_types(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodes()) ops.push_back(n->op_type());
+  return ops;
+}
+
+const Node* find_op(const Graph& g, const std::string& op_type) {
+  for (const auto& n : g.nodes())
+    if (n->op_type() == op_type) return n.get();
+  return nullptr;
+}
+
+Tensor random_input(const Shape& shape, float low, float high, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(low, high);
+  std::vector<float> values(static_cast<std::size_t>(shape_numel(shape)));
+  for (float& v : values) v = dist(rng);
+  return Tensor::from_vector<float>(shape, values);
+}
+
+Tensor run_model(const Model& model, const Tensor& x) {
+  auto executor = Executor::create(model);
+  REQUIRE(executor.has_value());
+  auto outputs = executor.value()->run({{"x", x}});
+  REQUIRE(outputs.has_value());
+  REQUIRE(outputs->size() == 1);
+  return outputs->begin()->second;
+}
+
+float max_abs_difference(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  float worst = 0.0f;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    worst = std::max(worst, std::fabs(a.data<float>()[i] - b.data<float>()[i]));
+  return worst;
+}
+
+// Mul(Mul(x, 0.5), Add(Erf(Div(x, sqrt2)), 1)) -> Neg.
+Model half_first_model(float divisor = 1.4142135f) {
+  Model model = empty_model(13, {4, 6});
+  Graph& g = *model.graph;
+  Value* x = g.find_value("x");
+  Value* t = op(g, "Div", {x, initializer(g, "sqrt2", {}, {divisor})}, "t");
+  Value* one_plus = op(g, "Add", {op(g, "Erf", {t}, "erf"), constant(g, "one", 1.0f)}, "one_plus");
+  Value* half_x = op(g, "Mul", {x, constant(g, "half", 0.5f)}, "half_x");
+  set_output(g, op(g, "Neg", {op(g, "Mul", {half_x, one_plus}, "gelu")}, "y"), {4, 6});
+  return model;
+}
+
+// The other grouping: Mul(x, Mul(0.5, Add(1, Erf(Mul(0.70710678, x))))).
+Model half_last_model() {
+  Model model = empty_model(11, {4, 6});
+  Graph& g = *model.graph;
+  Value* x = g.find_value("x");
+  Value* t = op(g, "Mul", {initializer(g, "inv_sqrt2", {1}, {0.70710678f}), x}, "t");
+  Value* one_plus = op(g, "Add", {constant(g, "one", 1.0f), op(g, "Erf", {t}, "erf")}, "one_plus");
+  Value* gate = op(g, "Mul", {constant(g, "half", 0.5f), one_plus}, "gate");
+  set_output(g, op(g, "Mul", {x, gate}, "y"), {4, 6});
+  return model;
+}
+
+TEST_CASE("fuse-gelu: (x * 0.5) * (1 + erf(x / sqrt2)) becomes com.microsoft Gelu") {
+  Model model = half_first_model();
+  auto result = FuseGelu().run(model);
+  REQUIRE(result.has_value());
+  CHECK(result->changed);
+  CHECK(result->counters.at("fused") == 1);
+  const Graph& g = *model.graph;
+  CHECK(op_types(g) == std::vector<std::string>{"Gelu", "Neg"});
+  const Node* gelu = find_op(g, "Gelu");
+  REQUIRE(gelu != nullptr);
+  CHECK(gelu->domain() == "com.microsoft");
+  REQUIRE(gelu->inputs().size() == 1);
+  CHECK(gelu->input(0) == g.find_value("x"));
+  CHECK(g.initializer_order().empty());
+  CHECK(model.opset("com.microsoft") == 1);
+  CHECK(model.opset() == 13);
+  CHECK(g.validate().is_ok());
+}
+
+TEST_CASE("fuse-gelu: x * (0.5 * (1 + erf(x * 0.70710678))) becomes Gelu too") {
+  Model model = half_last_model();
+  auto result = FuseGelu().run(model);
+  REQUIRE(result.has_value());
+  CHECK(result->counters.at("fused") == 1);
+  CHECK(op_types(*model.graph) == std::vector<std::string>{"Gelu"});
+  CHECK(model.graph->outputs[0]->producer()->op_type() == "Gelu");
+}
+
+TEST_CASE("fuse-gelu: graphs it does not apply to are unchanged") {
+  SUBCASE("erf argument scaled by 2, not sqrt 2") {
+    Model model = half_first_model(2.0f);
+    const auto before = op_types(*model.graph);
+    auto result = FuseGelu().run(model);
+    REQUIRE(result.has_value());
+    CHECK_FALSE(result->changed);
+    CHECK(result->counters.at("fused") == 0);
+    CHECK(op_types(*model.graph) == before);
+    CHECK(model.opset("com.microsoft") == 0);
+  }
+  SUBCASE("the erf output is also read elsewhere") {
+    Model model = half_first_model();
+    Graph& g = *model.graph;
+    g.outputs.push_back(op(g, "Neg", {g.find_value("erf")}, "leak"));
+    const auto before = op_types(g);
+    auto result = FuseGelu().run(model);
+    REQUIRE(result.has_value());
+    CHECK_FALSE(result->changed);
+    CHECK(op_types(g) == before);
+  }
+}
+
+TEST_CASE("fuse-gelu: outputs match the unfused graph (max abs diff <= 1e-5)") {
+  const Tensor x = random_input({4, 6}, -4.0f, 4.0f, 2024);
+  Model fused1 = half_first_model();
+  REQUIRE(FuseGelu().run(fused1).has_value());
+  REQUIRE(find_op(*fused1.graph, "Gelu") != nullptr);
+  CHECK(max_abs_difference(run_model(half_first_model(), x), run_model(fused1, x)) <= 1e-5f);
+  Model fused2 = half_last_model();
+  REQUIRE(FuseGelu().run(fused2).has_value());
+  REQUIRE(find_op(*fused2.graph, "Gelu") != nullptr);
+  CHECK(max_abs_difference(run_model(half_last_model(), x), run_model(fused2, x)) <= 1e-5f);
+}
+
+TEST_CASE("fuse-gelu: the interpreter's com.microsoft Gelu kernel computes 0.5x(1+erf(x/sqrt2))") {
+  Model model = empty_model(13, {5});
+  model.opset_imports.push_back({"com.microsoft", 1});
+  Graph& g = *model.graph;
+  Value* y = g.get_or_create_value("y");
+  g.add_node("Gelu", {g.find_value("x")}, {y}, "gelu", "com.microsoft");
+  set_output(g, y, {5});
+  const Tensor out = run_model(model, Tensor::from_vector<float>({5}, {-3.0f, -1.0f, 0.0f, 1.0f, 2.5f}));
+  const std::vector<float> expected = {-0.00404969f, -0.15865525f, 0.0f, 0.84134475f, 2.48447352f};
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(out.data<float>()[i] == doctest::Approx(expected[i]).epsilon(1e-6));
+}
+
+TEST_CASE("fuse-gelu: component metadata") {
+  CHECK(FuseGelu::info().name == "fuse-gelu");
+  CHECK(FuseGelu::create(Options{}).has_value());
+}
+
+}  // namespace
+}  // namespace qflow

@@ -1,0 +1,247 @@
+// Tests of the fuse-layernorm pass: LayerNormalization from opset 17, counted skips below, equal outputs.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "framework/runtime/executor.h"
+#include "plugins/passes/fuse_layernorm.h"
+
+namespace qflow {
+namespace {
+
+ValueType float_type(const Shape& shape) {
+  ValueType t;
+  t.dtype = DType::Float32;
+  std::vector<Dim> dims;
+  for (int64_t d : shape) dims.push_back(Dim{d, "", ""});
+  t.shape = dims;
+  return t;
+}
+
+Model empty_model(int64_t opset, const Shape& x_shape) {
+  Model model;
+  model.opset_imports = {{"", opset}};
+  Value* x = model.graph->get_or_create_value("x");
+  x->type = float_type(x_shape);
+  model.graph->inputs = {x};
+  return model;
+}
+
+Value* initializer(Graph& g, const std::string& name, const Shape& shape, const std::vector<float>& values) {
+  Value* v = g.get_or_create_value(name);
+  g.set_initializer(v, Tensor::from_vector<float>(shape, values));
+  return v;
+}
+
+// A Constant node holding a scalar, the way exporters often spell constants.
+Value* constant(Graph& g, const std::string& name, float value) {
+  Value* v = g.get_or_create_value(name);
+  Node* n = g.add_node("Constant", {}, {v}, name + "_node");
+  n->set_attribute(Attribute::make_tensor("value", Tensor::scalar<float>(value)));
+  return v;
+}
+
+Value* op(Graph& g, const std::string& op_type, const std::vector<Value*>& inputs, const std::string& out) {
+  Value* v = g.get_or_create_value(out);
+  g.add_node(op_type, inputs, {v}, out);
+  return v;
+}
+
+void set_output(Graph& g, Value* y, const Shape& shape) {
+  y->type = float_type(shape);
+  g.outputs = {y};
+}
+
+std::vector<std::string> op_types(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodes()) ops.push_back(n->op_type());
+  return ops;
+}
+
+const Node* find_op(const Graph& g, const std::string& op_type) {
+  for (const auto& n : g.nodes())
+    if (n->op_type() == op_type) return n.get();
+  return nullptr;
+}
+
+Tensor random_input(const Shape& shape, float low, float high, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(low, high);
+  std::vector<float> values(static_cast<std::size_t>(shape_numel(shape)));
+  for (float& v : values) v = dist(rng);
+  return Tensor::from_vector<float>(shape, values);
+}
+
+Tensor run_model(const Model& model, const Tensor& x) {
+  auto executor = Executor::create(model);
+  REQUIRE(executor.has_value());
+  auto outputs = executor.value()->run({{"x", x}});
+  REQUIRE(outputs.has_value());
+  REQUIRE(outputs->size() == 1);
+  return outputs->begin()->second;
+}
+
+float max_abs_difference(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  float worst = 0.0f;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    worst = std::max(worst, std::fabs(a.data<float>()[i] - b.data<float>()[i]));
+  return worst;
+}
+
+Value* reduce_mean(Graph& g, Value* in, const std::vector<int64_t>& axes, const std::string& out) {
+  Value* v = op(g, "ReduceMean", {in}, out);
+  v->producer()->set_attribute(Attribute::make_ints("axes", axes));
+  return v;
+}
+
+// Paddle's spelling over the last axis of x [2, 3, 8], gamma as a Constant node, beta as an
+// initializer, followed by Relu. `square_by_mul` spells the square Mul(d, d) instead of Pow.
+Model layer_norm_model(int64_t opset, bool square_by_mul = false, bool affine = true) {
+  Model model = empty_model(opset, {2, 3, 8});
+  Graph& g = *model.graph;
+  Value* x = g.find_value("x");
+  Value* mean = reduce_mean(g, x, {-1}, "mean");
+  Value* d = op(g, "Sub", {x, mean}, "d");
+  Value* sq = square_by_mul ? op(g, "Mul", {d, d}, "sq") : op(g, "Pow", {d, constant(g, "two", 2.0f)}, "sq");
+  Value* var = reduce_mean(g, sq, {-1}, "var");
+  Value* var_eps = op(g, "Add", {var, initializer(g, "eps", {}, {1e-5f})}, "var_eps");
+  Value* norm = op(g, "Div", {d, op(g, "Sqrt", {var_eps}, "std")}, "norm");
+  Value* out = norm;
+  if (affine) {
+    std::vector<float> gamma, beta;
+    for (int i = 0; i < 8; ++i) {
+      gamma.push_back(0.5f + 0.125f * static_cast<float>(i));
+      beta.push_back(-0.25f + 0.0625f * static_cast<float>(i));
+    }
+    Value* gv = g.get_or_create_value("gamma");
+    g.add_node("Constant", {}, {gv}, "gamma_node")
+        ->set_attribute(Attribute::make_tensor("value", Tensor::from_vector<float>({8}, gamma)));
+    Value* scaled = op(g, "Mul", {gv, norm}, "scaled");
+    out = op(g, "Add", {scaled, initializer(g, "beta", {8}, beta)}, "shifted");
+  }
+  set_output(g, op(g, "Relu", {out}, "y"), {2, 3, 8});
+  return model;
+}
+
+// Normalization over the last two axes with positive axes [1, 2] and no affine tail.
+Model two_axis_model() {
+  Model model = empty_model(17, {2, 3, 8});
+  Graph& g = *model.graph;
+  Value* x = g.find_value("x");
+  Value* d = op(g, "Sub", {x, reduce_mean(g, x, {1, 2}, "mean")}, "d");
+  Value* var = reduce_mean(g, op(g, "Mul", {d, d}, "sq"), {2, 1}, "var");
+  Value* std_dev = op(g, "Sqrt", {op(g, "Add", {constant(g, "eps", 1e-6f), var}, "var_eps")}, "std");
+  set_output(g, op(g, "Div", {d, std_dev}, "y"), {2, 3, 8});
+  return model;
+}
+
+TEST_CASE("fuse-layernorm: opset 17 pattern with gamma and beta becomes LayerNormalization") {
+  for (const bool square_by_mul : {false, true}) {
+    CAPTURE(square_by_mul);
+    Model model = layer_norm_model(17, square_by_mul);
+    auto result = FuseLayerNorm().run(model);
+    REQUIRE(result.has_value());
+    CHECK(result->changed);
+    CHECK(result->counters.at("fused") == 1);
+    CHECK(result->counters.at("skipped-opset-below-17") == 0);
+    const Graph& g = *model.graph;
+    CHECK(op_types(g) == std::vector<std::string>{"LayerNormalization", "Relu"});
+    const Node* ln = find_op(g, "LayerNormalization");
+    REQUIRE(ln != nullptr);
+    REQUIRE(ln->inputs().size() == 3);
+    CHECK(ln->input(0) == g.find_value("x"));
+    CHECK(ln->output(0) == g.find_value("shifted"));
+    CHECK(ln->attr_int("axis", 0) == -1);
+    CHECK(ln->attr_float("epsilon", 0.0f) == doctest::Approx(1e-5f));
+    const Tensor* scale = g.initializer(ln->input(1));
+    REQUIRE(scale != nullptr);
+    CHECK(scale->shape() == Shape{8});
+    CHECK(scale->data<float>()[1] == 0.625f);
+    // eps and beta were private to the pattern and are replaced by the node's own parameters.
+    CHECK(g.initializer_order().size() == 2);
+    CHECK(g.validate().is_ok());
+  }
+}
+
+TEST_CASE("fuse-layernorm: two trailing axes without gamma/beta get a ones scale") {
+  Model model = two_axis_model();
+  auto result = FuseLayerNorm().run(model);
+  REQUIRE(result.has_value());
+  CHECK(result->counters.at("fused") == 1);
+  const Graph& g = *model.graph;
+  CHECK(op_types(g) == std::vector<std::string>{"LayerNormalization"});
+  const Node* ln = find_op(g, "LayerNormalization");
+  REQUIRE(ln != nullptr);
+  CHECK(ln->attr_int("axis", 0) == -2);
+  REQUIRE(ln->inputs().size() == 2);
+  const Tensor* scale = g.initializer(ln->input(1));
+  REQUIRE(scale != nullptr);
+  CHECK(scale->shape() == Shape{3, 8});
+}
+
+TEST_CASE("fuse-layernorm: below opset 17 the match is counted and the graph left alone") {
+  Model model = layer_norm_model(11);
+  const auto before = op_types(*model.graph);
+  auto result = FuseLayerNorm().run(model);
+  REQUIRE(result.has_value());
+  CHECK_FALSE(result->changed);
+  CHECK(result->counters.at("fused") == 0);
+  CHECK(result->counters.at("skipped-opset-below-17") == 1);
+  CHECK(op_types(*model.graph) == before);
+  CHECK(model.opset() == 11);
+}
+
+TEST_CASE("fuse-layernorm: graphs it does not apply to are unchanged") {
+  SUBCASE("the mean is also read elsewhere") {
+    Model model = layer_norm_model(17);
+    Graph& g = *model.graph;
+    g.outputs.push_back(op(g, "Neg", {g.find_value("mean")}, "leak"));
+    const auto before = op_types(g);
+    auto result = FuseLayerNorm().run(model);
+    REQUIRE(result.has_value());
+    CHECK_FALSE(result->changed);
+    CHECK(result->counters.at("fused") == 0);
+    CHECK(op_types(g) == before);
+  }
+  SUBCASE("reduction over a leading axis") {
+    Model model = layer_norm_model(17);
+    Graph& g = *model.graph;
+    for (const char* name : {"mean", "var"})
+      g.find_value(name)->producer()->set_attribute(Attribute::make_ints("axes", {1}));
+    const auto before = op_types(g);
+    auto result = FuseLayerNorm().run(model);
+    REQUIRE(result.has_value());
+    CHECK_FALSE(result->changed);
+    CHECK(op_types(g) == before);
+  }
+}
+
+TEST_CASE("fuse-layernorm: outputs match the unfused graph (max abs diff <= 1e-5)") {
+  const Tensor x = random_input({2, 3, 8}, -3.0f, 3.0f, 99);
+  for (const bool square_by_mul : {false, true}) {
+    CAPTURE(square_by_mul);
+    Model fused = layer_norm_model(17, square_by_mul);
+    REQUIRE(FuseLayerNorm().run(fused).has_value());
+    REQUIRE(find_op(*fused.graph, "LayerNormalization") != nullptr);
+    CHECK(max_abs_difference(run_model(layer_norm_model(17, square_by_mul), x), run_model(fused, x)) <= 1e-5f);
+  }
+  Model fused = two_axis_model();
+  REQUIRE(FuseLayerNorm().run(fused).has_value());
+  REQUIRE(find_op(*fused.graph, "LayerNormalization") != nullptr);
+  const Tensor reference = run_model(two_axis_model(), x);
+  CHECK(max_abs_difference(reference, run_model(fused, x)) <= 1e-5f);
+  CHECK(std::fabs(reference.data<float>()[0]) > 1e-3f);  // the graph computed something
+}
+
+TEST_CASE("fuse-layernorm: component metadata") {
+  CHECK(FuseLayerNorm::info().name == "fuse-layernorm");
+  CHECK(FuseLayerNorm::create(Options{}).has_value());
+}
+
+}  // namespace
+}  // namespace qflow
