@@ -1,4 +1,5 @@
 // Entry point of libqflow_passes: registers the built-in graph passes with the host.
+#include "cross_layer_equalization.h"
 #include "dead_code_elimination.h"
 #include "fuse_gelu.h"
 #include "fuse_hardsigmoid.h"
@@ -20,6 +21,7 @@ qflow::Status register_passes(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FuseGelu::info(), &qflow::FuseGelu::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FoldBatchNorm::info(), &qflow::FoldBatchNorm::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FuseMatMulAdd::info(), &qflow::FuseMatMulAdd::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::CrossLayerEqualization::info(), &qflow::CrossLayerEqualization::create));
   return qflow::Status::ok();
 }
 
