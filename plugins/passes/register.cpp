@@ -1,5 +1,10 @@
 // Entry point of libqflow_passes: registers the built-in graph passes with the host.
+#include "cross_layer_equalization.h"
 #include "dead_code_elimination.h"
+#include "fuse_gelu.h"
+#include "fuse_hardsigmoid.h"
+#include "fuse_hardswish.h"
+#include "fuse_layernorm.h"
 #include "fold_batchnorm.h"
 #include "fuse_matmul_add.h"
 #include "qflow/plugin/entry.h"
@@ -10,8 +15,13 @@ namespace {
 // One line per pass.
 qflow::Status register_passes(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::DeadCodeElimination::info(), &qflow::DeadCodeElimination::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FuseHardSigmoid::info(), &qflow::FuseHardSigmoid::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FuseHardSwish::info(), &qflow::FuseHardSwish::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FuseLayerNorm::info(), &qflow::FuseLayerNorm::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FuseGelu::info(), &qflow::FuseGelu::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FoldBatchNorm::info(), &qflow::FoldBatchNorm::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FuseMatMulAdd::info(), &qflow::FuseMatMulAdd::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::CrossLayerEqualization::info(), &qflow::CrossLayerEqualization::create));
   return qflow::Status::ok();
 }
 
