@@ -22,7 +22,11 @@ constexpr std::string_view kDescription =
     "--set VAR=VALUE overrides a [vars] entry; --set STAGE.OPTION=VALUE overrides an option\n"
     "of a stage (string lists comma-separated). --dry-run prints the resolved pipeline as\n"
     "canonical TOML (vars substituted, every option with its default) and runs nothing; that\n"
-    "output is itself a pipeline file giving the same output. See docs/pipelines.md.";
+    "output is itself a pipeline file giving the same output. See docs/pipelines.md.\n\n"
+    "Each pass stage prints its node count before -> after, its counters and its time; the\n"
+    "manifest records them. --print-after NAME prints the graph after every pass stage with\n"
+    "that id or component name; --verify-each checks every pass's result (graph structure\n"
+    "and the ONNX checker) and stops at the first pass that breaks the model. See docs/passes.md.";
 
 }  // namespace
 
@@ -34,13 +38,17 @@ Status run_run(const std::vector<std::string>& args) {
       ("set", po::value<std::vector<std::string>>()->composing(), "VAR=VALUE or STAGE.OPTION=VALUE; repeatable")
       ("out,o", po::value<std::string>()->default_value("qflow-out"), "folder for the artifacts and manifest.json")
       ("threads", po::value<int>()->default_value(0), "stages run at once (0: one per core)")
-      ("dry-run", "print the resolved pipeline and run nothing");
+      ("dry-run", "print the resolved pipeline and run nothing")
+      ("print-after", po::value<std::vector<std::string>>()->composing(),
+       "print the graph after pass stages with this id or component name; repeatable")
+      ("verify-each", "check the model after every pass stage");
   po::positional_options_description positional;
   positional.add("pipeline", 1);
   QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("run", args, options, positional));
   if (cmd.help) {
-    print_command_help("run PIPELINE.toml [--set VAR=VALUE]... [--out DIR] [--threads N] [--dry-run]", kDescription,
-                       options);
+    print_command_help("run PIPELINE.toml [--set VAR=VALUE]... [--out DIR] [--threads N] [--dry-run]"
+                       " [--print-after NAME]... [--verify-each]",
+                       kDescription, options);
     return Status::ok();
   }
   int threads = cmd.values["threads"].as<int>();
@@ -61,6 +69,8 @@ Status run_run(const std::vector<std::string>& args) {
   RunOptions run;
   run.out_dir = cmd.values["out"].as<std::string>();
   run.threads = threads;
+  if (cmd.values.count("print-after")) run.print_after = cmd.values["print-after"].as<std::vector<std::string>>();
+  run.verify_each = cmd.values.count("verify-each") > 0;
   run.progress = [](const std::string& line) { std::cout << line << std::endl; };
   return run_pipeline(pipeline, *registry, run);
 }

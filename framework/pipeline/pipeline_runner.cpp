@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -70,12 +71,17 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
     for (const auto& [port, input] : stage.inputs) json.field(port, input.stage + "." + input.port);
     json.end_object();
     json.field("kind", stage_kind_name(stage.kind));
+    if (stage.kind == StageKind::Pass) {
+      json.field("nodes_after", c.result.nodes_after);
+      json.field("nodes_before", c.result.nodes_before);
+    }
     json.key("options").begin_object();
     for (const auto& [name, option] : stage.options) {
       json.key(name);
       write_option(json, option.value);
     }
     json.end_object();
+    if (stage.kind == StageKind::Pass) json.field("pass_seconds", c.result.pass_seconds);
     json.field("seconds", c.seconds);
     json.field("use", canonical_use(stage));
     json.end_object();
@@ -89,6 +95,46 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
   json.end_object();
   json.end_object();
   return json.finish();
+}
+
+bool prints_after(const PipelineStage& stage, const std::vector<std::string>& print_after) {
+  return stage.kind == StageKind::Pass && std::any_of(print_after.begin(), print_after.end(), [&](const std::string& name) {
+           return name == stage.id || name == stage.component;
+         });
+}
+
+Status check_print_after(const Pipeline& pipeline, const std::vector<std::string>& print_after) {
+  for (const std::string& name : print_after) {
+    const bool found = std::any_of(pipeline.stages.begin(), pipeline.stages.end(), [&](const PipelineStage& stage) {
+      return prints_after(stage, {name});
+    });
+    if (found) continue;
+    std::string passes;
+    for (const PipelineStage& stage : pipeline.stages) {
+      if (stage.kind != StageKind::Pass) continue;
+      passes += (passes.empty() ? "" : ", ") + stage.id + " (" + stage.component + ")";
+    }
+    return invalid_input("--print-after " + name + ": no pass stage has that id or component (pass stages: " +
+                         (passes.empty() ? std::string("none") : passes) + ")");
+  }
+  return Status::ok();
+}
+
+std::string milliseconds(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f ms", seconds * 1e3);
+  return buffer;
+}
+
+// "stage fold (pass:fold-batchnorm): 52 -> 27 nodes, folded-into-conv=25 (3.1 ms), wrote ..."
+std::string summary_line(const PipelineStage& stage, const StageResult& result, const std::string& path) {
+  std::string line = "stage " + stage.id + " (" + canonical_use(stage) + "): ";
+  if (stage.kind == StageKind::Pass) {
+    line += std::to_string(result.nodes_before) + " -> " + std::to_string(result.nodes_after) + " nodes";
+    for (const auto& [name, count] : result.counters) line += ", " + name + "=" + std::to_string(count);
+    line += " (" + milliseconds(result.pass_seconds) + "), ";
+  }
+  return line + "wrote " + path + " (" + std::to_string(result.artifact.bytes.size()) + " bytes)";
 }
 
 class Scheduler {
@@ -140,9 +186,11 @@ class Scheduler {
         }
         if (options_.progress) {
           const PipelineStage& stage = pipeline_.stages[index];
-          options_.progress("stage " + stage.id + " (" + canonical_use(stage) + "): wrote " +
-                            (std::filesystem::path(options_.out_dir) / stage.output).string() + " (" +
-                            std::to_string(done_[index]->result.artifact.bytes.size()) + " bytes)");
+          const StageResult& result = done_[index]->result;
+          options_.progress(summary_line(stage, result, (std::filesystem::path(options_.out_dir) / stage.output).string()));
+          if (!result.graph_text.empty()) {
+            options_.progress(result.graph_text.substr(0, result.graph_text.find_last_not_of('\n') + 1));
+          }
         }
       } else {
         failures_.emplace(index, outcome.status());
@@ -163,7 +211,10 @@ class Scheduler {
           if (pipeline_.stages[j].id == input.stage) inputs[port] = &done_[j]->result.artifact;
     }
     const auto start = std::chrono::steady_clock::now();
-    Expected<StageResult> result = execute_stage(stage, inputs, registry_);
+    StageChecks checks;
+    checks.verify = options_.verify_each;
+    checks.print_graph = prints_after(stage, options_.print_after);
+    Expected<StageResult> result = execute_stage(stage, inputs, registry_, checks);
     const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
     if (!result) return result.status().with_context(context);
     const std::string path = (std::filesystem::path(options_.out_dir) / stage.output).string();
@@ -191,6 +242,7 @@ class Scheduler {
 }  // namespace
 
 Status run_pipeline(const Pipeline& pipeline, const ComponentRegistry& registry, const RunOptions& options) {
+  QFLOW_RETURN_IF_ERROR(check_print_after(pipeline, options.print_after));
   std::error_code ec;
   std::filesystem::create_directories(options.out_dir, ec);
   if (ec) return io_error("cannot create output folder '" + options.out_dir + "': " + ec.message());

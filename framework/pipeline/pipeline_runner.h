@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "framework/pipeline/pipeline.h"
 #include "qflow/core/status.h"
@@ -15,8 +16,15 @@ struct RunOptions {
   std::string out_dir = "qflow-out";
   // Stages that may run at once; independent branches share them. Results never depend on it.
   int threads = 1;
-  // Called once per completed stage, serialised, with a one-line summary.
+  // Called once per completed stage, serialised, with a one-line summary (pass stages:
+  // node counts, counters and the pass's time), then with the graph text when printed.
   std::function<void(const std::string& line)> progress;
+  // Pass stages, by stage id or component name, whose resulting graph goes to `progress`
+  // (see graph_text). A name matching no pass stage is an error before anything runs.
+  std::vector<std::string> print_after;
+  // Check every pass stage's result (Graph::validate, libonnx's checker); a failure fails
+  // that stage with the problem.
+  bool verify_each = false;
 };
 
 // Runs every stage in dependency order, writing each artifact atomically into out_dir and

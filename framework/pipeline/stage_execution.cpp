@@ -7,8 +7,10 @@
 
 #include "framework/core/json_writer.h"
 #include "framework/core/npy.h"
+#include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
+#include "framework/pipeline/graph_text.h"
 #include "framework/plugin/component_registry.h"
 #include "framework/runtime/executor.h"
 
@@ -252,12 +254,27 @@ Expected<StageResult> run_calibrator(const PipelineStage& stage, const std::map<
   return result;
 }
 
-Expected<StageResult> run_pass(const PipelineStage& stage, const Artifact& model_artifact, const ComponentRegistry& registry) {
+// Both checks run on the model as the pass left it, before export: the exporter would
+// otherwise be the first to trip over a dangling value, with a less pointed message.
+Status verify_pass_result(const Model& model) {
+  QFLOW_RETURN_IF_ERROR(model.graph->validate().with_context("graph check"));
+  return check_model(model).with_context("onnx checker");
+}
+
+Expected<StageResult> run_pass(const PipelineStage& stage, const Artifact& model_artifact, const ComponentRegistry& registry,
+                               const StageChecks& checks) {
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, model_artifact));
   QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Pass> pass, registry.make_pass(stage.component, options_of(stage)));
+  const auto nodes_before = static_cast<int64_t>(model.graph->node_count());
   QFLOW_ASSIGN_OR_RETURN(PassResult effect, pass->run(model));
+  if (checks.verify) QFLOW_RETURN_IF_ERROR(verify_pass_result(model).with_context("--verify-each"));
+  std::string text = checks.print_graph ? graph_text(*model.graph) : std::string();
   QFLOW_ASSIGN_OR_RETURN(StageResult result, model_result(model));
   result.counters = effect.counters;
+  result.nodes_before = nodes_before;
+  result.nodes_after = static_cast<int64_t>(model.graph->node_count());
+  result.pass_seconds = effect.seconds;
+  result.graph_text = std::move(text);
   return result;
 }
 
@@ -277,14 +294,14 @@ Expected<StageResult> run_backend(const PipelineStage& stage, const std::map<std
 }  // namespace
 
 Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
-                                    const ComponentRegistry& registry) {
+                                    const ComponentRegistry& registry, const StageChecks& checks) {
   switch (stage.kind) {
     case StageKind::ImportOnnx: return run_import(stage);
     case StageKind::LoadData: return run_load_data(stage);
     case StageKind::Observer:
       return run_observer(stage, *inputs.at("model"), *inputs.at("dataset")->dataset, registry);
     case StageKind::Calibrator: return run_calibrator(stage, inputs, registry);
-    case StageKind::Pass: return run_pass(stage, *inputs.at("model"), registry);
+    case StageKind::Pass: return run_pass(stage, *inputs.at("model"), registry, checks);
     case StageKind::Backend: return run_backend(stage, inputs, registry);
   }
   return internal_error("unknown stage kind");

@@ -40,11 +40,25 @@ struct Artifact {
 
 struct StageResult {
   Artifact artifact;
-  std::map<std::string, int64_t> counters;  // pass effects
+  // Pass stages only: the pass's effects, the graph size around it and its own run time
+  // (Pass::run's, without import and export of the model bytes).
+  std::map<std::string, int64_t> counters;
+  int64_t nodes_before = 0;
+  int64_t nodes_after = 0;
+  double pass_seconds = 0.0;
+  std::string graph_text;  // the graph after the pass, when StageChecks::print_graph
+};
+
+// Extra work around a pass stage; other stages ignore it.
+struct StageChecks {
+  // Graph::validate() and libonnx's checker on the pass's result; a failure fails the stage.
+  bool verify = false;
+  // Fill StageResult::graph_text.
+  bool print_graph = false;
 };
 
 // Runs one resolved stage; `inputs` maps each given input port to its artifact.
 Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
-                                    const ComponentRegistry& registry);
+                                    const ComponentRegistry& registry, const StageChecks& checks = {});
 
 }  // namespace qflow

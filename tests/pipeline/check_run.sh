@@ -38,6 +38,10 @@ for threads in 1 2 3; do
   done
   artifact_field "$out/manifest.json" sha256 >"$out.sums"
 done
+# The pass stage records its effect next to its counters.
+for key in nodes_before nodes_after pass_seconds; do
+  grep -q "\"$key\": " "$work/threads1/manifest.json" || fail "the manifest's pass stage must record $key"
+done
 for threads in 2 3; do
   cmp -s "$work/threads1.sums" "$work/threads$threads.sums" || fail "artifacts of --threads $threads differ from --threads 1"
 done
