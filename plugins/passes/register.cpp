@@ -1,12 +1,15 @@
 // Entry point of libqflow_passes: registers the built-in graph passes with the host.
+#include "constant_folding.h"
 #include "cross_layer_equalization.h"
 #include "dead_code_elimination.h"
+#include "eliminate_identity.h"
 #include "fuse_gelu.h"
 #include "fuse_hardsigmoid.h"
 #include "fuse_hardswish.h"
 #include "fuse_layernorm.h"
 #include "fold_batchnorm.h"
 #include "fuse_matmul_add.h"
+#include "shape_folding.h"
 #include "qflow/plugin/entry.h"
 #include "qflow/plugin/registrar.h"
 
@@ -22,6 +25,9 @@ qflow::Status register_passes(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FoldBatchNorm::info(), &qflow::FoldBatchNorm::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FuseMatMulAdd::info(), &qflow::FuseMatMulAdd::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::CrossLayerEqualization::info(), &qflow::CrossLayerEqualization::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::ConstantFolding::info(), &qflow::ConstantFolding::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::ShapeFolding::info(), &qflow::ShapeFolding::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::EliminateIdentity::info(), &qflow::EliminateIdentity::create));
   return qflow::Status::ok();
 }
 
