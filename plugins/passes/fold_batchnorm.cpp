@@ -21,10 +21,16 @@ bool contains(const std::vector<Value*>& values, const Value* v) {
   return std::find(values.begin(), values.end(), v) != values.end();
 }
 
-// An initializer a caller cannot override (not also a graph input) holding float32.
+// A float32 constant: an initializer a caller cannot override (not also a graph input),
+// or the output of a Constant node (exporters such as paddle2onnx emit weights that way).
 const Tensor* constant_float(const Graph& graph, const Value* v) {
   if (!v || contains(graph.inputs, v)) return nullptr;
   const Tensor* t = graph.initializer(v);
+  const Node* producer = v->producer();
+  if (!t && producer && producer->op_type() == "Constant" && is_default_domain(*producer)) {
+    const Attribute* value = producer->find_attribute("value");
+    if (value && value->type == AttributeType::Tensor) t = &value->t;
+  }
   return t && t->dtype() == DType::Float32 ? t : nullptr;
 }
 
@@ -215,9 +221,10 @@ std::optional<Folded> fold(const Model& model, const Node& producer, const Node&
   return folded;
 }
 
-// Binds `tensor` to `current` when nothing else reads it, otherwise to a new initializer.
+// Binds `tensor` to `current` when it is an initializer nothing else reads, otherwise to a
+// new initializer (a Constant node left without users is dead-code-elimination's to remove).
 Value* bind_constant(Graph& graph, Value* current, Tensor tensor, const std::string& hint) {
-  if (current && single_use(graph, current)) {
+  if (current && graph.is_initializer(current) && single_use(graph, current)) {
     graph.set_initializer(current, std::move(tensor));
     return current;
   }
@@ -360,7 +367,7 @@ Expected<PassResult> FoldBatchNorm::run_impl(Model& model) {
   if (result.changed) {
     order.apply(graph);
     for (Value* v : parameters)
-      if (v->uses().empty() && !contains(graph.outputs, v)) graph.remove_initializer(v);
+      if (graph.is_initializer(v) && v->uses().empty() && !contains(graph.outputs, v)) graph.remove_initializer(v);
     // Drops the producers' old outputs and the BatchNormalization's, with their value_info.
     graph.prune_unused_values();
   }

@@ -20,10 +20,16 @@ bool contains(const std::vector<Value*>& values, const Value* v) {
   return std::find(values.begin(), values.end(), v) != values.end();
 }
 
-// An initializer a caller cannot override (not also a graph input) holding float32.
+// A float32 constant: an initializer a caller cannot override (not also a graph input),
+// or the output of a Constant node (exporters such as paddle2onnx emit weights that way).
 const Tensor* constant_float(const Graph& graph, const Value* v) {
   if (!v || contains(graph.inputs, v)) return nullptr;
   const Tensor* t = graph.initializer(v);
+  const Node* producer = v->producer();
+  if (!t && producer && producer->op_type() == "Constant" && is_default_domain(*producer)) {
+    const Attribute* value = producer->find_attribute("value");
+    if (value && value->type == AttributeType::Tensor) t = &value->t;
+  }
   return t && t->dtype() == DType::Float32 ? t : nullptr;
 }
 
