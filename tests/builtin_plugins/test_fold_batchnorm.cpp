@@ -154,6 +154,22 @@ Model input_bn() {
   return model;
 }
 
+// conv_bn with every constant produced by a Constant node, as paddle2onnx exports them.
+Model conv_bn_constant_nodes() {
+  Model model = conv_bn();
+  Graph& g = *model.graph;
+  std::vector<Node*> original;
+  for (const auto& n : g.nodes()) original.push_back(n.get());
+  const std::vector<Value*> constants = g.initializer_order();
+  for (Value* v : constants) {
+    Node* constant = g.add_node("Constant", {}, {v}, v->name() + "_const");
+    constant->set_attribute(Attribute::make_tensor("value", *g.initializer(v)));
+    g.remove_initializer(v);
+  }
+  for (Node* n : original) g.move_node_to_end(n);  // keep the file order topological
+  return model;
+}
+
 std::vector<std::string> node_ops(const Graph& g) {
   std::vector<std::string> ops;
   for (const auto& n : g.nodes()) ops.push_back(n->op_type());
@@ -321,6 +337,26 @@ TEST_CASE("fold-batchnorm: BN with no producer to fold into becomes Mul + Add") 
   CHECK(g.initializer(add.input(1))->shape() == Shape{3, 1, 1});
   CHECK(add.output(0)->name() == "y");
   check_equivalent(input_bn, {1, 3, 4, 4});
+}
+
+TEST_CASE("fold-batchnorm: weights and statistics from Constant nodes fold into new initializers") {
+  Model model = conv_bn_constant_nodes();
+  const Graph& g = *model.graph;
+  REQUIRE(g.initializer_order().empty());
+  const PassResult result = run_pass(model);
+  CHECK(result.counters.at("folded-into-conv") == 1);
+  CHECK(count_op(g, "BatchNormalization") == 0);
+  const Node* conv = nullptr;
+  for (const auto& n : g.nodes())
+    if (n->op_type() == "Conv") conv = n.get();
+  REQUIRE(conv != nullptr);
+  REQUIRE(conv->inputs().size() == 3);
+  CHECK(g.is_initializer(conv->input(1)));
+  CHECK(g.is_initializer(conv->input(2)));
+  CHECK(conv->input(1)->name() != "W");
+  CHECK(conv->output(0)->name() == "y");
+  CHECK(g.validate().is_ok());
+  check_equivalent(conv_bn_constant_nodes, {1, 2, 5, 5});
 }
 
 TEST_CASE("fold-batchnorm: a Conv output with another user is not folded into") {
