@@ -8,90 +8,13 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
+#include "tests/builtin_plugins/fusion_test_graphs.h"
 #include "plugins/passes/fuse_hardsigmoid.h"
 
 namespace qflow {
 namespace {
 
-ValueType float_type(const Shape& shape) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  std::vector<Dim> dims;
-  for (int64_t d : shape) dims.push_back(Dim{d, "", ""});
-  t.shape = dims;
-  return t;
-}
-
-Model empty_model(int64_t opset, const Shape& x_shape) {
-  Model model;
-  model.opset_imports = {{"", opset}};
-  Value* x = model.graph->get_or_create_value("x");
-  x->type = float_type(x_shape);
-  model.graph->inputs = {x};
-  return model;
-}
-
-Value* initializer(Graph& g, const std::string& name, const Shape& shape, const std::vector<float>& values) {
-  Value* v = g.get_or_create_value(name);
-  g.set_initializer(v, Tensor::from_vector<float>(shape, values));
-  return v;
-}
-
-// A Constant node holding a scalar, the way exporters often spell constants.
-Value* constant(Graph& g, const std::string& name, float value) {
-  Value* v = g.get_or_create_value(name);
-  Node* n = g.add_node("Constant", {}, {v}, name + "_node");
-  n->set_attribute(Attribute::make_tensor("value", Tensor::scalar<float>(value)));
-  return v;
-}
-
-Value* op(Graph& g, const std::string& op_type, const std::vector<Value*>& inputs, const std::string& out) {
-  Value* v = g.get_or_create_value(out);
-  g.add_node(op_type, inputs, {v}, out);
-  return v;
-}
-
-void set_output(Graph& g, Value* y, const Shape& shape) {
-  y->type = float_type(shape);
-  g.outputs = {y};
-}
-
-std::vector<std::string> op_types(const Graph& g) {
-  std::vector<std::string> ops;
-  for (const auto& n : g.nodes()) ops.push_back(n->op_type());
-  return ops;
-}
-
-const Node* find_op(const Graph& g, const std::string& op_type) {
-  for (const auto& n : g.nodes())
-    if (n->op_type() == op_type) return n.get();
-  return nullptr;
-}
-
-Tensor random_input(const Shape& shape, float low, float high, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(low, high);
-  std::vector<float> values(static_cast<std::size_t>(shape_numel(shape)));
-  for (float& v : values) v = dist(rng);
-  return Tensor::from_vector<float>(shape, values);
-}
-
-Tensor run_model(const Model& model, const Tensor& x) {
-  auto executor = Executor::create(model);
-  REQUIRE(executor.has_value());
-  auto outputs = executor.value()->run({{"x", x}});
-  REQUIRE(outputs.has_value());
-  REQUIRE(outputs->size() == 1);
-  return outputs->begin()->second;
-}
-
-float max_abs_difference(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.shape() == b.shape());
-  float worst = 0.0f;
-  for (int64_t i = 0; i < a.numel(); ++i)
-    worst = std::max(worst, std::fabs(a.data<float>()[i] - b.data<float>()[i]));
-  return worst;
-}
+using namespace fusion_test;
 
 // Clip(Add(b, Mul(x, a)), 0, 1) -> Relu, constants split between initializers and Constant
 // nodes, operands in swapped order, Clip bounds as inputs (opset 13).
