@@ -5,34 +5,20 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
+
+#include "pass_helpers.h"
 
 namespace qflow {
 
 namespace {
 
-bool is_default_domain(const Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
-
-bool contains(const std::vector<Value*>& values, const Value* v) {
-  return std::find(values.begin(), values.end(), v) != values.end();
-}
-
-// A float32 constant: an initializer a caller cannot override (not also a graph input),
-// or the output of a Constant node (exporters such as paddle2onnx emit weights that way).
-const Tensor* constant_float(const Graph& graph, const Value* v) {
-  if (!v || contains(graph.inputs, v)) return nullptr;
-  const Tensor* t = graph.initializer(v);
-  const Node* producer = v->producer();
-  if (!t && producer && producer->op_type() == "Constant" && is_default_domain(*producer)) {
-    const Attribute* value = producer->find_attribute("value");
-    if (value && value->type == AttributeType::Tensor) t = &value->t;
-  }
-  return t && t->dtype() == DType::Float32 ? t : nullptr;
-}
+using pass_helpers::constant_float;
+using pass_helpers::contains;
+using pass_helpers::is_default_domain;
+using pass_helpers::NodeOrder;
 
 // The only consumer of `v` is one node input and it is not a graph output.
 bool single_use(const Graph& graph, const Value* v) { return v->uses().size() == 1 && !contains(graph.outputs, v); }
@@ -86,32 +72,6 @@ std::optional<std::size_t> declared_rank(const Value* v) {
   return v->type->shape->size();
 }
 
-// Keeps the file order of the nodes across replacements, so the exported node list
-// stays topologically sorted: a replacement takes the place of the node it replaces.
-class NodeOrder {
- public:
-  explicit NodeOrder(const Graph& graph) {
-    for (const auto& n : graph.nodes()) where_[n.get()] = order_.insert(order_.end(), n.get());
-  }
-  void replace(Node* old, const std::vector<Node*>& replacements) {
-    // A replacement may live at the address the old node had: unmap the old one first.
-    const auto it = where_.at(old);
-    where_.erase(old);
-    for (Node* n : replacements) where_[n] = order_.insert(it, n);
-    order_.erase(it);
-  }
-  void erase(Node* node) {
-    order_.erase(where_.at(node));
-    where_.erase(node);
-  }
-  void apply(Graph& graph) const {
-    for (Node* n : order_) graph.move_node_to_end(n);
-  }
-
- private:
-  std::list<Node*> order_;
-  std::unordered_map<Node*, std::list<Node*>::iterator> where_;
-};
 
 enum class Target { Conv, ConvTranspose, Gemm, MatMul };
 
