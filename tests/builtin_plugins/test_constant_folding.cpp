@@ -8,27 +8,13 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/constant_folding.h"
 
 namespace qflow {
 namespace {
 
-ValueType float_type(const Shape& shape) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  std::vector<Dim> dims;
-  for (int64_t d : shape) dims.push_back(Dim{d, "", ""});
-  t.shape = dims;
-  return t;
-}
-
-Tensor random_tensor(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
-  for (float& f : v) f = dist(rng);
-  return Tensor::from_vector<float>(shape, v);
-}
+using namespace pass_test;
 
 // y = x + Reshape(Transpose(W) * Constant(2), S) ; Relu(x) also an output; RandomNormal stays.
 //   W [3,2] initializer, S = [2,3] initializer, two = Constant node.
@@ -40,7 +26,7 @@ Model foldable_model() {
   x->type = float_type({2, 3});
   g.inputs = {x};
   Value* w = g.get_or_create_value("W");
-  g.set_initializer(w, random_tensor({3, 2}, 7));
+  g.set_initializer(w, random_tensor({3, 2}, 7, -2.0f, 2.0f));
   Value* s = g.get_or_create_value("S");
   g.set_initializer(s, Tensor::from_vector<int64_t>({2}, {2, 3}));
   Value* two = g.get_or_create_value("two");
@@ -90,7 +76,7 @@ TEST_CASE("constant-folding: folds the constant chain into one initializer") {
   REQUIRE(folded != nullptr);
   CHECK(folded->shape() == Shape{2, 3});
   // bias[i][j] = 2 * W[j][i]: checked against W itself, not against the kernels.
-  const Tensor w = random_tensor({3, 2}, 7);
+  const Tensor w = random_tensor({3, 2}, 7, -2.0f, 2.0f);
   for (int64_t i = 0; i < 2; ++i)
     for (int64_t j = 0; j < 3; ++j)
       CHECK(folded->span<float>()[static_cast<std::size_t>(i * 3 + j)] ==
@@ -110,7 +96,7 @@ TEST_CASE("constant-folding: outputs are numerically identical") {
   ConstantFolding pass;
   REQUIRE(pass.run(folded).has_value());
   for (uint32_t seed = 1; seed <= 3; ++seed) {
-    const std::map<std::string, Tensor> feeds = {{"x", random_tensor({2, 3}, seed)}};
+    const std::map<std::string, Tensor> feeds = {{"x", random_tensor({2, 3}, seed, -2.0f, 2.0f)}};
     const auto before = run_model(original, feeds);
     const auto after = run_model(folded, feeds);
     // Same kernels on the same values: the results must match bit for bit.

@@ -10,19 +10,13 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/cross_layer_equalization.h"
 
 namespace qflow {
 namespace {
 
-ValueType float_type(const Shape& shape) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  std::vector<Dim> dims;
-  for (int64_t d : shape) dims.push_back(Dim{d, "", ""});
-  t.shape = dims;
-  return t;
-}
+using namespace pass_test;
 
 // Weights drawn from N(0, 1), then output channel o multiplied by row_scale[o % size]:
 // very unequal per-channel ranges are what the pass exists to balance.

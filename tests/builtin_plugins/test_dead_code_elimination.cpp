@@ -8,19 +8,13 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/dead_code_elimination.h"
 
 namespace qflow {
 namespace {
 
-ValueType float_type(const Shape& shape) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  std::vector<Dim> dims;
-  for (int64_t d : shape) dims.push_back(Dim{d, "", ""});
-  t.shape = dims;
-  return t;
-}
+using namespace pass_test;
 
 // x -> Add(W1) -> a -> Relu -> y (output); a -> Mul(W2) -> d1 -> Neg -> d2 (dead);
 // initializer U is never used.

@@ -7,27 +7,13 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/eliminate_identity.h"
 
 namespace qflow {
 namespace {
 
-ValueType float_type(const Shape& shape) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  std::vector<Dim> dims;
-  for (int64_t d : shape) dims.push_back(Dim{d, "", ""});
-  t.shape = dims;
-  return t;
-}
-
-Tensor random_tensor(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
-  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
-  for (float& f : v) f = dist(rng);
-  return Tensor::from_vector<float>(shape, v);
-}
+using namespace pass_test;
 
 // x [2,3,4] -> Relu -> Identity -> Dropout -> Reshape([2,3,4]) -> Cast(float) -> Transpose(0,1,2)
 //   -> Transpose(2,0,1) -> Transpose(1,2,0) -> Sigmoid -> Identity -> y (graph output)
@@ -107,7 +93,7 @@ TEST_CASE("eliminate-identity: outputs are numerically identical") {
   REQUIRE(before_exec.has_value());
   REQUIRE(after_exec.has_value());
   for (uint32_t seed = 11; seed <= 13; ++seed) {
-    const std::map<std::string, Tensor> feeds = {{"x", random_tensor({2, 3, 4}, seed)}};
+    const std::map<std::string, Tensor> feeds = {{"x", random_tensor({2, 3, 4}, seed, -3.0f, 3.0f)}};
     auto before = (*before_exec)->run(feeds);
     auto after = (*after_exec)->run(feeds);
     REQUIRE(before.has_value());

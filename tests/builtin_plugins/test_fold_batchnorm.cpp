@@ -10,30 +10,16 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/fold_batchnorm.h"
 
 namespace qflow {
 namespace {
 
+using namespace pass_test;
+
 // Folding reorders float rounding (x*W then *scale vs x*(W*scale)); sums here are short.
 constexpr float kTolerance = 1e-4f;
-
-ValueType float_type(const Shape& shape) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  std::vector<Dim> dims;
-  for (int64_t d : shape) dims.push_back(Dim{d, "", ""});
-  t.shape = dims;
-  return t;
-}
-
-Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Tensor t(DType::Float32, shape);
-  for (float& v : t.span<float>()) v = dist(rng);
-  return t;
-}
 
 Value* add_input(Graph& g, const std::string& name, const Shape& shape) {
   Value* v = g.get_or_create_value(name);

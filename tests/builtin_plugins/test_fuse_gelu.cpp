@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
-#include "tests/builtin_plugins/fusion_test_graphs.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/fuse_gelu.h"
 
 namespace qflow {
 namespace {
 
-using namespace fusion_test;
+using namespace pass_test;
 
 // Mul(Mul(x, 0.5), Add(Erf(Div(x, sqrt2)), 1)) -> Neg.
 Model half_first_model(float divisor = 1.4142135f) {
@@ -92,7 +92,7 @@ TEST_CASE("fuse-gelu: graphs it does not apply to are unchanged") {
 }
 
 TEST_CASE("fuse-gelu: outputs match the unfused graph (max abs diff <= 1e-5)") {
-  const Tensor x = random_input({4, 6}, -4.0f, 4.0f, 2024);
+  const Tensor x = random_tensor({4, 6}, 2024, -4.0f, 4.0f);
   Model fused1 = half_first_model();
   REQUIRE(FuseGelu().run(fused1).has_value());
   REQUIRE(find_op(*fused1.graph, "Gelu") != nullptr);

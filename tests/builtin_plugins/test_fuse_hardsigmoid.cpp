@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
-#include "tests/builtin_plugins/fusion_test_graphs.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/fuse_hardsigmoid.h"
 
 namespace qflow {
 namespace {
 
-using namespace fusion_test;
+using namespace pass_test;
 
 // Clip(Add(b, Mul(x, a)), 0, 1) -> Relu, constants split between initializers and Constant
 // nodes, operands in swapped order, Clip bounds as inputs (opset 13).
@@ -108,13 +108,13 @@ TEST_CASE("fuse-hardsigmoid: graphs it does not apply to are unchanged") {
 }
 
 TEST_CASE("fuse-hardsigmoid: outputs match the unfused graph (max abs diff <= 1e-6)") {
-  const Tensor x1 = random_input({2, 5}, -8.0f, 8.0f, 7);
+  const Tensor x1 = random_tensor({2, 5}, 7, -8.0f, 8.0f);
   Model fused1 = affine_clip_model();
   REQUIRE(FuseHardSigmoid().run(fused1).has_value());
   REQUIRE(find_op(*fused1.graph, "HardSigmoid") != nullptr);
   CHECK(max_abs_difference(run_model(affine_clip_model(), x1), run_model(fused1, x1)) <= 1e-6f);
 
-  const Tensor x2 = random_input({3, 4}, -8.0f, 8.0f, 11);
+  const Tensor x2 = random_tensor({3, 4}, 11, -8.0f, 8.0f);
   Model fused2 = relu6_model(6.0f, true);
   REQUIRE(FuseHardSigmoid().run(fused2).has_value());
   REQUIRE(find_op(*fused2.graph, "HardSigmoid") != nullptr);

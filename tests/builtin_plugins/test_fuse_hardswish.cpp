@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
-#include "tests/builtin_plugins/fusion_test_graphs.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/fuse_hardswish.h"
 
 namespace qflow {
 namespace {
 
-using namespace fusion_test;
+using namespace pass_test;
 
 // Paddle's spelling: z = Relu(x0); Div(Mul(z, Clip(Add(z, 3), 0, 6)), 6) -> Neg.
 // `scale_first` moves the division onto the gate: Mul(Div(Clip, 6), z).
@@ -143,7 +143,7 @@ TEST_CASE("fuse-hardswish: outputs match the unfused graph (max abs diff <= 1e-5
     for (const bool scale_first : {false, true}) {
       CAPTURE(opset);
       CAPTURE(scale_first);
-      const Tensor x = random_input({2, 3, 4}, -5.0f, 5.0f, 1234);
+      const Tensor x = random_tensor({2, 3, 4}, 1234, -5.0f, 5.0f);
       Model fused = paddle_model(opset, scale_first);
       auto result = FuseHardSwish().run(fused);
       REQUIRE(result.has_value());

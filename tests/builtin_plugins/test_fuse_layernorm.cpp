@@ -8,13 +8,13 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
-#include "tests/builtin_plugins/fusion_test_graphs.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/fuse_layernorm.h"
 
 namespace qflow {
 namespace {
 
-using namespace fusion_test;
+using namespace pass_test;
 
 Value* reduce_mean(Graph& g, Value* in, const std::vector<int64_t>& axes, const std::string& out) {
   Value* v = op(g, "ReduceMean", {in}, out);
@@ -145,7 +145,7 @@ TEST_CASE("fuse-layernorm: graphs it does not apply to are unchanged") {
 }
 
 TEST_CASE("fuse-layernorm: outputs match the unfused graph (max abs diff <= 1e-5)") {
-  const Tensor x = random_input({2, 3, 8}, -3.0f, 3.0f, 99);
+  const Tensor x = random_tensor({2, 3, 8}, 99, -3.0f, 3.0f);
   for (const bool square_by_mul : {false, true}) {
     CAPTURE(square_by_mul);
     Model fused = layer_norm_model(17, square_by_mul);

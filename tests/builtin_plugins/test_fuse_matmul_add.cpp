@@ -10,30 +10,16 @@
 #include <vector>
 
 #include "framework/runtime/executor.h"
+#include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/fuse_matmul_add.h"
 
 namespace qflow {
 namespace {
 
+using namespace pass_test;
+
 // Gemm and MatMul + Add accumulate the same 4-term dot products; only the bias add may round apart.
 constexpr float kTolerance = 1e-5f;
-
-ValueType float_type(const Shape& shape) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  std::vector<Dim> dims;
-  for (int64_t d : shape) dims.push_back(Dim{d, "", ""});
-  t.shape = dims;
-  return t;
-}
-
-Tensor random_tensor(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  Tensor t(DType::Float32, shape);
-  for (float& v : t.span<float>()) v = dist(rng);
-  return t;
-}
 
 struct Spec {
   Shape x_shape = {2, 4};

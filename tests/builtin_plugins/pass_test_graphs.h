@@ -1,4 +1,4 @@
-// Graph-building and comparison helpers shared by the fusion pass tests.
+// Graph-building and comparison helpers shared by the pass tests.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -12,7 +12,7 @@
 #include "framework/runtime/executor.h"
 #include "qflow/ir/graph.h"
 
-namespace qflow::fusion_test {
+namespace qflow::pass_test {
 
 inline ValueType float_type(const Shape& shape) {
   ValueType t;
@@ -69,7 +69,8 @@ inline const Node* find_op(const Graph& g, const std::string& op_type) {
   return nullptr;
 }
 
-inline Tensor random_input(const Shape& shape, float low, float high, unsigned seed) {
+// Uniform values in [low, high) from a seeded generator: reproducible test inputs.
+inline Tensor random_tensor(const Shape& shape, uint32_t seed, float low = -1.0f, float high = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(low, high);
   std::vector<float> values(static_cast<std::size_t>(shape_numel(shape)));
@@ -94,4 +95,4 @@ inline float max_abs_difference(const Tensor& a, const Tensor& b) {
   return worst;
 }
 
-}  // namespace qflow::fusion_test
+}  // namespace qflow::pass_test
