@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "framework/runtime/executor.h"
 #include "qflow/ir/graph.h"
 
@@ -56,6 +58,24 @@ inline Expected<std::vector<Tensor>> run_single_node(const SingleNode& spec) {
   std::vector<Tensor> out;
   for (Value* v : outs) out.push_back(results->at(v->name()));
   return out;
+}
+
+// A spec set field by field, so partial specs stay free of missing-initializer warnings.
+inline SingleNode single_node(std::string op, std::vector<Tensor> inputs, std::vector<Attribute> attributes = {},
+                              int64_t opset = 17) {
+  SingleNode spec;
+  spec.op_type = std::move(op);
+  spec.inputs = std::move(inputs);
+  spec.attributes = std::move(attributes);
+  spec.opset = opset;
+  return spec;
+}
+
+// Runs the spec and returns its first output; a failure stops the test with its message.
+inline Tensor run_first_output(const SingleNode& spec) {
+  auto out = run_single_node(spec);
+  REQUIRE_MESSAGE(out.has_value(), out.status().message());
+  return out->at(0);
 }
 
 }  // namespace qflow::testing
