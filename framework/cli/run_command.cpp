@@ -72,6 +72,7 @@ Status run_run(const std::vector<std::string>& args) {
   if (cmd.values.count("print-after")) run.print_after = cmd.values["print-after"].as<std::vector<std::string>>();
   run.verify_each = cmd.values.count("verify-each") > 0;
   run.progress = [](const std::string& line) { std::cout << line << std::endl; };
+  run.warning = [](const std::string& line) { std::cerr << "qflow: warning: " << line << std::endl; };
   return run_pipeline(pipeline, *registry, run);
 }
 

@@ -12,6 +12,7 @@
 #include "qflow/core/status.h"
 #include "qflow/plugin/component.h"
 #include "qflow/plugin/options.h"
+#include "qflow/plugin/quant_config.h"
 
 namespace qflow {
 
@@ -29,9 +30,13 @@ struct SourcePos {
 enum class ArtifactType { Model, Dataset, Statistics, QParams, Binary, Report };
 std::string_view artifact_type_name(ArtifactType type);
 
-// Host stages are built into the runner; the others are plugin components.
-enum class StageKind { ImportOnnx, LoadData, Observer, Calibrator, Pass, Backend };
+// Host stages (import-onnx, load-data, quantize) are built into the runner; the others are
+// plugin components.
+enum class StageKind { ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Backend };
 std::string_view stage_kind_name(StageKind kind);
+inline bool is_host_stage(StageKind kind) {
+  return kind == StageKind::ImportOnnx || kind == StageKind::LoadData || kind == StageKind::Quantize;
+}
 
 // A [vars] entry: string, int, float or bool (OptionValue without the list alternative).
 struct PipelineVar {
@@ -72,6 +77,7 @@ struct Pipeline {
   std::map<std::string, PipelineVar> vars;
   std::vector<std::string> plugins;  // absolute paths
   std::vector<PipelineStage> stages;  // file order
+  QuantConfig quantization;           // the [quantization] table (docs/quantization.md)
   std::vector<std::size_t> order;     // a topological order (after resolve)
 };
 

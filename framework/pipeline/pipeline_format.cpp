@@ -1,6 +1,7 @@
 // Canonical TOML of a resolved pipeline: what `qflow run --dry-run` prints and parses back.
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
+#include "framework/pipeline/quantization_settings.h"
 
 namespace qflow {
 
@@ -49,6 +50,10 @@ std::string format_pipeline(const Pipeline& pipeline) {
     out += "[vars]\n";
     // Var values are never substituted into, so they are written as they are.
     for (const auto& [name, var] : pipeline.vars) out += toml_key(name) + " = " + format_value(var.value, false) + "\n";
+  }
+  if (!pipeline.quantization.empty()) {
+    if (!out.empty()) out += "\n";
+    out += format_quantization(pipeline.quantization);
   }
   for (const PipelineStage& stage : pipeline.stages) {
     if (!out.empty()) out += "\n";

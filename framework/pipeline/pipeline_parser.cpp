@@ -1,4 +1,5 @@
 // Pipeline files: TOML -> Pipeline with source positions, var overrides and ${var} substitution.
+#include <algorithm>
 #include <charconv>
 #include <exception>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include "framework/core/file_io.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
+#include "framework/pipeline/quantization_settings.h"
 
 namespace qflow {
 
@@ -88,12 +90,15 @@ class Parser {
     pipeline.path = path_;
     const Table& table = root.as_table();
     for (const std::string& key : sorted_keys(table))
-      if (key != "plugins" && key != "vars" && key != "stage")
-        return error_at(table.at(key), "unknown top-level key '" + key + "' (allowed: plugins, vars, stage)");
+      if (key != "plugins" && key != "vars" && key != "stage" && key != "quantization")
+        return error_at(table.at(key),
+                        "unknown top-level key '" + key + "' (allowed: plugins, quantization, stage, vars)");
     if (table.count("vars")) QFLOW_RETURN_IF_ERROR(read_vars(table.at("vars"), pipeline));
     QFLOW_RETURN_IF_ERROR(apply_var_sets(sets, pipeline));
     vars_ = &pipeline.vars;
     if (table.count("plugins")) QFLOW_RETURN_IF_ERROR(read_plugins(table.at("plugins"), pipeline));
+    if (table.count("quantization")) QFLOW_RETURN_IF_ERROR(read_quantization(table.at("quantization"), pipeline));
+    QFLOW_RETURN_IF_ERROR(apply_quantization_sets(sets, pipeline));
     if (!table.count("stage")) return invalid_input(path_ + ": the pipeline has no [[stage]] tables");
     const toml::value& stages = table.at("stage");
     if (!stages.is_array()) return error_at(stages, "'stage' must be an array of tables (write [[stage]])");
@@ -148,6 +153,53 @@ class Parser {
       Expected<OptionValue> value = parse_option_text(arg.value, type);
       if (!value) return value.status().with_context("--set " + set + ": var '" + arg.name + "'");
       it->second.value = std::move(*value);
+    }
+    return Status::ok();
+  }
+
+  // [quantization]: whole-model keys, [quantization.op-type.<Op>] and [quantization.node.<name>].
+  Status read_quantization(const toml::value& value, Pipeline& pipeline) const {
+    if (!value.is_table()) return error_at(value, "'quantization' must be a table (write [quantization])");
+    const Table& table = value.as_table();
+    for (const std::string& key : sorted_keys(table)) {
+      const toml::value& item = table.at(key);
+      if (key == "op-type" || key == "node") {
+        if (!item.is_table()) return error_at(item, "'quantization." + key + "' must be a table of tables");
+        auto& overrides = key == "op-type" ? pipeline.quantization.op_types : pipeline.quantization.nodes;
+        for (const std::string& name : sorted_keys(item.as_table())) {
+          const toml::value& entry = item.as_table().at(name);
+          const std::string where = "quantization." + key + "." + toml_key(name);
+          if (!entry.is_table()) return error_at(entry, "'" + where + "' must be a table (write [" + where + "])");
+          for (const std::string& field : sorted_keys(entry.as_table()))
+            QFLOW_RETURN_IF_ERROR(read_quantization_key(entry.as_table().at(field), field, where, overrides[name]));
+        }
+        continue;
+      }
+      QFLOW_RETURN_IF_ERROR(read_quantization_key(item, key, "quantization", pipeline.quantization.model));
+    }
+    return Status::ok();
+  }
+
+  Status read_quantization_key(const toml::value& value, const std::string& key, const std::string& where,
+                               QuantOverride& entry) const {
+    const std::optional<OptionValue> scalar = scalar_value(value);
+    const Status status = scalar ? set_quantization_key(entry, key, *scalar)
+                                 : invalid_input("'" + key + "' must be a string or bool, got " + toml_type_text(value));
+    if (!status.is_ok()) return error_at(value, "in [" + where + "]: " + status.message());
+    return Status::ok();
+  }
+
+  // `--set quantization.KEY=VALUE` sets a whole-model key.
+  static Status apply_quantization_sets(const std::vector<std::string>& sets, Pipeline& pipeline) {
+    for (const std::string& set : sets) {
+      QFLOW_ASSIGN_OR_RETURN(SetArgument arg, parse_set_argument(set));
+      if (arg.stage != kQuantizationSet) continue;
+      const auto& keys = quantization_keys();
+      if (std::find(keys.begin(), keys.end(), arg.name) == keys.end())
+        return invalid_input("--set " + set + ": unknown quantization key '" + arg.name + "' (allowed: " + join(keys, ", ") + ")");
+      Expected<OptionValue> value = parse_option_text(arg.value, quantization_key_type(arg.name));
+      Status status = value ? set_quantization_key(pipeline.quantization.model, arg.name, *value) : value.status();
+      if (!status.is_ok()) return invalid_input("--set " + set + ": " + status.message());
     }
     return Status::ok();
   }

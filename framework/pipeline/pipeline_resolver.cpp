@@ -33,6 +33,15 @@ const std::vector<HostStage>& host_stages() {
        {{"path", OptionType::String, std::string(),
          "a .npy batch (first axis = samples) or a folder of such files, read in name order"}},
        {"path"}},
+      {"quantize",
+       StageKind::Quantize,
+       {{"weights", OptionType::Bool, true,
+         "also quantize weights (per-channel QDQ) and biases (int32): the PTQ model; false: activations only, "
+         "the calibrated model"},
+        {"bias-correction", OptionType::Bool, false,
+         "shift each Conv/Gemm bias by the mean output error its weight quantization causes on the calibration "
+         "samples (needs input 'dataset')"}},
+       {}},
   };
   return stages;
 }
@@ -65,7 +74,7 @@ std::string qualified(const ComponentInfo& info) {
 
 // What the stage runs, for messages: "pass 'dead-code-elimination'", "import-onnx".
 std::string describe(const PipelineStage& stage) {
-  if (stage.kind == StageKind::ImportOnnx || stage.kind == StageKind::LoadData) return stage.component;
+  if (is_host_stage(stage.kind)) return stage.component;
   return std::string(stage_kind_name(stage.kind)) + " '" + stage.component + "'";
 }
 
@@ -84,7 +93,7 @@ class Resolver {
     std::map<std::string, std::vector<SetArgument>> stage_sets;
     for (const std::string& text : sets) {
       QFLOW_ASSIGN_OR_RETURN(SetArgument arg, parse_set_argument(text));
-      if (arg.stage.empty()) continue;
+      if (arg.stage.empty() || arg.stage == kQuantizationSet) continue;
       if (!index_of(arg.stage))
         return invalid_input("--set " + text + ": no stage '" + arg.stage + "' (stages: " + join(stage_ids(), ", ") + ")");
       stage_sets[arg.stage].push_back(arg);
@@ -281,6 +290,7 @@ class Resolver {
       case StageKind::LoadData: return stage.id + ".dataset.json";
       case StageKind::Observer: return stage.id + ".statistics.json";
       case StageKind::Calibrator: return "calibration_table.json";
+      case StageKind::Quantize: return stage.id + ".onnx";
       case StageKind::Pass: return stage.id + ".onnx";
       case StageKind::Backend: return stage.id + ".bin";
     }
@@ -349,6 +359,7 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::LoadData: return "load-data";
     case StageKind::Observer: return "observer";
     case StageKind::Calibrator: return "calibrator";
+    case StageKind::Quantize: return "quantize";
     case StageKind::Pass: return "pass";
     case StageKind::Backend: return "backend";
   }
@@ -362,7 +373,13 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
     case StageKind::Pass: return {{"model", ArtifactType::Model, true}};
     case StageKind::Observer: return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true}};
     case StageKind::Calibrator:
-      return {{"model", ArtifactType::Model, false}, {"statistics", ArtifactType::Statistics, true}};
+      return {{"dataset", ArtifactType::Dataset, false},
+              {"model", ArtifactType::Model, false},
+              {"statistics", ArtifactType::Statistics, true}};
+    case StageKind::Quantize:
+      return {{"dataset", ArtifactType::Dataset, false},
+              {"model", ArtifactType::Model, true},
+              {"qparams", ArtifactType::QParams, true}};
     case StageKind::Backend: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, false}};
   }
   return {};
@@ -371,6 +388,7 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
 ArtifactType stage_output(StageKind kind) {
   switch (kind) {
     case StageKind::ImportOnnx:
+    case StageKind::Quantize:
     case StageKind::Pass: return ArtifactType::Model;
     case StageKind::LoadData: return ArtifactType::Dataset;
     case StageKind::Observer: return ArtifactType::Statistics;
@@ -381,7 +399,7 @@ ArtifactType stage_output(StageKind kind) {
 }
 
 std::string canonical_use(const PipelineStage& stage) {
-  if (stage.kind == StageKind::ImportOnnx || stage.kind == StageKind::LoadData) return stage.component;
+  if (is_host_stage(stage.kind)) return stage.component;
   return std::string(stage_kind_name(stage.kind)) + ":" + stage.component;
 }
 

@@ -61,6 +61,18 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
     json.field("sha256", c.sha256);
     json.field("type", artifact_type_name(stage.output_type));
     json.end_object();
+    if (c.result.calibration) {
+      const CalibrationReport& report = *c.result.calibration;
+      json.key("calibration").begin_object();
+      if (!report.chosen.empty()) json.field("chosen", report.chosen);
+      json.key("counts").begin_object();
+      for (const auto& [name, count] : report.counts) json.field(name, count);
+      json.end_object();
+      json.key("scores").begin_object();
+      for (const auto& [name, score] : report.scores) json.field(name, score);
+      json.end_object();
+      json.end_object();
+    }
     if (stage.kind == StageKind::Pass) {
       json.key("counters").begin_object();
       for (const auto& [name, count] : c.result.counters) json.field(name, count);
@@ -84,6 +96,11 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
     if (stage.kind == StageKind::Pass) json.field("pass_seconds", c.result.pass_seconds);
     json.field("seconds", c.seconds);
     json.field("use", canonical_use(stage));
+    if (!c.result.warnings.empty()) {
+      json.key("warnings").begin_array();
+      for (const std::string& warning : c.result.warnings) json.value(warning);
+      json.end_array();
+    }
     json.end_object();
   }
   json.end_array();
@@ -192,6 +209,9 @@ class Scheduler {
             options_.progress(result.graph_text.substr(0, result.graph_text.find_last_not_of('\n') + 1));
           }
         }
+        if (options_.warning)
+          for (const std::string& warning : done_[index]->result.warnings)
+            options_.warning("stage '" + pipeline_.stages[index].id + "': " + warning);
       } else {
         failures_.emplace(index, outcome.status());
       }
@@ -211,10 +231,12 @@ class Scheduler {
           if (pipeline_.stages[j].id == input.stage) inputs[port] = &done_[j]->result.artifact;
     }
     const auto start = std::chrono::steady_clock::now();
-    StageChecks checks;
-    checks.verify = options_.verify_each;
-    checks.print_graph = prints_after(stage, options_.print_after);
-    Expected<StageResult> result = execute_stage(stage, inputs, registry_, checks);
+    StageContext stage_context;
+    stage_context.verify = options_.verify_each;
+    stage_context.print_graph = prints_after(stage, options_.print_after);
+    stage_context.threads = options_.threads;
+    stage_context.quantization = &pipeline_.quantization;
+    Expected<StageResult> result = execute_stage(stage, inputs, registry_, stage_context);
     const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
     if (!result) return result.status().with_context(context);
     const std::string path = (std::filesystem::path(options_.out_dir) / stage.output).string();

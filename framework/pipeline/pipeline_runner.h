@@ -14,11 +14,14 @@ class ComponentRegistry;
 
 struct RunOptions {
   std::string out_dir = "qflow-out";
-  // Stages that may run at once; independent branches share them. Results never depend on it.
+  // Stages that may run at once, and threads a stage may use for its own sample sweeps.
+  // Results never depend on it.
   int threads = 1;
   // Called once per completed stage, serialised, with a one-line summary (pass stages:
   // node counts, counters and the pass's time), then with the graph text when printed.
   std::function<void(const std::string& line)> progress;
+  // Called, serialised, with each warning a completed stage reported (also in the manifest).
+  std::function<void(const std::string& line)> warning;
   // Pass stages, by stage id or component name, whose resulting graph goes to `progress`
   // (see graph_text). A name matching no pass stage is an error before anything runs.
   std::vector<std::string> print_after;

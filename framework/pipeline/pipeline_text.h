@@ -26,6 +26,8 @@ struct SetArgument {
   std::string value;
 };
 Expected<SetArgument> parse_set_argument(const std::string& text);
+// `--set quantization.KEY=VALUE` addresses the [quantization] table, not a stage.
+inline constexpr std::string_view kQuantizationSet = "quantization";
 
 // Converts command-line text to a value of `type`: ints and floats in full, bools as
 // true/false, string lists comma-separated.

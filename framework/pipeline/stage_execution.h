@@ -3,30 +3,21 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "framework/data/dataset.h"
 #include "framework/pipeline/pipeline.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/tensor.h"
 #include "qflow/plugin/calibrator.h"
 #include "qflow/plugin/observer.h"
+#include "qflow/plugin/quant_config.h"
 
 namespace qflow {
 
 class ComponentRegistry;
-
-// Calibration samples: described, not loaded; observers read one file at a time.
-struct DatasetFile {
-  std::string path;
-  int64_t samples = 0;
-};
-struct Dataset {
-  std::vector<DatasetFile> files;
-  DType dtype = DType::Float32;
-  Shape sample_shape;  // without the samples axis
-  int64_t count = 0;
-};
 
 // An artifact as later stages consume it; `bytes` is exactly the file written to disk.
 // Models travel as ONNX bytes so a pass mutates its own copy and sees what the file holds.
@@ -46,19 +37,29 @@ struct StageResult {
   int64_t nodes_before = 0;
   int64_t nodes_after = 0;
   double pass_seconds = 0.0;
-  std::string graph_text;  // the graph after the pass, when StageChecks::print_graph
+  std::string graph_text;  // the graph after the pass, when StageContext::print_graph
+  // Calibrator stages: what the calibrator reported (choice, scores), for the manifest.
+  std::optional<CalibrationReport> calibration;
+  // Things the user should know that did not stop the stage (NaN samples, skipped
+  // tensors); printed on stderr and listed in the manifest.
+  std::vector<std::string> warnings;
 };
 
-// Extra work around a pass stage; other stages ignore it.
-struct StageChecks {
+// What a stage sees of the run besides its inputs.
+struct StageContext {
   // Graph::validate() and libonnx's checker on the pass's result; a failure fails the stage.
   bool verify = false;
   // Fill StageResult::graph_text.
   bool print_graph = false;
+  // Threads a stage may use for its own work (observer and evaluation sweeps over samples).
+  // Artifacts never depend on it.
+  int threads = 1;
+  // The pipeline's [quantization] table; null means all defaults.
+  const QuantConfig* quantization = nullptr;
 };
 
 // Runs one resolved stage; `inputs` maps each given input port to its artifact.
 Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
-                                    const ComponentRegistry& registry, const StageChecks& checks = {});
+                                    const ComponentRegistry& registry, const StageContext& context = {});
 
 }  // namespace qflow

@@ -87,7 +87,7 @@ TEST_CASE("pipeline: TOML syntax errors carry the position") {
 
 TEST_CASE("pipeline: structural errors") {
   CHECK(error_of("[vars]\nx = 1\n") == "p.toml: the pipeline has no [[stage]] tables");
-  CHECK(error_of("stages = 1\n") == "p.toml:1:10: unknown top-level key 'stages' (allowed: plugins, vars, stage)");
+  CHECK(error_of("stages = 1\n") == "p.toml:1:10: unknown top-level key 'stages' (allowed: plugins, quantization, stage, vars)");
   CHECK(error_of("[[stage]]\nuse = \"max\"\n") == "p.toml:1:1: stage #1 has no 'id'");
   CHECK(error_of("[[stage]]\nid = \"a\"\n") == "p.toml:2:6: stage 'a' has no 'use'");
   CHECK(error_of("[[stage]]\nid = \"a b\"\nuse = \"max\"\n") ==
@@ -165,7 +165,7 @@ inputs = { model = "import.model", dataset = "data.dataset" }
   CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\ninputs = { statistics = \"observe.stats\" }\n") ==
         "p.toml:23:25: input 'statistics' of stage 'calibrate': stage 'observe' has no output 'stats' (outputs: statistics)");
   CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\ninputs = { stats = \"observe\" }\n") ==
-        "p.toml:23:20: stage 'calibrate': calibrator 'max' has no input 'stats' (inputs: model, statistics)");
+        "p.toml:23:20: stage 'calibrate': calibrator 'max' has no input 'stats' (inputs: dataset, model, statistics)");
   CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\n") ==
         "p.toml:21:6: stage 'calibrate': missing input 'statistics' (calibrator 'max' needs statistics)");
   CHECK(error_of(kImport + "[[stage]]\nid = \"o\"\nuse = \"observer:minmax\"\ninputs = { model = \"import.model\" }\n") ==

@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <cstdint>
 #include <memory>
 #include <string>
 
 #include "qflow/plugin/entry.h"
+#include "qflow/quant/quant_math.h"
 
 namespace {
 
@@ -22,27 +22,15 @@ class ShrinkMaxCalibrator final : public qflow::Calibrator {
 
   qflow::Expected<qflow::QuantTable> calibrate(const qflow::CalibrationRequest& request) override {
     if (request.statistics == nullptr) return qflow::internal_error("shrink-max: calibration request without statistics");
-    int64_t qmax = 0;
-    switch (request.activation_dtype) {
-      case qflow::DType::Int8: qmax = 127; break;
-      case qflow::DType::Int16: qmax = 32767; break;
-      default:
-        return qflow::unsupported("shrink-max: activation dtype " + std::string(qflow::dtype_name(request.activation_dtype)) +
-                                  " is not supported (int8 or int16)");
-    }
     qflow::QuantTable table;
     for (const auto& [name, stats] : *request.statistics) {
       // A tensor that never held a finite value has no range to shrink; leave it to others.
       if (stats.count == 0) continue;
-      const double max_abs = std::max(std::fabs(stats.min), std::fabs(stats.max));
-      const double threshold = ratio_ * max_abs;
-      qflow::QuantParams params;
-      params.dtype = request.activation_dtype;
-      // Symmetric: zero maps to zero. An all-zero tensor is exact under any scale; 1 keeps it finite.
-      params.scale = {threshold > 0.0 ? static_cast<float>(threshold / static_cast<double>(qmax)) : 1.0f};
-      params.zero_point = {0};
-      params.threshold = threshold;
-      params.method = kMethod;
+      const double threshold = ratio_ * std::max(std::fabs(stats.min), std::fabs(stats.max));
+      // quant_math.h turns a threshold into parameters under the tensor's settings
+      // (dtype, symmetric or not, power-of-two scales) from the pipeline's [quantization].
+      QFLOW_ASSIGN_OR_RETURN(qflow::QuantParams params,
+                             qflow::activation_params(request.spec_for(name), stats, threshold, kMethod, name));
       table.emplace(name, std::move(params));
     }
     return table;

@@ -3,12 +3,15 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/observer.h"
+#include "qflow/plugin/options.h"
+#include "qflow/plugin/quant_config.h"
 
 namespace qflow {
 
@@ -25,10 +28,43 @@ struct QuantParams {
 // Ordered by tensor name so that everything derived from it is deterministic.
 using QuantTable = std::map<std::string, QuantParams>;
 
+class Calibrator;
+
+// What the host offers a calibrator beyond statistics (null when the stage has no
+// calibration data, e.g. in unit tests). Meta-calibrators (`auto`, `mix`) use it.
+class CalibrationServices {
+ public:
+  virtual ~CalibrationServices() = default;
+  // Another installed calibrator by name; options not given take their defaults.
+  virtual Expected<std::shared_ptr<Calibrator>> make_calibrator(const std::string& name, const Options& options) const = 0;
+  // Quantizes the model's activations with `table` (QDQ pairs, as the calibrated model),
+  // runs it on the calibration samples and returns the mean cosine similarity of its
+  // outputs to the float outputs (all outputs of a sample flattened into one vector).
+  virtual Expected<double> output_cosine(const QuantTable& table) const = 0;
+};
+
+// What a calibrator reports besides the table; the host copies it into the manifest.
+struct CalibrationReport {
+  std::string chosen;                    // meta-calibrators: the method they kept
+  std::map<std::string, double> scores;  // e.g. output cosine per method
+  std::map<std::string, int64_t> counts; // e.g. tensors per chosen method
+};
+
 struct CalibrationRequest {
   const std::map<std::string, TensorStatistics>* statistics = nullptr;  // by tensor name
-  const Model* model = nullptr;  // the float model the statistics were taken on
-  DType activation_dtype = DType::Int8;
+  const Model* model = nullptr;  // the float model the statistics were taken on (may be null)
+  // The quantization settings of each tensor (its producer's resolved QuantSpec, see
+  // quant_config.h); a tensor not listed takes QuantSpec{}. Tensors whose spec says
+  // `quantize = false` are not listed in `statistics`.
+  const std::map<std::string, QuantSpec>* specs = nullptr;
+  const CalibrationServices* services = nullptr;
+  CalibrationReport* report = nullptr;  // may be null
+
+  QuantSpec spec_for(const std::string& tensor) const {
+    if (specs)
+      if (auto it = specs->find(tensor); it != specs->end()) return it->second;
+    return QuantSpec{};
+  }
 };
 
 class Calibrator {

@@ -1,0 +1,22 @@
+// backend stages: the model and its calibration table lowered to the target's artifact.
+#include "framework/pipeline/stage_util.h"
+
+#include "framework/plugin/component_registry.h"
+
+namespace qflow {
+
+Expected<StageResult> run_backend(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                  const ComponentRegistry& registry) {
+  QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Backend> backend, registry.make_backend(stage.component, options_of(stage)));
+  static const QuantTable kNoParams;
+  auto it = inputs.find("qparams");
+  const QuantTable& params = it != inputs.end() ? *it->second->qparams : kNoParams;
+  StageResult result;
+  result.artifact.type = ArtifactType::Binary;
+  QFLOW_ASSIGN_OR_RETURN(result.artifact.bytes, backend->compile(model, params));
+  return result;
+}
+
+
+}  // namespace qflow

@@ -1,0 +1,71 @@
+// Quantization configuration: how each tensor is quantized, with overrides by node name >
+// op type > whole model (the pipeline's [quantization] table, docs/quantization.md).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "qflow/ir/dtype.h"
+
+namespace qflow {
+
+// The settings that apply to one node: its output activations and its weights.
+struct QuantSpec {
+  DType activation_dtype = DType::Int8;  // Int8, UInt8, Int16 or UInt16
+  bool symmetric = true;                 // activations: zero point 0 (signed types only)
+  bool power_of_two = false;             // scales rounded up to a power of two
+  DType weight_dtype = DType::Int8;      // Int8 or Int16, always symmetric
+  bool per_channel = true;               // weights: one scale per output channel
+  bool quantize = true;                  // false: the node's outputs and weights stay float
+};
+
+// One override entry: only the fields it sets replace the inherited ones.
+struct QuantOverride {
+  std::optional<DType> activation_dtype;
+  std::optional<bool> symmetric;
+  std::optional<bool> power_of_two;
+  std::optional<DType> weight_dtype;
+  std::optional<bool> per_channel;
+  std::optional<bool> quantize;
+
+  void apply_to(QuantSpec& spec) const {
+    if (activation_dtype) spec.activation_dtype = *activation_dtype;
+    if (symmetric) spec.symmetric = *symmetric;
+    if (power_of_two) spec.power_of_two = *power_of_two;
+    if (weight_dtype) spec.weight_dtype = *weight_dtype;
+    if (per_channel) spec.per_channel = *per_channel;
+    if (quantize) spec.quantize = *quantize;
+  }
+  bool empty() const {
+    return !activation_dtype && !symmetric && !power_of_two && !weight_dtype && !per_channel && !quantize;
+  }
+};
+
+struct QuantConfig {
+  QuantOverride model;                          // whole model
+  std::map<std::string, QuantOverride> op_types;  // by ONNX op type
+  std::map<std::string, QuantOverride> nodes;     // by node name
+
+  // The spec of a node: defaults, then model, then op type, then node name.
+  QuantSpec resolve(const std::string& node_name, const std::string& op_type) const {
+    QuantSpec spec;
+    model.apply_to(spec);
+    if (auto it = op_types.find(op_type); it != op_types.end()) it->second.apply_to(spec);
+    if (auto it = nodes.find(node_name); it != nodes.end()) it->second.apply_to(spec);
+    return spec;
+  }
+  bool empty() const { return model.empty() && op_types.empty() && nodes.empty(); }
+};
+
+// "int8" -> Int8 for the quantized types qflow supports; nullopt otherwise.
+inline std::optional<DType> quant_dtype_from_name(std::string_view name) {
+  if (name == "int8") return DType::Int8;
+  if (name == "uint8") return DType::UInt8;
+  if (name == "int16") return DType::Int16;
+  if (name == "uint16") return DType::UInt16;
+  return std::nullopt;
+}
+
+}  // namespace qflow

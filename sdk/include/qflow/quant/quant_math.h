@@ -1,0 +1,105 @@
+// Quantization arithmetic shared by calibrators, the QDQ model builder and backends:
+// integer ranges, half-to-even rounding, power-of-two scales and parameters from a threshold.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "qflow/core/status.h"
+#include "qflow/ir/dtype.h"
+#include "qflow/plugin/calibrator.h"
+#include "qflow/plugin/quant_config.h"
+
+namespace qflow {
+
+struct QuantRange {
+  int64_t min = 0;
+  int64_t max = 0;
+};
+
+// Saturation range of a quantized type, as ONNX QuantizeLinear saturates to it.
+inline QuantRange quant_range(DType dtype) {
+  switch (dtype) {
+    case DType::Int8: return {-128, 127};
+    case DType::UInt8: return {0, 255};
+    case DType::Int16: return {-32768, 32767};
+    case DType::UInt16: return {0, 65535};
+    default: return {0, 0};
+  }
+}
+inline bool is_signed_quant(DType dtype) { return dtype == DType::Int8 || dtype == DType::Int16; }
+
+// The largest magnitude a symmetric scale maps to: 127 for int8, 32767 for int16, the
+// unsigned maximum for unsigned types (whose zero point is then 0).
+inline double symmetric_qmax(DType dtype) { return static_cast<double>(quant_range(dtype).max); }
+
+// Round half to even, as ONNX QuantizeLinear (std::nearbyint under the default rounding mode).
+inline double round_half_even(double x) { return std::nearbyint(x); }
+
+// Smallest power of two >= value (value > 0); frexp is exact, so no pow/log rounding.
+inline double next_power_of_two(double value) {
+  int exponent = 0;
+  const double mantissa = std::frexp(value, &exponent);  // value = mantissa * 2^exponent
+  return mantissa == 0.5 ? std::ldexp(1.0, exponent - 1) : std::ldexp(1.0, exponent);
+}
+
+// Activation parameters for clipping threshold `threshold` (|x| units) under `spec`.
+// Symmetric signed: scale = threshold / qmax, zero point 0. Asymmetric (or unsigned): the
+// observed range [min, max] clipped to [-threshold, threshold] and widened to hold 0.
+// `what` names the tensor in errors.
+inline Expected<QuantParams> activation_params(const QuantSpec& spec, const TensorStatistics& stats, double threshold,
+                                               const std::string& method, const std::string& what) {
+  if (!std::isfinite(threshold) || threshold < 0.0)
+    return invalid_input(method + " calibrator: tensor '" + what + "': threshold " + std::to_string(threshold) +
+                         " is not a finite non-negative number");
+  const DType dtype = spec.activation_dtype;
+  const QuantRange range = quant_range(dtype);
+  if (range.max == 0) return invalid_input(method + " calibrator: tensor '" + what + "': " +
+                                           std::string(dtype_name(dtype)) + " is not a quantized type");
+  double scale = 0.0;
+  int64_t zero_point = 0;
+  const bool symmetric = spec.symmetric && is_signed_quant(dtype);
+  if (symmetric) {
+    scale = (threshold > 0.0 ? threshold : 1.0) / symmetric_qmax(dtype);
+    if (spec.power_of_two) scale = next_power_of_two(scale);
+  } else {
+    double lo = std::min(0.0, std::max(stats.min, -threshold));
+    double hi = std::max(0.0, std::min(stats.max, threshold));
+    if (!std::isfinite(lo) || !std::isfinite(hi)) lo = -threshold, hi = threshold;
+    if (hi - lo <= 0.0) hi = lo + 1.0;
+    scale = (hi - lo) / static_cast<double>(range.max - range.min);
+    if (spec.power_of_two) scale = next_power_of_two(scale);
+    const double zp = round_half_even(static_cast<double>(range.min) - lo / scale);
+    zero_point = static_cast<int64_t>(std::clamp(zp, static_cast<double>(range.min), static_cast<double>(range.max)));
+  }
+  const auto scale32 = static_cast<float>(scale);
+  if (!(scale32 >= std::numeric_limits<float>::min()) || !std::isfinite(scale32))
+    return invalid_input(method + " calibrator: tensor '" + what + "': threshold " + std::to_string(threshold) +
+                         " gives a scale that float32 cannot hold as a normal number");
+  QuantParams params;
+  params.dtype = dtype;
+  params.scale = {scale32};
+  params.zero_point = {zero_point};
+  params.axis = -1;
+  params.threshold = threshold;
+  params.method = method;
+  return params;
+}
+
+// The checks every calibrator makes before trusting a tensor's statistics.
+inline Status check_observed(const TensorStatistics& stats, const std::string& method, const std::string& what) {
+  if (stats.count > 0 && std::isfinite(stats.min) && std::isfinite(stats.max) && stats.min <= stats.max)
+    return Status::ok();
+  if (stats.count <= 0 && (stats.nan_count > 0 || stats.inf_count > 0))
+    return invalid_input(method + " calibrator: tensor '" + what + "' has no finite values (" +
+                         std::to_string(stats.nan_count) + " NaN, " + std::to_string(stats.inf_count) +
+                         " Inf): no range to calibrate");
+  if (stats.count <= 0) return invalid_input(method + " calibrator: tensor '" + what + "' has no observed values");
+  return invalid_input(method + " calibrator: tensor '" + what + "' has an invalid range [" +
+                       std::to_string(stats.min) + ", " + std::to_string(stats.max) + "]");
+}
+
+}  // namespace qflow
