@@ -375,7 +375,7 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
     case StageKind::Calibrator:
       return {{"dataset", ArtifactType::Dataset, false},
               {"model", ArtifactType::Model, false},
-              {"statistics", ArtifactType::Statistics, true}};
+              {"statistics", ArtifactType::Statistics, false}};
     case StageKind::Quantize:
       return {{"dataset", ArtifactType::Dataset, false},
               {"model", ArtifactType::Model, true},

@@ -41,7 +41,7 @@ Expected<StageResult> run_calibrator(const PipelineStage& stage, const std::map<
   }
   QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Calibrator> calibrator, registry.make_calibrator(stage.component, options_of(stage)));
   CalibrationRequest request;
-  request.statistics = inputs.at("statistics")->statistics.get();
+  if (auto it = inputs.find("statistics"); it != inputs.end()) request.statistics = it->second->statistics.get();
   request.model = model ? &*model : nullptr;
   QFLOW_ASSIGN_OR_RETURN(QuantTable table, calibrator->calibrate(request));
   StageResult result;

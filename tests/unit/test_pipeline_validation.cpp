@@ -166,8 +166,8 @@ inputs = { model = "import.model", dataset = "data.dataset" }
         "p.toml:23:25: input 'statistics' of stage 'calibrate': stage 'observe' has no output 'stats' (outputs: statistics)");
   CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\ninputs = { stats = \"observe\" }\n") ==
         "p.toml:23:20: stage 'calibrate': calibrator 'max' has no input 'stats' (inputs: dataset, model, statistics)");
-  CHECK(error_of(base + "[[stage]]\nid = \"calibrate\"\nuse = \"max\"\n") ==
-        "p.toml:21:6: stage 'calibrate': missing input 'statistics' (calibrator 'max' needs statistics)");
+  CHECK(error_of(base + "[[stage]]\nid = \"q\"\nuse = \"quantize\"\ninputs = { model = \"import\" }\n") ==
+        "p.toml:21:6: stage 'q': missing input 'qparams' (quantize needs model and qparams)");
   CHECK(error_of(kImport + "[[stage]]\nid = \"o\"\nuse = \"observer:minmax\"\ninputs = { model = \"import.model\" }\n") ==
         "p.toml:11:6: stage 'o': missing input 'dataset' (observer 'minmax' needs dataset and model)");
   CHECK(error_of(kImport + "[[stage]]\nid = \"o\"\nuse = \"dead-code-elimination\"\ninputs = { model = \"import.model.x\" }\n") ==
