@@ -9,13 +9,18 @@ DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
   libonnx-testdata
 
-.PHONY: all deps configure build run test clean
+.PHONY: all deps bench-deps configure build run test bench-accuracy clean
 
 all: build
 
+# What the benchmarks need on top: the training/peer framework and the datasets (the
+# PP-OCR part also uses node and npm, skipped with a message when they are missing).
+BENCH_PACKAGES := python3-torch python3-numpy python3-onnx dataset-fashion-mnist
+
 # Installs only what is missing; a no-op when everything is present.
-deps:
-	@missing=$$(for p in $(DEB_PACKAGES); do \
+deps bench-deps: PACKAGES = $(if $(filter bench-deps,$@),$(DEB_PACKAGES) $(BENCH_PACKAGES),$(DEB_PACKAGES))
+deps bench-deps:
+	@missing=$$(for p in $(PACKAGES); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	  done); \
 	if [ -n "$$missing" ]; then \
@@ -35,6 +40,11 @@ run: build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# Top-1 / output-cosine of every calibration method vs float and vs PyTorch FX PTQ;
+# rewrites docs/accuracy.md. Not part of `make test` (it takes minutes).
+bench-accuracy: bench-deps build
+	/usr/bin/python3 tools/bench_accuracy.py --build $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -26,7 +26,7 @@ ComponentCatalog catalog() {
   return ComponentCatalog(std::move(components));
 }
 
-// The built-in passes as the shipped pipelines use them (without options). Their real
+// The built-in components as the shipped pipelines use them (without options). Their real
 // declarations are checked by the pipeline golden tests, which run the qflow binary.
 ComponentCatalog shipped_catalog() {
   std::vector<ComponentInfo> components = catalog().components();
@@ -34,6 +34,9 @@ ComponentCatalog shipped_catalog() {
                            "fuse-matmul-add", "fuse-hardswish", "fuse-hardsigmoid", "fuse-layernorm", "fuse-gelu",
                            "cross-layer-equalization"})
     components.push_back({ComponentKind::Pass, name, "built-in pass", {}});
+  components.push_back({ComponentKind::Observer, "histogram", "built-in observer", {}});
+  for (const char* name : {"kl", "percentile", "mse", "mix", "auto", "load"})
+    components.push_back({ComponentKind::Calibrator, name, "built-in calibrator", {}});
   return ComponentCatalog(std::move(components));
 }
 
