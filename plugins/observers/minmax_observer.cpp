@@ -56,7 +56,8 @@ Status MinMaxObserver::observe(const Tensor& values) {
   int64_t infs = 0;
   float lo = 0.0f;
   float hi = 0.0f;
-  for (float x : values.span<float>()) {
+  for (float value : values.span<float>()) {
+    const float x = value + 0.0f;  // -0 becomes +0, so the first zero seen does not decide the sign
     if (std::isnan(x)) {
       ++nans;
     } else if (std::isinf(x)) {

@@ -85,6 +85,17 @@ TEST_CASE("minmax: merge of any split equals one pass over all samples") {
   }
 }
 
+TEST_CASE("minmax: -0 and +0 give the same state whichever comes first") {
+  MinMaxObserver a, b;
+  REQUIRE(a.observe(floats({-0.0f, 0.0f})).is_ok());
+  REQUIRE(b.observe(floats({0.0f})).is_ok());
+  MinMaxObserver c;
+  REQUIRE(c.observe(floats({-0.0f})).is_ok());
+  REQUIRE(b.merge(c).is_ok());
+  CHECK(a.serialize() == b.serialize());
+  CHECK_FALSE(std::signbit(a.statistics().min));
+}
+
 TEST_CASE("minmax: serialize/deserialize round trip is byte exact") {
   MinMaxObserver obs;
   REQUIRE(obs.observe(floats({-0.1f, 7.75f, kNaN, kInf})).is_ok());

@@ -1,0 +1,212 @@
+// HistogramObserver: pass bookkeeping, binning of |x|, exact merge and the binary state format.
+#include "histogram_observer.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "state_codec.h"
+
+namespace qflow {
+
+namespace {
+
+constexpr char kMagic[5] = "QFHG";
+constexpr uint32_t kFormatVersion = 1;
+constexpr std::size_t kHeaderBytes = 4 + 4 + 4 + 8 + 3 * 8 + 2 * 8;
+
+bool same_bits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+
+}  // namespace
+
+ComponentInfo HistogramObserver::info() {
+  ComponentInfo info;
+  info.kind = ComponentKind::Observer;
+  info.name = "histogram";
+  info.summary = "Two passes: the range of the finite values, then a histogram of |x| with equal bins over [0, max |x|]";
+  info.options = {
+      {"bins", OptionType::Int, int64_t{2048}, "number of equal bins over [0, max |x|] (1 to 16777216)"},
+  };
+  return info;
+}
+
+Expected<std::unique_ptr<Observer>> HistogramObserver::create(const Options& options) {
+  const int64_t bins = options.get_int("bins");
+  if (bins < 1 || bins > kMaxBins)
+    return invalid_input("histogram observer: option bins must be in [1, " + std::to_string(kMaxBins) + "], got " +
+                         std::to_string(bins));
+  return std::unique_ptr<Observer>(std::make_unique<HistogramObserver>(bins));
+}
+
+double HistogramObserver::range() const { return count_ > 0 ? std::max(std::fabs(min_), std::fabs(max_)) : 0.0; }
+
+Status HistogramObserver::begin_pass(int pass) {
+  if (pass == 0 && pass_ == 0) return Status::ok();
+  if (pass == 1 && pass_ == 0) {
+    pass_ = 1;
+    histogram_.assign(static_cast<std::size_t>(bins_), 0);
+    return Status::ok();
+  }
+  if (pass == 1)
+    return invalid_input("histogram observer: pass 1 has already begun for this state (a shard starts pass 1 from the "
+                         "merged pass-0 state)");
+  return invalid_input("histogram observer: begin_pass(" + std::to_string(pass) + ") while in pass " +
+                       std::to_string(pass_) + " (passes are 0 then 1)");
+}
+
+Status HistogramObserver::observe(const Tensor& values) {
+  if (values.dtype() != DType::Float32)
+    return invalid_input("histogram observer expects a float tensor, got " + std::string(dtype_name(values.dtype())));
+  if (pass_ == 0) {
+    int64_t count = 0, nans = 0, infs = 0;
+    float lo = 0.0f, hi = 0.0f;
+    for (float value : values.span<float>()) {
+      const float x = value + 0.0f;  // -0 becomes +0, so the first zero seen does not decide the sign
+      if (std::isnan(x)) {
+        ++nans;
+      } else if (std::isinf(x)) {
+        ++infs;
+      } else if (count++ == 0) {
+        lo = hi = x;
+      } else {
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+    }
+    if (count > 0) {
+      min_ = count_ > 0 ? std::min(min_, static_cast<double>(lo)) : lo;
+      max_ = count_ > 0 ? std::max(max_, static_cast<double>(hi)) : hi;
+    }
+    count_ += count;
+    nan_count_ += nans;
+    inf_count_ += infs;
+    return Status::ok();
+  }
+  const double top = range();
+  const auto bins = static_cast<double>(bins_);
+  const auto last = static_cast<std::size_t>(bins_ - 1);
+  for (float x : values.span<float>()) {
+    if (!std::isfinite(x)) continue;  // counted in pass 0
+    const double a = std::fabs(static_cast<double>(x));
+    if (a > top)
+      return invalid_input("histogram observer: |x| = " + std::to_string(a) + " in pass 1 exceeds the pass-0 range " +
+                           std::to_string(top) + " (the samples differ between the passes)");
+    const std::size_t bin = top > 0.0 ? std::min(last, static_cast<std::size_t>(std::floor(a / top * bins))) : 0;
+    ++histogram_[bin];
+  }
+  return Status::ok();
+}
+
+Status HistogramObserver::merge(const Observer& other) {
+  const auto* peer = dynamic_cast<const HistogramObserver*>(&other);
+  if (!peer) return invalid_input("histogram observer can only merge the state of another histogram observer");
+  if (peer->bins_ != bins_)
+    return invalid_input("histogram observer merge: bin counts differ (" + std::to_string(bins_) + " and " +
+                         std::to_string(peer->bins_) + ")");
+  if (peer->pass_ != pass_)
+    return invalid_input("histogram observer merge: states of pass " + std::to_string(pass_) + " and pass " +
+                         std::to_string(peer->pass_) + " do not merge");
+  if (pass_ == 1) {
+    if (count_ != peer->count_ || nan_count_ != peer->nan_count_ || inf_count_ != peer->inf_count_ ||
+        !same_bits(min_, peer->min_) || !same_bits(max_, peer->max_))
+      return invalid_input("histogram observer merge: the pass-1 states carry different pass-0 summaries (each shard "
+                           "must start pass 1 from the same merged state)");
+    std::vector<uint64_t> sum(histogram_.size());
+    for (std::size_t i = 0; i < sum.size(); ++i)
+      if (__builtin_add_overflow(histogram_[i], peer->histogram_[i], &sum[i]))
+        return invalid_input("histogram observer merge: bin " + std::to_string(i) + " overflows uint64");
+    histogram_ = std::move(sum);
+    return Status::ok();
+  }
+  int64_t count = 0, nans = 0, infs = 0;
+  if (__builtin_add_overflow(count_, peer->count_, &count) || __builtin_add_overflow(nan_count_, peer->nan_count_, &nans) ||
+      __builtin_add_overflow(inf_count_, peer->inf_count_, &infs))
+    return invalid_input("histogram observer merge: value count overflows int64");
+  if (peer->count_ > 0) {
+    min_ = count_ > 0 ? std::min(min_, peer->min_) : peer->min_;
+    max_ = count_ > 0 ? std::max(max_, peer->max_) : peer->max_;
+  }
+  count_ = count;
+  nan_count_ = nans;
+  inf_count_ = infs;
+  return Status::ok();
+}
+
+std::string HistogramObserver::serialize() const {
+  using namespace observer_state;
+  std::string out(kMagic, 4);
+  put_u32(out, kFormatVersion);
+  put_u32(out, pass_);
+  put_u64(out, static_cast<uint64_t>(bins_));
+  put_i64(out, count_);
+  put_i64(out, nan_count_);
+  put_i64(out, inf_count_);
+  put_f64(out, count_ > 0 ? min_ : 0.0);
+  put_f64(out, count_ > 0 ? max_ : 0.0);
+  for (uint64_t n : histogram_) put_u64(out, n);
+  return out;
+}
+
+Status HistogramObserver::deserialize(std::string_view bytes) {
+  const std::string what = "histogram observer state: ";
+  if (bytes.size() < kHeaderBytes)
+    return invalid_input(what + "expected at least " + std::to_string(kHeaderBytes) + " bytes, got " +
+                         std::to_string(bytes.size()));
+  observer_state::Reader in(bytes);
+  if (!in.magic(kMagic)) return invalid_input(what + "bad magic (not a histogram state)");
+  const uint32_t version = in.u32();
+  if (version != kFormatVersion)
+    return unsupported(what + "format version " + std::to_string(version) + ", expected " + std::to_string(kFormatVersion));
+  const uint32_t pass = in.u32();
+  const uint64_t bins = in.u64();
+  const int64_t count = in.i64(), nans = in.i64(), infs = in.i64();
+  const double lo = in.f64(), hi = in.f64();
+  if (in.failed()) return internal_error(what + "size check and fields disagree");
+  if (pass > 1) return invalid_input(what + "pass " + std::to_string(pass) + " (passes are 0 and 1)");
+  if (bins != static_cast<uint64_t>(bins_))
+    return invalid_input(what + std::to_string(bins) + " bins, this observer has " + std::to_string(bins_));
+  const std::size_t expected = kHeaderBytes + (pass == 1 ? static_cast<std::size_t>(bins_) * 8 : 0);
+  if (bytes.size() != expected)
+    return invalid_input(what + "expected " + std::to_string(expected) + " bytes for pass " + std::to_string(pass) +
+                         ", got " + std::to_string(bytes.size()));
+  if (count < 0 || nans < 0 || infs < 0) return invalid_input(what + "negative count");
+  if (count > 0 && !(std::isfinite(lo) && std::isfinite(hi) && lo <= hi))
+    return invalid_input(what + "range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                         "] is not a finite ordered interval");
+  if (count == 0 && (!same_bits(lo, 0.0) || !same_bits(hi, 0.0)))
+    return invalid_input(what + "a range is recorded but no value was counted");
+  std::vector<uint64_t> histogram(pass == 1 ? static_cast<std::size_t>(bins_) : 0);
+  uint64_t total = 0;
+  for (uint64_t& n : histogram) {
+    n = in.u64();
+    if (__builtin_add_overflow(total, n, &total) || total > static_cast<uint64_t>(count))
+      return invalid_input(what + "the histogram holds more values than the " + std::to_string(count) +
+                           " finite values pass 0 counted");
+  }
+  pass_ = pass;
+  count_ = count;
+  nan_count_ = nans;
+  inf_count_ = infs;
+  min_ = lo;
+  max_ = hi;
+  histogram_ = std::move(histogram);
+  return Status::ok();
+}
+
+TensorStatistics HistogramObserver::statistics() const {
+  TensorStatistics stats;
+  stats.count = count_;
+  stats.nan_count = nan_count_;
+  stats.inf_count = inf_count_;
+  if (count_ > 0) {
+    stats.min = min_;
+    stats.max = max_;
+  }
+  if (pass_ == 1) {
+    stats.histogram_range = range();
+    stats.histogram.assign(histogram_.begin(), histogram_.end());
+  }
+  return stats;
+}
+
+}  // namespace qflow
