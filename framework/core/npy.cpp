@@ -161,7 +161,7 @@ uint32_t read_le(std::string_view bytes, std::size_t offset, std::size_t width) 
 
 }  // namespace
 
-Expected<Tensor> parse_npy(std::string_view bytes, const std::string& source_name, int64_t max_bytes) {
+Expected<NpyHeader> parse_npy_header(std::string_view bytes, const std::string& source_name) {
   if (bytes.size() < 10 || bytes.substr(0, kMagic.size()) != kMagic)
     return invalid_input(source_name + ": not a .npy file (the magic string \\x93NUMPY is missing)");
   const int major = static_cast<unsigned char>(bytes[6]);
@@ -191,20 +191,34 @@ Expected<Tensor> parse_npy(std::string_view bytes, const std::string& source_nam
   const int64_t element_size = static_cast<int64_t>(dtype_size(*dtype));
   if (numel < 0 || numel > std::numeric_limits<int64_t>::max() / element_size)
     return invalid_input(source_name + ": shape " + shape_literal(header.shape) + " overflows a 64-bit size");
-  const int64_t needed = numel * element_size;
+  NpyHeader result;
+  result.dtype = *dtype;
+  result.shape = std::move(header.shape);
+  result.data_offset = header_start + header_length;
+  result.data_bytes = numel * element_size;
+  return result;
+}
+
+std::string npy_shape_literal(const Shape& shape) { return shape_literal(shape); }
+
+Expected<Tensor> parse_npy(std::string_view bytes, const std::string& source_name, int64_t max_bytes) {
+  QFLOW_ASSIGN_OR_RETURN(NpyHeader header, parse_npy_header(bytes, source_name));
+  const DType dtype = header.dtype;
+  const int64_t numel = shape_numel(header.shape);
+  const int64_t needed = header.data_bytes;
   if (needed > max_bytes)
     return invalid_input(source_name + ": shape " + shape_literal(header.shape) + " needs " + std::to_string(needed) +
                          " bytes, more than the limit of " + std::to_string(max_bytes));
-  const std::size_t data_start = header_start + header_length;
+  const std::size_t data_start = header.data_offset;
   const std::size_t available = bytes.size() - data_start;
   if (static_cast<uint64_t>(needed) != available)
     return invalid_input(source_name + ": shape " + shape_literal(header.shape) + " of " +
-                         std::string(dtype_name(*dtype)) + " needs " + std::to_string(needed) +
+                         std::string(dtype_name(dtype)) + " needs " + std::to_string(needed) +
                          " bytes of data, the file holds " + std::to_string(available));
 
-  QFLOW_ASSIGN_OR_RETURN(Tensor tensor, Tensor::make(*dtype, header.shape, max_bytes));
+  QFLOW_ASSIGN_OR_RETURN(Tensor tensor, Tensor::make(dtype, header.shape, max_bytes));
   if (needed > 0) std::memcpy(tensor.raw_data(), bytes.data() + data_start, static_cast<std::size_t>(needed));
-  if (*dtype == DType::Bool) {
+  if (dtype == DType::Bool) {
     // NumPy only writes 0/1, but normalise so kernels can rely on it.
     for (std::byte& b : std::span<std::byte>(tensor.raw_data(), static_cast<std::size_t>(numel)))
       b = b == std::byte{0} ? std::byte{0} : std::byte{1};
