@@ -1,13 +1,41 @@
 // quantize: the float model and its calibration table turned into a QDQ model.
 #include "framework/pipeline/stage_util.h"
 
+#include "framework/quant/bias_correction.h"
+#include "framework/quant/qdq_builder.h"
+
 namespace qflow {
 
+// weights = false: the calibrated model (activation Q/DQ pairs only); weights = true: the
+// PTQ model (also quantized weights and int32 biases), optionally with bias correction
+// measured on input 'dataset'. docs/quantization.md describes both.
 Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                    const StageContext& context) {
-  (void)inputs;
-  (void)context;
-  return unsupported("stage '" + stage.id + "': the quantize stage is not available in this build");
+  const std::string head = "stage '" + stage.id + "'";
+  auto model_it = inputs.find("model");
+  auto qparams_it = inputs.find("qparams");
+  if (model_it == inputs.end() || qparams_it == inputs.end())
+    return invalid_input(head + ": quantize needs inputs 'model' and 'qparams'");
+  if (!qparams_it->second->qparams) return internal_error(head + ": input 'qparams' carries no table");
+  const bool weights = std::get<bool>(stage.options.at("weights").value);
+  const bool bias_correction = std::get<bool>(stage.options.at("bias-correction").value);
+  QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *model_it->second));
+
+  QdqOptions options;
+  options.weights = weights;
+  if (bias_correction) {
+    if (!weights)
+      return invalid_input(head + ": option 'bias-correction' needs 'weights = true' (the calibrated model keeps float weights)");
+    auto dataset_it = inputs.find("dataset");
+    if (dataset_it == inputs.end() || !dataset_it->second->dataset)
+      return invalid_input(head + ": option 'bias-correction' needs input 'dataset' (the calibration samples)");
+    auto shift = measure_bias_shift(model, context.quantization, *dataset_it->second->dataset);
+    if (!shift) return shift.status().with_context(head);
+    options.bias_shift = std::move(*shift);
+  }
+  const Status built = build_qdq_model(model, *qparams_it->second->qparams, context.quantization, options);
+  if (!built) return built.with_context(head);
+  return model_result(model);
 }
 
 }  // namespace qflow

@@ -1,0 +1,128 @@
+// Output cosine of a calibrated model against the float model, over the calibration samples.
+#include "framework/quant/output_cosine.h"
+
+#include <cmath>
+
+#include "framework/core/thread_pool.h"
+#include "framework/onnx/onnx_import.h"
+#include "framework/quant/qdq_builder.h"
+#include "framework/runtime/executor.h"
+
+namespace qflow {
+
+namespace {
+
+// All graph outputs of one run, flattened in output order.
+Expected<std::vector<float>> flatten_outputs(const Graph& graph, const std::map<std::string, Tensor>& outputs) {
+  std::vector<float> flat;
+  for (const Value* out : graph.outputs) {
+    auto it = outputs.find(out->name());
+    if (it == outputs.end()) return internal_error("output '" + out->name() + "' was not computed");
+    const Tensor& t = it->second;
+    if (t.dtype() == DType::Float32) {
+      flat.insert(flat.end(), t.data<float>(), t.data<float>() + t.numel());
+    } else {
+      for (double v : t.to_doubles()) flat.push_back(static_cast<float>(v));
+    }
+  }
+  return flat;
+}
+
+}  // namespace
+
+double cosine_similarity(const std::vector<float>& a, const std::vector<float>& b) {
+  double dot = 0.0, na = 0.0, nb = 0.0;
+  const std::size_t n = std::min(a.size(), b.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = a[i], y = b[i];
+    dot += x * y;
+    na += x * x;
+    nb += y * y;
+  }
+  if (a.size() != b.size()) return 0.0;
+  if (na == 0.0 && nb == 0.0) return 1.0;
+  if (na == 0.0 || nb == 0.0) return 0.0;
+  return dot / (std::sqrt(na) * std::sqrt(nb));
+}
+
+OutputCosine::OutputCosine(std::string bytes, const Dataset& dataset, const QuantConfig* config, int threads)
+    : bytes_(std::move(bytes)), dataset_(dataset), config_(config), threads_(std::max(1, threads)) {}
+
+OutputCosine::~OutputCosine() = default;
+
+Expected<std::unique_ptr<OutputCosine>> OutputCosine::create(std::string float_model, const Dataset& dataset,
+                                                             const QuantConfig* config, int threads) {
+  std::unique_ptr<OutputCosine> self(new OutputCosine(std::move(float_model), dataset, config, threads));
+  QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(self->bytes_, "output cosine: float model"));
+  const std::vector<Value*> inputs = model.graph->runtime_inputs();
+  if (inputs.size() != 1)
+    return unsupported("output cosine: the model has " + std::to_string(inputs.size()) +
+                       " inputs; the dataset feeds exactly one");
+  self->input_name_ = inputs[0]->name();
+  self->feed_shape_ = feed_shape(*inputs[0], dataset.sample_shape);
+  self->float_model_ = std::make_shared<Model>(std::move(model));
+  return self;
+}
+
+// Reads samples in dataset order, `threads_` at a time, runs each batch in parallel and hands
+// each sample's flattened outputs to `done` in sample order.
+Status OutputCosine::run_samples(const Executor& executor,
+                                 const std::function<Status(int64_t, std::vector<float>)>& done) const {
+  ThreadPool pool(threads_);
+  const auto batch_size = static_cast<std::size_t>(threads_);
+  std::vector<std::pair<int64_t, Tensor>> batch;
+  auto flush = [&]() -> Status {
+    std::vector<Expected<std::vector<float>>> results(batch.size(), internal_error("sample not run"));
+    pool.parallel_for(static_cast<int64_t>(batch.size()), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const auto& [index, sample] = batch[static_cast<std::size_t>(i)];
+        auto outputs = executor.run({{input_name_, sample.reshaped(feed_shape_)}});
+        results[static_cast<std::size_t>(i)] =
+            outputs ? flatten_outputs(*executor.model().graph, *outputs) : Expected<std::vector<float>>(outputs.status());
+      }
+    });
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!results[i]) return results[i].status().with_context("sample " + std::to_string(batch[i].first));
+      QFLOW_RETURN_IF_ERROR(done(batch[i].first, std::move(*results[i])));
+    }
+    batch.clear();
+    return Status::ok();
+  };
+  QFLOW_RETURN_IF_ERROR(for_each_sample(dataset_, [&](int64_t index, const Tensor& sample) -> Status {
+    batch.emplace_back(index, sample);
+    return batch.size() >= batch_size ? flush() : Status::ok();
+  }));
+  return flush();
+}
+
+Expected<double> OutputCosine::evaluate(const QuantTable& table) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!have_float_outputs_) {
+    QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(*float_model_));
+    std::vector<std::vector<float>> outputs;
+    QFLOW_RETURN_IF_ERROR(run_samples(*executor, [&](int64_t, std::vector<float> flat) {
+      outputs.push_back(std::move(flat));
+      return Status::ok();
+    }));
+    float_outputs_ = std::move(outputs);
+    have_float_outputs_ = true;
+  }
+  if (float_outputs_.empty()) return invalid_input("output cosine: the dataset has no samples");
+  QFLOW_ASSIGN_OR_RETURN(Model qdq, import_onnx_bytes(bytes_, "output cosine: float model"));
+  QdqOptions options;
+  options.weights = false;
+  QFLOW_RETURN_IF_ERROR(build_qdq_model(qdq, table, config_, options));
+  QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(qdq));
+  std::vector<double> cosines;
+  QFLOW_RETURN_IF_ERROR(run_samples(*executor, [&](int64_t index, std::vector<float> flat) -> Status {
+    const auto i = static_cast<std::size_t>(index);
+    if (i >= float_outputs_.size()) return internal_error("output cosine: the dataset grew between sweeps");
+    cosines.push_back(cosine_similarity(float_outputs_[i], flat));
+    return Status::ok();
+  }));
+  double sum = 0.0;
+  for (double c : cosines) sum += c;
+  return sum / static_cast<double>(cosines.size());
+}
+
+}  // namespace qflow

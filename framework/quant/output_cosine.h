@@ -1,0 +1,56 @@
+// Output cosine: how closely a calibrated (activations-only QDQ) model follows the float model
+// on the calibration samples.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "framework/data/dataset.h"
+#include "qflow/core/status.h"
+#include "qflow/ir/graph.h"
+#include "qflow/plugin/calibrator.h"
+#include "qflow/plugin/quant_config.h"
+
+namespace qflow {
+
+class Executor;
+
+class OutputCosine {
+ public:
+  // `float_model` is the ONNX bytes of the float model; `config` (may be null) and
+  // `dataset` must outlive the object. `threads` samples run at once.
+  static Expected<std::unique_ptr<OutputCosine>> create(std::string float_model, const Dataset& dataset,
+                                                         const QuantConfig* config, int threads);
+  ~OutputCosine();
+
+  // Builds the calibrated model for `table`, runs it on every sample and returns the mean
+  // over samples of cos(float outputs, quantized outputs), each side all graph outputs of
+  // the sample flattened and concatenated in output order. Per-sample values are combined
+  // in sample order in double, so the result does not depend on the thread count. The
+  // float outputs are computed on the first call and kept.
+  Expected<double> evaluate(const QuantTable& table) const;
+
+ private:
+  OutputCosine(std::string bytes, const Dataset& dataset, const QuantConfig* config, int threads);
+  Status run_samples(const Executor& executor, const std::function<Status(int64_t, std::vector<float>)>& done) const;
+
+  std::string bytes_;
+  const Dataset& dataset_;
+  const QuantConfig* config_;
+  int threads_;
+  std::string input_name_;
+  Shape feed_shape_;
+  std::shared_ptr<Model> float_model_;
+  mutable std::mutex mutex_;
+  mutable std::vector<std::vector<float>> float_outputs_;  // per sample, once computed
+  mutable bool have_float_outputs_ = false;
+};
+
+// cos(a, b) accumulated in double in index order; 1 when both are zero, 0 when one is.
+double cosine_similarity(const std::vector<float>& a, const std::vector<float>& b);
+
+}  // namespace qflow
