@@ -37,6 +37,14 @@ class Observer {
 
   // Observers that need several sweeps over the data (e.g. ranges first, then fixed-range
   // histograms) say how many; the host calls begin_pass(k) before sweep k.
+  //
+  // The host shards every sweep: the samples are split into fixed contiguous shards, each
+  // shard is observed by its own instance, and the shards are merged in shard order. Pass 0
+  // starts from fresh instances (begin_pass(0) right after creation). For pass k > 0 every
+  // shard starts from a copy of the state merged at the end of pass k-1 (made with
+  // deserialize(serialize())), then begin_pass(k) is called; at the end of pass k the copies
+  // are merged again, so merge() of such copies must combine only what was accumulated in
+  // pass k (the pass k-1 state they share must not be counted twice).
   virtual int passes() const { return 1; }
   virtual Status begin_pass(int pass) {
     (void)pass;
@@ -45,7 +53,9 @@ class Observer {
 
   // `values` is the live tensor (float32); do not keep a reference to it.
   virtual Status observe(const Tensor& values) = 0;
-  // `other` is an observer of the same component and options.
+  // `other` is an observer of the same component and options. The host merges shards in
+  // shard order; within a pass k > 0 both sides started from the same copy of the state
+  // merged after pass k-1, and merge() must combine only what was accumulated in pass k.
   virtual Status merge(const Observer& other) = 0;
   // Byte-exact state: deserialize(serialize()) restores an equal observer.
   virtual std::string serialize() const = 0;
