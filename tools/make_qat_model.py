@@ -27,7 +27,6 @@ import os
 import sys
 import time
 
-import numpy as np
 import torch
 from torch import nn
 
