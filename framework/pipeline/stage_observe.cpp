@@ -3,23 +3,14 @@
 #include "framework/pipeline/stage_util.h"
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
-#include <thread>
 
-#include "framework/data/progress_bar.h"
+#include "framework/data/observe_sweep.h"
 #include "framework/plugin/component_registry.h"
 #include "framework/runtime/executor.h"
 
 namespace qflow {
 
 namespace {
-
-// Samples per shard. Shard boundaries depend on nothing but the sample count, which is
-// what makes the merged result independent of threads and batch-size.
-constexpr int64_t kShardSamples = 32;
-
-using ObserverMap = std::map<std::string, std::shared_ptr<Observer>>;
 
 std::string hex(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -94,92 +85,12 @@ Status check_samples_fit(const std::string& stage_id, const Value& input, const 
                        declared_text(type));
 }
 
-// Everything a sweep needs; shards run on several threads, each with its own observers.
-struct Sweep {
-  Sweep(const PipelineStage& stage_in, const Dataset& dataset_in, const Executor& executor_in, const Value& input_in,
-        Shape shape_in, const ComponentRegistry& registry_in, Options options_in)
-      : stage(stage_in), dataset(dataset_in), executor(executor_in), input(input_in), shape(std::move(shape_in)),
-        registry(registry_in), options(std::move(options_in)) {}
-
-  const PipelineStage& stage;
-  const Dataset& dataset;
-  const Executor& executor;
-  const Value& input;
-  Shape shape;
-  const ComponentRegistry& registry;
-  Options options;
-  std::mutex registry_mutex;  // factories are plugin code: called one at a time
-  ProgressBar* progress = nullptr;
-  std::atomic<bool> failed{false};
-
-  Expected<std::shared_ptr<Observer>> make() {
-    std::lock_guard<std::mutex> lock(registry_mutex);
-    return registry.make_observer(stage.component, options);
-  }
-
-  Status observe(ObserverMap& observers, const std::string& name, const Tensor& tensor, int pass) {
-    if (tensor.dtype() != DType::Float32) return Status::ok();
-    auto it = observers.find(name);
-    if (it == observers.end()) {
-      if (pass > 0) return Status::ok();
-      QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Observer> created, make());
-      QFLOW_RETURN_IF_ERROR(created->begin_pass(0));
-      it = observers.emplace(name, std::move(created)).first;
-    }
-    return it->second->observe(tensor).with_context("observing '" + name + "'");
-  }
-
-  // Samples [begin, end) in dataset order into `observers`, read batch-size at a time.
-  Status run_shard(ObserverMap& observers, int64_t begin, int64_t end, int pass) {
-    const int64_t batch = std::max<int64_t>(1, dataset.spec.batch_size);
-    std::vector<Tensor> samples;
-    for (int64_t group = begin; group < end && !failed.load(); group += batch) {
-      const int64_t group_end = std::min(end, group + batch);
-      samples.clear();
-      QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, group, group_end, [&](int64_t, const Tensor& sample) {
-        samples.push_back(sample);
-        return Status::ok();
-      }));
-      for (std::size_t i = 0; i < samples.size(); ++i) {
-        const Tensor fed = samples[i].reshaped(shape);
-        Status status = observe(observers, input.name(), fed, pass);
-        if (status.is_ok()) {
-          auto outputs = executor.run({{input.name(), fed}}, [&](const Value& value, const Tensor& tensor) {
-            return observe(observers, value.name(), tensor, pass);
-          });
-          status = outputs.status();
-        }
-        if (!status.is_ok()) return status.with_context(sample_location(dataset, group + static_cast<int64_t>(i)));
-      }
-      if (progress) progress->advance(group_end - group);
-    }
-    return Status::ok();
-  }
-};
-
-// Merges shard states in shard order into the first shard's.
-Expected<ObserverMap> merge_shards(std::vector<ObserverMap>& shards) {
-  ObserverMap merged = std::move(shards[0]);
-  for (std::size_t s = 1; s < shards.size(); ++s) {
-    for (auto& [name, observer] : shards[s]) {
-      auto it = merged.find(name);
-      if (it == merged.end()) merged.emplace(name, observer);
-      else QFLOW_RETURN_IF_ERROR(it->second->merge(*observer).with_context("merging observers of '" + name + "'"));
-    }
-  }
-  return merged;
-}
-
 }  // namespace
 
-// One observer per float32 value (graph input or node output). The samples are split into
-// fixed shards of kShardSamples; each shard is observed by fresh observers on one thread, in
-// dataset order, one sample at a time (batch axis 1), and the shards are merged in shard
-// order. Multi-pass observers: after each pass the shards are merged into one state, every
-// shard of the next pass starts from a copy of it (serialize/deserialize), gets
-// begin_pass(k), and the copies are merged again at the end. Nothing depends on the thread
-// count or batch-size; for observers whose merge is order-independent, not on the sample
-// order either.
+// One observer per float32 value (graph input or node output), fed every sample once per
+// pass by observe_dataset (framework/data/observe_sweep.h): fixed shards merged in shard
+// order, so the artifact never depends on the thread count or batch-size, nor, for observers
+// whose merge is order-independent, on the sample order.
 Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                    const ComponentRegistry& registry, const StageContext& context) {
   const Artifact& model_artifact = *inputs.at("model");
@@ -196,52 +107,17 @@ Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<st
   // keeps every intermediate in a per-call environment.
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(model));
 
-  if (dataset.count <= 0) return invalid_input("stage '" + stage.id + "': the dataset holds no samples");
-  Sweep sweep(stage, dataset, *executor, input, shape, registry, options_of(stage));
-  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Observer> probe, sweep.make());
-  const int passes = std::max(1, probe->passes());
-  const int64_t shard_count = (dataset.count + kShardSamples - 1) / kShardSamples;
-  const int workers = static_cast<int>(std::clamp<int64_t>(context.threads, 1, std::max<int64_t>(1, shard_count)));
-  ProgressBar progress("stage '" + stage.id + "'", dataset.count * passes);
-  sweep.progress = &progress;
-
-  ObserverMap merged;
-  for (int pass = 0; pass < passes; ++pass) {
-    std::vector<ObserverMap> shards(static_cast<std::size_t>(shard_count));
-    if (pass > 0) {
-      for (const auto& [name, observer] : merged) {
-        const std::string state = observer->serialize();
-        for (ObserverMap& shard : shards) {
-          QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Observer> copy, sweep.make());
-          QFLOW_RETURN_IF_ERROR(copy->deserialize(state).with_context("copying the observer state of '" + name + "'"));
-          QFLOW_RETURN_IF_ERROR(copy->begin_pass(pass));
-          shard.emplace(name, std::move(copy));
-        }
-      }
-    }
-    std::vector<Status> results(static_cast<std::size_t>(shard_count));
-    std::atomic<int64_t> next{0};
-    auto work = [&] {
-      for (int64_t s = next++; s < shard_count && !sweep.failed.load(); s = next++) {
-        const int64_t begin = s * kShardSamples;
-        const int64_t end = std::min(dataset.count, begin + kShardSamples);
-        Status status = sweep.run_shard(shards[static_cast<std::size_t>(s)], begin, end, pass);
-        if (!status.is_ok()) {
-          results[static_cast<std::size_t>(s)] = std::move(status);
-          sweep.failed = true;
-        }
-      }
-    };
-    std::vector<std::thread> threads;
-    for (int t = 1; t < workers; ++t) threads.emplace_back(work);
-    work();
-    for (std::thread& thread : threads) thread.join();
-    // The first failing shard in shard order, whichever thread got there first.
-    for (const Status& status : results)
-      if (!status.is_ok()) return status.with_context("stage '" + stage.id + "'");
-    QFLOW_ASSIGN_OR_RETURN(merged, merge_shards(shards));
-  }
+  const Options options = options_of(stage);
+  const ObserverFactory make = [&]() { return registry.make_observer(stage.component, options); };
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Observer> probe, make());
+  ProgressBar progress("stage '" + stage.id + "'", dataset.count * std::max(1, probe->passes()));
+  ObserveOptions observe;
+  observe.threads = context.threads;
+  observe.progress = &progress;
+  Expected<ObserverMap> observed = observe_dataset(*executor, input, shape, dataset, make, observe);
   progress.finish();
+  if (!observed) return observed.status().with_context("stage '" + stage.id + "'");
+  const ObserverMap& merged = *observed;
 
   auto statistics = std::make_shared<std::map<std::string, TensorStatistics>>();
   for (const auto& [name, observer] : merged) (*statistics)[name] = observer->statistics();

@@ -5,11 +5,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
 #include <filesystem>
 #include <numeric>
 
 #include "framework/core/file_io.h"
+#include "framework/data/observe_sweep.h"
+#include "framework/onnx/onnx_import.h"
 #include "framework/pipeline/stage_execution.h"
 #include "framework/plugin/component_registry.h"
 #include "test_dataset_util.h"
@@ -90,6 +96,107 @@ std::string statistics_bytes(const std::string& path, int threads, int64_t batch
   return result->artifact.bytes;
 }
 
+
+// Two passes: the range of |x| first, then an 8-bin histogram over that fixed range. It
+// follows the SDK's protocol: in pass 1 the shards share the merged pass-0 state, so merge()
+// adds only the histograms.
+class TwoPassObserver final : public Observer {
+ public:
+  int passes() const override { return 2; }
+  Status begin_pass(int pass) override {
+    pass_ = pass;
+    return Status::ok();
+  }
+  Status observe(const Tensor& values) override {
+    for (float x : values.span<float>()) {
+      const double a = std::fabs(static_cast<double>(x));
+      if (pass_ == 0) {
+        range_ = std::max(range_, a);
+        ++count_;
+      } else {
+        if (!(range_ > 0.0)) return invalid_input("pass 1 started without the pass-0 range");
+        ++histogram_[static_cast<std::size_t>(std::min(7.0, std::floor(a / range_ * 8.0)))];
+      }
+    }
+    return Status::ok();
+  }
+  Status merge(const Observer& other) override {
+    const auto& o = static_cast<const TwoPassObserver&>(other);
+    if (o.pass_ != pass_) return invalid_input("merging observers of different passes");
+    if (pass_ == 0) {
+      range_ = std::max(range_, o.range_);
+      count_ += o.count_;
+    } else {
+      if (o.range_ != range_ || o.count_ != count_) return invalid_input("pass-1 copies do not share the pass-0 state");
+      for (std::size_t i = 0; i < histogram_.size(); ++i) histogram_[i] += o.histogram_[i];
+    }
+    return Status::ok();
+  }
+  std::string serialize() const override {
+    char range[64];
+    std::snprintf(range, sizeof range, "%a", range_);
+    std::string out = std::to_string(pass_) + " " + range + " " + std::to_string(count_);
+    for (int64_t h : histogram_) {
+      out += ' ';
+      out += std::to_string(h);
+    }
+    return out;
+  }
+  Status deserialize(std::string_view bytes) override {
+    std::istringstream in{std::string(bytes)};
+    std::string range;
+    in >> pass_ >> range >> count_;
+    range_ = std::strtod(range.c_str(), nullptr);
+    for (int64_t& h : histogram_) in >> h;
+    return in.fail() ? invalid_input("bad state") : Status::ok();
+  }
+  TensorStatistics statistics() const override {
+    TensorStatistics s;
+    s.count = count_;
+    s.histogram_range = range_;
+    for (int64_t h : histogram_) s.histogram.push_back(static_cast<double>(h));
+    return s;
+  }
+
+ private:
+  int pass_ = 0;
+  double range_ = 0.0;
+  int64_t count_ = 0;
+  std::array<int64_t, 8> histogram_{};
+};
+
+// Every observer's serialized state, by tensor name, after a two-pass sweep.
+std::map<std::string, std::string> two_pass_states(const std::string& path, int threads, int64_t batch_size,
+                                                   std::map<std::string, TensorStatistics>* statistics = nullptr,
+                                                   std::string* progress_text = nullptr) {
+  Expected<Model> model = import_onnx_file(std::string(QFLOW_SOURCE_DIR) + "/models/sample/sample_cnn.onnx");
+  REQUIRE(model.has_value());
+  Expected<std::unique_ptr<Executor>> executor = Executor::create(*model);
+  REQUIRE(executor.has_value());
+  DataSpec spec;
+  spec.path = path;
+  spec.batch_size = batch_size;
+  Expected<Dataset> dataset = open_dataset(spec);
+  REQUIRE(dataset.has_value());
+  const Value& input = *model->graph->runtime_inputs()[0];
+  std::string sink;
+  ProgressBar progress("sweep", dataset->count * 2, [&](std::string_view text) { sink += text; });
+  ObserveOptions options;
+  options.threads = threads;
+  options.progress = &progress;
+  const ObserverFactory make = [] { return Expected<std::shared_ptr<Observer>>(std::make_shared<TwoPassObserver>()); };
+  Expected<ObserverMap> observed =
+      observe_dataset(**executor, input, feed_shape(input, dataset->sample_shape), *dataset, make, options);
+  progress.finish();
+  REQUIRE_MESSAGE(observed.has_value(), observed.status().message());
+  std::map<std::string, std::string> states;
+  for (const auto& [name, observer] : *observed) {
+    states[name] = observer->serialize();
+    if (statistics) (*statistics)[name] = observer->statistics();
+  }
+  if (progress_text) *progress_text = sink;
+  return states;
+}
 }  // namespace
 
 TEST_CASE("dataset observe: statistics are identical for any threads, batch-size and sample order") {
@@ -131,6 +238,33 @@ TEST_CASE("dataset observe: statistics are identical for any threads, batch-size
   CHECK(statistics_bytes(ordered, 2, 7) == bytes);
   CHECK(statistics_bytes(shuffled, 2, 16) == bytes);
   CHECK(statistics_bytes(shuffled, 1, 1) == bytes);
+}
+
+TEST_CASE("dataset observe: two-pass observers start pass 1 from the merged pass-0 state in every shard") {
+  TempDir dir("dataset_observe_two_pass");
+  const std::vector<float> values = random_samples(kSamples);
+  const std::string path = dir.file("samples.npy");
+  write_npy(path, {kSamples, 1, 28, 28}, values);
+
+  std::map<std::string, TensorStatistics> statistics;
+  std::string progress;
+  const auto reference = two_pass_states(path, 1, 1, &statistics, &progress);
+  REQUIRE(statistics.count("input") == 1);
+  const TensorStatistics& input = statistics.at("input");
+  // Pass 0 counted once, not once per shard copy; the histogram covers every value once.
+  CHECK(input.count == kSamples * kSampleSize);
+  double range = 0.0;
+  for (float v : values) range = std::max(range, std::fabs(static_cast<double>(v)));
+  CHECK(input.histogram_range == range);
+  std::array<double, 8> expected{};
+  for (float v : values)
+    expected[static_cast<std::size_t>(std::min(7.0, std::floor(std::fabs(static_cast<double>(v)) / range * 8.0)))] += 1.0;
+  CHECK(input.histogram == std::vector<double>(expected.begin(), expected.end()));
+  CHECK(progress.find("sweep  200/200 samples") != std::string::npos);
+
+  CHECK(two_pass_states(path, 2, 1) == reference);
+  CHECK(two_pass_states(path, 3, 16) == reference);
+  CHECK(two_pass_states(path, 2, 5) == reference);
 }
 
 TEST_CASE("dataset observe: the shipped sample data gives the same statistics on 1 and 2 threads") {

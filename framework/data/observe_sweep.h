@@ -1,0 +1,42 @@
+// Sharded observation of a dataset: the interpreter runs every sample once per pass, one
+// observer per float32 tensor, with shards whose boundaries depend only on the sample count,
+// so the merged result is the same for any thread count and batch-size.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "framework/data/dataset.h"
+#include "framework/data/progress_bar.h"
+#include "framework/runtime/executor.h"
+#include "qflow/core/status.h"
+#include "qflow/plugin/observer.h"
+
+namespace qflow {
+
+using ObserverMap = std::map<std::string, std::shared_ptr<Observer>>;
+// Makes one fresh observer (of the stage's component and options). Called one at a time.
+using ObserverFactory = std::function<Expected<std::shared_ptr<Observer>>()>;
+
+// Samples per shard.
+inline constexpr int64_t kObserveShardSamples = 32;
+
+struct ObserveOptions {
+  int threads = 1;                  // shards observed at once
+  ProgressBar* progress = nullptr;  // advanced by samples done (count * passes in total)
+};
+
+// Feeds every sample (reshaped to `fed_shape`, batch axis 1) to `input` and observes the
+// graph input and every float32 node output. Shards of kObserveShardSamples samples are
+// observed by fresh observers on one thread each, in dataset order, read dataset.spec
+// .batch_size samples at a time, and merged in shard order. Multi-pass observers: after
+// pass k-1 the shards are merged; every shard of pass k starts from a copy of that state
+// (make + deserialize(serialize())), gets begin_pass(k), and the copies are merged again.
+// An error names the file and sample; with several, the first shard's.
+Expected<ObserverMap> observe_dataset(const Executor& executor, const Value& input, const Shape& fed_shape,
+                                      const Dataset& dataset, const ObserverFactory& make, const ObserveOptions& options);
+
+}  // namespace qflow
