@@ -1,0 +1,44 @@
+// KlCalibrator: option check and the per-tensor entropy threshold.
+#include "kl_calibrator.h"
+
+#include <string>
+
+#include "histogram_thresholds.h"
+
+namespace qflow {
+
+ComponentInfo KlCalibrator::info() {
+  ComponentInfo info;
+  info.kind = ComponentKind::Calibrator;
+  info.name = "kl";
+  info.summary = "Per-tensor threshold minimising the KL divergence of the quantized histogram (TensorRT entropy)";
+  info.options = {
+      {"target-bins", OptionType::Int, int64_t{128}, "quantization levels the clipped histogram is merged into"},
+  };
+  return info;
+}
+
+Expected<std::unique_ptr<Calibrator>> KlCalibrator::create(const Options& options) {
+  const int64_t target_bins = options.get_int("target-bins");
+  if (target_bins < 1)
+    return invalid_input("kl calibrator: option target-bins must be at least 1, got " + std::to_string(target_bins));
+  return std::unique_ptr<Calibrator>(std::make_unique<KlCalibrator>(target_bins));
+}
+
+Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t target_bins, const std::string& method,
+                                     const std::string& what) {
+  const auto bins = static_cast<int64_t>(stats.histogram.size());
+  if (target_bins > bins)
+    return invalid_input(method + " calibrator: tensor '" + what + "': target-bins " + std::to_string(target_bins) +
+                         " exceeds the histogram's " + std::to_string(bins) + " bins");
+  return kl_threshold(stats.histogram, stats.histogram_range, target_bins);
+}
+
+Expected<QuantTable> KlCalibrator::calibrate(const CalibrationRequest& request) {
+  return calibrate_from_histograms(request, "kl",
+                                   [this](const std::string& name, const TensorStatistics& stats, const QuantSpec&) {
+                                     return kl_tensor_threshold(stats, target_bins_, "kl", name);
+                                   });
+}
+
+}  // namespace qflow
