@@ -1,6 +1,7 @@
 // Entry point of libqflow_calibrators: registers the built-in calibrators with the host.
 #include "auto_calibrator.h"
 #include "kl_calibrator.h"
+#include "load_calibrator.h"
 #include "max_calibrator.h"
 #include "mix_calibrator.h"
 #include "mse_calibrator.h"
@@ -11,6 +12,7 @@
 namespace {
 
 qflow::Status register_calibrators(qflow::ComponentRegistrar& registrar) {
+  QFLOW_RETURN_IF_ERROR(registrar.add_calibrator(qflow::LoadCalibrator::info(), &qflow::LoadCalibrator::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_calibrator(qflow::MaxCalibrator::info(), &qflow::MaxCalibrator::create));
   QFLOW_RETURN_IF_ERROR(
       registrar.add_calibrator(qflow::PercentileCalibrator::info(), &qflow::PercentileCalibrator::create));
