@@ -13,7 +13,8 @@ namespace qflow {
 
 class HostCalibrationServices final : public CalibrationServices {
  public:
-  HostCalibrationServices(const ComponentRegistry& registry, std::unique_ptr<OutputCosine> cosine)
+  // `cosine` may hold an error (a model the dataset cannot feed): only output_cosine() fails then.
+  HostCalibrationServices(const ComponentRegistry& registry, Expected<std::unique_ptr<OutputCosine>> cosine)
       : registry_(registry), cosine_(std::move(cosine)) {}
 
   // The registry checks option names and types against the calibrator's declaration (an
@@ -21,11 +22,14 @@ class HostCalibrationServices final : public CalibrationServices {
   Expected<std::shared_ptr<Calibrator>> make_calibrator(const std::string& name, const Options& options) const override {
     return registry_.make_calibrator(name, options);
   }
-  Expected<double> output_cosine(const QuantTable& table) const override { return cosine_->evaluate(table); }
+  Expected<double> output_cosine(const QuantTable& table) const override {
+    if (!cosine_) return cosine_.status();
+    return (*cosine_)->evaluate(table);
+  }
 
  private:
   const ComponentRegistry& registry_;
-  std::unique_ptr<OutputCosine> cosine_;
+  Expected<std::unique_ptr<OutputCosine>> cosine_;
 };
 
 }  // namespace qflow

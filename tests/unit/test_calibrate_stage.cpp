@@ -190,8 +190,6 @@ TEST_CASE("calibrate stage: tensors left float are not calibrated; the table lis
 TEST_CASE("calibrate stage: services make other calibrators with checked options") {
   auto dataset = open_dataset(DataSpec{kData});
   REQUIRE(dataset.has_value());
-  auto cosine = OutputCosine::create(std::string(), *dataset, nullptr, 1);
-  CHECK_FALSE(cosine.has_value());  // no model bytes
   auto imported = import_onnx_file(kModel);
   REQUIRE(imported.has_value());
   auto model_bytes = export_onnx_bytes(*imported);
@@ -207,6 +205,13 @@ TEST_CASE("calibrate stage: services make other calibrators with checked options
   REQUIRE_FALSE(refused.has_value());
   CHECK(refused.status().message().find("bogus") != std::string::npos);
   CHECK_FALSE(services.make_calibrator("no-such-calibrator", Options{}).has_value());
+
+  // A model the dataset cannot feed only fails output_cosine, and says why.
+  HostCalibrationServices broken(registry(), OutputCosine::create(std::string(), *dataset, nullptr, 1));
+  CHECK(broken.make_calibrator("max", Options{}).has_value());
+  auto no_cosine = broken.output_cosine(QuantTable{});
+  REQUIRE_FALSE(no_cosine.has_value());
+  CHECK(no_cosine.status().message().find("output cosine") != std::string::npos);
 }
 
 TEST_CASE("calibrate stage: output cosine is ~1 for fine scales, lower for coarse ones, thread-independent") {

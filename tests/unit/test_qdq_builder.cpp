@@ -11,6 +11,7 @@
 #include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
+#include "framework/pipeline/stage_util.h"
 #include "framework/quant/bias_correction.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
@@ -474,6 +475,62 @@ TEST_CASE("qdq: sample_cnn PTQ and calibrated models pass the checker and run") 
     CHECK(cosine_similarity(std::vector<float>(expected.data<float>(), expected.data<float>() + 10),
                             std::vector<float>(actual.data<float>(), actual.data<float>() + 10)) > 0.999);
   }
+}
+
+TEST_CASE("qdq: the quantize stage reads its options and inputs") {
+  auto bytes = export_onnx_bytes(concat_model());
+  REQUIRE(bytes.has_value());
+  Artifact model;
+  model.bytes = *bytes;
+  Artifact qparams;
+  qparams.type = ArtifactType::QParams;
+  qparams.qparams = std::make_shared<const QuantTable>(concat_table());
+  const std::string id = "q", component = "quantize";
+  auto stage_with = [&](bool weights, bool bias_correction) {
+    PipelineStage stage;
+    stage.id = id;
+    stage.kind = StageKind::Quantize;
+    stage.component = component;
+    stage.options["weights"] = StageOption{weights, {}};
+    stage.options["bias-correction"] = StageOption{bias_correction, {}};
+    return stage;
+  };
+  const std::map<std::string, const Artifact*> inputs = {{"model", &model}, {"qparams", &qparams}};
+
+  auto calibrated = run_quantize(stage_with(false, false), inputs, {});
+  REQUIRE_MESSAGE(calibrated.has_value(), calibrated.status().message());
+  auto calibrated_model = import_onnx_bytes(calibrated->artifact.bytes, "calibrated");
+  REQUIRE(calibrated_model.has_value());
+  CHECK(count_ops(*calibrated_model->graph, "QuantizeLinear") == 6);
+  CHECK(count_ops(*calibrated_model->graph, "DequantizeLinear") == 6);
+
+  QuantConfig config;
+  config.op_types["Gemm"].weight_dtype = DType::Int16;
+  StageContext context;
+  context.quantization = &config;
+  auto ptq = run_quantize(stage_with(true, false), inputs, context);
+  REQUIRE_MESSAGE(ptq.has_value(), ptq.status().message());
+  auto ptq_model = import_onnx_bytes(ptq->artifact.bytes, "ptq");
+  REQUIRE(ptq_model.has_value());
+  CHECK(count_ops(*ptq_model->graph, "DequantizeLinear") == 10);
+  CHECK(ptq_model->graph->initializer(ptq_model->graph->find_value("Wg_quantized"))->dtype() == DType::Int16);
+  CHECK(ptq_model->opset("") == 21);  // int16 weights raised the opset
+
+  auto no_data = run_quantize(stage_with(true, true), inputs, {});
+  REQUIRE_FALSE(no_data.has_value());
+  CHECK(no_data.status().message() ==
+        "stage 'q': option 'bias-correction' needs input 'dataset' (the calibration samples)");
+  auto no_weights = run_quantize(stage_with(false, true), inputs, {});
+  REQUIRE_FALSE(no_weights.has_value());
+  CHECK(no_weights.status().message().find("needs 'weights = true'") != std::string::npos);
+
+  QuantTable stray = concat_table();
+  stray["elsewhere"] = params(1.0);
+  Artifact stray_qparams = qparams;
+  stray_qparams.qparams = std::make_shared<const QuantTable>(stray);
+  auto refused = run_quantize(stage_with(true, false), {{"model", &model}, {"qparams", &stray_qparams}}, {});
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.status().message() == "stage 'q': calibration table: tensor 'elsewhere' is not in the model");
 }
 
 }  // namespace qflow
