@@ -188,6 +188,37 @@ TEST_CASE("qdq: Concat shares the largest threshold, pass-through ops propagate"
   CHECK(refused.status().message().find("share one quantized type") != std::string::npos);
 }
 
+TEST_CASE("qdq: asymmetric Concat members share the union of their ranges") {
+  Graph g;
+  Value* a = g.get_or_create_value("a");
+  Value* b = g.get_or_create_value("b");
+  Value* c = g.get_or_create_value("c");
+  g.inputs = {a, b};
+  g.add_node("Concat", {a, b}, {c}, "concat")->set_attribute(Attribute::make_int("axis", 0));
+  g.outputs.push_back(c);
+  auto entry = [](float scale, int64_t zp) {
+    QuantParams q;
+    q.dtype = DType::UInt8;
+    q.scale = {scale};
+    q.zero_point = {zp};
+    q.threshold = 1.0;
+    q.method = "test";
+    return q;
+  };
+  // a covers [0, 2.55], b [-2.56, 2.54], c [-1, 1.55]: the union is [-2.56, 2.55].
+  const QuantTable table = {{"a", entry(0.01f, 0)}, {"b", entry(0.02f, 128)}, {"c", entry(0.01f, 100)}};
+  auto aligned = align_scales(g, table, nullptr);
+  REQUIRE_MESSAGE(aligned.has_value(), aligned.status().message());
+  const double lo = (0.0 - 128.0) * static_cast<double>(0.02f), hi = 255.0 * static_cast<double>(0.01f);
+  const float scale = static_cast<float>((hi - lo) / 255.0);
+  for (const char* name : {"a", "b", "c"}) {
+    CAPTURE(name);
+    CHECK(aligned->at(name).scale[0] == scale);
+    CHECK(aligned->at(name).zero_point[0] == 128);
+    CHECK(aligned->at(name).dtype == DType::UInt8);
+  }
+}
+
 TEST_CASE("qdq: Relu and MaxPool chains take their input's parameters") {
   Model model;
   model.opset_imports.push_back({"", 13});
