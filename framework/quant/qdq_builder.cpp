@@ -395,7 +395,7 @@ Status ensure_quant_opset(Model& model, bool needs_16_bit) {
   if (current < kPerAxisOpset)
     return unsupported("the model imports opset " + std::to_string(current) +
                        " of the default ONNX domain; QDQ quantization needs opset 13 or later (per-axis "
-                       "QuantizeLinear/DequantizeLinear): convert the model to opset 13 first");
+                       "QuantizeLinear/DequantizeLinear): import it with import-onnx option min-opset = 13");
   if (!needs_16_bit || current >= k16BitOpset) return Status::ok();
   std::set<std::string> ops;
   collect_ops(*model.graph, ops);
