@@ -10,6 +10,7 @@
 #include "fold_batchnorm.h"
 #include "fuse_matmul_add.h"
 #include "shape_folding.h"
+#include "strip_qdq.h"
 #include "qflow/plugin/entry.h"
 #include "qflow/plugin/registrar.h"
 
@@ -28,6 +29,7 @@ qflow::Status register_passes(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::ConstantFolding::info(), &qflow::ConstantFolding::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::ShapeFolding::info(), &qflow::ShapeFolding::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::EliminateIdentity::info(), &qflow::EliminateIdentity::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::StripQdq::info(), &qflow::StripQdq::create));
   return qflow::Status::ok();
 }
 
