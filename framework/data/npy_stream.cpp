@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -44,10 +45,24 @@ Expected<std::pair<int, NpyHeader>> open_checked(const std::string& path) {
   if (::fstat(fd, &info) != 0) return fail(io_error("cannot stat '" + path + "': " + errno_text()));
   if (!S_ISREG(info.st_mode)) return fail(invalid_input(path + ": not a regular file"));
   const int64_t file_size = static_cast<int64_t>(info.st_size);
-  std::string prefix(static_cast<std::size_t>(std::min<int64_t>(file_size, static_cast<int64_t>(kNpyMaxPrefixBytes))), '\0');
+  // The fixed part first (magic, version, header length), then exactly the header, so that
+  // opening a file per sample range costs two small reads whatever the file's size.
+  std::string prefix(static_cast<std::size_t>(std::min<int64_t>(file_size, 12)), '\0');
   Expected<std::size_t> got = read_at(fd, reinterpret_cast<std::byte*>(prefix.data()), prefix.size(), 0, path);
   if (!got) return fail(got.status());
   prefix.resize(*got);
+  if (prefix.size() >= 10) {
+    const bool wide = static_cast<unsigned char>(prefix[6]) >= 2;
+    const std::size_t start = wide ? 12 : 10;
+    std::size_t length = 0;
+    for (std::size_t i = 0; i < (wide ? 4u : 2u) && 8 + i < prefix.size(); ++i)
+      length |= static_cast<std::size_t>(static_cast<unsigned char>(prefix[8 + i])) << (8 * i);
+    const auto wanted = static_cast<int64_t>(std::min(start + length, kNpyMaxPrefixBytes));
+    prefix.resize(static_cast<std::size_t>(std::min(file_size, wanted)));
+    got = read_at(fd, reinterpret_cast<std::byte*>(prefix.data()), prefix.size(), 0, path);
+    if (!got) return fail(got.status());
+    prefix.resize(*got);
+  }
   Expected<NpyHeader> header = parse_npy_header(prefix, path);
   if (!header) return fail(header.status());
   const int64_t available = file_size - static_cast<int64_t>(header->data_offset);
