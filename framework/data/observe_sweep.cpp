@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -75,18 +76,49 @@ class Sweep {
   std::atomic<bool> failed_{false};
 };
 
-// Merges shard states in shard order into the first shard's.
-Expected<ObserverMap> merge_shards(std::vector<ObserverMap>& shards) {
-  ObserverMap merged = std::move(shards[0]);
-  for (std::size_t s = 1; s < shards.size(); ++s) {
-    for (auto& [name, observer] : shards[s]) {
-      auto it = merged.find(name);
-      if (it == merged.end()) merged.emplace(name, observer);
-      else QFLOW_RETURN_IF_ERROR(it->second->merge(*observer).with_context("merging the observers of '" + name + "'"));
+// Folds finished shards into one state strictly in shard order, as soon as every earlier
+// shard is in, so only shards finished out of order wait in memory (about one per thread),
+// not one state per shard of the whole dataset.
+class ShardMerger {
+ public:
+  explicit ShardMerger(int64_t shards) : waiting_(static_cast<std::size_t>(shards)) {}
+
+  // Returns the first merge failure, with the index of the shard whose merge failed.
+  Status add(int64_t shard, ObserverMap state, int64_t& failed_shard) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    waiting_[static_cast<std::size_t>(shard)] = std::move(state);
+    while (next_ < static_cast<int64_t>(waiting_.size()) && waiting_[static_cast<std::size_t>(next_)]) {
+      std::optional<ObserverMap>& ready = waiting_[static_cast<std::size_t>(next_)];
+      if (next_ == 0) {
+        merged_ = std::move(*ready);
+      } else {
+        for (auto& [name, observer] : *ready) {
+          auto it = merged_.find(name);
+          if (it == merged_.end()) {
+            merged_.emplace(name, observer);
+            continue;
+          }
+          Status status = it->second->merge(*observer).with_context("merging the observers of '" + name + "'");
+          if (!status.is_ok()) {
+            failed_shard = next_;
+            return status;
+          }
+        }
+      }
+      ready.reset();
+      ++next_;
     }
+    return Status::ok();
   }
-  return merged;
-}
+
+  ObserverMap take() { return std::move(merged_); }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::optional<ObserverMap>> waiting_;
+  int64_t next_ = 0;
+  ObserverMap merged_;
+};
 
 }  // namespace
 
@@ -101,27 +133,33 @@ Expected<ObserverMap> observe_dataset(const Executor& executor, const Value& inp
 
   ObserverMap merged;
   for (int pass = 0; pass < passes; ++pass) {
-    std::vector<ObserverMap> shards(static_cast<std::size_t>(shard_count));
-    if (pass > 0) {
-      for (const auto& [name, observer] : merged) {
-        const std::string state = observer->serialize();
-        for (ObserverMap& shard : shards) {
-          QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Observer> copy, sweep.make());
-          QFLOW_RETURN_IF_ERROR(copy->deserialize(state).with_context("copying the observer state of '" + name + "'"));
-          QFLOW_RETURN_IF_ERROR(copy->begin_pass(pass));
-          shard.emplace(name, std::move(copy));
-        }
+    // Pass k > 0: every shard starts from a copy of the state merged after pass k-1.
+    std::map<std::string, std::string> start;
+    for (const auto& [name, observer] : merged) start.emplace(name, observer->serialize());
+    auto start_shard = [&](ObserverMap& shard) -> Status {
+      for (const auto& [name, state] : start) {
+        QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Observer> copy, sweep.make());
+        QFLOW_RETURN_IF_ERROR(copy->deserialize(state).with_context("copying the observer state of '" + name + "'"));
+        QFLOW_RETURN_IF_ERROR(copy->begin_pass(pass));
+        shard.emplace(name, std::move(copy));
       }
-    }
+      return Status::ok();
+    };
+
+    ShardMerger merger(shard_count);
     std::vector<Status> results(static_cast<std::size_t>(shard_count));
     std::atomic<int64_t> next{0};
     auto work = [&] {
       for (int64_t s = next++; s < shard_count && !sweep.failed(); s = next++) {
         const int64_t begin = s * kObserveShardSamples;
         const int64_t end = std::min(dataset.count, begin + kObserveShardSamples);
-        Status status = sweep.run_shard(shards[static_cast<std::size_t>(s)], begin, end, pass);
+        ObserverMap shard;
+        Status status = start_shard(shard);
+        if (status.is_ok()) status = sweep.run_shard(shard, begin, end, pass);
+        int64_t failed_shard = s;
+        if (status.is_ok()) status = merger.add(s, std::move(shard), failed_shard);
         if (!status.is_ok()) {
-          results[static_cast<std::size_t>(s)] = std::move(status);
+          results[static_cast<std::size_t>(failed_shard)] = std::move(status);
           sweep.fail();
         }
       }
@@ -130,9 +168,10 @@ Expected<ObserverMap> observe_dataset(const Executor& executor, const Value& inp
     for (int t = 1; t < workers; ++t) threads.emplace_back(work);
     work();
     for (std::thread& thread : threads) thread.join();
+    // The first failure in shard order, whichever thread met it first.
     for (const Status& status : results)
       if (!status.is_ok()) return status;
-    QFLOW_ASSIGN_OR_RETURN(merged, merge_shards(shards));
+    merged = merger.take();
   }
   return merged;
 }
