@@ -1,4 +1,4 @@
-// Tests of the bpu backend: platform files, per-node capability and the partition plan.
+// Tests of the bpu backend: bundled platforms, per-node capability and the partition plan.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -10,29 +10,12 @@
 
 #include "plugins/backends/bpu/bpu_backend.h"
 #include "plugins/backends/bpu/bpu_platform.h"
+#include "test_bpu_helpers.h"
 
 namespace qflow {
 namespace {
 
-BpuBackend backend_for(const std::string& platform) {
-  auto loaded = load_bpu_platform(QFLOW_BPU_PLATFORM_DIR, platform);
-  REQUIRE(loaded.has_value());
-  return BpuBackend(loaded.value());
-}
-
-Value* conv(Graph& g, const std::string& name, Value* in, Shape weight_shape) {
-  Value* w = g.get_or_create_value(name + "_W");
-  g.set_initializer(w, Tensor(DType::Float32, weight_shape));
-  Value* out = g.get_or_create_value(name + "_out");
-  g.add_node("Conv", {in, w}, {out}, name);
-  return out;
-}
-
-Value* unary(Graph& g, const std::string& op, const std::string& name, Value* in) {
-  Value* out = g.get_or_create_value(name + "_out");
-  g.add_node(op, {in}, {out}, name);
-  return out;
-}
+using namespace bpu_test;
 
 // x -> conv9 (9x9) -> relu -> softmax -> conv3 (3x3) -> relu2 -> y
 Model chain_model() {
@@ -151,13 +134,13 @@ TEST_CASE("bpu: the plan is deterministic and carries boundary quantization") {
   REQUIRE(first.has_value());
   REQUIRE(second.has_value());
   CHECK(first.value() == second.value());
-  CHECK(first->find("{\"name\": \"softmax_out\", \"quant\": {\"dtype\": \"int8\", \"axis\": -1, \"scale\": [0.0625], "
+  CHECK(first->find("{\"name\": \"softmax_out\", \"conversion\": \"quantize\", \"quant\": {\"dtype\": \"int8\", \"axis\": -1, \"scale\": [0.0625], "
                     "\"zero_point\": [0]}}") != std::string::npos);
-  CHECK(first->find("{\"name\": \"conv9_out\", \"quant\": null}") != std::string::npos);
-  CHECK(first->find("\"outputs\": [\n        {\"name\": \"relu2_out\"") != std::string::npos);
+  CHECK(first->find("{\"name\": \"conv9_out\", \"conversion\": \"quantize\", \"quant\": null}") != std::string::npos);
+  CHECK(first->find("\"outputs\": [\n        {\"name\": \"relu2_out\", \"conversion\": \"dequantize\"") != std::string::npos);
 }
 
-TEST_CASE("bpu: a region that leaves through the CPU and re-enters is marked non-convex") {
+TEST_CASE("bpu: a region that leaves through the CPU and re-enters is split in two") {
   Model model;
   Graph& g = *model.graph;
   Value* x = g.get_or_create_value("x");
@@ -169,32 +152,24 @@ TEST_CASE("bpu: a region that leaves through the CPU and re-enters is marked non
   g.outputs = {r};
   auto plan = backend_for("bernoulli2").compile(model, {});
   REQUIRE(plan.has_value());
-  CHECK(plan->find("\"nodes\": [0, 2],\n      \"convex\": false") != std::string::npos);
+  // a and c are joined by an edge but a -> b (CPU) -> c would make one unit wait on itself.
+  CHECK(plan->find("\"id\": 0,\n      \"nodes\": [0],") != std::string::npos);
+  CHECK(plan->find("\"id\": 1,\n      \"nodes\": [2],") != std::string::npos);
+  // c reads a_out straight from subgraph 0 (stays quantized) and b_out from the CPU.
+  CHECK(plan->find("{\"name\": \"a_out\", \"conversion\": \"none\"") != std::string::npos);
+  CHECK(plan->find("{\"name\": \"b_out\", \"conversion\": \"quantize\"") != std::string::npos);
   auto nash = backend_for("nash").compile(model, {});
   REQUIRE(nash.has_value());
-  CHECK(nash->find("\"nodes\": [0, 1, 2],\n      \"convex\": true") != std::string::npos);
+  CHECK(nash->find("\"nodes\": [0, 1, 2],") != std::string::npos);
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() / ("qflow_bpu_test_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  void write(const std::string& name, const std::string& text) const { std::ofstream(path / name) << text; }
-};
-
 TEST_CASE("bpu: platform files are validated with file and line") {
-  TempDir dir;
+  TempDir dir("backend");
   dir.write("typo.toml", "name = \"typo\"\n[ops]\nConv = { max-kernal = 7 }\n");
   dir.write("wrongname.toml", "name = \"other\"\n[ops]\n");
   dir.write("badops.toml", "name = \"badops\"\n[ops]\nRelu = { max-channels = 4 }\n");
   dir.write("syntax.toml", "name = \"syntax\"\n[ops\n");
-  dir.write("noops.toml", "name = \"noops\"\n");
+  dir.write("noops.toml", platform_header("noops"));
 
   auto typo = load_bpu_platform(dir.path.string(), "typo");
   REQUIRE_FALSE(typo.has_value());
@@ -204,7 +179,7 @@ TEST_CASE("bpu: platform files are validated with file and line") {
   CHECK(wrong.status().message().find("wrongname.toml:1: name 'other' does not match") != std::string::npos);
   auto badops = load_bpu_platform(dir.path.string(), "badops");
   REQUIRE_FALSE(badops.has_value());
-  CHECK(badops.status().message().find("max-channels applies only to Conv and ConvTranspose") != std::string::npos);
+  CHECK(badops.status().message().find("badops.toml:3: ops.Relu.max-channels: max-channels applies only to Concat, Conv, ConvTranspose") != std::string::npos);
   auto syntax = load_bpu_platform(dir.path.string(), "syntax");
   REQUIRE_FALSE(syntax.has_value());
   CHECK(syntax.status().message().find('\n') == std::string::npos);
@@ -233,7 +208,9 @@ TEST_CASE("bpu: factory options") {
 
   const ComponentInfo info = BpuBackend::info();
   CHECK(info.name == "bpu");
-  REQUIRE(info.options.size() == 2);
+  REQUIRE(info.options.size() == 4);
+  CHECK(info.options[2].name == "run-on-cpu");
+  CHECK(info.options[3].name == "run-on-bpu");
   CHECK(std::get<std::string>(info.options[0].default_value) == "nash");
 }
 

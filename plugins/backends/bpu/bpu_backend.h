@@ -1,10 +1,12 @@
-// BpuBackend: per-node capability against a platform description, and the partition plan.
+// BpuBackend: per-node capability against a platform description, placement overrides, and the partition plan.
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bpu_platform.h"
+#include "partition_plan.h"
 #include "qflow/core/status.h"
 #include "qflow/plugin/backend.h"
 #include "qflow/plugin/component.h"
@@ -12,24 +14,46 @@
 
 namespace qflow {
 
+// Node names the user places by hand (the `run-on-cpu` and `run-on-bpu` options).
+struct BpuPlacementOverrides {
+  std::vector<std::string> run_on_cpu;
+  std::vector<std::string> run_on_bpu;
+};
+
 class BpuBackend final : public Backend {
  public:
   static ComponentInfo info();
   // Options: platform (file name without .toml), platform-dir (empty: the bpu-platforms
-  // folder next to the plugin library).
+  // folder next to the plugin library), run-on-cpu, run-on-bpu.
   static Expected<std::unique_ptr<Backend>> create(const Options& options);
+  // The same, as a value: the bpu-check component wraps one.
+  static Expected<BpuBackend> from_options(const Options& options);
 
-  explicit BpuBackend(BpuPlatform platform) : platform_(std::move(platform)) {}
+  explicit BpuBackend(BpuPlatform platform, BpuPlacementOverrides overrides = {})
+      : platform_(std::move(platform)), overrides_(std::move(overrides)) {}
   const BpuPlatform& platform() const { return platform_; }
 
+  // Structural checks (op type, shapes, attributes, weights) and the overrides. A
+  // run-on-bpu node that fails a check the model decides (not one that is merely unknown
+  // for lack of shapes) is an error naming the node and the failed constraint.
   Expected<std::vector<NodeCapability>> capability(const Model& model) const override;
-  // The JSON partition plan (see README.md): placement per node and the BPU subgraphs,
-  // with the quantization parameters of each subgraph's boundary tensors.
+  // capability(), then the quantization checks (dtypes, power-of-two scales) against
+  // `qparams`, then the partition into convex BPU subgraphs.
+  Expected<PartitionPlan> plan(const Model& model, const QuantTable& qparams) const;
+  // The JSON partition plan (see README.md).
   Expected<std::string> compile(const Model& model, const QuantTable& qparams) const override;
 
  private:
-  NodeCapability check_node(const Graph& graph, const Node& node) const;
+  struct Verdict {
+    std::string reason;    // empty: supported
+    bool unknown = false;  // the check could not be evaluated (missing shapes), not a definite failure
+  };
+  Verdict check_node(const Graph& graph, const Node& node) const;
+  std::string check_quantization(const Graph& graph, const Node& node, const QuantTable& qparams) const;
+  const BpuOpLimits* limits_of(const Node& node) const;
+
   BpuPlatform platform_;
+  BpuPlacementOverrides overrides_;
 };
 
 }  // namespace qflow

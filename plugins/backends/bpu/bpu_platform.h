@@ -1,4 +1,4 @@
-// BpuPlatform: one BPU generation's supported ops and their limits, read from platforms/<name>.toml.
+// BpuPlatform: one BPU generation's supported ops, their constraints and cost figures, read from platforms/<name>.toml.
 #pragma once
 
 #include <cstdint>
@@ -11,19 +11,57 @@
 
 namespace qflow {
 
-// Limits of one op on the BPU; an absent limit means "no limit known". max-kernel and
-// max-stride apply to every spatial axis of ops with a kernel (Conv, ConvTranspose and the
-// pools), max-channels to the input and output channels of Conv and ConvTranspose.
+// Quantized types a platform accepts: activations (values computed at run time) and weights
+// (initializers). An empty list means "not restricted here" (the platform-wide list applies).
+struct BpuDtypes {
+  std::vector<std::string> activation;  // dtype names as dtype_name() spells them: "int8", "int16"
+  std::vector<std::string> weight;
+};
+
+// Constraints of one op on the BPU; an absent constraint means "no limit known". Which
+// keys an op may carry is checked when the file is read (README.md lists them).
 struct BpuOpLimits {
+  // Spatial kernel, stride and dilation of Conv, ConvTranspose and the pools, per axis.
+  std::optional<int64_t> min_kernel;
   std::optional<int64_t> max_kernel;
   std::optional<int64_t> max_stride;
+  std::vector<int64_t> strides;  // allowed stride values; empty: any (up to max_stride)
+  std::optional<int64_t> max_dilation;
+  bool dilation_power_of_two = false;
+  // Input and output channels of Conv and ConvTranspose; output channels of Concat.
   std::optional<int64_t> max_channels;
+  // Activation inputs: allowed ranks and the largest batch (dimension 0). Absent here:
+  // the platform-wide value applies.
+  std::vector<int64_t> input_ranks;
+  std::optional<int64_t> max_batch;
+  // Resize/Upsample: allowed modes, largest scale factor, whole-number factors only.
+  std::vector<std::string> modes;
+  std::optional<double> max_scale;
+  bool integer_scales = false;
+  // MatMul/Gemm: the second input must be an initializer (no product of two activations).
+  bool constant_rhs = false;
+  BpuDtypes dtypes;
+};
+
+// Figures for a first-order time estimate: compute-bound time is MACs / (macs_per_cycle *
+// frequency), memory-bound time is bytes / bandwidth.
+struct BpuCost {
+  int64_t macs_per_cycle = 0;
+  double frequency_mhz = 0.0;
+  double bandwidth_gbps = 0.0;
 };
 
 struct BpuPlatform {
   std::string name;
   std::string summary;
-  std::map<std::string, BpuOpLimits> ops;  // ONNX op types of the default domain
+  // Keyed by ONNX op type for the default domain ("Conv"), "domain::Op" otherwise
+  // ("com.microsoft::Gelu").
+  std::map<std::string, BpuOpLimits> ops;
+  BpuDtypes dtypes;                  // platform-wide; an op's own list replaces it
+  std::vector<int64_t> input_ranks;  // platform-wide; an op's own list replaces it
+  std::optional<int64_t> max_batch;  // platform-wide; an op's own value replaces it
+  bool power_of_two_scales = false;  // every scale on the BPU must be 2^k
+  BpuCost cost;
 };
 
 // Loads `<directory>/<name>.toml`. The name must be lower-case letters, digits, '-' or '_'

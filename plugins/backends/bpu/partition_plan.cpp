@@ -1,10 +1,11 @@
-// PartitionPlan: union-find over BPU-BPU edges, convexity check, and the JSON encoding.
+// PartitionPlan: connected BPU regions split into convex subgraphs, their boundaries, and the JSON encoding.
 #include "partition_plan.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <numeric>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -29,41 +30,6 @@ class DisjointSets {
  private:
   std::vector<std::size_t> parent_;
 };
-
-void append_unique(std::vector<std::string>& list, std::set<std::string>& seen, const std::string& name) {
-  if (seen.insert(name).second) list.push_back(name);
-}
-
-// Walks forward from the subgraph's external consumers; reaching the subgraph again means
-// a path leaves and re-enters it.
-bool is_convex(const std::vector<Node*>& order, const std::unordered_map<const Node*, std::size_t>& position,
-               const std::vector<int64_t>& subgraph_of, int64_t id) {
-  std::vector<char> visited(order.size(), 0);
-  std::vector<std::size_t> work;
-  auto push_consumers = [&](const Node* node, bool from_inside) {
-    for (const Value* out : node->outputs()) {
-      if (!out) continue;
-      for (const auto& [user, index] : out->uses()) {
-        (void)index;
-        const std::size_t p = position.at(user);
-        if (from_inside && subgraph_of[p] == id) continue;
-        if (!visited[p]) {
-          visited[p] = 1;
-          work.push_back(p);
-        }
-      }
-    }
-  };
-  for (std::size_t i = 0; i < order.size(); ++i)
-    if (subgraph_of[i] == id) push_consumers(order[i], true);
-  while (!work.empty()) {
-    const std::size_t p = work.back();
-    work.pop_back();
-    if (subgraph_of[p] == id) return false;
-    push_consumers(order[p], false);
-  }
-  return true;
-}
 
 std::string json_string(const std::string& text) {
   std::string out = "\"";
@@ -94,27 +60,81 @@ std::string json_float(float value) {
   return std::string(buf, result.ptr);
 }
 
-std::string json_boundary(const std::vector<std::string>& names, const QuantTable& qparams) {
+std::string json_boundary(const std::vector<BpuBoundary>& boundary, const QuantTable& qparams) {
   std::string out = "[";
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    out += std::string(i ? "," : "") + "\n        {\"name\": " + json_string(names[i]) + ", \"quant\": ";
-    const auto it = qparams.find(names[i]);
-    if (it == qparams.end()) {
-      out += "null}";
-      continue;
+  for (std::size_t i = 0; i < boundary.size(); ++i)
+    out += std::string(i ? "," : "") + "\n        {\"name\": " + json_string(boundary[i].name) + ", \"conversion\": " +
+           json_string(std::string(boundary_conversion_name(boundary[i].conversion))) +
+           ", \"quant\": " + plan_json_quant(qparams, boundary[i].name) + "}";
+  return out + (boundary.empty() ? "]" : "\n      ]");
+}
+
+bool is_graph_output(const Graph& graph, const Value* value) {
+  return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
+}
+
+// Positions of the BPU producers/consumers of each node, as adjacency over `order`.
+struct Adjacency {
+  std::vector<std::vector<std::size_t>> producers;
+};
+
+Adjacency adjacency(const std::vector<Node*>& order, const std::unordered_map<const Node*, std::size_t>& position) {
+  Adjacency adj;
+  adj.producers.resize(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    for (const Value* in : order[i]->inputs())
+      if (const Node* producer = in ? in->producer() : nullptr)
+        adj.producers[i].push_back(position.at(producer));
+  return adj;
+}
+
+// Splits one connected BPU region (members flagged in `in_region`) into convex pieces.
+// level[v] for a member v is the largest number of times a path from the region to v
+// leaves the region; a piece is a connected set of members with equal level.
+void split_region(const std::vector<std::size_t>& members, const std::vector<char>& in_region, const Adjacency& adj,
+                  DisjointSets& pieces) {
+  const std::size_t first = members.front();
+  std::vector<int64_t> level(in_region.size(), -1);  // -1: not reached from the region
+  for (std::size_t i = first; i < in_region.size(); ++i) {
+    int64_t best = in_region[i] ? 0 : -1;
+    for (std::size_t p : adj.producers[i]) {
+      if (level[p] < 0) continue;
+      // An edge from a member to a non-member is one more exit.
+      const int64_t via = level[p] + ((in_region[p] && !in_region[i]) ? 1 : 0);
+      best = std::max(best, via);
     }
-    const QuantParams& q = it->second;
-    out += "{\"dtype\": " + json_string(std::string(dtype_name(q.dtype))) + ", \"axis\": " + std::to_string(q.axis) +
-           ", \"scale\": [";
-    for (std::size_t k = 0; k < q.scale.size(); ++k) out += (k ? ", " : "") + json_float(q.scale[k]);
-    out += "], \"zero_point\": [";
-    for (std::size_t k = 0; k < q.zero_point.size(); ++k) out += (k ? ", " : "") + std::to_string(q.zero_point[k]);
-    out += "]}}";
+    level[i] = best;
   }
-  return out + (names.empty() ? "]" : "\n      ]");
+  for (std::size_t v : members)
+    for (std::size_t p : adj.producers[v])
+      if (in_region[p] && level[p] == level[v]) pieces.unite(v, p);
 }
 
 }  // namespace
+
+std::string_view boundary_conversion_name(BoundaryConversion conversion) {
+  switch (conversion) {
+    case BoundaryConversion::None: return "none";
+    case BoundaryConversion::Quantize: return "quantize";
+    case BoundaryConversion::Dequantize: return "dequantize";
+  }
+  return "none";
+}
+
+std::string plan_json_string(const std::string& text) { return json_string(text); }
+std::string plan_json_float(float value) { return json_float(value); }
+
+std::string plan_json_quant(const QuantTable& qparams, const std::string& name) {
+  const auto it = qparams.find(name);
+  if (it == qparams.end()) return "null";
+  const QuantParams& q = it->second;
+  std::string out = "{\"dtype\": " + json_string(std::string(dtype_name(q.dtype))) + ", \"axis\": " + std::to_string(q.axis) +
+                    ", \"scale\": [";
+  for (std::size_t k = 0; k < q.scale.size(); ++k) out += (k ? ", " : "") + json_float(q.scale[k]);
+  out += "], \"zero_point\": [";
+  for (std::size_t k = 0; k < q.zero_point.size(); ++k) out += (k ? ", " : "") + std::to_string(q.zero_point[k]);
+  return out + "]}";
+}
 
 Expected<PartitionPlan> build_partition_plan(const Graph& graph, std::vector<NodeCapability> capability) {
   QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
@@ -128,23 +148,36 @@ Expected<PartitionPlan> build_partition_plan(const Graph& graph, std::vector<Nod
                             "', the node at that position is '" + order[i]->name() + "'");
     position.emplace(order[i], i);
   }
+  const Adjacency adj = adjacency(order, position);
+  auto on_bpu = [&](std::size_t i) { return capability[i].supported; };
 
-  DisjointSets sets(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    if (!capability[i].supported) continue;
-    for (const Value* in : order[i]->inputs()) {
-      const Node* producer = in ? in->producer() : nullptr;
-      if (producer && capability[position.at(producer)].supported) sets.unite(i, position.at(producer));
-    }
+  // Connected BPU regions.
+  DisjointSets regions(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (on_bpu(i))
+      for (std::size_t p : adj.producers[i])
+        if (on_bpu(p)) regions.unite(i, p);
+  std::map<std::size_t, std::vector<std::size_t>> members_of;  // root -> members in topological order
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (on_bpu(i)) members_of[regions.find(i)].push_back(i);
+
+  // Convex pieces of each region.
+  DisjointSets pieces(order.size());
+  std::vector<char> in_region(order.size(), 0);
+  for (const auto& [root, members] : members_of) {
+    (void)root;
+    for (std::size_t v : members) in_region[v] = 1;
+    split_region(members, in_region, adj, pieces);
+    for (std::size_t v : members) in_region[v] = 0;
   }
 
   PartitionPlan plan;
   plan.subgraph_of.assign(order.size(), -1);
   std::unordered_map<std::size_t, int64_t> id_of_root;
   for (std::size_t i = 0; i < order.size(); ++i) {
-    if (!capability[i].supported) continue;
-    const auto [it, inserted] = id_of_root.emplace(sets.find(i), static_cast<int64_t>(plan.subgraphs.size()));
-    if (inserted) plan.subgraphs.push_back(BpuSubgraph{it->second, {}, {}, {}, true});
+    if (!on_bpu(i)) continue;
+    const auto [it, inserted] = id_of_root.emplace(pieces.find(i), static_cast<int64_t>(plan.subgraphs.size()));
+    if (inserted) plan.subgraphs.push_back(BpuSubgraph{it->second, {}, {}, {}});
     plan.subgraph_of[i] = it->second;
     plan.subgraphs[static_cast<std::size_t>(it->second)].nodes.push_back(static_cast<int64_t>(i));
   }
@@ -154,21 +187,27 @@ Expected<PartitionPlan> build_partition_plan(const Graph& graph, std::vector<Nod
     for (int64_t index : sub.nodes) {
       const Node* node = order[static_cast<std::size_t>(index)];
       for (const Value* in : node->inputs()) {
-        if (!in || graph.is_initializer(in)) continue;
+        if (!in || graph.is_initializer(in) || seen_in.count(in->name())) continue;
         const Node* producer = in->producer();
-        if (!producer || plan.subgraph_of[position.at(producer)] != sub.id) append_unique(sub.inputs, seen_in, in->name());
+        const int64_t from = producer ? plan.subgraph_of[position.at(producer)] : -1;
+        if (from == sub.id) continue;
+        seen_in.insert(in->name());
+        sub.inputs.push_back({in->name(), from < 0 ? BoundaryConversion::Quantize : BoundaryConversion::None});
       }
       for (const Value* out : node->outputs()) {
-        if (!out) continue;
-        bool escapes = std::find(graph.outputs.begin(), graph.outputs.end(), out) != graph.outputs.end();
+        if (!out || seen_out.count(out->name())) continue;
+        bool to_float = is_graph_output(graph, out), escapes = to_float;
         for (const auto& [user, input_index] : out->uses()) {
           (void)input_index;
-          escapes = escapes || plan.subgraph_of[position.at(user)] != sub.id;
+          const int64_t to = plan.subgraph_of[position.at(user)];
+          escapes = escapes || to != sub.id;
+          to_float = to_float || to < 0;
         }
-        if (escapes) append_unique(sub.outputs, seen_out, out->name());
+        if (!escapes) continue;
+        seen_out.insert(out->name());
+        sub.outputs.push_back({out->name(), to_float ? BoundaryConversion::Dequantize : BoundaryConversion::None});
       }
     }
-    sub.convex = is_convex(order, position, plan.subgraph_of, sub.id);
   }
   plan.nodes = std::move(capability);
   return plan;
@@ -178,7 +217,7 @@ std::string partition_plan_json(const PartitionPlan& plan, const std::string& pl
                                 const QuantTable& qparams) {
   std::string out = "{\n";
   out += "  \"format\": \"qflow-bpu-partition-plan\",\n";
-  out += "  \"version\": 1,\n";
+  out += "  \"version\": 2,\n";
   out += "  \"platform\": " + json_string(platform) + ",\n";
   out += "  \"model\": " + json_string(model_name) + ",\n";
   out += "  \"nodes\": [";
@@ -197,7 +236,7 @@ std::string partition_plan_json(const PartitionPlan& plan, const std::string& pl
     for (std::size_t k = 0; k < sub.nodes.size(); ++k) nodes += (k ? ", " : "") + std::to_string(sub.nodes[k]);
     nodes += "]";
     out += std::string(s ? "," : "") + "\n    {\n      \"id\": " + std::to_string(sub.id) + ",\n      \"nodes\": " + nodes +
-           ",\n      \"convex\": " + (sub.convex ? "true" : "false") + ",\n      \"inputs\": " +
+           ",\n      \"inputs\": " +
            json_boundary(sub.inputs, qparams) + ",\n      \"outputs\": " + json_boundary(sub.outputs, qparams) + "\n    }";
   }
   out += plan.subgraphs.empty() ? "]\n" : "\n  ]\n";

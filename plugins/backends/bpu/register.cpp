@@ -1,14 +1,16 @@
-// Entry point of libqflow_backend_bpu: registers the BPU backend with the host.
+// Entry point of libqflow_backend_bpu: registers the BPU backend and the BPU check with the host.
 #include "bpu_backend.h"
+#include "bpu_check_backend.h"
 #include "qflow/plugin/entry.h"
 #include "qflow/plugin/registrar.h"
 
 namespace {
 
-qflow::Status register_backend(qflow::ComponentRegistrar& registrar) {
-  return registrar.add_backend(qflow::BpuBackend::info(), &qflow::BpuBackend::create);
+qflow::Status register_backends(qflow::ComponentRegistrar& registrar) {
+  QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuBackend::info(), &qflow::BpuBackend::create));
+  return registrar.add_backend(qflow::BpuCheckBackend::info(), &qflow::BpuCheckBackend::create);
 }
 
 }  // namespace
 
-QFLOW_PLUGIN("backend-bpu", "0.1.0", register_backend)
+QFLOW_PLUGIN("backend-bpu", "0.1.0", register_backends)

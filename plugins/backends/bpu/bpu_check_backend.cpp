@@ -1,0 +1,34 @@
+// BpuCheckBackend: the bpu backend's placement and partition, rendered as the check report.
+#include "bpu_check_backend.h"
+
+#include "check_report.h"
+
+namespace qflow {
+
+ComponentInfo BpuCheckBackend::info() {
+  ComponentInfo info = BpuBackend::info();
+  info.name = "bpu-check";
+  info.summary = "BPU model check: per-node placement with the failed constraint, the partition and a summary";
+  info.options.push_back({"format", OptionType::String, std::string("text"), "report format: text or json"});
+  return info;
+}
+
+Expected<std::unique_ptr<Backend>> BpuCheckBackend::create(const Options& options) {
+  const std::string format = options.get_string("format");
+  if (format != "text" && format != "json")
+    return invalid_input("bpu-check: option 'format' must be 'text' or 'json', got '" + format + "'");
+  QFLOW_ASSIGN_OR_RETURN(BpuBackend backend, BpuBackend::from_options(options));
+  return std::unique_ptr<Backend>(std::make_unique<BpuCheckBackend>(std::move(backend), format == "json"));
+}
+
+Expected<std::vector<NodeCapability>> BpuCheckBackend::capability(const Model& model) const {
+  return backend_.capability(model);
+}
+
+Expected<std::string> BpuCheckBackend::compile(const Model& model, const QuantTable& qparams) const {
+  QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, backend_.plan(model, qparams));
+  return json_ ? check_report_json(plan, backend_.platform(), model.graph->name, qparams)
+               : check_report_text(plan, backend_.platform(), model.graph->name, qparams);
+}
+
+}  // namespace qflow

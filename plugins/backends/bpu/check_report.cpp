@@ -1,0 +1,137 @@
+// The BPU check report: a table of nodes, the subgraphs with their boundary conversions, and a summary.
+#include "check_report.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+namespace qflow {
+
+namespace {
+
+struct Summary {
+  std::size_t bpu = 0;
+  std::size_t cpu = 0;
+  std::map<std::string, std::size_t> cpu_op_types;
+};
+
+Summary summarize(const PartitionPlan& plan) {
+  Summary s;
+  for (const NodeCapability& n : plan.nodes) {
+    if (n.supported) {
+      ++s.bpu;
+    } else {
+      ++s.cpu;
+      ++s.cpu_op_types[n.op_type];
+    }
+  }
+  return s;
+}
+
+std::string pad(std::string text, std::size_t width) {
+  if (text.size() < width) text.resize(width, ' ');
+  return text;
+}
+
+// "0-8, 10, 12-13": node positions as runs.
+std::string ranges(const std::vector<int64_t>& nodes) {
+  std::string out;
+  for (std::size_t i = 0; i < nodes.size();) {
+    std::size_t j = i;
+    while (j + 1 < nodes.size() && nodes[j + 1] == nodes[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(nodes[i]) + (j > i ? "-" + std::to_string(nodes[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string quant_text(const QuantTable& qparams, const std::string& name) {
+  const auto it = qparams.find(name);
+  if (it == qparams.end()) return "";
+  const QuantParams& q = it->second;
+  std::string out = ", " + std::string(dtype_name(q.dtype));
+  if (q.scale.size() == 1) {
+    out += " scale " + plan_json_float(q.scale[0]) + " zero point " + std::to_string(q.zero_point.empty() ? 0 : q.zero_point[0]);
+  } else {
+    out += " per-channel axis " + std::to_string(q.axis) + " (" + std::to_string(q.scale.size()) + " scales)";
+  }
+  return out;
+}
+
+std::string boundary_text(const std::vector<BpuBoundary>& boundary, const QuantTable& qparams) {
+  std::string out;
+  for (const BpuBoundary& b : boundary)
+    out += (out.empty() ? "" : "; ") + b.name + " (" + std::string(boundary_conversion_name(b.conversion)) +
+           quant_text(qparams, b.name) + ")";
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+std::string check_report_text(const PartitionPlan& plan, const BpuPlatform& platform, const std::string& model_name,
+                              const QuantTable& qparams) {
+  std::string out = "model: " + (model_name.empty() ? std::string("-") : model_name) + "\n";
+  out += "platform: " + platform.name + (platform.summary.empty() ? "" : " (" + platform.summary + ")") + "\n\n";
+
+  const std::vector<std::string> header = {"index", "node", "op type", "placement", "subgraph", "reason"};
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < plan.nodes.size(); ++i) {
+    const NodeCapability& n = plan.nodes[i];
+    rows.push_back({std::to_string(i), n.node.empty() ? "-" : n.node, n.op_type, n.supported ? "BPU" : "CPU",
+                    plan.subgraph_of[i] < 0 ? "-" : std::to_string(plan.subgraph_of[i]), n.reason});
+  }
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string text;
+    for (std::size_t c = 0; c < cells.size(); ++c) text += c + 1 < cells.size() ? pad(cells[c], width[c] + 2) : cells[c];
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    return text + "\n";
+  };
+  out += line(header);
+  for (const auto& row : rows) out += line(row);
+
+  out += "\nsubgraphs:\n";
+  if (plan.subgraphs.empty()) out += "  none\n";
+  for (const BpuSubgraph& sub : plan.subgraphs) {
+    out += "  " + std::to_string(sub.id) + ": " + std::to_string(sub.nodes.size()) + " node" +
+           (sub.nodes.size() == 1 ? "" : "s") + " [" + ranges(sub.nodes) + "]\n";
+    out += "     in:  " + boundary_text(sub.inputs, qparams) + "\n";
+    out += "     out: " + boundary_text(sub.outputs, qparams) + "\n";
+  }
+
+  const Summary s = summarize(plan);
+  out += "\nsummary:\n";
+  out += "  nodes: " + std::to_string(plan.nodes.size()) + " (BPU " + std::to_string(s.bpu) + ", CPU " +
+         std::to_string(s.cpu) + ")\n";
+  out += "  subgraphs: " + std::to_string(plan.subgraphs.size()) + "\n";
+  std::string types;
+  for (const auto& [op, count] : s.cpu_op_types) types += (types.empty() ? "" : ", ") + op + " " + std::to_string(count);
+  out += "  CPU op types: " + (types.empty() ? std::string("none") : types) + "\n";
+  return out;
+}
+
+std::string check_report_json(const PartitionPlan& plan, const BpuPlatform& platform, const std::string& model_name,
+                              const QuantTable& qparams) {
+  // The plan document with its own format name and a summary appended: one encoder for both.
+  std::string out = partition_plan_json(plan, platform.name, model_name, qparams);
+  const std::string from = "\"qflow-bpu-partition-plan\"";
+  out.replace(out.find(from), from.size(), "\"qflow-bpu-check\"");
+  out.resize(out.size() - 3);  // "\n}\n"
+  const Summary s = summarize(plan);
+  out += ",\n  \"summary\": {\"nodes\": " + std::to_string(plan.nodes.size()) + ", \"bpu_nodes\": " +
+         std::to_string(s.bpu) + ", \"cpu_nodes\": " + std::to_string(s.cpu) +
+         ", \"subgraphs\": " + std::to_string(plan.subgraphs.size()) + ", \"cpu_op_types\": {";
+  bool first = true;
+  for (const auto& [op, count] : s.cpu_op_types) {
+    out += std::string(first ? "" : ", ") + plan_json_string(op) + ": " + std::to_string(count);
+    first = false;
+  }
+  out += "}}\n}\n";
+  return out;
+}
+
+}  // namespace qflow
