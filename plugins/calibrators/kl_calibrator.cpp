@@ -14,6 +14,9 @@ ComponentInfo KlCalibrator::info() {
   info.summary = "Per-tensor threshold minimising the KL divergence of the quantized histogram (TensorRT entropy)";
   info.options = {
       {"target-bins", OptionType::Int, int64_t{128}, "quantization levels the clipped histogram is merged into"},
+      {"flatten-zero-bin", OptionType::Bool, true,
+       "replace bin 0 by bin 1 before the search, so a spike of exact zeros (ReLU outputs) does not pull the "
+       "threshold down (as NVIDIA's pytorch-quantization does); false: the plain TensorRT search"},
   };
   return info;
 }
@@ -22,22 +25,27 @@ Expected<std::unique_ptr<Calibrator>> KlCalibrator::create(const Options& option
   const int64_t target_bins = options.get_int("target-bins");
   if (target_bins < 1)
     return invalid_input("kl calibrator: option target-bins must be at least 1, got " + std::to_string(target_bins));
-  return std::unique_ptr<Calibrator>(std::make_unique<KlCalibrator>(target_bins));
+  return std::unique_ptr<Calibrator>(std::make_unique<KlCalibrator>(target_bins, options.get_bool("flatten-zero-bin")));
 }
 
-Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t target_bins, const std::string& method,
-                                     const std::string& what) {
+Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t target_bins, bool flatten_zero_bin,
+                                     const std::string& method, const std::string& what) {
   const auto bins = static_cast<int64_t>(stats.histogram.size());
   if (target_bins > bins)
     return invalid_input(method + " calibrator: tensor '" + what + "': target-bins " + std::to_string(target_bins) +
                          " exceeds the histogram's " + std::to_string(bins) + " bins");
+  if (flatten_zero_bin && bins >= 2) {
+    std::vector<double> counts = stats.histogram;
+    counts[0] = counts[1];
+    return kl_threshold(counts, stats.histogram_range, target_bins);
+  }
   return kl_threshold(stats.histogram, stats.histogram_range, target_bins);
 }
 
 Expected<QuantTable> KlCalibrator::calibrate(const CalibrationRequest& request) {
   return calibrate_from_histograms(request, "kl",
                                    [this](const std::string& name, const TensorStatistics& stats, const QuantSpec&) {
-                                     return kl_tensor_threshold(stats, target_bins_, "kl", name);
+                                     return kl_tensor_threshold(stats, target_bins_, flatten_zero_bin_, "kl", name);
                                    });
 }
 

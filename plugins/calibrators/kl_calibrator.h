@@ -22,16 +22,19 @@ class KlCalibrator final : public Calibrator {
   static ComponentInfo info();
   static Expected<std::unique_ptr<Calibrator>> create(const Options& options);
 
-  explicit KlCalibrator(int64_t target_bins) : target_bins_(target_bins) {}
+  KlCalibrator(int64_t target_bins, bool flatten_zero_bin)
+      : target_bins_(target_bins), flatten_zero_bin_(flatten_zero_bin) {}
 
   Expected<QuantTable> calibrate(const CalibrationRequest& request) override;
 
  private:
   int64_t target_bins_;
+  bool flatten_zero_bin_;
 };
 
-// The threshold kl_threshold() gives, after checking target_bins against the histogram.
-Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t target_bins, const std::string& method,
-                                     const std::string& what);
+// The threshold kl_threshold() gives, after checking target_bins against the histogram;
+// with `flatten_zero_bin` on a copy whose bin 0 holds bin 1's count.
+Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t target_bins, bool flatten_zero_bin,
+                                     const std::string& method, const std::string& what);
 
 }  // namespace qflow

@@ -230,9 +230,34 @@ TEST_CASE("kl: the calibrator applies the threshold and checks target-bins per t
   zero.set("target-bins", int64_t{0});
   CHECK_FALSE(KlCalibrator::create(zero).has_value());
   const ComponentInfo info = KlCalibrator::info();
-  REQUIRE(info.options.size() == 1);
+  REQUIRE(info.options.size() == 2);
   CHECK(info.options[0].name == "target-bins");
   CHECK(std::get<int64_t>(info.options[0].default_value) == 128);
+  CHECK(info.options[1].name == "flatten-zero-bin");
+  CHECK(std::get<bool>(info.options[1].default_value));
+}
+
+TEST_CASE("kl: flatten-zero-bin keeps a spike of zeros from pulling the threshold down") {
+  // ReLU-like: half of the mass exactly 0 (bin 0), the rest decaying evenly up to the range.
+  std::vector<double> counts(2048);
+  for (std::size_t k = 0; k < counts.size(); ++k) counts[k] = 2048.0 - static_cast<double>(k);
+  counts[0] = 2048.0 * 2048.0 / 2.0;
+  const std::map<std::string, TensorStatistics> stats = {{"relu", histogram_stats(counts, 6.0)}};
+  auto calibrate = [&](bool flatten) {
+    Options options;
+    options.set("target-bins", int64_t{128});
+    options.set("flatten-zero-bin", flatten);
+    CalibrationRequest request;
+    request.statistics = &stats;
+    auto table = KlCalibrator::create(options).value()->calibrate(request);
+    REQUIRE(table.has_value());
+    return table->at("relu").threshold;
+  };
+  std::vector<double> flattened = counts;
+  flattened[0] = flattened[1];
+  CHECK(calibrate(true) == kl_threshold(flattened, 6.0, 128));
+  CHECK(calibrate(false) == kl_threshold(counts, 6.0, 128));
+  CHECK(calibrate(true) > calibrate(false));
 }
 
 TEST_CASE("kl: a Gaussian clips in its tail, outliers far away are clipped") {
