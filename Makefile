@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
-  libonnx-testdata libstb-dev
+  libonnx-testdata libstb-dev python3-numpy
 
 .PHONY: all deps bench-deps configure build run test bench-accuracy clean
 
@@ -15,7 +15,7 @@ all: build
 
 # What the benchmarks need on top: the training/peer framework and the datasets (the
 # PP-OCR part also uses node and npm, skipped with a message when they are missing).
-BENCH_PACKAGES := python3-torch python3-numpy python3-onnx dataset-fashion-mnist
+BENCH_PACKAGES := python3-torch python3-onnx dataset-fashion-mnist
 
 # Installs only what is missing; a no-op when everything is present.
 deps bench-deps: PACKAGES = $(if $(filter bench-deps,$@),$(DEB_PACKAGES) $(BENCH_PACKAGES),$(DEB_PACKAGES))
