@@ -69,11 +69,15 @@ class SampleReader {
     const DatasetFile& file = dataset_.files[file_index];
     if (dataset_.source == DataSource::ImageFolder) return read_image(file.path);
     if (!stream_ || open_file_ != file_index) {
+      // The header was read by open_dataset; only the descriptor is new.
       stream_.reset();
-      QFLOW_ASSIGN_OR_RETURN(NpyStream stream, NpyStream::open(file.path));
-      if (stream.header().dtype != dataset_.dtype || stream.row_shape() != dataset_.sample_shape ||
-          static_cast<int64_t>(stream.header().data_offset) != file.data_offset || stream.rows() < file.samples)
-        return invalid_input(file.path + ": the file changed since load-data read it");
+      NpyHeader header;
+      header.dtype = dataset_.dtype;
+      header.shape = dataset_.sample_shape;
+      header.shape.insert(header.shape.begin(), file.rows);
+      header.data_offset = static_cast<std::size_t>(file.data_offset);
+      header.data_bytes = shape_numel(header.shape) * static_cast<int64_t>(dtype_size(header.dtype));
+      QFLOW_ASSIGN_OR_RETURN(NpyStream stream, NpyStream::open_known(file.path, header));
       stream_.emplace(std::move(stream));
       open_file_ = file_index;
     }
@@ -179,6 +183,7 @@ Status describe_file(Dataset& dataset, const std::string& path) {
     QFLOW_ASSIGN_OR_RETURN(Tensor probe, Tensor::make(header.dtype, sample));
     (void)probe;  // a sample must fit the tensor size limit
     file.samples = header.shape[0];
+    file.rows = header.shape[0];
     file.data_offset = static_cast<int64_t>(header.data_offset);
   }
   dataset.files.push_back(std::move(file));

@@ -44,6 +44,7 @@ struct DatasetFile {
   std::string path;
   int64_t samples = 0;      // rows used from this file (skipped ones included); 1 per image
   int64_t data_offset = 0;  // .npy: byte offset of row 0
+  int64_t rows = 0;         // .npy: rows the file holds (more than `samples` under a limit)
 };
 
 // A sample left out because it holds NaN or Inf (skip-nonfinite).

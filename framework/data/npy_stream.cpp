@@ -116,6 +116,24 @@ Expected<NpyStream> NpyStream::open(const std::string& path) {
   return NpyStream(path, std::move(opened.second), opened.first);
 }
 
+Expected<NpyStream> NpyStream::open_known(const std::string& path, const NpyHeader& header) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error("cannot open '" + path + "': " + errno_text());
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const std::string reason = errno_text();
+    ::close(fd);
+    return io_error("cannot stat '" + path + "': " + reason);
+  }
+  const int64_t expected = static_cast<int64_t>(header.data_offset) + header.data_bytes;
+  if (static_cast<int64_t>(info.st_size) != expected || header.shape.empty()) {
+    ::close(fd);
+    return invalid_input(path + ": the file changed since load-data read it (" + std::to_string(info.st_size) +
+                         " bytes, expected " + std::to_string(expected) + ")");
+  }
+  return NpyStream(path, header, fd);
+}
+
 Expected<Tensor> NpyStream::read_row(int64_t row) const {
   if (row < 0 || row >= rows())
     return internal_error(path_ + ": row " + std::to_string(row) + " is outside [0, " + std::to_string(rows()) + ")");

@@ -21,6 +21,9 @@ Expected<NpyHeader> read_npy_header(const std::string& path);
 class NpyStream {
  public:
   static Expected<NpyStream> open(const std::string& path);
+  // Opens a file whose header was read before (by load-data) without parsing it again; the
+  // file's size must still be exactly what `header` implies.
+  static Expected<NpyStream> open_known(const std::string& path, const NpyHeader& header);
   NpyStream(NpyStream&& other) noexcept;
   NpyStream& operator=(NpyStream&& other) noexcept;
   NpyStream(const NpyStream&) = delete;

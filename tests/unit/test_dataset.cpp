@@ -110,6 +110,17 @@ TEST_CASE("dataset: truncated and oversized .npy files are refused with the size
   CHECK(open_error(spec_for(dir.file("absent.npy"))).find("cannot open '" + dir.file("absent.npy") + "'") == 0);
 }
 
+TEST_CASE("dataset: a file that changes after load-data read it is an error, not garbage") {
+  TempDir dir("dataset_changed");
+  const std::string path = dir.file("calib.npy");
+  write_npy(path, {5, 2, 3}, batch_values(5, 6));
+  Expected<Dataset> dataset = open_dataset(spec_for(path));
+  REQUIRE(dataset.has_value());
+  write_npy(path, {3, 2, 3}, batch_values(3, 6));
+  const Status status = for_each_sample(*dataset, [](int64_t, const Tensor&) { return Status::ok(); });
+  CHECK(status.message() == path + ": the file changed since load-data read it (200 bytes, expected 248)");
+}
+
 TEST_CASE("dataset: a shape overflowing 64 bits is refused") {
   TempDir dir("dataset_overflow");
   const std::string path = dir.file("calib.npy");
