@@ -10,6 +10,8 @@
 #include "framework/core/file_io.h"
 #include "framework/data/data_options.h"
 #include "framework/data/npy_stream.h"
+#include "framework/pipeline/stage_execution.h"
+#include "framework/plugin/component_registry.h"
 #include "test_dataset_util.h"
 
 namespace qflow {
@@ -97,7 +99,7 @@ TEST_CASE("dataset: a visitor's error names the file and the sample") {
   CHECK(sample_location(*dataset, 2) == path + ", sample 2");
 }
 
-TEST_CASE("dataset: truncated and oversized .npy files are refused with the sizes") {
+TEST_CASE("dataset: truncated, non-.npy and missing files are refused with one-line messages") {
   TempDir dir("dataset_truncated");
   const std::string path = dir.file("calib.npy");
   Expected<std::string> bytes = serialize_npy(Tensor::from_vector<float>({5, 2, 3}, batch_values(5, 6)));
@@ -279,6 +281,34 @@ TEST_CASE("dataset: load-data options are checked with one-line messages") {
   resized.resize_height = resized.resize_width = 4;
   CHECK(open_error(resized) == "load-data option 'resize' applies to folders of images only; '" + path +
                                    "' holds .npy samples");
+}
+
+TEST_CASE("dataset: the load-data stage reads its options, reports skipped samples as warnings") {
+  TempDir dir("dataset_stage");
+  const std::string path = dir.file("calib.npy");
+  std::vector<float> values = batch_values(4, 2);
+  values[1 * 2 + 1] = std::numeric_limits<float>::infinity();
+  write_npy(path, {4, 2}, values);
+  PipelineStage stage;
+  stage.id = "data";
+  stage.kind = StageKind::LoadData;
+  stage.component = "load-data";
+  stage.output_type = ArtifactType::Dataset;
+  stage.options["path"].value = path;
+  stage.options["skip-nonfinite"].value = true;
+  stage.options["limit"].value = int64_t{2};
+  const ComponentRegistry registry;
+  Expected<StageResult> result = execute_stage(stage, {}, registry);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(result->warnings ==
+        std::vector<std::string>{path + ": sample 1 holds 0 NaN and 1 Inf values; skipped (skip-nonfinite = true)"});
+  REQUIRE(result->artifact.dataset);
+  CHECK(result->artifact.dataset->count == 2);
+  CHECK(result->artifact.bytes.find("\"limit\": 2,") != std::string::npos);
+
+  stage.options["color"].value = std::string("hsv");
+  CHECK(execute_stage(stage, {}, registry).status().message() ==
+        "load-data option 'color' must be rgb, bgr or gray, got 'hsv'");
 }
 
 TEST_CASE("dataset: threads iterating one dataset at once see the same samples") {
