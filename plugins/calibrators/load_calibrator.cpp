@@ -197,6 +197,23 @@ Expected<QuantTable> LoadCalibrator::parse_table(std::string_view text, const st
   return table;
 }
 
+namespace {
+
+// The name the quantized activation has in the float model strip-qdq makes of this one:
+// the QuantizeLinear's input, except where a DequantizeLinear of it is a graph output,
+// whose name the float tensor then takes (strip-qdq keeps the model's interface names).
+std::string float_name(const Graph& graph, const Node& quantize) {
+  for (const auto& [user, index] : quantize.output(0)->uses()) {
+    (void)index;
+    if (user->op_type() != "DequantizeLinear" || !user->output(0)) continue;
+    for (const Value* output : graph.outputs)
+      if (output == user->output(0)) return output->name();
+  }
+  return quantize.input(0)->name();
+}
+
+}  // namespace
+
 Expected<QuantTable> LoadCalibrator::from_qdq_model(const Model& model) {
   const Graph& graph = *model.graph;
   QuantTable table;
@@ -208,11 +225,12 @@ Expected<QuantTable> LoadCalibrator::from_qdq_model(const Model& model) {
     const Value* input = node->input(0);
     if (!input || constant_tensor(graph, input)) continue;  // weights: re-quantized per channel later
     QFLOW_ASSIGN_OR_RETURN(QuantParams params, qdq_params(graph, *node));
-    const auto [it, inserted] = table.emplace(input->name(), params);
+    const std::string name = float_name(graph, *node);
+    const auto [it, inserted] = table.emplace(name, params);
     if (!inserted && !same_params(it->second, params))
-      return invalid_input("load calibrator: tensor '" + input->name() + "' is quantized by QuantizeLinear '" +
-                           decided_by[input->name()] + "' and '" + node->name() + "' with different parameters");
-    decided_by.emplace(input->name(), node->name());
+      return invalid_input("load calibrator: tensor '" + name + "' is quantized by QuantizeLinear '" +
+                           decided_by[name] + "' and '" + node->name() + "' with different parameters");
+    decided_by.emplace(name, node->name());
   }
   if (quantize_nodes == 0)
     return invalid_input("load calibrator: model '" + graph.name + "' holds no QuantizeLinear nodes and no 'path' was given");
