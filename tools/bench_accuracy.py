@@ -124,9 +124,10 @@ def fashion_mnist(qflow, out, skip_torch, rows):
     if not skip_torch:
         result = run([PYTHON, os.path.join(ROOT, "tools/torch_fx_ptq.py")])
         line = json.loads(result.stdout.strip().splitlines()[-1])
-        rows.append(("PyTorch FX PTQ (fbgemm)", "per-channel", "no", "no", line["top1"],
-                     line["top1"] - line["float_top1"], line["seconds"]))
-        print("fashion-mnist torch-fx-fbgemm top-1 %.2f (torch float %.2f)" % (line["top1"], line["float_top1"]), flush=True)
+        label = "PyTorch FX PTQ (%s qconfig, %s kernels)" % (line["method"].rsplit("-", 1)[-1], line.get("engine", "?"))
+        top1, torch_float = 100.0 * line["top1"], 100.0 * line["float_top1"]
+        rows.append((label, "per-channel", "no", "no", top1, top1 - torch_float, line["seconds"]))
+        print("fashion-mnist %s top-1 %.2f (torch float %.2f)" % (label, top1, torch_float), flush=True)
     return float_top1
 
 
