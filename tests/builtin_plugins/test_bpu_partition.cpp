@@ -122,8 +122,8 @@ void check_plan_properties(const Graph& graph, const PartitionPlan& plan) {
 //                        +-> c2 (CPU) ------+
 //
 // {a..g} minus the CPU nodes is connected through a -> b -> e and d -> e, but a -> c1 -> d
-// re-enters it, and d -> c2 -> g re-enters it again: level 0 = {a, b}, level 1 = {d, e, f},
-// level 2 = {g}.
+// re-enters it, and d -> c2 -> g re-enters it again: the subgraphs are {a, b}, {d, e, f}
+// and {g}.
 Model split_model() {
   Model model;
   Graph& g = *model.graph;
@@ -227,6 +227,34 @@ TEST_CASE("bpu partition: a convex region is never split, a graph without BPU no
   CHECK(none->subgraphs.empty());
 }
 
+TEST_CASE("bpu partition: a constant read on both sides of a CPU node joins one side") {
+  // k feeds a and d, which the CPU node c separates: k can join a, not both.
+  Model model;
+  Graph& g = *model.graph;
+  Value* x = g.get_or_create_value("x");
+  g.inputs = {x};
+  Value* k = g.get_or_create_value("k_out");
+  g.add_node("Constant", {}, {k}, "k");
+  Value* k2 = g.get_or_create_value("k2_out");
+  g.add_node("Constant", {}, {k2}, "k2");
+  Value* a = binary(g, "Add", "a", x, k);
+  Value* c = unary(g, "Softmax", "c", a);
+  Value* d = binary(g, "Add", "d", c, k);
+  Value* e = binary(g, "Mul", "e", d, k2);
+  Value* f = binary(g, "Add", "f", e, a);
+  g.outputs = {f};
+  auto plan = build_partition_plan(g, placement(g, {"c"}));
+  REQUIRE(plan.has_value());
+  check_plan_properties(g, plan.value());
+  std::map<std::string, int64_t> sub;
+  for (std::size_t i = 0; i < plan->nodes.size(); ++i) sub[plan->nodes[i].node] = plan->subgraph_of[i];
+  CHECK(sub["k2"] == sub["e"]);  // read only by e: inside e's subgraph
+  CHECK(sub["k"] == sub["a"]);   // the first reader takes it
+  CHECK(sub["k"] != sub["d"]);   // d, behind c, reads it across a boundary
+  CHECK(sub["d"] == sub["f"]);
+  CHECK(plan->subgraphs.size() == 2);
+}
+
 TEST_CASE("bpu partition: random graphs and placements always give convex, covering plans") {
   // A fixed linear congruential sequence, so the graphs are the same on every run.
   uint64_t state = 12345;
@@ -245,7 +273,13 @@ TEST_CASE("bpu partition: random graphs and placements always give convex, cover
       std::string name = "n";  // appended, not operator+: GCC 12 warns falsely (-Wrestrict) on "n" + to_string
       name += std::to_string(i);
       Value* a = values[next(values.size())];
-      Value* out = next(2) ? binary(g, "Add", name, a, values[next(values.size())]) : unary(g, "Relu", name, a);
+      Value* out = nullptr;
+      if (next(5) == 0) {  // a constant: no inputs, so no path can enter it
+        out = g.get_or_create_value(name + "_out");
+        g.add_node("Constant", {}, {out}, name);
+      } else {
+        out = next(2) ? binary(g, "Add", name, a, values[next(values.size())]) : unary(g, "Relu", name, a);
+      }
       values.push_back(out);
       if (next(3) == 0) cpu.insert(name);
     }

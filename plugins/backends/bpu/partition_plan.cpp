@@ -1,4 +1,4 @@
-// PartitionPlan: connected BPU regions split into convex subgraphs, their boundaries, and the JSON encoding.
+// PartitionPlan: BPU subgraphs grown greedily while the graph of units stays acyclic, their boundaries, and the JSON encoding.
 #include "partition_plan.h"
 
 #include <algorithm>
@@ -73,42 +73,78 @@ bool is_graph_output(const Graph& graph, const Value* value) {
   return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
 }
 
-// Positions of the BPU producers/consumers of each node, as adjacency over `order`.
+// Producers and consumers of each node as positions in `order`.
 struct Adjacency {
   std::vector<std::vector<std::size_t>> producers;
+  std::vector<std::vector<std::size_t>> consumers;
 };
 
 Adjacency adjacency(const std::vector<Node*>& order, const std::unordered_map<const Node*, std::size_t>& position) {
   Adjacency adj;
   adj.producers.resize(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i)
+  adj.consumers.resize(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
     for (const Value* in : order[i]->inputs())
-      if (const Node* producer = in ? in->producer() : nullptr)
+      if (const Node* producer = in ? in->producer() : nullptr) {
         adj.producers[i].push_back(position.at(producer));
+        adj.consumers[position.at(producer)].push_back(i);
+      }
+  }
   return adj;
 }
 
-// Splits one connected BPU region (members flagged in `in_region`) into convex pieces.
-// level[v] for a member v is the largest number of times a path from the region to v
-// leaves the region; a piece is a connected set of members with equal level.
-void split_region(const std::vector<std::size_t>& members, const std::vector<char>& in_region, const Adjacency& adj,
-                  DisjointSets& pieces) {
-  const std::size_t first = members.front();
-  std::vector<int64_t> level(in_region.size(), -1);  // -1: not reached from the region
-  for (std::size_t i = first; i < in_region.size(); ++i) {
-    int64_t best = in_region[i] ? 0 : -1;
-    for (std::size_t p : adj.producers[i]) {
-      if (level[p] < 0) continue;
-      // An edge from a member to a non-member is one more exit.
-      const int64_t via = level[p] + ((in_region[p] && !in_region[i]) ? 1 : 0);
-      best = std::max(best, via);
-    }
-    level[i] = best;
+// Units of the partition: BPU groups being grown, and single CPU nodes. The graph of units
+// (an edge wherever a node edge crosses units) starts as the node graph, a DAG, and a
+// merge is made only when it keeps it one.
+class Units {
+ public:
+  explicit Units(const Adjacency& adj) : adj_(adj), sets_(adj.producers.size()), members_(adj.producers.size()) {
+    for (std::size_t i = 0; i < members_.size(); ++i) members_[i] = {i};
   }
-  for (std::size_t v : members)
-    for (std::size_t p : adj.producers[v])
-      if (in_region[p] && level[p] == level[v]) pieces.unite(v, p);
-}
+  std::size_t find(std::size_t node) { return sets_.find(node); }
+
+  // Merges the units of a and b unless that closes a cycle, i.e. unless one reaches the
+  // other through a third unit. Returns whether they are (now) one unit.
+  bool try_merge(std::size_t a, std::size_t b) {
+    const std::size_t ua = find(a), ub = find(b);
+    if (ua == ub) return true;
+    if (reaches_through_other(ua, ub) || reaches_through_other(ub, ua)) return false;
+    sets_.unite(ua, ub);
+    const std::size_t root = find(ua), other = root == ua ? ub : ua;
+    members_[root].insert(members_[root].end(), members_[other].begin(), members_[other].end());
+    members_[other].clear();
+    return true;
+  }
+
+ private:
+  // Depth-first search over units from `from`'s successors other than `to` itself.
+  bool reaches_through_other(std::size_t from, std::size_t to) {
+    std::vector<std::size_t> work;
+    std::vector<char> seen(members_.size(), 0);
+    seen[from] = 1;
+    auto push_successors = [&](std::size_t unit, bool skip_target) {
+      for (std::size_t n : members_[unit])
+        for (std::size_t c : adj_.consumers[n]) {
+          const std::size_t u = find(c);
+          if (u == unit || seen[u] || (skip_target && u == to)) continue;
+          seen[u] = 1;
+          work.push_back(u);
+        }
+    };
+    push_successors(from, true);
+    while (!work.empty()) {
+      const std::size_t u = work.back();
+      work.pop_back();
+      if (u == to) return true;
+      push_successors(u, false);
+    }
+    return false;
+  }
+
+  const Adjacency& adj_;
+  DisjointSets sets_;
+  std::vector<std::vector<std::size_t>> members_;
+};
 
 }  // namespace
 
@@ -151,25 +187,13 @@ Expected<PartitionPlan> build_partition_plan(const Graph& graph, std::vector<Nod
   const Adjacency adj = adjacency(order, position);
   auto on_bpu = [&](std::size_t i) { return capability[i].supported; };
 
-  // Connected BPU regions.
-  DisjointSets regions(order.size());
+  // Greedy growth in topological order: each BPU node joins the unit of each BPU producer
+  // in turn when the graph of units stays acyclic (README.md has the argument).
+  Units pieces(adj);
   for (std::size_t i = 0; i < order.size(); ++i)
     if (on_bpu(i))
       for (std::size_t p : adj.producers[i])
-        if (on_bpu(p)) regions.unite(i, p);
-  std::map<std::size_t, std::vector<std::size_t>> members_of;  // root -> members in topological order
-  for (std::size_t i = 0; i < order.size(); ++i)
-    if (on_bpu(i)) members_of[regions.find(i)].push_back(i);
-
-  // Convex pieces of each region.
-  DisjointSets pieces(order.size());
-  std::vector<char> in_region(order.size(), 0);
-  for (const auto& [root, members] : members_of) {
-    (void)root;
-    for (std::size_t v : members) in_region[v] = 1;
-    split_region(members, in_region, adj, pieces);
-    for (std::size_t v : members) in_region[v] = 0;
-  }
+        if (on_bpu(p)) pieces.try_merge(p, i);
 
   PartitionPlan plan;
   plan.subgraph_of.assign(order.size(), -1);

@@ -39,8 +39,9 @@ struct PartitionPlan {
 };
 
 // Partitions the BPU nodes into subgraphs that are connected (by BPU-to-BPU edges) and
-// convex (no path leaves a subgraph and comes back), so each runs as one unit and the
-// subgraphs and CPU nodes form a DAG. The algorithm and its proof are in README.md. Ids
+// such that the subgraphs and CPU nodes, each contracted to one unit, form a DAG: every
+// subgraph is convex (no path leaves it and comes back) and runs as one unit. Greedy
+// growth in topological order; the argument is in docs/bpu-checker.md. Ids
 // follow the topological position of each subgraph's first node, so they are stable for a
 // given model.
 Expected<PartitionPlan> build_partition_plan(const Graph& graph, std::vector<NodeCapability> capability);
