@@ -117,11 +117,20 @@ std::vector<const Value*> activation_inputs(const Graph& graph, const Node& node
   return out;
 }
 
-// Rank and batch of every activation input whose declared shape says so; a shape that is
-// not declared is not checked (the check command runs ONNX shape inference first).
+// Ops whose every input is data; the others take data at input 0 and parameters (scales,
+// sizes, shapes, pads, bounds) after it.
+const std::set<std::string> kAllDataInputs = {"Add", "And", "Concat", "Div", "Equal", "Gemm", "Greater", "Less",
+                                              "MatMul", "Max", "Mean", "Min", "Mul", "Or", "Pow", "Sub", "Sum", "Where"};
+
+// Rank and batch of every activation data input whose declared shape says so; a shape that
+// is not declared is not checked (the check command runs ONNX shape inference first).
 Check check_inputs(const Graph& graph, const Node& node, const std::vector<int64_t>& ranks,
                    std::optional<int64_t> max_batch) {
-  for (const Value* in : activation_inputs(graph, node)) {
+  std::vector<const Value*> inputs = activation_inputs(graph, node);
+  if (!kAllDataInputs.count(node.op_type()))
+    inputs.erase(std::remove_if(inputs.begin(), inputs.end(), [&](const Value* v) { return v != node.input(0); }),
+                 inputs.end());
+  for (const Value* in : inputs) {
     const std::vector<Dim>* dims = declared_dims(in);
     if (!dims) continue;
     const auto rank = static_cast<int64_t>(dims->size());

@@ -39,7 +39,13 @@ std::string ranges(const std::vector<int64_t>& nodes) {
   for (std::size_t i = 0; i < nodes.size();) {
     std::size_t j = i;
     while (j + 1 < nodes.size() && nodes[j + 1] == nodes[j] + 1) ++j;
-    out += (out.empty() ? "" : ", ") + std::to_string(nodes[i]) + (j > i ? "-" + std::to_string(nodes[j]) : "");
+    // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "-" + std::to_string(...).
+    if (!out.empty()) out += ", ";
+    out += std::to_string(nodes[i]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(nodes[j]);
+    }
     i = j + 1;
   }
   return out;
