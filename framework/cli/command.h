@@ -28,6 +28,7 @@ std::span<const Command> commands();
 Status run_inspect(const std::vector<std::string>& args);
 Status run_infer(const std::vector<std::string>& args);
 Status run_convert(const std::vector<std::string>& args);
+Status run_check(const std::vector<std::string>& args);
 Status run_plugins(const std::vector<std::string>& args);
 Status run_run(const std::vector<std::string>& args);
 
