@@ -1,6 +1,7 @@
 // BpuCheckBackend: the bpu backend's placement and partition, rendered as the check report.
 #include "bpu_check_backend.h"
 
+#include "bpu_cost.h"
 #include "check_report.h"
 
 namespace qflow {
@@ -27,8 +28,11 @@ Expected<std::vector<NodeCapability>> BpuCheckBackend::capability(const Model& m
 
 Expected<std::string> BpuCheckBackend::compile(const Model& model, const QuantTable& qparams) const {
   QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, backend_.plan(model, qparams));
-  return json_ ? check_report_json(plan, backend_.platform(), model.graph->name, qparams)
-               : check_report_text(plan, backend_.platform(), model.graph->name, qparams);
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, model.graph->topological_order());
+  std::vector<std::optional<int64_t>> macs;
+  for (const Node* node : order) macs.push_back(node_macs(*model.graph, *node));
+  return json_ ? check_report_json(plan, backend_.platform(), model.graph->name, qparams, macs)
+               : check_report_text(plan, backend_.platform(), model.graph->name, qparams, macs);
 }
 
 }  // namespace qflow

@@ -1,7 +1,10 @@
 // The BPU check report: a table of nodes, the subgraphs with their boundary conversions, and a summary.
 #include "check_report.h"
 
+#include "bpu_cost.h"
+
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <vector>
 
@@ -13,19 +16,32 @@ struct Summary {
   std::size_t bpu = 0;
   std::size_t cpu = 0;
   std::map<std::string, std::size_t> cpu_op_types;
+  int64_t bpu_macs = 0;
+  std::size_t unknown_macs = 0;  // BPU nodes whose MACs need shapes that are not known
 };
 
-Summary summarize(const PartitionPlan& plan) {
+Summary summarize(const PartitionPlan& plan, const std::vector<std::optional<int64_t>>& macs) {
   Summary s;
-  for (const NodeCapability& n : plan.nodes) {
+  for (std::size_t i = 0; i < plan.nodes.size(); ++i) {
+    const NodeCapability& n = plan.nodes[i];
     if (n.supported) {
       ++s.bpu;
+      const std::optional<int64_t> m = i < macs.size() ? macs[i] : std::optional<int64_t>();
+      if (m) s.bpu_macs += *m;
+      else ++s.unknown_macs;
     } else {
       ++s.cpu;
       ++s.cpu_op_types[n.op_type];
     }
   }
   return s;
+}
+
+// Microseconds with three decimals, fixed notation.
+std::string microseconds(double ms) {
+  char buf[64];
+  const auto result = std::to_chars(buf, buf + sizeof(buf), ms * 1e3, std::chars_format::fixed, 3);
+  return std::string(buf, result.ptr);
 }
 
 std::string pad(std::string text, std::size_t width) {
@@ -75,7 +91,7 @@ std::string boundary_text(const std::vector<BpuBoundary>& boundary, const QuantT
 }  // namespace
 
 std::string check_report_text(const PartitionPlan& plan, const BpuPlatform& platform, const std::string& model_name,
-                              const QuantTable& qparams) {
+                              const QuantTable& qparams, const std::vector<std::optional<int64_t>>& macs) {
   std::string out = "model: " + (model_name.empty() ? std::string("-") : model_name) + "\n";
   out += "platform: " + platform.name + (platform.summary.empty() ? "" : " (" + platform.summary + ")") + "\n\n";
 
@@ -109,7 +125,7 @@ std::string check_report_text(const PartitionPlan& plan, const BpuPlatform& plat
     out += "     out: " + boundary_text(sub.outputs, qparams) + "\n";
   }
 
-  const Summary s = summarize(plan);
+  const Summary s = summarize(plan, macs);
   out += "\nsummary:\n";
   out += "  nodes: " + std::to_string(plan.nodes.size()) + " (BPU " + std::to_string(s.bpu) + ", CPU " +
          std::to_string(s.cpu) + ")\n";
@@ -117,17 +133,22 @@ std::string check_report_text(const PartitionPlan& plan, const BpuPlatform& plat
   std::string types;
   for (const auto& [op, count] : s.cpu_op_types) types += (types.empty() ? "" : ", ") + op + " " + std::to_string(count);
   out += "  CPU op types: " + (types.empty() ? std::string("none") : types) + "\n";
+  out += "  BPU MACs: " + std::to_string(s.bpu_macs) + " (" + microseconds(compute_milliseconds(platform.cost, s.bpu_macs)) +
+         " us at " + std::to_string(platform.cost.macs_per_cycle) + " MACs/cycle and " +
+         plan_json_float(static_cast<float>(platform.cost.frequency_mhz)) + " MHz, compute only, symbolic dimensions as 1";
+  if (s.unknown_macs) out += "; " + std::to_string(s.unknown_macs) + " BPU nodes of unknown size not counted";
+  out += ")\n";
   return out;
 }
 
 std::string check_report_json(const PartitionPlan& plan, const BpuPlatform& platform, const std::string& model_name,
-                              const QuantTable& qparams) {
+                              const QuantTable& qparams, const std::vector<std::optional<int64_t>>& macs) {
   // The plan document with its own format name and a summary appended: one encoder for both.
   std::string out = partition_plan_json(plan, platform.name, model_name, qparams);
   const std::string from = "\"qflow-bpu-partition-plan\"";
   out.replace(out.find(from), from.size(), "\"qflow-bpu-check\"");
   out.resize(out.size() - 3);  // "\n}\n"
-  const Summary s = summarize(plan);
+  const Summary s = summarize(plan, macs);
   out += ",\n  \"summary\": {\"nodes\": " + std::to_string(plan.nodes.size()) + ", \"bpu_nodes\": " +
          std::to_string(s.bpu) + ", \"cpu_nodes\": " + std::to_string(s.cpu) +
          ", \"subgraphs\": " + std::to_string(plan.subgraphs.size()) + ", \"cpu_op_types\": {";
@@ -136,7 +157,9 @@ std::string check_report_json(const PartitionPlan& plan, const BpuPlatform& plat
     out += std::string(first ? "" : ", ") + plan_json_string(op) + ": " + std::to_string(count);
     first = false;
   }
-  out += "}}\n}\n";
+  out += "}, \"bpu_macs\": " + std::to_string(s.bpu_macs) + ", \"bpu_macs_unknown_nodes\": " +
+         std::to_string(s.unknown_macs) + ", \"bpu_compute_us\": " +
+         microseconds(compute_milliseconds(platform.cost, s.bpu_macs)) + "}\n}\n";
   return out;
 }
 
