@@ -330,3 +330,49 @@ TEST_CASE("bpu constraints: a Constant joins its consumer's subgraph, or stays o
 
 }  // namespace
 }  // namespace qflow
+
+namespace qflow {
+namespace {
+
+TEST_CASE("bpu constraints: max-dilation and Upsample's scales attribute, on a platform of one's own") {
+  TempDir dir("limits");
+  dir.write("lim.toml", platform_header("lim") +
+                            "[ops]\nConv = { max-dilation = 2 }\nUpsample = { max-scale = 4, integer-scales = true }\n");
+  auto loaded = load_bpu_platform(dir.path.string(), "lim");
+  REQUIRE_MESSAGE(loaded.has_value(), loaded.status().message());
+  const BpuBackend backend(loaded.value());
+  auto reason_of = [&](const Model& model) {
+    auto caps = backend.capability(model);
+    REQUIRE_MESSAGE(caps.has_value(), caps.status().message());
+    return caps->at(0).reason;
+  };
+
+  Model conv_model;
+  Graph& g = *conv_model.graph;
+  Value* x = g.get_or_create_value("x");
+  g.inputs = {x};
+  Value* y = conv(g, "c", x, {4, 4, 3, 3});
+  g.outputs = {y};
+  Node* c = y->producer();
+  c->set_attribute(Attribute::make_ints("dilations", {1, 4}));
+  CHECK(reason_of(conv_model) == "Conv dilation 1x4 > 2x2");
+  c->set_attribute(Attribute::make_ints("dilations", {2, 2}));
+  CHECK(reason_of(conv_model).empty());
+
+  Model up_model;
+  Graph& u = *up_model.graph;
+  Value* ux = u.get_or_create_value("x");
+  u.inputs = {ux};
+  Value* uy = unary(u, "Upsample", "up", ux);
+  u.outputs = {uy};
+  Node* up = uy->producer();
+  up->set_attribute(Attribute::make_floats("scales", {1, 1, 8, 2}));
+  CHECK(reason_of(up_model) == "Upsample scale 8x2 > 4x4");
+  up->set_attribute(Attribute::make_floats("scales", {1, 1, 2, 2.5f}));
+  CHECK(reason_of(up_model) == "Upsample scale 2x2.5 is not a whole number");
+  up->set_attribute(Attribute::make_floats("scales", {1, 1, 2, 4}));
+  CHECK(reason_of(up_model).empty());
+}
+
+}  // namespace
+}  // namespace qflow
