@@ -1,0 +1,230 @@
+// Scalar reference of the BPU's integer arithmetic (docs/fixed-point.md is the specification).
+// The lowering pass and the device runtime both call these functions, so a quantized model
+// computes bit-identical results on the host and on the device. Standard library only.
+//
+// Every quantized tensor is held as int32_t values inside the range of its QType; the QType
+// decides saturation and which accumulator an operation uses. Tensors are dense, row-major
+// (NCHW for images). Functions that check their arguments return a Status; they never throw.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace qflow::fx {
+
+struct Status {
+  std::string message;  // empty: success
+  bool ok() const { return message.empty(); }
+  static Status error(std::string text) { return Status{std::move(text)}; }
+};
+
+enum class QType { Int8, UInt8, Int16, UInt16 };
+
+struct Range {
+  int32_t min = 0;
+  int32_t max = 0;
+};
+Range range_of(QType type);
+bool is_16bit(QType type);
+
+// Parameters of one quantized tensor: real = scale * (q - zero_point).
+struct QParams {
+  double scale = 1.0;
+  int32_t zero_point = 0;
+  QType type = QType::Int8;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Requantization
+
+// A real multiplier M = mantissa * 2^-31 * 2^-shift. mantissa is in [2^30, 2^31), or 0 for
+// M < 2^-63 (such an M rounds every accepted accumulator, |acc| < 2^62, to 0).
+// shift is in [-31, 62]: negative shifts encode M >= 1, up to M < 2^31.
+struct Multiplier {
+  int32_t mantissa = 0;
+  int shift = 0;
+};
+inline constexpr int kMinShift = -31;
+inline constexpr int kMaxShift = 62;
+
+// (m, n) nearest to `real` (round half away from zero on the mantissa). `real` must be finite,
+// >= 0 and < 2^31.
+Status make_multiplier(double real, Multiplier& out);
+// The exact value the pair represents (for diagnostics and tests).
+double multiplier_value(Multiplier m);
+
+// round_half_away(acc * M): the product acc * mantissa is formed exactly (up to 94 bits), then
+// shifted right by 31 + shift with one rounding, half away from zero. Saturates to +-2^62.
+// `acc` must satisfy |acc| < 2^62.
+int64_t multiply_by_multiplier(int64_t acc, Multiplier m);
+// multiply_by_multiplier + zero point, saturated to [lo, hi].
+int32_t requantize(int64_t acc, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi);
+
+// Power-of-two platforms: M must be exactly 2^-shift with shift in [-31, 62]; error otherwise.
+Status make_pot_shift(double real, int& shift);
+// round_half_away(acc * 2^-shift) (a left shift when shift < 0, saturating to +-2^62).
+int64_t rounding_shift(int64_t acc, int shift);
+int32_t requantize_pot(int64_t acc, int shift, int32_t zero_point, int32_t lo, int32_t hi);
+
+// round_half_away(num / den) for den > 0, exact.
+int64_t rounding_divide(int64_t num, int64_t den);
+
+// ---------------------------------------------------------------------------------------------
+// Conv2D, MatMul / Gemm
+
+// Supported (activation, weight) type pairs and their accumulators:
+//   8-bit x Int8  -> int32        16-bit x Int8 or Int16 -> int48 (held in int64)
+Status check_type_pair(QType activation, QType weight);
+// The largest reduction length K for which no accumulator can overflow, given the input zero
+// point and the largest |bias|.
+int64_t max_reduction(QType activation, int32_t activation_zero_point, QType weight, int64_t max_abs_bias);
+
+// Output clamp of a fused Relu / Relu6 / Clip, in quantized output units (intersected with the
+// output type's range). The defaults leave the type's range.
+struct Clamp {
+  int32_t min = INT32_MIN;
+  int32_t max = INT32_MAX;
+};
+
+struct Conv2DParams {
+  int64_t batch = 1, in_channels = 1, in_h = 1, in_w = 1;
+  int64_t out_channels = 1, kernel_h = 1, kernel_w = 1;
+  int64_t group = 1;
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right (ONNX order)
+  std::array<int64_t, 2> dilations{1, 1};
+  QParams input, output;
+  QType weight_type = QType::Int8;        // weights are symmetric: zero point 0
+  std::vector<Multiplier> multipliers;    // 1 or out_channels: s_in * s_w[c] / s_out
+  Clamp clamp;
+};
+int64_t conv_out_h(const Conv2DParams& p);
+int64_t conv_out_w(const Conv2DParams& p);
+// x [N, C, H, W], w [M, C/group, kH, kW], bias empty or [M] (int32, scale s_in * s_w[c]),
+// y [N, M, oH, oW].
+Status conv2d(const Conv2DParams& p, std::span<const int32_t> x, std::span<const int32_t> w,
+              std::span<const int32_t> bias, std::span<int32_t> y);
+
+struct MatMulParams {
+  int64_t m = 1, k = 1, n = 1;
+  bool b_transposed = false;  // B is [N, K] (Gemm transB = 1) instead of [K, N]
+  QParams a, output;
+  QType b_type = QType::Int8;
+  int32_t b_zero_point = 0;              // 0 for weights; an activation B may have one
+  std::vector<Multiplier> multipliers;   // 1 or n: s_a * s_b[j] / s_out
+  Clamp clamp;
+};
+// a [M, K], b [K, N] (or [N, K]), bias empty or [N], y [M, N].
+Status matmul(const MatMulParams& p, std::span<const int32_t> a, std::span<const int32_t> b,
+              std::span<const int32_t> bias, std::span<int32_t> y);
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise, Concat
+
+// Add / Sub rescaling, computed once from the three parameter sets.
+struct AddParams {
+  QParams a, b, output;
+  int left_shift = 20;   // 20 for 8-bit inputs, 15 when either input is 16-bit
+  Multiplier a_multiplier, b_multiplier, output_multiplier;
+  bool subtract = false;
+  Clamp clamp;
+};
+Status make_add_params(const QParams& a, const QParams& b, const QParams& output, bool subtract, AddParams& out);
+// Same-shape operands (the caller broadcasts); y may alias a or b.
+Status add(const AddParams& p, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y);
+
+struct MulParams {
+  QParams a, b, output;
+  Multiplier multiplier;  // s_a * s_b / s_out
+  Clamp clamp;
+};
+Status make_mul_params(const QParams& a, const QParams& b, const QParams& output, MulParams& out);
+Status mul(const MulParams& p, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y);
+
+// Rescale one tensor from `in` to `out` parameters (identity copy when they are equal).
+Status rescale(const QParams& in, const QParams& out, std::span<const int32_t> x, std::span<int32_t> y);
+
+struct ConcatInput {
+  std::span<const int32_t> data;
+  int64_t axis_dim = 0;  // the input's extent along the concat axis
+  QParams params;
+};
+// Inputs viewed as [outer, axis_dim, inner]; y is [outer, sum(axis_dim), inner].
+Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inner, const QParams& output,
+              std::span<int32_t> y);
+
+// ---------------------------------------------------------------------------------------------
+// Pooling
+
+struct Pool2DParams {
+  int64_t batch = 1, channels = 1, in_h = 1, in_w = 1;
+  int64_t kernel_h = 1, kernel_w = 1;
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
+  std::array<int64_t, 2> dilations{1, 1};   // MaxPool only
+  bool count_include_pad = false;           // AveragePool only
+  QParams input, output;                    // MaxPool requires equal parameters
+};
+int64_t pool_out_h(const Pool2DParams& p);
+int64_t pool_out_w(const Pool2DParams& p);
+Status max_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y);
+Status average_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y);
+// x [N, C, H, W] -> y [N, C, 1, 1].
+Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w, const QParams& input,
+                           const QParams& output, std::span<const int32_t> x, std::span<int32_t> y);
+
+// ---------------------------------------------------------------------------------------------
+// Resize (output parameters equal the input's)
+
+enum class CoordinateMode { Asymmetric, HalfPixel, AlignCorners };
+enum class NearestMode { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+inline constexpr int kResizeFracBits = 15;  // bilinear weights are multiples of 2^-15
+
+struct ResizeParams {
+  int64_t batch = 1, channels = 1, in_h = 1, in_w = 1, out_h = 1, out_w = 1;
+  CoordinateMode coordinate_mode = CoordinateMode::HalfPixel;
+  NearestMode nearest_mode = NearestMode::RoundPreferFloor;
+  QType type = QType::Int8;
+};
+// Source index of output index `o` along an axis of input length `in`, output length `out`.
+int64_t nearest_source_index(int64_t o, int64_t in, int64_t out, CoordinateMode cm, NearestMode nm);
+// Source position of output index `o` in units of 2^-kResizeFracBits (clamped at 0 from below).
+int64_t linear_source_position(int64_t o, int64_t in, int64_t out, CoordinateMode cm);
+Status resize_nearest(const ResizeParams& p, std::span<const int32_t> x, std::span<int32_t> y);
+Status resize_bilinear(const ResizeParams& p, std::span<const int32_t> x, std::span<int32_t> y);
+
+// ---------------------------------------------------------------------------------------------
+// Lookup tables
+
+// 8-bit input: one entry per input value, entry k = quantize(f(dequantize(min + k))).
+// 16-bit input: 2^(16 - segment_bits) + 1 entries, entry i = quantize(f(dequantize(min +
+// i * 2^segment_bits))); values between entries are interpolated linearly.
+struct Lut {
+  QParams input, output;
+  int segment_bits = 0;  // 0 for a direct 8-bit table; 7 or 8 for 16-bit inputs
+  std::vector<int32_t> entries;
+};
+// quantize with round half to even and saturation (as ONNX QuantizeLinear).
+int32_t quantize(double real, const QParams& p);
+double dequantize(int32_t q, const QParams& p);
+// segment_bits is ignored for 8-bit inputs; for 16-bit inputs it must be 7 (513 entries) or 8
+// (257 entries). Fails when f returns NaN.
+Status build_lut(const std::function<double(double)>& f, const QParams& input, const QParams& output,
+                 int segment_bits, Lut& out);
+int32_t lut_lookup(const Lut& lut, int32_t q);
+Status apply_lut(const Lut& lut, std::span<const int32_t> x, std::span<int32_t> y);
+
+Status build_sigmoid_lut(const QParams& input, const QParams& output, int segment_bits, Lut& out);
+Status build_tanh_lut(const QParams& input, const QParams& output, int segment_bits, Lut& out);
+Status build_hard_sigmoid_lut(const QParams& input, const QParams& output, double alpha, double beta,
+                              int segment_bits, Lut& out);
+Status build_hard_swish_lut(const QParams& input, const QParams& output, int segment_bits, Lut& out);
+Status build_gelu_lut(const QParams& input, const QParams& output, int segment_bits, Lut& out);
+Status build_exp_lut(const QParams& input, const QParams& output, int segment_bits, Lut& out);
+Status build_reciprocal_lut(const QParams& input, const QParams& output, int segment_bits, Lut& out);
+
+}  // namespace qflow::fx
