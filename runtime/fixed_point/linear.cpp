@@ -1,0 +1,187 @@
+// Conv2D and MatMul / Gemm: integer products, wide accumulation, per-channel requantization
+// (docs/fixed-point.md, section 3).
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+#include "runtime/fixed_point/fixed_point.h"
+
+namespace qflow::fx {
+namespace {
+
+int64_t accumulator_limit(QType activation) {
+  // int32 for 8-bit activations; the 16-bit datapath accumulates in 48 bits.
+  return is_16bit(activation) ? (int64_t{1} << 47) - 1 : int64_t{std::numeric_limits<int32_t>::max()};
+}
+
+int64_t max_abs_offset(QType type, int32_t zero_point) {
+  const Range r = range_of(type);
+  return std::max<int64_t>(int64_t{zero_point} - r.min, int64_t{r.max} - zero_point);
+}
+
+int64_t max_abs_value(QType type) {
+  const Range r = range_of(type);
+  return std::max<int64_t>(-int64_t{r.min}, r.max);
+}
+
+Range output_bounds(QType type, Clamp clamp) {
+  const Range r = range_of(type);
+  return Range{std::max(r.min, clamp.min), std::min(r.max, clamp.max)};
+}
+
+Status check_values(std::span<const int32_t> v, QType type, const char* what) {
+  const Range r = range_of(type);
+  for (const int32_t x : v)
+    if (x < r.min || x > r.max)
+      return Status::error(std::string(what) + " holds " + std::to_string(x) + ", outside its type's range [" +
+                           std::to_string(r.min) + ", " + std::to_string(r.max) + "]");
+  return Status{};
+}
+
+Status check_zero_point(const QParams& q, const char* what) {
+  const Range r = range_of(q.type);
+  if (q.zero_point < r.min || q.zero_point > r.max)
+    return Status::error(std::string(what) + " zero point " + std::to_string(q.zero_point) + " is outside its type");
+  return Status{};
+}
+
+Status check_common(QType activation, const QParams& in, const QParams& out, QType weight, int64_t k,
+                    std::span<const int32_t> bias, size_t channels, size_t multipliers, Clamp clamp) {
+  if (Status s = check_type_pair(activation, weight); !s.ok()) return s;
+  if (Status s = check_zero_point(in, "input"); !s.ok()) return s;
+  if (Status s = check_zero_point(out, "output"); !s.ok()) return s;
+  if (!bias.empty() && bias.size() != channels)
+    return Status::error("bias has " + std::to_string(bias.size()) + " values, expected " + std::to_string(channels));
+  if (multipliers != 1 && multipliers != channels)
+    return Status::error("expected 1 or " + std::to_string(channels) + " multipliers, got " +
+                         std::to_string(multipliers));
+  const Range b = output_bounds(out.type, clamp);
+  if (b.min > b.max) return Status::error("the clamp bounds leave no output value");
+  int64_t max_bias = 0;
+  for (const int32_t v : bias) max_bias = std::max<int64_t>(max_bias, std::llabs(v));
+  const int64_t limit = max_reduction(activation, in.zero_point, weight, max_bias);
+  if (k > limit)
+    return Status::error("reduction length " + std::to_string(k) + " may overflow the accumulator (at most " +
+                         std::to_string(limit) + " for these types and this bias)");
+  return Status{};
+}
+
+}  // namespace
+
+Status check_type_pair(QType activation, QType weight) {
+  if (weight != QType::Int8 && weight != QType::Int16)
+    return Status::error("weights must be int8 or int16");
+  if (!is_16bit(activation) && weight == QType::Int16)
+    return Status::error("8-bit activations with int16 weights are not supported");
+  return Status{};
+}
+
+int64_t max_reduction(QType activation, int32_t activation_zero_point, QType weight, int64_t max_abs_bias) {
+  const int64_t product = max_abs_offset(activation, activation_zero_point) * max_abs_value(weight);
+  const int64_t room = accumulator_limit(activation) - max_abs_bias;
+  if (room <= 0 || product == 0) return room <= 0 ? 0 : std::numeric_limits<int64_t>::max();
+  return room / product;
+}
+
+int64_t conv_out_h(const Conv2DParams& p) {
+  const int64_t eff = p.dilations[0] * (p.kernel_h - 1) + 1;
+  return (p.in_h + p.pads[0] + p.pads[2] - eff) / p.strides[0] + 1;
+}
+
+int64_t conv_out_w(const Conv2DParams& p) {
+  const int64_t eff = p.dilations[1] * (p.kernel_w - 1) + 1;
+  return (p.in_w + p.pads[1] + p.pads[3] - eff) / p.strides[1] + 1;
+}
+
+Status conv2d(const Conv2DParams& p, std::span<const int32_t> x, std::span<const int32_t> w,
+              std::span<const int32_t> bias, std::span<int32_t> y) {
+  if (p.batch < 1 || p.in_channels < 1 || p.in_h < 1 || p.in_w < 1 || p.out_channels < 1 || p.kernel_h < 1 ||
+      p.kernel_w < 1 || p.group < 1 || p.strides[0] < 1 || p.strides[1] < 1 || p.dilations[0] < 1 ||
+      p.dilations[1] < 1 || std::any_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v < 0; }))
+    return Status::error("conv2d: dimensions, strides and dilations must be positive, pads non-negative");
+  if (p.in_channels % p.group != 0 || p.out_channels % p.group != 0)
+    return Status::error("conv2d: group " + std::to_string(p.group) + " does not divide the channel counts");
+  const int64_t oh = conv_out_h(p), ow = conv_out_w(p);
+  if (oh < 1 || ow < 1) return Status::error("conv2d: the kernel does not fit the padded input");
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+  const int64_t k = cg * p.kernel_h * p.kernel_w;
+  if (Status s = check_common(p.input.type, p.input, p.output, p.weight_type, k, bias,
+                              static_cast<size_t>(p.out_channels), p.multipliers.size(), p.clamp);
+      !s.ok())
+    return Status::error("conv2d: " + s.message);
+  if (x.size() != static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w) ||
+      w.size() != static_cast<size_t>(p.out_channels * k) ||
+      y.size() != static_cast<size_t>(p.batch * p.out_channels * oh * ow))
+    return Status::error("conv2d: tensor sizes do not match the parameters");
+  if (Status s = check_values(x, p.input.type, "conv2d input"); !s.ok()) return s;
+  if (Status s = check_values(w, p.weight_type, "conv2d weight"); !s.ok()) return s;
+  const Range b = output_bounds(p.output.type, p.clamp);
+  const int64_t zp = p.input.zero_point;
+  for (int64_t n = 0; n < p.batch; ++n)
+    for (int64_t m = 0; m < p.out_channels; ++m) {
+      const int64_t g = m / mg;
+      const Multiplier mult = p.multipliers.size() == 1 ? p.multipliers[0] : p.multipliers[static_cast<size_t>(m)];
+      const int32_t* wm = w.data() + m * k;
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          // Padding contributes (zp - zp) * w = 0, so padded taps are skipped.
+          int64_t acc = bias.empty() ? 0 : bias[static_cast<size_t>(m)];
+          for (int64_t c = 0; c < cg; ++c) {
+            const int32_t* xc = x.data() + ((n * p.in_channels + g * cg + c) * p.in_h) * p.in_w;
+            const int32_t* wc = wm + c * p.kernel_h * p.kernel_w;
+            for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+              const int64_t iy = oy * p.strides[0] - p.pads[0] + ky * p.dilations[0];
+              if (iy < 0 || iy >= p.in_h) continue;
+              for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+                const int64_t ix = ox * p.strides[1] - p.pads[1] + kx * p.dilations[1];
+                if (ix < 0 || ix >= p.in_w) continue;
+                acc += (xc[iy * p.in_w + ix] - zp) * wc[ky * p.kernel_w + kx];
+              }
+            }
+          }
+          y[static_cast<size_t>(((n * p.out_channels + m) * oh + oy) * ow + ox)] =
+              requantize(acc, mult, p.output.zero_point, b.min, b.max);
+        }
+    }
+  return Status{};
+}
+
+Status matmul(const MatMulParams& p, std::span<const int32_t> a, std::span<const int32_t> bm,
+              std::span<const int32_t> bias, std::span<int32_t> y) {
+  if (p.m < 1 || p.k < 1 || p.n < 1) return Status::error("matmul: dimensions must be positive");
+  if (Status s = check_common(p.a.type, p.a, p.output, p.b_type, p.k, bias, static_cast<size_t>(p.n),
+                              p.multipliers.size(), p.clamp);
+      !s.ok())
+    return Status::error("matmul: " + s.message);
+  const Range br = range_of(p.b_type);
+  if (p.b_zero_point < br.min || p.b_zero_point > br.max) return Status::error("matmul: B zero point outside its type");
+  if (p.b_zero_point != 0) {
+    // An asymmetric B widens |b - zp_b|; the bound is checked with that magnitude.
+    const int64_t bmax = std::max<int64_t>(int64_t{p.b_zero_point} - br.min, int64_t{br.max} - p.b_zero_point);
+    const int64_t amax = max_abs_offset(p.a.type, p.a.zero_point);
+    int64_t max_bias = 0;
+    for (const int32_t v : bias) max_bias = std::max<int64_t>(max_bias, std::llabs(v));
+    if (p.k > (accumulator_limit(p.a.type) - max_bias) / (amax * bmax))
+      return Status::error("matmul: reduction length " + std::to_string(p.k) + " may overflow the accumulator");
+  }
+  if (a.size() != static_cast<size_t>(p.m * p.k) || bm.size() != static_cast<size_t>(p.k * p.n) ||
+      y.size() != static_cast<size_t>(p.m * p.n))
+    return Status::error("matmul: tensor sizes do not match the parameters");
+  if (Status s = check_values(a, p.a.type, "matmul A"); !s.ok()) return s;
+  if (Status s = check_values(bm, p.b_type, "matmul B"); !s.ok()) return s;
+  const Range b = output_bounds(p.output.type, p.clamp);
+  const int64_t za = p.a.zero_point, zb = p.b_zero_point;
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      int64_t acc = bias.empty() ? 0 : bias[static_cast<size_t>(j)];
+      for (int64_t t = 0; t < p.k; ++t) {
+        const int64_t bv = p.b_transposed ? bm[static_cast<size_t>(j * p.k + t)] : bm[static_cast<size_t>(t * p.n + j)];
+        acc += (a[static_cast<size_t>(i * p.k + t)] - za) * (bv - zb);
+      }
+      const Multiplier mult = p.multipliers.size() == 1 ? p.multipliers[0] : p.multipliers[static_cast<size_t>(j)];
+      y[static_cast<size_t>(i * p.n + j)] = requantize(acc, mult, p.output.zero_point, b.min, b.max);
+    }
+  return Status{};
+}
+
+}  // namespace qflow::fx
