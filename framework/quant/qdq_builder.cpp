@@ -312,11 +312,11 @@ Expected<QuantizedWeight> quantize_weight(const Tensor& weight, int64_t axis, DT
       }
   QuantizedWeight out;
   out.axis = axis;
-  for (double m : max_abs) {
-    float s = static_cast<float>((m > 0.0 ? m : 1.0) / qmax);
-    if (!(s >= std::numeric_limits<float>::min())) s = std::numeric_limits<float>::min();
-    out.scale.push_back(s);
-  }
+  // A channel of (near-)zero weights gets a floor scale, 2^-60: its values round to 0 anyway,
+  // and the bias scale s_in * s_w must stay a normal float32 (PP-OCR rec has channels
+  // whose largest weight is ~1e-30).
+  constexpr double kMinWeightScale = 0x1p-60;
+  for (double m : max_abs) out.scale.push_back(static_cast<float>(std::max((m > 0.0 ? m : 1.0) / qmax, kMinWeightScale)));
   out.values = Tensor(dtype, weight.shape());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < channels; ++c) {

@@ -168,6 +168,16 @@ TEST_CASE("qdq: symmetric weights round half to even and clip to +-qmax") {
   CHECK_FALSE(quantize_weight(w, 0, DType::UInt8).has_value());
 }
 
+TEST_CASE("qdq: a channel of vanishing weights gets the floor scale 2^-60, zeros and all") {
+  const Tensor w = Tensor::from_vector<float>({2, 2}, {1e-30f, -1e-31f, 0.0f, 0.0f});
+  auto q = quantize_weight(w, 0, DType::Int8);
+  REQUIRE(q.has_value());
+  CHECK(q->scale[0] == 0x1p-60f);  // 1e-30 / 127 would make s_in * s_w underflow float32
+  CHECK(q->scale[1] == static_cast<float>(1.0 / 127.0));  // all zero: any scale, 1/qmax
+  const int8_t* v = q->values.data<int8_t>();
+  CHECK(std::vector<int>(v, v + 4) == std::vector<int>{0, 0, 0, 0});
+}
+
 TEST_CASE("qdq: Concat shares the largest threshold, pass-through ops propagate") {
   Model model = concat_model();
   auto aligned = align_scales(*model.graph, concat_table(), nullptr);
