@@ -1,0 +1,18 @@
+// The .hbm writer: HbmFile -> bytes, byte-for-byte deterministic.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/hbm/hbm_file.h"
+#include "runtime/hbm/status.h"
+
+namespace qflow::hbm {
+
+// Validates `file` (see validate()) and lays it out as format 1.0: header, section table,
+// then metadata, inputs, outputs, one section per segment in order, the unknown sections in
+// order and the weights last. The bytes depend on `file` only; version fields are ignored
+// (the current version is written).
+Expected<std::vector<uint8_t>> write(const HbmFile& file);
+
+}  // namespace qflow::hbm
