@@ -154,6 +154,11 @@ TEST_CASE("hbm: the same model gives the same bytes") {
   CHECK(write_ok(*parsed) == first);
 }
 
+TEST_CASE("hbm: the CRC is the CRC-32 of zlib and PNG, as docs/hbm-format.md says") {
+  const std::string_view check = "123456789";
+  CHECK(crc(reinterpret_cast<const uint8_t*>(check.data()), check.size()) == 0xcbf43926u);
+}
+
 TEST_CASE("hbm: the layout of an empty model, byte by byte") {
   HbmFile empty;
   empty.platform = "nash";
