@@ -228,3 +228,41 @@ Status build_exp_lut(const QParams& input, const QParams& output, int segment_bi
 Status build_reciprocal_lut(const QParams& input, const QParams& output, int segment_bits, Lut& out);
 
 }  // namespace qflow::fx
+
+namespace qflow::fx {
+
+// ---------------------------------------------------------------------------------------------
+// Softmax and LayerNorm (int16 datapath with tables, nash)
+
+// exp(d * s_in) for d = q - row_max <= 0, in Q30: 4097 entries at d = -4096 * 2^B + i * 2^B,
+// linearly interpolated; B in [0, 4] is the smallest with 4096 * 2^B * s_in >= 22 (beyond
+// that exp is below 2^-31 and the table yields 0), or 4 (the whole 16-bit difference range).
+inline constexpr int kSoftmaxEntries = 4097;
+struct SoftmaxParams {
+  QParams input, output;
+  int segment_bits = 0;            // B
+  std::vector<int32_t> exp_table;  // kSoftmaxEntries values, Q30
+  Multiplier output_multiplier;    // 2^-30 / s_out
+};
+Status make_softmax_params(const QParams& input, const QParams& output, SoftmaxParams& out);
+// Softmax over rows of length `row` (the last axis): x and y are [rows, row].
+Status softmax(const SoftmaxParams& p, int64_t row, std::span<const int32_t> x, std::span<int32_t> y);
+
+// LayerNorm over the last axis with quantized gamma (int16, scale s_gamma, zero point 0) and
+// beta (int32, scale s_gamma * 2^-kLayerNormFracBits).
+inline constexpr int kLayerNormFracBits = 12;  // the normalized value is Q12
+inline constexpr int64_t kLayerNormMaxRow = 8192;
+struct LayerNormParams {
+  QParams input, output;
+  int64_t row = 1;
+  std::vector<int32_t> gamma, beta;
+  int64_t epsilon = 0;            // epsilon / s_in^2 in units of 2^-16 (input LSB^2), rounded
+  Multiplier output_multiplier;   // s_gamma * 2^-12 / s_out
+};
+Status make_layernorm_params(const QParams& input, const QParams& output, const std::vector<double>& gamma,
+                             const std::vector<double>& beta, double epsilon, LayerNormParams& out);
+Status layernorm(const LayerNormParams& p, std::span<const int32_t> x, std::span<int32_t> y);
+// floor(sqrt(v)), exact.
+uint64_t integer_sqrt(uint64_t v);
+
+}  // namespace qflow::fx
