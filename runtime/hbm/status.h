@@ -31,7 +31,11 @@ template <typename T>
 class Expected {
  public:
   Expected(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
-  Expected(Status status) : state_(std::move(status)) {}  // NOLINT: must be an error
+  // An ok Status carries no value to hold, so it is turned into an error rather than
+  // produce an Expected that has neither.
+  Expected(Status status)  // NOLINT: implicit by design
+      : state_(status.is_ok() ? Status::error("hbm: internal error: no value and no error")
+                              : std::move(status)) {}
 
   bool has_value() const { return std::holds_alternative<T>(state_); }
   explicit operator bool() const { return has_value(); }

@@ -8,6 +8,7 @@
 
 #include "runtime/hbm/byte_reader.h"
 #include "runtime/hbm/byte_writer.h"
+#include "runtime/hbm/status.h"
 
 using namespace qflow::hbm;
 
@@ -101,4 +102,21 @@ TEST_CASE("hbm byte io: a count the remaining bytes cannot hold fails before any
   ByteReader fits(ok.bytes());
   CHECK(fits.count(4, "scales") == 2);
   CHECK(fits.ok());
+}
+
+TEST_CASE("hbm status: Expected holds a value or an error, never neither") {
+  Expected<int> value(3);
+  CHECK(value.has_value());
+  CHECK(*value == 3);
+  CHECK(value.status().is_ok());
+  CHECK(value.message().empty());
+
+  Expected<int> error(Status::error("hbm: broken"));
+  CHECK_FALSE(error.has_value());
+  CHECK(error.message() == "hbm: broken");
+  CHECK_FALSE(error.status().is_ok());
+
+  Expected<int> neither(Status::ok());
+  CHECK_FALSE(neither.has_value());
+  CHECK(neither.message() == "hbm: internal error: no value and no error");
 }

@@ -85,6 +85,11 @@ std::string hex(uint32_t v) {
   return text;
 }
 
+// Appends src[from, to) to out.
+void append(Bytes& out, const Bytes& src, size_t from, size_t to) {
+  for (size_t i = from; i < to; ++i) out.push_back(src[i]);
+}
+
 // Table entry `i` of a file the writer laid out (table right after the 96-byte header).
 size_t entry(size_t i) { return 96 + 32 * i; }
 uint64_t section_offset(const Bytes& b, size_t i) { return get(b, entry(i) + 8, 8); }
@@ -333,6 +338,49 @@ TEST_CASE("hbm: a newer minor version is read, and may append to sections") {
   HbmFile expected = sample();
   expected.version_minor = 1;
   CHECK(*parsed == expected);
+}
+
+TEST_CASE("hbm: a later 1.x may grow the header and the table entries") {
+  // Re-lay the sample as a 1.1 writer might: 8 more header bytes and 8 more bytes per entry,
+  // all non-zero, which a 1.0 reader must skip. Sections move by 8 + 7 * 8 = 64 bytes, which
+  // keeps every alignment.
+  const Bytes good = write_ok(sample());
+  Bytes grown;
+  append(grown, good, 0, 96);
+  grown.resize(grown.size() + 8, 0xab);
+  for (size_t i = 0; i < 7; ++i) {
+    append(grown, good, entry(i), entry(i) + 32);
+    grown.resize(grown.size() + 8, 0xcd);
+    put(grown, grown.size() - 40 + 8, 8, section_offset(good, i) + 64);
+  }
+  append(grown, good, 320, good.size());
+  REQUIRE(grown.size() == good.size() + 64);
+  put(grown, 10, 2, 1);
+  put(grown, 16, 4, 104);
+  put(grown, 24, 8, 104);
+  put(grown, 32, 8, grown.size());
+  put(grown, 88, 4, 40);
+  reseal(grown);
+  Expected<HbmFile> parsed = parse(grown, kSupported);
+  REQUIRE_MESSAGE(parsed.has_value(), parsed.message());
+  HbmFile expected = sample();
+  expected.version_minor = 1;
+  CHECK(*parsed == expected);
+
+  // The table may also start after a gap, which must be zero.
+  Bytes gap;
+  append(gap, grown, 0, 104);
+  gap.resize(gap.size() + 64, 0);
+  append(gap, grown, 104, grown.size());
+  put(gap, 24, 8, 168);
+  put(gap, 32, 8, gap.size());
+  for (size_t i = 0; i < 7; ++i) put(gap, 168 + 40 * i + 8, 8, get(grown, 104 + 40 * i + 8, 8) + 64);
+  reseal(gap);
+  parsed = parse(gap, kSupported);
+  REQUIRE_MESSAGE(parsed.has_value(), parsed.message());
+  CHECK(*parsed == expected);
+  gap[130] = 1;
+  CHECK(parse_error(gap) == "hbm: byte 130 is outside every section but is 0x01, not zero padding");
 }
 
 TEST_CASE("hbm: unknown section kinds are skipped, not interpreted") {
