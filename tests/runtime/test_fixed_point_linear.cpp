@@ -182,6 +182,8 @@ TEST_CASE("conv2d: fused clamp, argument errors, accumulator bounds") {
   CHECK(max_reduction(QType::Int16, 0, QType::Int16, 0) == 131071);
   CHECK(max_reduction(QType::UInt16, 0, QType::Int16, 0) == 65537);
   CHECK(max_reduction(QType::Int16, 0, QType::Int8, 0) == 33554431);
+  CHECK(max_reduction(QType::UInt16, 0, QType::Int8, 0) == 16777472);
+  CHECK(max_reduction(QType::Int8, 0, QType::Int8, 16384) == 131070);
   CHECK(max_reduction(QType::Int8, 0, QType::Int8, INT32_MAX) == 0);
 
   // A 1 x 1 convolution over 131072 channels could overflow int32: refused.
