@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -303,6 +304,34 @@ TEST_CASE("hbm: a corrupted file whose CRCs were recomputed is rejected or valid
   // Both outcomes occur: names and payload bytes may change, structure may not.
   CHECK(rejected > 0);
   CHECK(accepted > 0);
+}
+
+TEST_CASE("hbm: random words written over a resealed file are rejected or valid, never a crash") {
+  // Whole 32-bit words reach the length and count fields with large values, which single
+  // flipped bits rarely do. A fixed seed keeps the test reproducible.
+  const Bytes good = write_ok(sample());
+  std::mt19937 random(20261129);
+  size_t rejected = 0;
+  for (int round = 0; round < 4000; ++round) {
+    Bytes bad = good;
+    const size_t words = 1 + random() % 3;
+    for (size_t w = 0; w < words; ++w) {
+      const size_t at = 96 + random() % (bad.size() - 96 - 4);
+      const uint32_t kinds[] = {0xffffffffu, 0x80000000u, 0x7fffffffu, static_cast<uint32_t>(random()),
+                                static_cast<uint32_t>(random() % 256)};
+      put(bad, at, 4, kinds[random() % 5]);
+    }
+    reseal(bad);
+    CAPTURE(round);
+    Expected<HbmFile> parsed = parse(bad);
+    if (!parsed) {
+      ++rejected;
+      CHECK(parsed.message().rfind("hbm: ", 0) == 0);
+      continue;
+    }
+    CHECK(write(*parsed).has_value());
+  }
+  CHECK(rejected > 0);
 }
 
 TEST_CASE("hbm: bad magic and unsupported versions are refused") {
