@@ -109,6 +109,17 @@ int64_t conv_out_w(const Conv2DParams& p);
 Status conv2d(const Conv2DParams& p, std::span<const int32_t> x, std::span<const int32_t> w,
               std::span<const int32_t> bias, std::span<int32_t> y);
 
+// ConvTranspose (ONNX): x [N, C, H, W], w [C, M/group, kH, kW], y [N, M, oH, oW] with
+// oH = stride * (H - 1) + output_padding + dilation * (kH - 1) + 1 - pad_top - pad_bottom.
+// `out_channels` is M; multipliers are 1 or M (channel m uses s_w[m mod M/group]).
+struct ConvTranspose2DParams : Conv2DParams {
+  std::array<int64_t, 2> output_padding{0, 0};
+};
+int64_t conv_transpose_out_h(const ConvTranspose2DParams& p);
+int64_t conv_transpose_out_w(const ConvTranspose2DParams& p);
+Status conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t> x, std::span<const int32_t> w,
+                        std::span<const int32_t> bias, std::span<int32_t> y);
+
 struct MatMulParams {
   int64_t m = 1, k = 1, n = 1;
   bool b_transposed = false;  // B is [N, K] (Gemm transB = 1) instead of [K, N]

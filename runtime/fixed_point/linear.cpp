@@ -146,6 +146,74 @@ Status conv2d(const Conv2DParams& p, std::span<const int32_t> x, std::span<const
   return Status{};
 }
 
+int64_t conv_transpose_out_h(const ConvTranspose2DParams& p) {
+  return p.strides[0] * (p.in_h - 1) + p.output_padding[0] + p.dilations[0] * (p.kernel_h - 1) + 1 - p.pads[0] - p.pads[2];
+}
+
+int64_t conv_transpose_out_w(const ConvTranspose2DParams& p) {
+  return p.strides[1] * (p.in_w - 1) + p.output_padding[1] + p.dilations[1] * (p.kernel_w - 1) + 1 - p.pads[1] - p.pads[3];
+}
+
+Status conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t> x, std::span<const int32_t> w,
+                        std::span<const int32_t> bias, std::span<int32_t> y) {
+  if (p.batch < 1 || p.in_channels < 1 || p.in_h < 1 || p.in_w < 1 || p.out_channels < 1 || p.kernel_h < 1 ||
+      p.kernel_w < 1 || p.group < 1 || p.strides[0] < 1 || p.strides[1] < 1 || p.dilations[0] < 1 ||
+      p.dilations[1] < 1 || std::any_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v < 0; }) ||
+      p.output_padding[0] < 0 || p.output_padding[1] < 0 || p.output_padding[0] >= std::max(p.strides[0], p.dilations[0]) ||
+      p.output_padding[1] >= std::max(p.strides[1], p.dilations[1]))
+    return Status::error("conv_transpose2d: dimensions, strides and dilations must be positive, pads non-negative, "
+                         "output padding below the stride or dilation");
+  if (p.in_channels % p.group != 0 || p.out_channels % p.group != 0)
+    return Status::error("conv_transpose2d: group " + std::to_string(p.group) + " does not divide the channel counts");
+  const int64_t oh = conv_transpose_out_h(p), ow = conv_transpose_out_w(p);
+  if (oh < 1 || ow < 1) return Status::error("conv_transpose2d: the pads remove the whole output");
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+  const int64_t kk = p.kernel_h * p.kernel_w;
+  // Each output sums at most cg * kH * kW products.
+  if (Status s = check_common(p.input.type, p.input, p.output, p.weight_type, cg * kk, bias,
+                              static_cast<size_t>(p.out_channels), p.multipliers.size(), p.clamp);
+      !s.ok())
+    return Status::error("conv_transpose2d: " + s.message);
+  if (x.size() != static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w) ||
+      w.size() != static_cast<size_t>(p.in_channels * mg * kk) ||
+      y.size() != static_cast<size_t>(p.batch * p.out_channels * oh * ow))
+    return Status::error("conv_transpose2d: tensor sizes do not match the parameters");
+  if (Status s = check_values(x, p.input.type, "conv_transpose2d input"); !s.ok()) return s;
+  if (Status s = check_values(w, p.weight_type, "conv_transpose2d weight"); !s.ok()) return s;
+  const Range b = output_bounds(p.output.type, p.clamp);
+  const int64_t zp = p.input.zero_point;
+  std::vector<int64_t> acc(static_cast<size_t>(oh * ow));
+  for (int64_t n = 0; n < p.batch; ++n)
+    for (int64_t m = 0; m < p.out_channels; ++m) {
+      const int64_t g = m / mg, mm = m % mg;
+      std::fill(acc.begin(), acc.end(), bias.empty() ? 0 : int64_t{bias[static_cast<size_t>(m)]});
+      // Scatter: input pixel (iy, ix) reaches output (iy * s - pad + ky * d, ...).
+      for (int64_t c = 0; c < cg; ++c) {
+        const int64_t ci = g * cg + c;
+        const int32_t* xc = x.data() + ((n * p.in_channels + ci) * p.in_h) * p.in_w;
+        const int32_t* wc = w.data() + (ci * mg + mm) * kk;
+        for (int64_t iy = 0; iy < p.in_h; ++iy)
+          for (int64_t ix = 0; ix < p.in_w; ++ix) {
+            const int64_t v = xc[iy * p.in_w + ix] - zp;
+            if (v == 0) continue;
+            for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+              const int64_t oy = iy * p.strides[0] - p.pads[0] + ky * p.dilations[0];
+              if (oy < 0 || oy >= oh) continue;
+              for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+                const int64_t ox = ix * p.strides[1] - p.pads[1] + kx * p.dilations[1];
+                if (ox >= 0 && ox < ow) acc[static_cast<size_t>(oy * ow + ox)] += v * wc[ky * p.kernel_w + kx];
+              }
+            }
+          }
+      }
+      const Multiplier mult = p.multipliers.size() == 1 ? p.multipliers[0] : p.multipliers[static_cast<size_t>(m)];
+      int32_t* ym = y.data() + (n * p.out_channels + m) * oh * ow;
+      for (int64_t i = 0; i < oh * ow; ++i)
+        ym[i] = requantize(acc[static_cast<size_t>(i)], mult, p.output.zero_point, b.min, b.max);
+    }
+  return Status{};
+}
+
 Status matmul(const MatMulParams& p, std::span<const int32_t> a, std::span<const int32_t> bm,
               std::span<const int32_t> bias, std::span<int32_t> y) {
   if (p.m < 1 || p.k < 1 || p.n < 1) return Status::error("matmul: dimensions must be positive");

@@ -262,3 +262,78 @@ TEST_CASE("matmul: hand case, transposed B, B zero point, randomized against flo
     MESSAGE("matmul max |int - float reference| = " << worst << " LSB");
   }
 }
+
+TEST_CASE("conv_transpose2d: hand case and randomized against a gather-form float reference") {
+  ConvTranspose2DParams p;
+  p.in_h = p.in_w = 2;
+  p.kernel_h = p.kernel_w = 2;
+  p.strides = {2, 2};
+  p.input = {1.0, 1, QType::Int8};
+  p.output = {1.0, 0, QType::Int8};
+  p.multipliers = {multiplier(1.0)};
+  const std::vector<int32_t> x = {2, 3, 4, 5};  // centered: 1, 2, 3, 4
+  const std::vector<int32_t> w = {1, 0, 0, -1};
+  std::vector<int32_t> y(16);
+  REQUIRE(conv_transpose_out_h(p) == 4);
+  REQUIRE(conv_transpose2d(p, x, w, std::vector<int32_t>{1}, y).ok());
+  // Each input pixel v writes [[v, 0], [0, -v]] into its own 2x2 block, plus bias 1.
+  CHECK(y == std::vector<int32_t>{2, 1, 3, 1, 1, 0, 1, -1, 4, 1, 5, 1, 1, -2, 1, -3});
+
+  std::mt19937 rng(12);
+  for (const auto& [act, wt] : {std::pair{QType::Int8, QType::Int8}, std::pair{QType::Int16, QType::Int16}}) {
+    int64_t worst = 0;
+    for (int t = 0; t < 100; ++t) {
+      ConvTranspose2DParams q;
+      std::uniform_int_distribution<int> small(1, 3);
+      q.batch = small(rng);
+      q.group = small(rng);
+      q.in_channels = q.group * small(rng);
+      q.out_channels = q.group * small(rng);
+      q.in_h = small(rng) + 1, q.in_w = small(rng) + 1;
+      q.kernel_h = small(rng), q.kernel_w = small(rng);
+      q.strides = {small(rng), small(rng)};
+      q.dilations = {small(rng) == 3 ? 2 : 1, 1};
+      q.output_padding = {q.strides[0] > 1 ? 1 : 0, 0};
+      q.pads = {std::uniform_int_distribution<int64_t>(0, 1)(rng), 0, 0, std::uniform_int_distribution<int64_t>(0, 1)(rng)};
+      if (conv_transpose_out_h(q) < 1 || conv_transpose_out_w(q) < 1) q.pads = {0, 0, 0, 0};
+      q.input = {random_log_uniform(rng, 1e-3, 1.0), std::uniform_int_distribution<int32_t>(-50, 50)(rng), act};
+      q.output = {random_log_uniform(rng, 1e-2, 10.0), 3, act};
+      q.weight_type = wt;
+      const int64_t mg = q.out_channels / q.group, cg = q.in_channels / q.group;
+      std::vector<double> sw(static_cast<size_t>(mg));
+      for (auto& s : sw) s = random_log_uniform(rng, 1e-4, 1e-2) / (is_16bit(wt) ? 256.0 : 1.0);
+      for (int64_t m = 0; m < q.out_channels; ++m)
+        q.multipliers.push_back(multiplier(q.input.scale * sw[static_cast<size_t>(m % mg)] / q.output.scale));
+      const auto xv = random_values(rng, static_cast<size_t>(q.batch * q.in_channels * q.in_h * q.in_w), act);
+      auto wv = random_values(rng, static_cast<size_t>(q.in_channels * mg * q.kernel_h * q.kernel_w), wt);
+      for (auto& v : wv) v = std::max(v, -range_of(wt).max);
+      const int64_t oh = conv_transpose_out_h(q), ow = conv_transpose_out_w(q);
+      std::vector<int32_t> out(static_cast<size_t>(q.batch * q.out_channels * oh * ow)), ref(out.size());
+      const Status s = conv_transpose2d(q, xv, wv, {}, out);
+      REQUIRE_MESSAGE(s.ok(), s.message);
+      for (int64_t n = 0; n < q.batch; ++n)
+        for (int64_t m = 0; m < q.out_channels; ++m)
+          for (int64_t oy = 0; oy < oh; ++oy)
+            for (int64_t ox = 0; ox < ow; ++ox) {
+              double sum = 0.0;
+              const int64_t g = m / mg, mm = m % mg;
+              for (int64_t c = 0; c < cg; ++c)
+                for (int64_t ky = 0; ky < q.kernel_h; ++ky)
+                  for (int64_t kx = 0; kx < q.kernel_w; ++kx) {
+                    const int64_t ty = oy + q.pads[0] - ky * q.dilations[0], tx = ox + q.pads[1] - kx * q.dilations[1];
+                    if (ty < 0 || tx < 0 || ty % q.strides[0] != 0 || tx % q.strides[1] != 0) continue;
+                    const int64_t iy = ty / q.strides[0], ix = tx / q.strides[1];
+                    if (iy >= q.in_h || ix >= q.in_w) continue;
+                    const int64_t ci = g * cg + c;
+                    sum += dequantize(xv[static_cast<size_t>(((n * q.in_channels + ci) * q.in_h + iy) * q.in_w + ix)], q.input) *
+                           sw[static_cast<size_t>(mm)] *
+                           wv[static_cast<size_t>(((ci * mg + mm) * q.kernel_h + ky) * q.kernel_w + kx)];
+                  }
+              ref[static_cast<size_t>(((n * q.out_channels + m) * oh + oy) * ow + ox)] = quantize(sum, q.output);
+            }
+      worst = std::max(worst, max_abs_diff(out, ref));
+    }
+    CHECK(worst <= 1);
+    MESSAGE("conv_transpose2d max |int - float reference| = " << worst << " LSB");
+  }
+}
