@@ -99,7 +99,7 @@ TEST_CASE("multiply_by_multiplier equals exact rounding of acc * m * 2^(-31-n)")
     const int64_t got = multiply_by_multiplier(acc, m);
     // Exact for the represented multiplier, whatever the magnitude.
     REQUIRE(got == exact_round(acc, multiplier_value(m)));
-    // Against the real multiplier: |acc| * |M - Mq| <= |acc * M| * 2^-32, below half a unit
+    // Against the real multiplier: |acc| * |M - Mq| <= |acc * M| * 2^-31, below one unit
     // for results under 2^31. Equal there except next to a tie, where that error can cross the
     // half (results beyond 2^31 saturate any output type anyway).
     const double v = std::fabs(static_cast<double>(acc) * real);
@@ -112,7 +112,7 @@ TEST_CASE("multiply_by_multiplier equals exact rounding of acc * m * 2^(-31-n)")
       CHECK(distance_to_tie <= std::fabs(static_cast<double>(acc)) * std::fabs(real - multiplier_value(m)) + 1e-9 * v);
     }
   }
-  // Results a 16-bit output can hold: the error is below 2^-16 of a unit, ties are rare.
+  // Results a 16-bit output can hold: the error is below 2^-15 of a unit, ties are rare.
   CHECK(mismatches_vs_real <= 2);
 }
 
