@@ -238,10 +238,6 @@ Status build_gelu_lut(const QParams& input, const QParams& output, int segment_b
 Status build_exp_lut(const QParams& input, const QParams& output, int segment_bits, Lut& out);
 Status build_reciprocal_lut(const QParams& input, const QParams& output, int segment_bits, Lut& out);
 
-}  // namespace qflow::fx
-
-namespace qflow::fx {
-
 // ---------------------------------------------------------------------------------------------
 // Softmax and LayerNorm (int16 datapath with tables, nash)
 

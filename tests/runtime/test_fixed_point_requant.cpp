@@ -11,7 +11,7 @@ using namespace qflow::fx::test;
 
 namespace {
 
-using u128 = unsigned __int128;
+__extension__ typedef unsigned __int128 u128;  // GCC and Clang; tests only
 
 // round_half_away(|v| * 2^-s) computed with the compiler's 128-bit integers, independently of
 // the library's two-word arithmetic.
