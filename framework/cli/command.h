@@ -29,6 +29,7 @@ Status run_inspect(const std::vector<std::string>& args);
 Status run_infer(const std::vector<std::string>& args);
 Status run_convert(const std::vector<std::string>& args);
 Status run_check(const std::vector<std::string>& args);
+Status run_perf(const std::vector<std::string>& args);
 Status run_plugins(const std::vector<std::string>& args);
 Status run_run(const std::vector<std::string>& args);
 

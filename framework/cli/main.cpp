@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"infer", "run a model on .npy inputs with the reference interpreter", run_infer},
     {"convert", "import and re-export an ONNX model (optionally with inferred shapes)", run_convert},
     {"check", "place a model's nodes on a BPU platform or the CPU and show the partition", run_check},
+    {"perf", "estimate MACs, bytes and BPU cycles per layer of a model on a BPU platform", run_perf},
     {"run", "run a pipeline file (a DAG of plugin stages)", run_run},
     {"plugins", "list the loaded plugin libraries and their components", run_plugins},
 };

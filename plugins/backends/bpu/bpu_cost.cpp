@@ -55,6 +55,30 @@ std::optional<int64_t> node_macs(const Graph& graph, const Node& node) {
   return 0;
 }
 
+std::optional<int64_t> value_elements(const Graph& graph, const Value* value, std::vector<std::string>* symbolic) {
+  if (!value) return std::nullopt;
+  if (const Tensor* t = graph.initializer(value)) return product(t->shape());
+  if (!value->type || !value->type->shape) return std::nullopt;
+  int64_t n = 1;
+  for (const Dim& d : *value->type->shape) {
+    if (!d.value && symbolic) symbolic->push_back(d.param.empty() ? "?" : d.param);
+    n *= d.value.value_or(1);
+  }
+  return n;
+}
+
+double bytes_per_cycle(const BpuCost& cost) {
+  return cost.frequency_mhz > 0.0 ? cost.bandwidth_gbps * 1e9 / (cost.frequency_mhz * 1e6) : 0.0;
+}
+
+LayerCycles layer_cycles(const BpuCost& cost, int64_t macs, int64_t bytes) {
+  LayerCycles c;
+  if (cost.macs_per_cycle > 0) c.compute = static_cast<double>(macs) / static_cast<double>(cost.macs_per_cycle);
+  const double per_cycle = bytes_per_cycle(cost);
+  if (per_cycle > 0.0) c.memory = static_cast<double>(bytes) / per_cycle;
+  return c;
+}
+
 double compute_milliseconds(const BpuCost& cost, int64_t macs) {
   const double macs_per_second = static_cast<double>(cost.macs_per_cycle) * cost.frequency_mhz * 1e6;
   return macs_per_second > 0.0 ? static_cast<double>(macs) / macs_per_second * 1e3 : 0.0;

@@ -1,6 +1,7 @@
 // Entry point of libqflow_backend_bpu: registers the BPU backend and the BPU check with the host.
 #include "bpu_backend.h"
 #include "bpu_check_backend.h"
+#include "bpu_perf_backend.h"
 #include "qflow/plugin/entry.h"
 #include "qflow/plugin/registrar.h"
 
@@ -8,7 +9,8 @@ namespace {
 
 qflow::Status register_backends(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuBackend::info(), &qflow::BpuBackend::create));
-  return registrar.add_backend(qflow::BpuCheckBackend::info(), &qflow::BpuCheckBackend::create);
+  QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuCheckBackend::info(), &qflow::BpuCheckBackend::create));
+  return registrar.add_backend(qflow::BpuPerfBackend::info(), &qflow::BpuPerfBackend::create);
 }
 
 }  // namespace
