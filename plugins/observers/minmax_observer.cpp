@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "value_scan.h"
+
 namespace qflow {
 
 namespace {
@@ -51,24 +53,9 @@ Expected<std::unique_ptr<Observer>> MinMaxObserver::create(const Options& option
 Status MinMaxObserver::observe(const Tensor& values) {
   if (values.dtype() != DType::Float32)
     return invalid_input("minmax observer expects a float tensor, got " + std::string(dtype_name(values.dtype())));
-  int64_t count = 0;
-  int64_t nans = 0;
-  int64_t infs = 0;
-  float lo = 0.0f;
-  float hi = 0.0f;
-  for (float value : values.span<float>()) {
-    const float x = value + 0.0f;  // -0 becomes +0, so the first zero seen does not decide the sign
-    if (std::isnan(x)) {
-      ++nans;
-    } else if (std::isinf(x)) {
-      ++infs;
-    } else if (count++ == 0) {
-      lo = hi = x;
-    } else {
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    }
-  }
+  const ValueScan scan = scan_values(values.span<float>());
+  const int64_t count = scan.count, nans = scan.nans, infs = scan.infs;
+  const float lo = scan.lo, hi = scan.hi;
   if (count > 0) {
     min_ = count_ > 0 ? std::min(min_, static_cast<double>(lo)) : lo;
     max_ = count_ > 0 ? std::max(max_, static_cast<double>(hi)) : hi;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "state_codec.h"
+#include "value_scan.h"
 
 namespace qflow {
 
@@ -46,21 +47,9 @@ Status MovingAverageMinMaxObserver::observe(const Tensor& values) {
   if (values.dtype() != DType::Float32)
     return invalid_input("moving-average-minmax observer expects a float tensor, got " +
                          std::string(dtype_name(values.dtype())));
-  int64_t count = 0, nans = 0, infs = 0;
-  float lo = 0.0f, hi = 0.0f;
-  for (float value : values.span<float>()) {
-    const float x = value + 0.0f;  // -0 becomes +0, so the first zero seen does not decide the sign
-    if (std::isnan(x)) {
-      ++nans;
-    } else if (std::isinf(x)) {
-      ++infs;
-    } else if (count++ == 0) {
-      lo = hi = x;
-    } else {
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    }
-  }
+  const ValueScan scan = scan_values(values.span<float>());
+  const int64_t count = scan.count, nans = scan.nans, infs = scan.infs;
+  const float lo = scan.lo, hi = scan.hi;
   if (count > 0) {
     if (updates_ == 0) {
       min_ = lo;
