@@ -2,38 +2,23 @@
 #include "minmax_observer.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <cstring>
 
+#include "state_codec.h"
 #include "value_scan.h"
 
 namespace qflow {
 
 namespace {
 
-constexpr char kMagic[4] = {'Q', 'F', 'M', 'M'};
+constexpr char kMagic[5] = "QFMM";
 constexpr uint32_t kFormatVersion = 1;
 constexpr std::size_t kStateBytes = 4 + 4 + 3 * 8 + 2 * 8;
 
-// Explicit little-endian encoding keeps the state portable between machines that shard
-// a calibration run.
-void put_u64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-void put_u32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-uint64_t get_u64(std::string_view bytes, std::size_t at) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
-  return v;
-}
-uint32_t get_u32(std::string_view bytes, std::size_t at) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + i])) << (8 * i);
-  return v;
-}
+using observer_state::put_f64;
+using observer_state::put_i64;
+using observer_state::put_u32;
+using observer_state::Reader;
 
 }  // namespace
 
@@ -85,13 +70,13 @@ Status MinMaxObserver::merge(const Observer& other) {
 }
 
 std::string MinMaxObserver::serialize() const {
-  std::string out(kMagic, sizeof(kMagic));
+  std::string out(kMagic, 4);
   put_u32(out, kFormatVersion);
-  put_u64(out, static_cast<uint64_t>(count_));
-  put_u64(out, static_cast<uint64_t>(nan_count_));
-  put_u64(out, static_cast<uint64_t>(inf_count_));
-  put_u64(out, std::bit_cast<uint64_t>(count_ > 0 ? min_ : 0.0));
-  put_u64(out, std::bit_cast<uint64_t>(count_ > 0 ? max_ : 0.0));
+  put_i64(out, count_);
+  put_i64(out, nan_count_);
+  put_i64(out, inf_count_);
+  put_f64(out, count_ > 0 ? min_ : 0.0);
+  put_f64(out, count_ > 0 ? max_ : 0.0);
   return out;
 }
 
@@ -99,17 +84,17 @@ Status MinMaxObserver::deserialize(std::string_view bytes) {
   if (bytes.size() != kStateBytes)
     return invalid_input("minmax observer state: expected " + std::to_string(kStateBytes) + " bytes, got " +
                          std::to_string(bytes.size()));
-  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
-    return invalid_input("minmax observer state: bad magic (not a minmax state)");
-  const uint32_t version = get_u32(bytes, 4);
+  Reader in(bytes);
+  if (!in.magic(kMagic)) return invalid_input("minmax observer state: bad magic (not a minmax state)");
+  const uint32_t version = in.u32();
   if (version != kFormatVersion)
     return unsupported("minmax observer state: format version " + std::to_string(version) + ", expected " +
                        std::to_string(kFormatVersion));
-  const auto count = static_cast<int64_t>(get_u64(bytes, 8));
-  const auto nans = static_cast<int64_t>(get_u64(bytes, 16));
-  const auto infs = static_cast<int64_t>(get_u64(bytes, 24));
-  const double lo = std::bit_cast<double>(get_u64(bytes, 32));
-  const double hi = std::bit_cast<double>(get_u64(bytes, 40));
+  const int64_t count = in.i64();
+  const int64_t nans = in.i64();
+  const int64_t infs = in.i64();
+  const double lo = in.f64();
+  const double hi = in.f64();
   if (count < 0 || nans < 0 || infs < 0) return invalid_input("minmax observer state: negative count");
   if (count > 0 && !(std::isfinite(lo) && std::isfinite(hi) && lo <= hi))
     return invalid_input("minmax observer state: range [" + std::to_string(lo) + ", " + std::to_string(hi) +
