@@ -25,7 +25,9 @@ const std::vector<HostStage>& host_stages() {
   static const std::vector<HostStage> stages = {
       {"import-onnx",
        StageKind::ImportOnnx,
-       {{"min-opset", OptionType::Int, int64_t{0},
+       {{"infer-shapes", OptionType::Bool, false,
+         "record the shapes ONNX shape inference finds (what shape-dependent stages, e.g. bpu-check, need)"},
+        {"min-opset", OptionType::Int, int64_t{0},
          "convert models below this default-domain opset up to it with libonnx's version converter (0: keep)"},
         {"name", OptionType::String, std::string("model"), "model name used in artifact file names"},
         {"path", OptionType::String, std::string(), "the float ONNX model"}},

@@ -1,8 +1,9 @@
 // import-onnx: reads a float ONNX model through qflow's importer and checks, optionally
-// raising its opset (QDQ with per-channel weights needs opset 13).
+// raising its opset (QDQ with per-channel weights needs opset 13) and recording inferred shapes.
 #include <algorithm>
 #include <set>
 
+#include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_version.h"
 #include "framework/pipeline/stage_util.h"
 #include "framework/runtime/executor.h"
@@ -69,6 +70,8 @@ Expected<StageResult> run_import(const PipelineStage& stage) {
     model = std::move(converted).value();
     forget_declared(model, declared);
   }
+  if (std::get<bool>(stage.options.at("infer-shapes").value))
+    QFLOW_RETURN_IF_ERROR(infer_shapes(model).with_context(path));
   return model_result(model);
 }
 

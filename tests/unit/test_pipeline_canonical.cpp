@@ -72,7 +72,7 @@ name = "n"
 [[stage]]
 id = "i"
 use = "import-onnx"
-options = { min-opset = 0, name = "n", path = "m.onnx" }
+options = { infer-shapes = false, min-opset = 0, name = "n", path = "m.onnx" }
 output = "n_original_float_model.onnx"
 
 [[stage]]
