@@ -107,9 +107,8 @@ Status HistogramObserver::merge(const Observer& other) {
     histogram_ = std::move(sum);
     return Status::ok();
   }
-  int64_t count = 0, nans = 0, infs = 0;
-  if (__builtin_add_overflow(count_, peer->count_, &count) || __builtin_add_overflow(nan_count_, peer->nan_count_, &nans) ||
-      __builtin_add_overflow(inf_count_, peer->inf_count_, &infs))
+  int64_t count = count_, nans = nan_count_, infs = inf_count_;
+  if (!add_counts(count, nans, infs, peer->count_, peer->nan_count_, peer->inf_count_))
     return invalid_input("histogram observer merge: value count overflows int64");
   if (peer->count_ > 0) {
     min_ = count_ > 0 ? std::min(min_, peer->min_) : peer->min_;
@@ -183,14 +182,7 @@ Status HistogramObserver::deserialize(std::string_view bytes) {
 }
 
 TensorStatistics HistogramObserver::statistics() const {
-  TensorStatistics stats;
-  stats.count = count_;
-  stats.nan_count = nan_count_;
-  stats.inf_count = inf_count_;
-  if (count_ > 0) {
-    stats.min = min_;
-    stats.max = max_;
-  }
+  TensorStatistics stats = range_statistics(count_, nan_count_, inf_count_, min_, max_);
   if (pass_ == 1) {
     stats.histogram_range = range();
     stats.histogram.assign(histogram_.begin(), histogram_.end());

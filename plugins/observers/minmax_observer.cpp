@@ -54,10 +54,8 @@ Status MinMaxObserver::observe(const Tensor& values) {
 Status MinMaxObserver::merge(const Observer& other) {
   const auto* peer = dynamic_cast<const MinMaxObserver*>(&other);
   if (!peer) return invalid_input("minmax observer can only merge the state of another minmax observer");
-  // States may come from files, so the sums are checked rather than trusted.
-  int64_t count = 0, nans = 0, infs = 0;
-  if (__builtin_add_overflow(count_, peer->count_, &count) || __builtin_add_overflow(nan_count_, peer->nan_count_, &nans) ||
-      __builtin_add_overflow(inf_count_, peer->inf_count_, &infs))
+  int64_t count = count_, nans = nan_count_, infs = inf_count_;
+  if (!add_counts(count, nans, infs, peer->count_, peer->nan_count_, peer->inf_count_))
     return invalid_input("minmax observer merge: value count overflows int64");
   if (peer->count_ > 0) {
     min_ = count_ > 0 ? std::min(min_, peer->min_) : peer->min_;
@@ -111,15 +109,7 @@ Status MinMaxObserver::deserialize(std::string_view bytes) {
 }
 
 TensorStatistics MinMaxObserver::statistics() const {
-  TensorStatistics stats;
-  stats.count = count_;
-  stats.nan_count = nan_count_;
-  stats.inf_count = inf_count_;
-  if (count_ > 0) {
-    stats.min = min_;
-    stats.max = max_;
-  }
-  return stats;
+  return range_statistics(count_, nan_count_, inf_count_, min_, max_);
 }
 
 }  // namespace qflow

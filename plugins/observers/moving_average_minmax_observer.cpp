@@ -73,9 +73,8 @@ Status MovingAverageMinMaxObserver::merge(const Observer& other) {
   if (std::bit_cast<uint64_t>(peer->constant_) != std::bit_cast<uint64_t>(constant_))
     return invalid_input("moving-average-minmax observer merge: averaging constants differ (" + describe(constant_) +
                          " and " + describe(peer->constant_) + ")");
-  int64_t count = 0, nans = 0, infs = 0, updates = 0;
-  if (__builtin_add_overflow(count_, peer->count_, &count) || __builtin_add_overflow(nan_count_, peer->nan_count_, &nans) ||
-      __builtin_add_overflow(inf_count_, peer->inf_count_, &infs) ||
+  int64_t count = count_, nans = nan_count_, infs = inf_count_, updates = 0;
+  if (!add_counts(count, nans, infs, peer->count_, peer->nan_count_, peer->inf_count_) ||
       __builtin_add_overflow(updates_, peer->updates_, &updates))
     return invalid_input("moving-average-minmax observer merge: a count overflows int64");
   if (peer->count_ > 0) {
@@ -146,15 +145,7 @@ Status MovingAverageMinMaxObserver::deserialize(std::string_view bytes) {
 }
 
 TensorStatistics MovingAverageMinMaxObserver::statistics() const {
-  TensorStatistics stats;
-  stats.count = count_;
-  stats.nan_count = nan_count_;
-  stats.inf_count = inf_count_;
-  if (count_ > 0) {
-    stats.min = min_;
-    stats.max = max_;
-  }
-  return stats;
+  return range_statistics(count_, nan_count_, inf_count_, min_, max_);
 }
 
 }  // namespace qflow

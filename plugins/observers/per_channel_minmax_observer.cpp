@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "state_codec.h"
+#include "value_scan.h"
 
 namespace qflow {
 
@@ -106,9 +107,8 @@ Status PerChannelMinMaxObserver::merge(const Observer& other) {
                          std::to_string(channel_min_.size()) + " channels along axis " + std::to_string(axis_) +
                          " and " + std::to_string(peer->channel_min_.size()) + " along axis " +
                          std::to_string(peer->axis_) + ")");
-  int64_t count = 0, nans = 0, infs = 0;
-  if (__builtin_add_overflow(count_, peer->count_, &count) || __builtin_add_overflow(nan_count_, peer->nan_count_, &nans) ||
-      __builtin_add_overflow(inf_count_, peer->inf_count_, &infs))
+  int64_t count = count_, nans = nan_count_, infs = inf_count_;
+  if (!add_counts(count, nans, infs, peer->count_, peer->nan_count_, peer->inf_count_))
     return invalid_input("per-channel-minmax observer merge: value count overflows int64");
   if (peer->axis_ >= 0) {
     if (axis_ < 0) {
@@ -204,14 +204,7 @@ Status PerChannelMinMaxObserver::deserialize(std::string_view bytes) {
 }
 
 TensorStatistics PerChannelMinMaxObserver::statistics() const {
-  TensorStatistics stats;
-  stats.count = count_;
-  stats.nan_count = nan_count_;
-  stats.inf_count = inf_count_;
-  if (count_ > 0) {
-    stats.min = min_;
-    stats.max = max_;
-  }
+  TensorStatistics stats = range_statistics(count_, nan_count_, inf_count_, min_, max_);
   stats.axis = axis_;
   stats.channel_min = channel_min_;
   stats.channel_max = channel_max_;

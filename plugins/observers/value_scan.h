@@ -1,5 +1,5 @@
-// One pass over a tensor's values: finite count, NaN and Inf counts, finite min and max.
-// Every observer starts from it, so all of them treat non-finite values and signed zeros
+// One pass over a tensor's values (finite count, NaN and Inf counts, finite min and max)
+// and the count bookkeeping around it. Every observer starts from these, so all of them treat non-finite values and signed zeros
 // the same way.
 #pragma once
 
@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+
+#include "qflow/plugin/observer.h"
 
 namespace qflow {
 
@@ -34,6 +36,27 @@ inline ValueScan scan_values(std::span<const float> values) {
     }
   }
   return scan;
+}
+
+// The summary every observer reports: its counts, and the range once a finite value was seen.
+inline TensorStatistics range_statistics(int64_t count, int64_t nans, int64_t infs, double min, double max) {
+  TensorStatistics stats;
+  stats.count = count;
+  stats.nan_count = nans;
+  stats.inf_count = infs;
+  if (count > 0) {
+    stats.min = min;
+    stats.max = max;
+  }
+  return stats;
+}
+
+// Adds a peer state's counts; false when a sum overflows int64. States may come from files,
+// so merges check the sums rather than trust them.
+inline bool add_counts(int64_t& count, int64_t& nans, int64_t& infs, int64_t peer_count, int64_t peer_nans,
+                       int64_t peer_infs) {
+  return !__builtin_add_overflow(count, peer_count, &count) && !__builtin_add_overflow(nans, peer_nans, &nans) &&
+         !__builtin_add_overflow(infs, peer_infs, &infs);
 }
 
 }  // namespace qflow
