@@ -1,0 +1,59 @@
+// Executor: runs a lowered model with the fixed-point reference (runtime/fixed_point) for the
+// BPU segments and float kernels (cpu_ops.h) for the CPU segments. It is both the `.bc`
+// simulator and the `.hbm` runtime, so the two give bit-identical results by construction.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qflow/lowered/model.h"
+#include "runtime/hbm/status.h"
+
+namespace qflow::lowered {
+
+using hbm::Expected;
+using hbm::Status;
+
+// A tensor's value at run time. Quantized and i32 tensors hold their integers in `ints`
+// (inside the type's range), f32 tensors in `floats`, i64 tensors in `longs`.
+struct Value {
+  ElemType type = ElemType::f32;
+  std::vector<int64_t> shape;
+  std::vector<int32_t> ints;
+  std::vector<float> floats;
+  std::vector<int64_t> longs;
+};
+
+// Checks that do not need data: tensor indices in range, every op known with its required
+// inputs and attributes, constant data sizes matching shapes and types, each tensor written
+// once and before it is read, model inputs/outputs f32. The executor and the codecs run it.
+Status validate(const Model& model);
+
+class Executor {
+ public:
+  // Validates the model and prepares the constants; the model is copied.
+  static Expected<Executor> create(Model model);
+
+  const Model& model() const { return model_; }
+
+  // Float inputs, one per model input in order (element count must match the shape);
+  // fills one float vector per model output. Messages name the op and its source node.
+  Status run(const std::vector<std::span<const float>>& inputs, std::vector<std::vector<float>>& outputs) const;
+
+  // The same, but an input whose only consumers are `quantize` ops may be given already
+  // quantized (type and range of that op's output; those quantize ops are skipped). A
+  // float input is given as f32. Outputs are the model's f32 outputs.
+  Status run_values(const std::vector<Value>& inputs, std::vector<std::vector<float>>& outputs) const;
+
+  // The quantized type and parameters an input takes when given quantized; false when the
+  // input is not consumed only by quantize ops with one common output type and quant.
+  bool quantized_input(size_t index, ElemType& type, Quant& quant) const;
+
+ private:
+  explicit Executor(Model model) : model_(std::move(model)) {}
+  Model model_;
+};
+
+}  // namespace qflow::lowered

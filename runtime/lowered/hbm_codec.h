@@ -1,0 +1,26 @@
+// The lowered model inside an .hbm: the tensor table, one segment per lowered segment with its
+// op stream, and the weights blob (docs/hbm-format.md, "Op streams"). Deterministic: the same
+// model gives the same bytes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "qflow/lowered/model.h"
+#include "runtime/hbm/hbm_file.h"
+#include "runtime/hbm/status.h"
+
+namespace qflow::lowered {
+
+// `toolchain_version` goes into the header; properties into the metadata section.
+hbm::Expected<hbm::HbmFile> to_hbm(const Model& model, std::string_view toolchain_version);
+// Decodes and validates (lowered::validate) the model an HbmFile carries.
+hbm::Expected<Model> from_hbm(const hbm::HbmFile& file);
+
+// write(to_hbm(...)) and from_hbm(parse(...)) in one step.
+hbm::Expected<std::vector<uint8_t>> encode_hbm(const Model& model, std::string_view toolchain_version);
+hbm::Expected<Model> decode_hbm(std::span<const uint8_t> bytes, std::span<const std::string_view> supported_platforms = {});
+
+}  // namespace qflow::lowered
