@@ -27,6 +27,8 @@ const std::vector<HostStage>& host_stages() {
        StageKind::ImportOnnx,
        {{"infer-shapes", OptionType::Bool, false,
          "record the shapes ONNX shape inference finds (what shape-dependent stages, e.g. bpu-check, need)"},
+        {"input-shape", OptionType::String, std::string(),
+         "fix input shapes: \"1,3,48,320\" (one input) or \"name=1,3,48,320;other=...\"; shapes are inferred again"},
         {"min-opset", OptionType::Int, int64_t{0},
          "convert models below this default-domain opset up to it with libonnx's version converter (0: keep)"},
         {"name", OptionType::String, std::string("model"), "model name used in artifact file names"},

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "framework/onnx/input_shapes.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_version.h"
 #include "framework/pipeline/stage_util.h"
@@ -70,6 +71,8 @@ Expected<StageResult> run_import(const PipelineStage& stage) {
     model = std::move(converted).value();
     forget_declared(model, declared);
   }
+  const std::string input_shape = string_option(stage, "input-shape");
+  if (!input_shape.empty()) QFLOW_RETURN_IF_ERROR(set_input_shapes(model, input_shape).with_context(path));
   if (std::get<bool>(stage.options.at("infer-shapes").value))
     QFLOW_RETURN_IF_ERROR(infer_shapes(model).with_context(path));
   return model_result(model);

@@ -1,0 +1,19 @@
+// Fixing the shapes of a model's inputs (the import stage's `input-shape` option), so that a
+// model with symbolic dimensions gets the static shapes a BPU program needs.
+#pragma once
+
+#include <string>
+
+#include "qflow/core/status.h"
+#include "qflow/ir/graph.h"
+
+namespace qflow {
+
+// `spec` is "1,3,48,320" (the model must have one runtime input) or
+// "name=1,3,48,320;other=1,8" ('x' may separate dimensions too: "1x3x48x320"). Each named
+// input gets that shape: its rank must match a declared rank and a static dimension may
+// not change. Every other value's inferred type is then dropped and ONNX shape inference
+// runs again, so downstream shapes follow.
+Status set_input_shapes(Model& model, const std::string& spec);
+
+}  // namespace qflow
