@@ -16,13 +16,14 @@ std::string section_kind_name(uint32_t kind) {
     case SectionKind::bpu_segment: return "bpu-segment";
     case SectionKind::cpu_segment: return "cpu-segment";
     case SectionKind::weights: return "weights";
+    case SectionKind::tensors: return "tensors";
   }
   return "kind " + std::to_string(kind);
 }
 
 bool is_known_section_kind(uint32_t kind) {
   return kind >= static_cast<uint32_t>(SectionKind::metadata) &&
-         kind <= static_cast<uint32_t>(SectionKind::weights);
+         kind <= static_cast<uint32_t>(SectionKind::tensors);
 }
 
 std::string_view dtype_name(DType dtype) {

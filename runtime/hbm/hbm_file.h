@@ -39,6 +39,7 @@ enum class SectionKind : uint32_t {
   bpu_segment = 4,
   cpu_segment = 5,
   weights = 6,
+  tensors = 7,  // the lowered model's tensor table (runtime/lowered/hbm_codec.h)
 };
 
 // "metadata", "bpu-segment", ...; "kind <n>" for a kind this reader does not know.
@@ -123,6 +124,9 @@ struct HbmFile {
   std::vector<TensorDesc> outputs;
   std::vector<Segment> segments;  // in execution order
   std::vector<uint8_t> weights;   // written as its own 64-byte aligned section when not empty
+  // The tensor table of the lowered model (kind 7); opaque to the container like an op
+  // stream, its encoding belongs to runtime/lowered/hbm_codec. Written when not empty.
+  std::vector<uint8_t> tensor_table;
   std::vector<RawSection> unknown_sections;
 
   bool operator==(const HbmFile&) const = default;

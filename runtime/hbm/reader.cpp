@@ -309,6 +309,10 @@ Status decode_section(std::span<const uint8_t> data, size_t index, uint32_t kind
     file.weights.assign(data.begin(), data.end());
     return Status::ok();
   }
+  if (k == SectionKind::tensors) {
+    file.tensor_table.assign(data.begin(), data.end());
+    return Status::ok();
+  }
   ByteReader r(data);
   switch (k) {
     case SectionKind::metadata: decode_metadata(r, file.metadata); break;

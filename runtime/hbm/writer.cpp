@@ -107,6 +107,9 @@ Expected<std::vector<uint8_t>> write(const HbmFile& file) {
                       encode_tensors(file.inputs)});
   sections.push_back({static_cast<uint32_t>(SectionKind::outputs), kSectionAlignment,
                       encode_tensors(file.outputs)});
+  if (!file.tensor_table.empty()) {
+    sections.push_back({static_cast<uint32_t>(SectionKind::tensors), kSectionAlignment, file.tensor_table});
+  }
   for (const Segment& seg : file.segments) {
     const SectionKind kind = seg.kind == SegmentKind::bpu ? SectionKind::bpu_segment : SectionKind::cpu_segment;
     sections.push_back({static_cast<uint32_t>(kind), kSectionAlignment, encode_segment(seg)});
