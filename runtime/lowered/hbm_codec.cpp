@@ -28,12 +28,20 @@ constexpr uint64_t kConstantAlignment = 64;
 constexpr uint8_t kFlagConstant = 1;
 constexpr size_t kMaxTensorRank = hbm::kMaxRank;
 
-Status fail(const std::string& message) { return Status::error("hbm: " + message); }
+// Names come from the file: control characters are shown as '?' so a message stays one line.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
+}
+
+Status fail(const std::string& message) { return Status::error(one_line("hbm: " + message)); }
 
 // Messages from lowered::validate may or may not carry the prefix.
 Status with_prefix(const Status& s) {
-  if (s.is_ok() || s.message().rfind("hbm: ", 0) == 0) return s;
-  return Status::error("hbm: " + s.message());
+  if (s.is_ok()) return s;
+  return fail(s.message().rfind("hbm: ", 0) == 0 ? s.message().substr(5) : s.message());
 }
 
 uint64_t align_up(uint64_t v) { return (v + kConstantAlignment - 1) / kConstantAlignment * kConstantAlignment; }
@@ -515,7 +523,7 @@ hbm::Expected<std::vector<uint8_t>> encode_hbm(const Model& model, std::string_v
 
 hbm::Expected<Model> decode_hbm(std::span<const uint8_t> bytes, std::span<const std::string_view> supported_platforms) {
   hbm::Expected<hbm::HbmFile> file = hbm::parse(bytes, supported_platforms);
-  if (!file) return file.status();
+  if (!file) return Status::error(one_line(file.message()));
   return from_hbm(*file);
 }
 
