@@ -1,6 +1,9 @@
-// Entry point of libqflow_backend_bpu: registers the BPU backend and the BPU check with the host.
+// Entry point of libqflow_backend_bpu: registers the BPU backends (plan, check, performance
+// estimate, lowering to .bc, compilation to .hbm) with the host.
 #include "bpu_backend.h"
 #include "bpu_check_backend.h"
+#include "bpu_compile_backend.h"
+#include "bpu_lower_backend.h"
 #include "bpu_perf_backend.h"
 #include "qflow/plugin/entry.h"
 #include "qflow/plugin/registrar.h"
@@ -10,7 +13,9 @@ namespace {
 qflow::Status register_backends(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuBackend::info(), &qflow::BpuBackend::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuCheckBackend::info(), &qflow::BpuCheckBackend::create));
-  return registrar.add_backend(qflow::BpuPerfBackend::info(), &qflow::BpuPerfBackend::create);
+  QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuPerfBackend::info(), &qflow::BpuPerfBackend::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuLowerBackend::info(), &qflow::BpuLowerBackend::create));
+  return registrar.add_backend(qflow::BpuCompileBackend::info(), &qflow::BpuCompileBackend::create);
 }
 
 }  // namespace

@@ -1,0 +1,34 @@
+// BpuLowerBackend: lower_ptq_model() serialized with encode_bc().
+#include "bpu_lower_backend.h"
+
+#include "lowering.h"
+#include "qflow/lowered/bc.h"
+
+namespace qflow {
+
+ComponentInfo BpuLowerBackend::info() {
+  ComponentInfo info = BpuBackend::info();
+  info.name = "bpu-lower";
+  info.summary = "BPU lowering of a PTQ (QDQ) model to the integer program, written as <name>_quantized_model.bc";
+  return info;
+}
+
+Expected<std::unique_ptr<Backend>> BpuLowerBackend::create(const Options& options) {
+  QFLOW_ASSIGN_OR_RETURN(BpuBackend backend, BpuBackend::from_options(options));
+  return std::unique_ptr<Backend>(std::make_unique<BpuLowerBackend>(std::move(backend)));
+}
+
+Expected<std::vector<NodeCapability>> BpuLowerBackend::capability(const Model& model) const {
+  LoweringReport report;
+  QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(model, backend_, &report));
+  (void)lowered;
+  return report.nodes;
+}
+
+Expected<std::string> BpuLowerBackend::compile(const Model& model, const QuantTable& qparams) const {
+  (void)qparams;
+  QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(model, backend_));
+  return encode_bc(lowered);
+}
+
+}  // namespace qflow

@@ -1,0 +1,35 @@
+// BpuLowerBackend (`bpu-lower`) and the lowering entry shared with `bpu-compile`: the PTQ
+// model lowered for a BPU platform, emitted as `<name>_quantized_model.bc`.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bpu_backend.h"
+#include "qflow/core/status.h"
+#include "qflow/plugin/backend.h"
+#include "qflow/plugin/component.h"
+#include "qflow/plugin/options.h"
+
+namespace qflow {
+
+class BpuLowerBackend final : public Backend {
+ public:
+  static ComponentInfo info();
+  // The bpu backend's options (platform, platform-dir, run-on-cpu, run-on-bpu).
+  static Expected<std::unique_ptr<Backend>> create(const Options& options);
+
+  explicit BpuLowerBackend(BpuBackend backend) : backend_(std::move(backend)) {}
+
+  // The placement after the nodes without an integer lowering moved to the CPU.
+  Expected<std::vector<NodeCapability>> capability(const Model& model) const override;
+  // The `.bc` bytes (qflow/lowered/bc.h). `qparams` is not read: the PTQ model carries its
+  // quantization.
+  Expected<std::string> compile(const Model& model, const QuantTable& qparams) const override;
+
+ private:
+  BpuBackend backend_;
+};
+
+}  // namespace qflow

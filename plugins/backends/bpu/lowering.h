@@ -1,0 +1,26 @@
+// Lowering: a PTQ (QDQ) model and a BPU platform's partition turned into the integer program
+// of qflow/lowered/model.h. README.md ("Lowering") lists the rules.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bpu_backend.h"
+#include "qflow/core/status.h"
+#include "qflow/ir/graph.h"
+#include "qflow/lowered/model.h"
+
+namespace qflow {
+
+// What the lowering decided besides the model: the placement after the nodes without an
+// integer lowering moved to the CPU.
+struct LoweringReport {
+  std::vector<NodeCapability> nodes;  // the float view's topological order
+};
+
+// The lowered model of `ptq` for the backend's platform and overrides. Errors name the node
+// or value: a model that is not a PTQ model, a dynamic shape, a multiplier a power-of-two
+// platform cannot shift, a CPU op the runtime has no kernel for.
+Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& backend, LoweringReport* report = nullptr);
+
+}  // namespace qflow
