@@ -53,7 +53,12 @@ class Executor {
 
  private:
   explicit Executor(Model model) : model_(std::move(model)) {}
+  // Runs the model on prepared input values (f32, or quantized for quantized_input ones).
+  Status execute(std::vector<Value> inputs, std::vector<std::vector<float>>& outputs) const;
+
   Model model_;
+  std::vector<Value> constants_;             // decoded constants, indexed by tensor (empty otherwise)
+  std::vector<std::vector<int32_t>> release_;  // per op in execution order: tensors last read there
 };
 
 }  // namespace qflow::lowered

@@ -1,0 +1,447 @@
+// The integer ops of the lowered model (BPU segments, and quantize / dequantize in both kinds):
+// each builds the qflow::fx parameters from the op's attributes and tensors and calls the
+// fixed-point reference (docs/lowered-model.md).
+#include <algorithm>
+#include <climits>
+
+#include "runtime/lowered/op_common.h"
+
+namespace qflow::lowered::detail {
+namespace {
+
+using I32 = std::span<const int32_t>;
+
+Status fx_status(const fx::Status& s) { return s.ok() ? Status::ok() : Status::error(s.message); }
+
+fx::Multiplier pair_multiplier(const Op& op, std::string_view name) {
+  const Attribute* a = find_attribute(op, name);
+  fx::Multiplier m;
+  if (a && a->ints.size() == 2) {
+    m.mantissa = static_cast<int32_t>(a->ints[0]);
+    m.shift = static_cast<int>(a->ints[1]);
+  }
+  return m;
+}
+
+std::vector<fx::Multiplier> multiplier_list(const Op& op) {
+  const std::vector<int64_t> m = ints_or(op, "multiplier_mantissa", {});
+  const std::vector<int64_t> s = ints_or(op, "multiplier_shift", {});
+  std::vector<fx::Multiplier> out(std::min(m.size(), s.size()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = fx::Multiplier{static_cast<int32_t>(m[i]), static_cast<int>(s[i])};
+  return out;
+}
+
+fx::Clamp clamp_of(const Op& op) {
+  const std::vector<int64_t> c = ints_or(op, "clamp", {});
+  fx::Clamp r;
+  if (c.size() == 2) {
+    r.min = static_cast<int32_t>(std::clamp<int64_t>(c[0], INT32_MIN, INT32_MAX));
+    r.max = static_cast<int32_t>(std::clamp<int64_t>(c[1], INT32_MIN, INT32_MAX));
+  }
+  return r;
+}
+
+fx::QType qtype(ElemType t) {
+  fx::QType q = fx::QType::Int8;
+  to_qtype(t, q);
+  return q;
+}
+
+Status shape_mismatch(const Shape& produced, const Shape& declared) {
+  return Status::error("produces shape " + shape_string(produced) + " but its output tensor declares " +
+                       shape_string(declared));
+}
+
+bool all_at_least(const std::vector<int64_t>& v, int64_t lo) {
+  return std::all_of(v.begin(), v.end(), [lo](int64_t x) { return x >= lo; });
+}
+
+template <size_t N>
+std::array<int64_t, N> to_array(const std::vector<int64_t>& v) {
+  std::array<int64_t, N> a{};
+  for (size_t i = 0; i < N && i < v.size(); ++i) a[i] = v[i];
+  return a;
+}
+
+class IntegerOp {
+ public:
+  IntegerOp(const Model& model, const Op& op, const std::vector<const Value*>& ins, const std::vector<Value*>& outs)
+      : m_(model), op_(op), ins_(ins), outs_(outs) {}
+
+  Status run() {
+    const std::string& t = op_.type;
+    if (t == "quantize") return quantize();
+    if (t == "dequantize") return dequantize();
+    if (t == "conv2d" || t == "conv_transpose2d") return conv(t == "conv_transpose2d");
+    if (t == "matmul") return matmul();
+    if (t == "add" || t == "sub" || t == "mul") return eltwise();
+    if (t == "requantize") return requantize();
+    if (t == "concat") return concat();
+    if (t == "max_pool" || t == "average_pool") return pool(t == "max_pool");
+    if (t == "global_average_pool") return global_pool();
+    if (t == "resize") return resize();
+    if (t == "lut") return lut();
+    if (t == "softmax") return softmax();
+    if (t == "layernorm") return layernorm();
+    if (t == "reshape") {
+      out().ints = in(0).ints;
+      return Status::ok();
+    }
+    if (t == "transpose") return transpose();
+    if (t == "slice") return slice();
+    return Status::error("unknown op type");
+  }
+
+ private:
+  const Tensor& tin(size_t i) const { return m_.tensors[static_cast<size_t>(op_.inputs[i])]; }
+  const Tensor& tout() const { return m_.tensors[static_cast<size_t>(op_.outputs[0])]; }
+  const Value& in(size_t i) const { return *ins_[i]; }
+  bool has(size_t i) const { return i < ins_.size() && ins_[i] != nullptr; }
+  Value& out() const { return *outs_[0]; }
+  fx::QParams qin(size_t i) const { return qparams(tin(i)); }
+  fx::QParams qout() const { return qparams(tout()); }
+
+  Status quantize() {
+    const fx::QParams q = qout();
+    const std::vector<float>& x = in(0).floats;
+    std::vector<int32_t>& y = out().ints;
+    for (size_t i = 0; i < x.size(); ++i) y[i] = fx::quantize(static_cast<double>(x[i]), q);
+    return Status::ok();
+  }
+
+  Status dequantize() {
+    const fx::QParams q = qin(0);
+    const std::vector<int32_t>& x = in(0).ints;
+    std::vector<float>& y = out().floats;
+    for (size_t i = 0; i < x.size(); ++i) y[i] = static_cast<float>(fx::dequantize(x[i], q));
+    return Status::ok();
+  }
+
+  Status conv(bool transposed) {
+    const Shape& xs = in(0).shape;
+    const Shape& ws = in(1).shape;
+    fx::ConvTranspose2DParams p;
+    p.group = int_or(op_, "group", 1);
+    const std::vector<int64_t> strides = ints_or(op_, "strides", {1, 1});
+    const std::vector<int64_t> pads = ints_or(op_, "pads", {0, 0, 0, 0});
+    const std::vector<int64_t> dilations = ints_or(op_, "dilations", {1, 1});
+    const std::vector<int64_t> output_padding = ints_or(op_, "output_padding", {0, 0});
+    if (p.group < 1 || !all_at_least(strides, 1) || !all_at_least(dilations, 1) || !all_at_least(pads, 0) ||
+        !all_at_least(output_padding, 0))
+      return Status::error("group, strides and dilations must be positive, pads and output_padding non-negative");
+    p.batch = xs[0];
+    p.in_channels = xs[1];
+    p.in_h = xs[2];
+    p.in_w = xs[3];
+    p.kernel_h = ws[2];
+    p.kernel_w = ws[3];
+    p.strides = to_array<2>(strides);
+    p.pads = to_array<4>(pads);
+    p.dilations = to_array<2>(dilations);
+    p.output_padding = to_array<2>(output_padding);
+    p.input = qin(0);
+    p.output = qout();
+    p.weight_type = qtype(tin(1).type);
+    p.multipliers = multiplier_list(op_);
+    p.clamp = clamp_of(op_);
+    Shape produced;
+    if (!transposed) {
+      p.out_channels = ws[0];
+      if (ws[1] * p.group != p.in_channels)
+        return Status::error("weights " + shape_string(ws) + " do not match " + std::to_string(p.in_channels) +
+                             " input channels in " + std::to_string(p.group) + " groups");
+      produced = {p.batch, p.out_channels, fx::conv_out_h(p), fx::conv_out_w(p)};
+    } else {
+      p.out_channels = ws[1] * p.group;
+      if (ws[0] != p.in_channels)
+        return Status::error("weights " + shape_string(ws) + " do not match " + std::to_string(p.in_channels) +
+                             " input channels");
+      produced = {p.batch, p.out_channels, fx::conv_transpose_out_h(p), fx::conv_transpose_out_w(p)};
+    }
+    if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    const I32 bias = has(2) ? I32(in(2).ints) : I32();
+    return fx_status(transposed ? fx::conv_transpose2d(p, in(0).ints, in(1).ints, bias, out().ints)
+                                : fx::conv2d(p, in(0).ints, in(1).ints, bias, out().ints));
+  }
+
+  Status matmul() {
+    const Shape& as = in(0).shape;
+    const Shape& bs = in(1).shape;
+    const bool bt = int_or(op_, "b_transposed", 0) != 0;
+    const size_t ar = as.size(), br = bs.size();
+    fx::MatMulParams p;
+    p.m = as[ar - 2];
+    p.k = as[ar - 1];
+    const int64_t bk = bt ? bs[br - 1] : bs[br - 2];
+    p.n = bt ? bs[br - 2] : bs[br - 1];
+    if (bk != p.k) return Status::error("a " + shape_string(as) + " and b " + shape_string(bs) + " differ in K");
+    const Shape lead(as.begin(), as.end() - 2);
+    const bool shared_b = br == 2;
+    if (!shared_b && Shape(bs.begin(), bs.end() - 2) != lead)
+      return Status::error("b " + shape_string(bs) + " must be 2-D or have a's leading dimensions " + shape_string(as));
+    Shape produced = lead;
+    produced.push_back(p.m);
+    produced.push_back(p.n);
+    if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    p.b_transposed = bt;
+    p.a = qin(0);
+    p.output = qout();
+    p.b_type = qtype(tin(1).type);
+    p.b_zero_point = tin(1).quant.zero_point;
+    p.multipliers = multiplier_list(op_);
+    p.clamp = clamp_of(op_);
+    const I32 bias = has(2) ? I32(in(2).ints) : I32();
+    const int64_t batches = element_count(lead);
+    const auto a_size = static_cast<size_t>(p.m * p.k), b_size = static_cast<size_t>(p.k * p.n),
+               y_size = static_cast<size_t>(p.m * p.n);
+    const I32 a(in(0).ints), b(in(1).ints);
+    std::span<int32_t> y(out().ints);
+    for (int64_t i = 0; i < batches; ++i) {
+      const auto bi = static_cast<size_t>(i);
+      const fx::Status s = fx::matmul(p, a.subspan(bi * a_size, a_size), b.subspan(shared_b ? 0 : bi * b_size, b_size),
+                                      bias, y.subspan(bi * y_size, y_size));
+      if (!s.ok()) return fx_status(s);
+    }
+    return Status::ok();
+  }
+
+  Status eltwise() {
+    Shape shape;
+    if (!broadcast_shape(in(0).shape, in(1).shape, shape))
+      return Status::error("shapes " + shape_string(in(0).shape) + " and " + shape_string(in(1).shape) +
+                           " do not broadcast");
+    if (shape != out().shape) return shape_mismatch(shape, out().shape);
+    std::vector<int32_t> ea, eb;
+    I32 a(in(0).ints), b(in(1).ints);
+    if (in(0).shape != shape) {
+      ea.resize(out().ints.size());
+      broadcast_to(in(0).ints.data(), in(0).shape, shape, ea.data());
+      a = ea;
+    }
+    if (in(1).shape != shape) {
+      eb.resize(out().ints.size());
+      broadcast_to(in(1).ints.data(), in(1).shape, shape, eb.data());
+      b = eb;
+    }
+    if (op_.type == "mul") {
+      fx::MulParams p;
+      p.a = qin(0);
+      p.b = qin(1);
+      p.output = qout();
+      p.multiplier = pair_multiplier(op_, "multiplier");
+      p.clamp = clamp_of(op_);
+      return fx_status(fx::mul(p, a, b, out().ints));
+    }
+    fx::AddParams p;
+    p.a = qin(0);
+    p.b = qin(1);
+    p.output = qout();
+    p.left_shift = static_cast<int>(int_or(op_, "left_shift", 20));
+    p.a_multiplier = pair_multiplier(op_, "a_multiplier");
+    p.b_multiplier = pair_multiplier(op_, "b_multiplier");
+    p.output_multiplier = pair_multiplier(op_, "output_multiplier");
+    p.subtract = op_.type == "sub";
+    p.clamp = clamp_of(op_);
+    return fx_status(fx::add(p, a, b, out().ints));
+  }
+
+  Status requantize() {
+    if (in(0).shape != out().shape) return shape_mismatch(in(0).shape, out().shape);
+    const fx::Multiplier m = pair_multiplier(op_, "multiplier");
+    const fx::Range r = fx::range_of(qtype(tout().type));
+    const fx::Clamp c = clamp_of(op_);
+    const int32_t lo = std::max(r.min, c.min), hi = std::min(r.max, c.max);
+    const int32_t zx = tin(0).quant.zero_point, zy = tout().quant.zero_point;
+    const std::vector<int32_t>& x = in(0).ints;
+    std::vector<int32_t>& y = out().ints;
+    for (size_t i = 0; i < x.size(); ++i) y[i] = fx::requantize(int64_t{x[i]} - zx, m, zy, lo, hi);
+    return Status::ok();
+  }
+
+  Status concat() {
+    const auto axis = static_cast<size_t>(int_or(op_, "axis", 0));
+    const Shape& ys = out().shape;
+    Shape produced;
+    std::vector<fx::ConcatInput> inputs;
+    for (size_t i = 0; i < ins_.size(); ++i) {
+      const Shape& s = in(i).shape;
+      if (s.size() != ys.size()) return Status::error("input " + std::to_string(i) + " has rank " + std::to_string(s.size()));
+      if (i == 0) produced = s;
+      else {
+        for (size_t d = 0; d < s.size(); ++d)
+          if (d != axis && s[d] != produced[d])
+            return Status::error("input shapes " + shape_string(produced) + " and " + shape_string(s) +
+                                 " differ outside the axis");
+        produced[axis] += s[axis];
+      }
+      inputs.push_back(fx::ConcatInput{in(i).ints, s[axis], qin(i)});
+    }
+    if (produced != ys) return shape_mismatch(produced, ys);
+    if (out().ints.empty()) return Status::ok();
+    const int64_t outer = element_count(Shape(ys.begin(), ys.begin() + static_cast<std::ptrdiff_t>(axis)));
+    const int64_t inner = element_count(Shape(ys.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ys.end()));
+    return fx_status(fx::concat(inputs, outer, inner, qout(), out().ints));
+  }
+
+  Status pool(bool max) {
+    const Shape& xs = in(0).shape;
+    fx::Pool2DParams p;
+    const std::vector<int64_t> kernel = ints_or(op_, "kernel", {1, 1});
+    const std::vector<int64_t> strides = ints_or(op_, "strides", {1, 1});
+    const std::vector<int64_t> pads = ints_or(op_, "pads", {0, 0, 0, 0});
+    const std::vector<int64_t> dilations = ints_or(op_, "dilations", {1, 1});
+    if (!all_at_least(kernel, 1) || !all_at_least(strides, 1) || !all_at_least(dilations, 1) || !all_at_least(pads, 0))
+      return Status::error("kernel, strides and dilations must be positive, pads non-negative");
+    p.batch = xs[0];
+    p.channels = xs[1];
+    p.in_h = xs[2];
+    p.in_w = xs[3];
+    p.kernel_h = kernel[0];
+    p.kernel_w = kernel[1];
+    p.strides = to_array<2>(strides);
+    p.pads = to_array<4>(pads);
+    p.dilations = to_array<2>(dilations);
+    p.count_include_pad = int_or(op_, "count_include_pad", 0) != 0;
+    p.input = qin(0);
+    p.output = qout();
+    const Shape produced{p.batch, p.channels, fx::pool_out_h(p), fx::pool_out_w(p)};
+    if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    return fx_status(max ? fx::max_pool(p, in(0).ints, out().ints) : fx::average_pool(p, in(0).ints, out().ints));
+  }
+
+  Status global_pool() {
+    const Shape& xs = in(0).shape;
+    const Shape produced{xs[0], xs[1], 1, 1};
+    if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    return fx_status(fx::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), in(0).ints, out().ints));
+  }
+
+  Status resize() {
+    const Shape& xs = in(0).shape;
+    const Shape& ys = out().shape;
+    if (xs[0] != ys[0] || xs[1] != ys[1])
+      return Status::error("resizes only H and W: " + shape_string(xs) + " to " + shape_string(ys));
+    fx::ResizeParams p;
+    p.batch = xs[0];
+    p.channels = xs[1];
+    p.in_h = xs[2];
+    p.in_w = xs[3];
+    p.out_h = ys[2];
+    p.out_w = ys[3];
+    const std::string cm = string_or(op_, "coordinate_mode", "half_pixel");
+    p.coordinate_mode = cm == "asymmetric"      ? fx::CoordinateMode::Asymmetric
+                        : cm == "align_corners" ? fx::CoordinateMode::AlignCorners
+                                                : fx::CoordinateMode::HalfPixel;
+    const std::string nm = string_or(op_, "nearest_mode", "round_prefer_floor");
+    p.nearest_mode = nm == "round_prefer_ceil" ? fx::NearestMode::RoundPreferCeil
+                     : nm == "floor"           ? fx::NearestMode::Floor
+                     : nm == "ceil"            ? fx::NearestMode::Ceil
+                                               : fx::NearestMode::RoundPreferFloor;
+    p.type = qtype(tin(0).type);
+    return fx_status(string_or(op_, "mode", "nearest") == "linear" ? fx::resize_bilinear(p, in(0).ints, out().ints)
+                                                                  : fx::resize_nearest(p, in(0).ints, out().ints));
+  }
+
+  Status lut() {
+    if (in(0).shape != out().shape) return shape_mismatch(in(0).shape, out().shape);
+    fx::Lut l;
+    l.input = qin(0);
+    l.output = qout();
+    l.segment_bits = static_cast<int>(int_or(op_, "segment_bits", 0));
+    if (!fx::is_16bit(l.input.type)) l.segment_bits = 0;
+    else if (l.segment_bits != 7 && l.segment_bits != 8)
+      return Status::error("segment_bits must be 7 or 8 for a 16-bit input");
+    l.entries = in(1).ints;
+    const fx::Range r = fx::range_of(l.output.type);
+    for (const int32_t e : l.entries)
+      if (e < r.min || e > r.max) return Status::error("table entry " + std::to_string(e) + " is outside the output type");
+    return fx_status(fx::apply_lut(l, in(0).ints, out().ints));
+  }
+
+  Status softmax() {
+    if (in(0).shape != out().shape) return shape_mismatch(in(0).shape, out().shape);
+    fx::SoftmaxParams p;
+    p.input = qin(0);
+    p.output = qout();
+    p.segment_bits = static_cast<int>(std::clamp<int64_t>(int_or(op_, "segment_bits", 0), -1, 64));
+    p.exp_table = in(1).ints;
+    p.output_multiplier = pair_multiplier(op_, "output_multiplier");
+    const int64_t row = in(0).shape.empty() ? 1 : in(0).shape.back();
+    if (out().ints.empty()) return Status::ok();
+    return fx_status(fx::softmax(p, row, in(0).ints, out().ints));
+  }
+
+  Status layernorm() {
+    if (in(0).shape != out().shape) return shape_mismatch(in(0).shape, out().shape);
+    fx::LayerNormParams p;
+    p.input = qin(0);
+    p.output = qout();
+    p.row = in(0).shape.empty() ? 1 : in(0).shape.back();
+    p.gamma = in(1).ints;
+    p.beta = in(2).ints;
+    for (const int32_t g : p.gamma)
+      if (g < -32768 || g > 32767) return Status::error("gamma value " + std::to_string(g) + " is outside int16");
+    p.epsilon = int_or(op_, "epsilon", 0);
+    if (p.epsilon < 0 || p.epsilon > (int64_t{1} << 60)) return Status::error("epsilon must be in [0, 2^60]");
+    p.output_multiplier = pair_multiplier(op_, "output_multiplier");
+    if (out().ints.empty()) return Status::ok();
+    return fx_status(fx::layernorm(p, in(0).ints, out().ints));
+  }
+
+  Status transpose() {
+    const std::vector<int64_t> perm = ints_or(op_, "perm", {});
+    Shape produced;
+    if (!transpose_shape(in(0).shape, perm, produced)) return Status::error("perm is not a permutation of the input's axes");
+    if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    detail::transpose(in(0).ints.data(), in(0).shape, perm, out().ints.data());
+    return Status::ok();
+  }
+
+  Status slice() {
+    const Shape& xs = in(0).shape;
+    const std::vector<int64_t> starts = ints_or(op_, "starts", {}), ends = ints_or(op_, "ends", {});
+    std::vector<int64_t> axes = ints_or(op_, "axes", {}), steps = ints_or(op_, "steps", {});
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    Shape produced = xs;
+    std::vector<int64_t> begin(xs.size(), 0), step(xs.size(), 1);
+    std::vector<char> seen(xs.size(), 0);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t a = axes[i];
+      if (a < 0 || a >= static_cast<int64_t>(xs.size()) || seen[static_cast<size_t>(a)])
+        return Status::error("axis " + std::to_string(a) + " is out of range or repeated");
+      const auto ax = static_cast<size_t>(a);
+      seen[ax] = 1;
+      if (steps[i] < 1) return Status::error("steps must be positive (got " + std::to_string(steps[i]) + ")");
+      const int64_t s = std::clamp<int64_t>(starts[i], 0, xs[ax]), e = std::clamp<int64_t>(ends[i], 0, xs[ax]);
+      begin[ax] = s;
+      step[ax] = steps[i];
+      produced[ax] = e > s ? (e - s + steps[i] - 1) / steps[i] : 0;
+    }
+    if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    const std::vector<int64_t> in_strides = strides_of(xs);
+    int64_t base = 0;
+    std::vector<int64_t> strides(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      base += begin[i] * in_strides[i];
+      strides[i] = step[i] * in_strides[i];
+    }
+    strided_gather(in(0).ints.data(), base, strides, produced, out().ints.data());
+    return Status::ok();
+  }
+
+  const Model& m_;
+  const Op& op_;
+  const std::vector<const Value*>& ins_;
+  const std::vector<Value*>& outs_;
+};
+
+}  // namespace
+
+Status run_integer_op(const Model& model, const Op& op, const std::vector<const Value*>& ins,
+                      const std::vector<Value*>& outs) {
+  return IntegerOp(model, op, ins, outs).run();
+}
+
+}  // namespace qflow::lowered::detail

@@ -1,0 +1,238 @@
+// Executor: decodes the constants once, then runs the segments' ops in order on freshly
+// allocated values (docs/lowered-model.md). run() keeps no state between calls.
+#include "runtime/lowered/executor.h"
+
+#include <cstring>
+#include <exception>
+#include <new>
+
+#include "runtime/lowered/op_common.h"
+
+namespace qflow::lowered {
+namespace {
+
+using detail::element_count;
+
+// Allocates the storage a value of `type` and `shape` needs.
+void allocate(Value& v, ElemType type, const detail::Shape& shape) {
+  v.type = type;
+  v.shape = shape;
+  const auto n = static_cast<size_t>(element_count(shape));
+  if (type == ElemType::f32) v.floats.assign(n, 0.0f);
+  else if (type == ElemType::i64) v.longs.assign(n, 0);
+  else v.ints.assign(n, 0);
+}
+
+template <typename T>
+T load(const uint8_t* p) {
+  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+                               std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  U u = 0;
+  for (size_t b = 0; b < sizeof(T); ++b) u = static_cast<U>(u | (static_cast<U>(p[b]) << (8 * b)));
+  T t;
+  std::memcpy(&t, &u, sizeof(T));
+  return t;
+}
+
+Value decode_constant(const Tensor& t) {
+  Value v;
+  allocate(v, t.type, t.shape);
+  const uint8_t* d = t.data.data();
+  const size_t n = static_cast<size_t>(element_count(t.shape));
+  for (size_t i = 0; i < n; ++i) switch (t.type) {
+      case ElemType::f32: v.floats[i] = load<float>(d + 4 * i); break;
+      case ElemType::i64: v.longs[i] = load<int64_t>(d + 8 * i); break;
+      case ElemType::i8: v.ints[i] = load<int8_t>(d + i); break;
+      case ElemType::u8: v.ints[i] = load<uint8_t>(d + i); break;
+      case ElemType::i16: v.ints[i] = load<int16_t>(d + 2 * i); break;
+      case ElemType::u16: v.ints[i] = load<uint16_t>(d + 2 * i); break;
+      case ElemType::i32: v.ints[i] = load<int32_t>(d + 4 * i); break;
+    }
+  return v;
+}
+
+const char* type_name(ElemType t) {
+  switch (t) {
+    case ElemType::f32: return "f32";
+    case ElemType::i8: return "i8";
+    case ElemType::u8: return "u8";
+    case ElemType::i16: return "i16";
+    case ElemType::u16: return "u16";
+    case ElemType::i32: return "i32";
+    case ElemType::i64: return "i64";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Expected<Executor> Executor::create(Model model) {
+  try {
+    if (Status s = validate(model); !s) return s;
+    Executor ex(std::move(model));
+    const Model& m = ex.model_;
+    ex.constants_.resize(m.tensors.size());
+    for (size_t i = 0; i < m.tensors.size(); ++i)
+      if (m.tensors[i].constant) ex.constants_[i] = decode_constant(m.tensors[i]);
+    // Each intermediate tensor is released after the op that reads it last (or writes it,
+    // when nothing reads it); model outputs are kept.
+    std::vector<int64_t> last(m.tensors.size(), -1);
+    int64_t index = 0;
+    for (const Segment& seg : m.segments)
+      for (const Op& op : seg.ops) {
+        for (const int32_t t : op.inputs)
+          if (t >= 0) last[static_cast<size_t>(t)] = index;
+        for (const int32_t t : op.outputs) last[static_cast<size_t>(t)] = index;
+        ++index;
+      }
+    for (const int32_t t : m.outputs) last[static_cast<size_t>(t)] = -1;
+    ex.release_.assign(static_cast<size_t>(index), {});
+    for (size_t t = 0; t < m.tensors.size(); ++t)
+      if (last[t] >= 0 && !m.tensors[t].constant) ex.release_[static_cast<size_t>(last[t])].push_back(static_cast<int32_t>(t));
+    return ex;
+  } catch (const std::bad_alloc&) {
+    return Status::error("lowered model: out of memory while preparing the executor");
+  } catch (const std::exception& e) {
+    return Status::error(std::string("lowered model: ") + e.what());
+  }
+}
+
+bool Executor::quantized_input(size_t index, ElemType& type, Quant& quant) const {
+  if (index >= model_.inputs.size()) return false;
+  const int32_t t = model_.inputs[index];
+  for (const int32_t o : model_.outputs)
+    if (o == t) return false;
+  bool found = false;
+  for (const Segment& seg : model_.segments)
+    for (const Op& op : seg.ops)
+      for (const int32_t i : op.inputs) {
+        if (i != t) continue;
+        if (op.type != "quantize") return false;
+        const Tensor& y = model_.tensors[static_cast<size_t>(op.outputs[0])];
+        if (found && (y.type != type || y.quant != quant)) return false;
+        type = y.type;
+        quant = y.quant;
+        found = true;
+      }
+  return found;
+}
+
+Status Executor::run(const std::vector<std::span<const float>>& inputs, std::vector<std::vector<float>>& outputs) const {
+  try {
+    std::vector<Value> values(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      values[i].type = ElemType::f32;
+      values[i].floats.assign(inputs[i].begin(), inputs[i].end());
+    }
+    return execute(std::move(values), outputs);
+  } catch (const std::bad_alloc&) {
+    return Status::error("lowered model '" + model_.name + "': out of memory");
+  } catch (const std::exception& e) {
+    return Status::error("lowered model '" + model_.name + "': " + e.what());
+  }
+}
+
+Status Executor::run_values(const std::vector<Value>& inputs, std::vector<std::vector<float>>& outputs) const {
+  try {
+    return execute(inputs, outputs);
+  } catch (const std::bad_alloc&) {
+    return Status::error("lowered model '" + model_.name + "': out of memory");
+  } catch (const std::exception& e) {
+    return Status::error("lowered model '" + model_.name + "': " + e.what());
+  }
+}
+
+Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<float>>& outputs) const {
+  const Model& m = model_;
+  const std::string prefix = "lowered model '" + m.name + "': ";
+  if (inputs.size() != m.inputs.size())
+    return Status::error(prefix + "expected " + std::to_string(m.inputs.size()) + " inputs, got " +
+                         std::to_string(inputs.size()));
+  std::vector<Value> values(m.tensors.size());
+  std::vector<const Value*> slot(m.tensors.size(), nullptr);
+  for (size_t i = 0; i < m.tensors.size(); ++i)
+    if (m.tensors[i].constant) slot[i] = &constants_[i];
+
+  // Ops skipped because their quantized result was given as an input.
+  std::vector<char> skip(release_.size(), 0);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const auto t = static_cast<size_t>(m.inputs[k]);
+    const Tensor& tensor = m.tensors[t];
+    Value& v = inputs[k];
+    const auto n = static_cast<size_t>(element_count(tensor.shape));
+    const std::string label = "input " + std::to_string(k) + " ('" + tensor.name + "')";
+    if (v.type == ElemType::f32) {
+      if (v.floats.size() != n)
+        return Status::error(prefix + label + " has " + std::to_string(v.floats.size()) + " values, expected " +
+                             std::to_string(n) + " for shape " + detail::shape_string(tensor.shape));
+      v.shape = tensor.shape;
+      values[t] = std::move(v);
+      slot[t] = &values[t];
+      continue;
+    }
+    ElemType qt;
+    Quant q;
+    if (!quantized_input(k, qt, q) || qt != v.type)
+      return Status::error(prefix + label + " cannot be given as " + type_name(v.type) +
+                           (quantized_input(k, qt, q) ? std::string(" (it takes ") + type_name(qt) + ")" : std::string()));
+    if (v.ints.size() != n)
+      return Status::error(prefix + label + " has " + std::to_string(v.ints.size()) + " values, expected " +
+                           std::to_string(n) + " for shape " + detail::shape_string(tensor.shape));
+    fx::QType fq;
+    detail::to_qtype(qt, fq);
+    const fx::Range r = fx::range_of(fq);
+    for (const int32_t x : v.ints)
+      if (x < r.min || x > r.max)
+        return Status::error(prefix + label + " holds " + std::to_string(x) + ", outside " + type_name(qt));
+    size_t index = 0;
+    for (const Segment& seg : m.segments)
+      for (const Op& op : seg.ops) {
+        if (!op.inputs.empty() && op.inputs[0] == static_cast<int32_t>(t)) {
+          const auto y = static_cast<size_t>(op.outputs[0]);
+          values[y].type = qt;
+          values[y].shape = m.tensors[y].shape;
+          values[y].ints = v.ints;
+          slot[y] = &values[y];
+          skip[index] = 1;
+        }
+        ++index;
+      }
+  }
+
+  size_t index = 0;
+  std::vector<const Value*> ins;
+  std::vector<Value*> outs;
+  for (const Segment& seg : m.segments)
+    for (const Op& op : seg.ops) {
+      if (!skip[index]) {
+        ins.assign(op.inputs.size(), nullptr);
+        for (size_t i = 0; i < op.inputs.size(); ++i)
+          if (op.inputs[i] >= 0) ins[i] = slot[static_cast<size_t>(op.inputs[i])];
+        outs.assign(op.outputs.size(), nullptr);
+        for (size_t i = 0; i < op.outputs.size(); ++i) {
+          const auto y = static_cast<size_t>(op.outputs[i]);
+          allocate(values[y], m.tensors[y].type, m.tensors[y].shape);
+          outs[i] = &values[y];
+          slot[y] = &values[y];
+        }
+        const Status s = detail::is_integer_op(op.type) ? detail::run_integer_op(m, op, ins, outs)
+                                                        : detail::run_cpu_op(m, op, ins, outs);
+        if (!s) return Status::error(prefix + detail::op_label(op) + ": " + s.message());
+      }
+      for (const int32_t t : release_[index]) {
+        values[static_cast<size_t>(t)] = Value{};
+        slot[static_cast<size_t>(t)] = nullptr;
+      }
+      ++index;
+    }
+
+  outputs.assign(m.outputs.size(), {});
+  for (size_t k = 0; k < m.outputs.size(); ++k) {
+    const Value* v = slot[static_cast<size_t>(m.outputs[k])];
+    if (!v) return Status::error(prefix + "output " + std::to_string(k) + " was not computed");
+    outputs[k] = v->floats;
+  }
+  return Status::ok();
+}
+
+}  // namespace qflow::lowered
