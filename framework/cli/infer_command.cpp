@@ -7,10 +7,14 @@
 #include <thread>
 
 #include "framework/cli/command.h"
+#include "framework/cli/lowered_io.h"
 #include "framework/cli/model_format.h"
+#include "framework/core/file_io.h"
 #include "framework/core/npy.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/runtime/executor.h"
+#include "qflow/lowered/bc.h"
+#include "runtime/lowered/executor.h"
 
 namespace qflow::cli {
 
@@ -29,7 +33,11 @@ constexpr std::string_view kDescription =
     "with a fixed first dimension B runs them B at a time (one by one for B = 1). A model with\n"
     "a symbolic first dimension runs --batch-size samples at a time (default 0: all in one\n"
     "run). Outputs of several runs are concatenated along their first axis. All batched inputs\n"
-    "must hold the same number of samples.";
+    "must hold the same number of samples.\n\n"
+    "A lowered model (MODEL.bc, written by a BPU backend) runs with the fixed-point executor.\n"
+    "Its inputs take float32 arrays of their exact shape; an input of batch 1 also takes a\n"
+    "stack of samples along the first axis, run one by one. --batch-size and --threads do not\n"
+    "apply to it.";
 
 struct BoundInput {
   const Value* value = nullptr;
@@ -213,13 +221,44 @@ Status write_outputs(const Graph& graph, const std::string& dir, const std::map<
   return Status::ok();
 }
 
+// `qflow infer MODEL.bc`: the lowered model with the executor the .hbm runtime also uses.
+Status run_infer_bc(const std::string& path, const std::vector<std::string>& specs, const std::string& dir) {
+  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  Expected<lowered::Model> model =
+      decode_bc(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  if (!model) return model.status().with_context(path);
+  hbm::Expected<lowered::Executor> executor = lowered::Executor::create(*model);
+  if (!executor) return invalid_input(path + ": " + executor.message());
+  std::vector<LoweredIo> inputs, outputs;
+  for (int32_t i : model->inputs) {
+    const lowered::Tensor& t = model->tensors[static_cast<size_t>(i)];
+    inputs.push_back({t.name, t.shape, DType::Float32});
+  }
+  for (int32_t o : model->outputs) {
+    const lowered::Tensor& t = model->tensors[static_cast<size_t>(o)];
+    outputs.push_back({t.name, t.shape, DType::Float32});
+  }
+  const lowered::Executor& exec = *executor;
+  return run_lowered_on_npy(inputs, outputs, specs, dir, path,
+                            [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
+                              std::vector<std::span<const float>> spans;
+                              for (size_t i = 0; i < feeds.size(); ++i) {
+                                size_t n = 1;
+                                for (int64_t d : inputs[i].shape) n *= static_cast<size_t>(d);
+                                spans.emplace_back(reinterpret_cast<const float*>(feeds[i]), n);
+                              }
+                              if (hbm::Status s = exec.run(spans, results); !s) return invalid_input(s.message());
+                              return Status::ok();
+                            });
+}
+
 }  // namespace
 
 Status run_infer(const std::vector<std::string>& args) {
   po::options_description options("options");
   options.add_options()
       ("help,h", "show this help")
-      ("model", po::value<std::string>()->required(), "the ONNX model to run")
+      ("model", po::value<std::string>()->required(), "the ONNX model (or lowered .bc model) to run")
       ("input,i", po::value<std::vector<std::string>>()->composing()->required(),
        "FILE.npy or NAME=FILE.npy; repeat for several inputs")
       ("output-dir,o", po::value<std::string>()->required(), "folder for the <output-name>.npy files")
@@ -241,6 +280,10 @@ Status run_infer(const std::vector<std::string>& args) {
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   const std::string path = cmd.values["model"].as<std::string>();
+  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".bc") == 0) {
+    return run_infer_bc(path, cmd.values["input"].as<std::vector<std::string>>(),
+                        cmd.values["output-dir"].as<std::string>());
+  }
   QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_file(path));
   const Graph& graph = *model.graph;
   QFLOW_ASSIGN_OR_RETURN(std::vector<BoundInput> inputs,

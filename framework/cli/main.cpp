@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"convert", "import and re-export an ONNX model (optionally with inferred shapes)", run_convert},
     {"check", "place a model's nodes on a BPU platform or the CPU and show the partition", run_check},
     {"perf", "estimate MACs, bytes and BPU cycles per layer of a model on a BPU platform", run_perf},
+    {"hbm", "show a compiled .hbm model's layout, or run it through the runtime C API", run_hbm},
     {"run", "run a pipeline file (a DAG of plugin stages)", run_run},
     {"plugins", "list the loaded plugin libraries and their components", run_plugins},
 };

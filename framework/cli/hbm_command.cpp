@@ -1,0 +1,294 @@
+// `qflow hbm info FILE` and `qflow hbm run FILE`: inspect a .hbm and run it through the
+// runtime C API (sdk/include/qflow/runtime.h), exactly as a device application would.
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "framework/cli/command.h"
+#include "framework/cli/lowered_io.h"
+#include "framework/core/file_io.h"
+#include "framework/core/json_writer.h"
+#include "qflow/runtime.h"
+#include "runtime/hbm/reader.h"
+#include "runtime/lowered/hbm_codec.h"
+
+namespace qflow::cli {
+
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr std::string_view kDescription =
+    "Inspects or runs a compiled .hbm model.\n\n"
+    "  info FILE [--json]   the header (format version, platform, toolchain), the sections\n"
+    "                       (kind, offset, size, CRC), inputs and outputs (name, dtype, shape,\n"
+    "                       layout, quantization), segments (id, kind, op count, op types) and\n"
+    "                       the weights size.\n"
+    "  run FILE --input [NAME=]X.npy ... --output-dir DIR [--quantized]\n"
+    "                       runs FILE through the runtime C API and writes <output>.npy per\n"
+    "                       output. Inputs are float32 arrays of the input's shape; an input of\n"
+    "                       batch 1 also takes a stack of samples along the first axis, run one\n"
+    "                       by one. With --quantized, an input the device takes quantized is\n"
+    "                       given as an array of its quantized dtype (int8, uint8, int16,\n"
+    "                       uint16), the others as float32.";
+
+std::string hex32(uint32_t v) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0x%08x", v);
+  return text;
+}
+
+std::string layout_name(hbm::Layout l) {
+  switch (l) {
+    case hbm::Layout::nchw: return "NCHW";
+    case hbm::Layout::nhwc: return "NHWC";
+    default: return "other";
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    out += shape[i] < 0 ? std::string("?") : std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+std::string quant_text(const hbm::Quantization& q) {
+  if (q.kind == hbm::QuantKind::none) return "none";
+  std::string out = q.kind == hbm::QuantKind::per_tensor ? "per-tensor" : "per-axis " + std::to_string(q.axis);
+  char text[64];
+  for (size_t i = 0; i < q.scales.size() && i < 4; ++i) {
+    std::snprintf(text, sizeof text, " scale %.9g zero point %d", static_cast<double>(q.scales[i]), q.zero_points[i]);
+    if (i) out += ",";
+    out += text;
+  }
+  if (q.scales.size() > 4) out += ", ...";
+  return out;
+}
+
+// The section table as the file lays it out (parse() keeps only the decoded sections).
+struct SectionRow {
+  uint32_t kind = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint32_t alignment = 0;
+  uint32_t crc = 0;
+};
+
+uint64_t load(const std::string& bytes, size_t at, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[at + i])) << (8 * i);
+  return v;
+}
+
+// Only called after parse() accepted the bytes, so the table is known to be in bounds.
+std::vector<SectionRow> section_rows(const std::string& bytes) {
+  const uint64_t count = load(bytes, 20, 4), table = load(bytes, 24, 8), entry = load(bytes, 88, 4);
+  std::vector<SectionRow> rows;
+  for (uint64_t i = 0; i < count; ++i) {
+    const size_t at = table + i * entry;
+    rows.push_back({static_cast<uint32_t>(load(bytes, at, 4)), load(bytes, at + 8, 8), load(bytes, at + 16, 8),
+                    static_cast<uint32_t>(load(bytes, at + 24, 4)), static_cast<uint32_t>(load(bytes, at + 28, 4))});
+  }
+  return rows;
+}
+
+struct SegmentRow {
+  uint32_t id;
+  std::string kind;
+  size_t ops;
+  std::map<std::string, size_t> histogram;
+};
+
+void write_tensors_json(JsonWriter& json, const std::vector<hbm::TensorDesc>& tensors) {
+  json.begin_array();
+  for (const hbm::TensorDesc& t : tensors) {
+    json.begin_object(true).field("name", t.name).field("dtype", hbm::dtype_name(t.dtype));
+    json.key("shape").begin_array(true);
+    for (int64_t d : t.shape) json.value(d);
+    json.end_array();
+    json.field("layout", layout_name(t.layout));
+    json.key("quantization");
+    if (t.quant.kind == hbm::QuantKind::none) {
+      json.null();
+    } else {
+      json.begin_object(true).field("kind", t.quant.kind == hbm::QuantKind::per_tensor ? "per-tensor" : "per-axis");
+      json.field("axis", t.quant.axis);
+      json.key("scales").begin_array(true);
+      for (float s : t.quant.scales) json.value(s);
+      json.end_array().key("zero_points").begin_array(true);
+      for (int32_t z : t.quant.zero_points) json.value(z);
+      json.end_array().end_object();
+    }
+    json.end_object();
+  }
+  json.end_array();
+}
+
+Status hbm_info(const std::string& path, bool as_json) {
+  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  const std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  hbm::Expected<hbm::HbmFile> file = hbm::parse(span);
+  if (!file) return invalid_input(path + ": " + file.message());
+  hbm::Expected<lowered::Model> model = lowered::from_hbm(*file);
+  if (!model) return invalid_input(path + ": " + model.message());
+  const std::vector<SectionRow> sections = section_rows(bytes);
+  std::vector<SegmentRow> segments;
+  for (const lowered::Segment& s : model->segments) {
+    SegmentRow row{s.id, s.kind == lowered::SegmentKind::bpu ? "bpu" : "cpu", s.ops.size(), {}};
+    for (const lowered::Op& op : s.ops) ++row.histogram[op.type];
+    segments.push_back(std::move(row));
+  }
+  const std::string version = std::to_string(file->version_major) + "." + std::to_string(file->version_minor);
+
+  if (as_json) {
+    JsonWriter json;
+    json.begin_object();
+    json.field("format_version", version).field("platform", file->platform);
+    json.field("toolchain", file->toolchain_version).field("model_name", file->metadata.model_name);
+    json.field("file_size", static_cast<uint64_t>(bytes.size()));
+    json.key("sections").begin_array();
+    for (const SectionRow& s : sections) {
+      json.begin_object(true).field("kind", hbm::section_kind_name(s.kind)).field("offset", s.offset);
+      json.field("size", s.size).field("alignment", s.alignment).field("crc32", hex32(s.crc)).end_object();
+    }
+    json.end_array();
+    json.key("inputs");
+    write_tensors_json(json, file->inputs);
+    json.key("outputs");
+    write_tensors_json(json, file->outputs);
+    json.key("segments").begin_array();
+    for (const SegmentRow& s : segments) {
+      json.begin_object(true).field("id", s.id).field("kind", s.kind).field("ops", static_cast<uint64_t>(s.ops));
+      json.key("op_types").begin_object(true);
+      for (const auto& [type, n] : s.histogram) json.field(type, static_cast<uint64_t>(n));
+      json.end_object().end_object();
+    }
+    json.end_array();
+    json.field("weights_bytes", static_cast<uint64_t>(file->weights.size()));
+    json.key("properties").begin_object();
+    for (const auto& [k, v] : file->metadata.properties) json.field(k, v);
+    json.end_object();
+    json.end_object();
+    QFLOW_ASSIGN_OR_RETURN(std::string text, json.finish());
+    std::cout << text;
+    return Status::ok();
+  }
+
+  std::cout << "format version " << version << ", platform " << file->platform << ", toolchain '"
+            << file->toolchain_version << "', " << bytes.size() << " bytes\n";
+  std::cout << "model " << file->metadata.model_name << "\n\nsections:\n";
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const SectionRow& s = sections[i];
+    std::printf("  %2zu  %-12s offset %8llu  size %8llu  align %4u  crc32 %s\n", i,
+                hbm::section_kind_name(s.kind).c_str(), static_cast<unsigned long long>(s.offset),
+                static_cast<unsigned long long>(s.size), s.alignment, hex32(s.crc).c_str());
+  }
+  std::fflush(stdout);
+  for (const auto& [title, list] : {std::pair{"inputs", &file->inputs}, std::pair{"outputs", &file->outputs}}) {
+    std::cout << "\n" << title << ":\n";
+    for (const hbm::TensorDesc& t : *list) {
+      std::cout << "  " << t.name << "  " << hbm::dtype_name(t.dtype) << " " << shape_text(t.shape) << "  "
+                << layout_name(t.layout) << "  quantization " << quant_text(t.quant) << "\n";
+    }
+  }
+  std::cout << "\nsegments:\n";
+  for (const SegmentRow& s : segments) {
+    std::cout << "  id " << s.id << "  " << s.kind << "  " << s.ops << " ops:";
+    for (const auto& [type, n] : s.histogram) std::cout << " " << type << " x" << n;
+    std::cout << "\n";
+  }
+  std::cout << "\nweights: " << file->weights.size() << " bytes\n";
+  return Status::ok();
+}
+
+DType ir_dtype(qflow_rt_dtype d) {
+  switch (d) {
+    case QFLOW_RT_INT8: return DType::Int8;
+    case QFLOW_RT_UINT8: return DType::UInt8;
+    case QFLOW_RT_INT16: return DType::Int16;
+    case QFLOW_RT_UINT16: return DType::UInt16;
+    default: return DType::Float32;
+  }
+}
+
+Status hbm_run(const std::string& path, const std::vector<std::string>& specs, const std::string& dir, bool quantized) {
+  qflow_rt_model* raw = nullptr;
+  if (qflow_rt_load_file(path.c_str(), &raw) != QFLOW_RT_OK)
+    return invalid_input(path + ": " + qflow_rt_last_error());
+  std::unique_ptr<qflow_rt_model, void (*)(qflow_rt_model*)> model(raw, qflow_rt_free);
+  std::vector<LoweredIo> inputs, outputs;
+  for (size_t i = 0; i < qflow_rt_input_count(model.get()); ++i) {
+    qflow_rt_tensor_info info{};
+    if (qflow_rt_input_info(model.get(), i, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
+    inputs.push_back({info.name, Shape(info.shape, info.shape + info.rank),
+                      quantized ? ir_dtype(info.quantized_dtype) : DType::Float32});
+  }
+  for (size_t i = 0; i < qflow_rt_output_count(model.get()); ++i) {
+    qflow_rt_tensor_info info{};
+    if (qflow_rt_output_info(model.get(), i, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
+    outputs.push_back({info.name, Shape(info.shape, info.shape + info.rank), DType::Float32});
+  }
+  return run_lowered_on_npy(inputs, outputs, specs, dir, path,
+                            [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
+                              results.assign(outputs.size(), {});
+                              std::vector<float*> out_ptrs;
+                              for (size_t o = 0; o < outputs.size(); ++o) {
+                                size_t n = 1;
+                                for (int64_t d : outputs[o].shape) n *= static_cast<size_t>(d);
+                                results[o].resize(n);
+                                out_ptrs.push_back(results[o].data());
+                              }
+                              std::vector<const void*> in_ptrs(feeds.begin(), feeds.end());
+                              const qflow_rt_status status =
+                                  quantized ? qflow_rt_run_quantized(model.get(), in_ptrs.data(), out_ptrs.data())
+                                            : qflow_rt_run(model.get(),
+                                                           reinterpret_cast<const float* const*>(in_ptrs.data()),
+                                                           out_ptrs.data());
+                              if (status != QFLOW_RT_OK) return invalid_input(qflow_rt_last_error());
+                              return Status::ok();
+                            });
+}
+
+}  // namespace
+
+Status run_hbm(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("action", po::value<std::string>()->required(), "info or run")
+      ("file", po::value<std::string>()->required(), "the .hbm file")
+      ("json", "info: print JSON")
+      ("input,i", po::value<std::vector<std::string>>()->composing(), "run: FILE.npy or NAME=FILE.npy; repeat for several inputs")
+      ("output-dir,o", po::value<std::string>(), "run: folder for the <output-name>.npy files")
+      ("quantized", "run: give inputs the device takes quantized in their quantized dtype");
+  po::positional_options_description positional;
+  positional.add("action", 1).add("file", 1);
+  QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("hbm", args, options, positional));
+  if (cmd.help) {
+    print_command_help("hbm info FILE [--json]\n       qflow hbm run FILE --input [NAME=]X.npy [--input ...] --output-dir DIR [--quantized]",
+                       kDescription, options);
+    return Status::ok();
+  }
+  const std::string action = cmd.values["action"].as<std::string>();
+  const std::string path = cmd.values["file"].as<std::string>();
+  if (action == "info") {
+    if (cmd.values.count("input") || cmd.values.count("output-dir") || cmd.values.count("quantized"))
+      return invalid_input("hbm info: --input, --output-dir and --quantized belong to 'hbm run'");
+    return hbm_info(path, cmd.values.count("json") > 0);
+  }
+  if (action == "run") {
+    if (cmd.values.count("json")) return invalid_input("hbm run: --json belongs to 'hbm info'");
+    if (!cmd.values.count("input")) return invalid_input("hbm run: the option '--input' is required (see 'qflow hbm --help')");
+    if (!cmd.values.count("output-dir"))
+      return invalid_input("hbm run: the option '--output-dir' is required (see 'qflow hbm --help')");
+    return hbm_run(path, cmd.values["input"].as<std::vector<std::string>>(), cmd.values["output-dir"].as<std::string>(),
+                   cmd.values.count("quantized") > 0);
+  }
+  return invalid_input("hbm: unknown action '" + action + "' (expected info or run; see 'qflow hbm --help')");
+}
+
+}  // namespace qflow::cli

@@ -1,0 +1,145 @@
+// Input binding and per-sample runs shared by `qflow infer MODEL.bc` and `qflow hbm run`.
+#include "framework/cli/lowered_io.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "framework/core/npy.h"
+
+namespace qflow::cli {
+
+namespace {
+
+std::string safe_file_name(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      c == '-' || c == '.';
+    out += keep ? c : '_';
+  }
+  if (out.empty()) return "_";
+  if (out[0] == '.') out[0] = '_';
+  return out;
+}
+
+std::string type_text(DType dtype, const Shape& shape) {
+  return std::string(dtype_name(dtype)) + " " + shape_to_string(shape);
+}
+
+Expected<std::vector<std::string>> bind(const std::vector<LoweredIo>& inputs, const std::vector<std::string>& specs) {
+  std::vector<std::string> files(inputs.size());
+  std::vector<bool> given(inputs.size(), false);
+  size_t next_unnamed = 0;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    std::optional<size_t> target;
+    if (eq != std::string::npos) {
+      const std::string name = spec.substr(0, eq);
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].name == name) target = i;
+      if (!target && !std::filesystem::exists(spec)) {
+        std::string names;
+        for (const LoweredIo& in : inputs) names += (names.empty() ? "" : ", ") + in.name;
+        return invalid_input("--input " + spec + ": the model has no input named '" + name + "' (inputs: " + names + ")");
+      }
+    }
+    const std::string file = target ? spec.substr(eq + 1) : spec;
+    if (!target) {
+      if (next_unnamed >= inputs.size())
+        return invalid_input("--input " + spec + ": the model has only " + std::to_string(inputs.size()) +
+                             " input(s) to bind unnamed files to");
+      target = next_unnamed++;
+    }
+    if (given[*target]) return invalid_input("input '" + inputs[*target].name + "' is given more than once");
+    given[*target] = true;
+    files[*target] = file;
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!given[i])
+      return invalid_input("input '" + inputs[i].name + "' was not given (use --input " + inputs[i].name + "=FILE.npy)");
+  return files;
+}
+
+}  // namespace
+
+Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vector<LoweredIo>& outputs,
+                          const std::vector<std::string>& specs, const std::string& dir, const std::string& source,
+                          const LoweredRun& run) {
+  QFLOW_ASSIGN_OR_RETURN(std::vector<std::string> files, bind(inputs, specs));
+  std::vector<Tensor> arrays;
+  int64_t samples = 0;  // 0: one run with every array as is
+  std::string samples_file;
+  std::vector<bool> batched(inputs.size(), false);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const LoweredIo& in = inputs[i];
+    QFLOW_ASSIGN_OR_RETURN(Tensor t, read_npy_file(files[i]));
+    const std::string expects = files[i] + ": input '" + in.name + "' expects " + type_text(in.dtype, in.shape);
+    const bool stackable = !in.shape.empty() && in.shape[0] == 1;
+    if (t.dtype() != in.dtype || t.shape() != in.shape) {
+      const bool stacked = stackable && t.dtype() == in.dtype && t.rank() == static_cast<int64_t>(in.shape.size()) &&
+                           t.dim(0) > 0 && std::equal(in.shape.begin() + 1, in.shape.end(), t.shape().begin() + 1);
+      if (!stacked)
+        return invalid_input(expects + (stackable ? " (or such arrays stacked along the first axis)" : "") +
+                             ", the file holds " + type_text(t.dtype(), t.shape()));
+      batched[i] = true;
+      if (samples != 0 && t.dim(0) != samples)
+        return invalid_input("inputs hold different numbers of samples: " + samples_file + " has " +
+                             std::to_string(samples) + ", " + files[i] + " has " + std::to_string(t.dim(0)));
+      samples = t.dim(0);
+      samples_file = files[i];
+    }
+    arrays.push_back(std::move(t));
+  }
+  const int64_t runs = samples > 0 ? samples : 1;
+  // An input of batch 1 given whole while another is stacked is fed to every run.
+  std::vector<std::vector<float>> joined(outputs.size());
+  for (int64_t r = 0; r < runs; ++r) {
+    std::vector<const std::byte*> feeds;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const size_t sample_bytes = batched[i] ? arrays[i].nbytes() / static_cast<size_t>(arrays[i].dim(0)) : 0;
+      feeds.push_back(arrays[i].raw_data() + static_cast<size_t>(r) * sample_bytes);
+    }
+    std::vector<std::vector<float>> results;
+    if (Status s = run(feeds, results); !s.is_ok()) {
+      return runs == 1 ? s.with_context(source)
+                       : s.with_context(source + ", sample " + std::to_string(r + 1) + " of " + std::to_string(runs));
+    }
+    if (results.size() != outputs.size())
+      return internal_error(source + ": the run gave " + std::to_string(results.size()) + " outputs, expected " +
+                            std::to_string(outputs.size()));
+    for (size_t o = 0; o < outputs.size(); ++o) joined[o].insert(joined[o].end(), results[o].begin(), results[o].end());
+  }
+
+  std::map<std::string, std::string> file_of;
+  for (const LoweredIo& out : outputs) {
+    const std::string file = safe_file_name(out.name) + ".npy";
+    auto [it, inserted] = file_of.emplace(file, out.name);
+    if (!inserted)
+      return invalid_input("outputs '" + it->second + "' and '" + out.name + "' would both be written to " + file);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return io_error("cannot create output directory '" + dir + "': " + ec.message());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    Shape shape = outputs[o].shape;
+    if (samples > 0) {
+      if (shape.empty()) shape = {runs};
+      else shape[0] *= runs;
+    }
+    Tensor t(DType::Float32, shape);
+    if (static_cast<size_t>(t.numel()) != joined[o].size())
+      return internal_error(source + ": output '" + outputs[o].name + "' has " + std::to_string(joined[o].size()) +
+                            " elements, its shape " + shape_to_string(shape) + " needs " + std::to_string(t.numel()));
+    if (!joined[o].empty()) std::memcpy(t.raw_data(), joined[o].data(), joined[o].size() * sizeof(float));
+    const std::string path = (std::filesystem::path(dir) / (safe_file_name(outputs[o].name) + ".npy")).string();
+    QFLOW_RETURN_IF_ERROR(write_npy_file(path, t));
+    std::cout << "wrote " << path << " (" << type_text(DType::Float32, shape) << ")\n";
+  }
+  return Status::ok();
+}
+
+}  // namespace qflow::cli

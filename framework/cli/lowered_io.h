@@ -1,0 +1,36 @@
+// Running lowered models (.bc with the executor, .hbm through the runtime C API) on .npy
+// files: input binding, per-sample runs, output concatenation and writing.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "qflow/core/status.h"
+#include "qflow/ir/tensor.h"
+
+namespace qflow::cli {
+
+// A model input or output as the runner sees it: the array dtype it takes or gives.
+struct LoweredIo {
+  std::string name;
+  Shape shape;
+  DType dtype = DType::Float32;
+};
+
+// One run: a pointer per input to its elements (in that input's dtype) and one float vector
+// per output to fill.
+using LoweredRun = std::function<Status(const std::vector<const std::byte*>& inputs,
+                                        std::vector<std::vector<float>>& outputs)>;
+
+// Binds `specs` (FILE.npy or NAME=FILE.npy; unnamed ones to the inputs in order), reads and
+// checks the arrays, runs `run` once, or once per sample when an input of batch 1 gets a
+// stack of samples along the first axis, concatenates the outputs along their first axis and
+// writes <output>.npy per output into `dir`, printing one line per file.
+Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vector<LoweredIo>& outputs,
+                          const std::vector<std::string>& specs, const std::string& dir, const std::string& source,
+                          const LoweredRun& run);
+
+}  // namespace qflow::cli
