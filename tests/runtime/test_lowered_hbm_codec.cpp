@@ -244,3 +244,35 @@ TEST_CASE("lowered hbm: random damage behind valid CRCs never crashes") {
     if (!decoded) REQUIRE_MESSAGE(one_hbm_line(decoded.message()), decoded.message());
   }
 }
+
+TEST_CASE("hbm: the tensors section is kept as bytes, at most once") {
+  hbm::HbmFile f = file_ok(sample_model());
+  hbm::Expected<Bytes> bytes = hbm::write(f);
+  REQUIRE(bytes.has_value());
+  hbm::Expected<hbm::HbmFile> parsed = hbm::parse(*bytes);
+  REQUIRE_MESSAGE(parsed.has_value(), parsed.message());
+  CHECK(parsed->tensor_table == f.tensor_table);
+  CHECK(*parsed == f);
+  CHECK(hbm::section_kind_name(7) == "tensors");
+
+  // A second tensors section: rename the CPU segment's section (kind 5 -> 7) and reseal.
+  f.unknown_sections.push_back({0x1234, 8, {1, 2, 3}});
+  bytes = hbm::write(f);
+  REQUIRE(bytes.has_value());
+  Bytes b = *bytes;
+  const size_t entry = 96 + 5 * 32;  // metadata, inputs, outputs, tensors, bpu, cpu
+  REQUIRE(b[entry] == 5);
+  b[entry] = 7;
+  // Header CRC over the header (CRC field zero) and the table.
+  {
+    std::vector<uint8_t> covered(b.begin(), b.begin() + 96 + 8 * 32);
+    for (int k = 0; k < 4; ++k) covered[92 + k] = 0;
+    uint32_t crc = 0xffffffffu;
+    for (uint8_t byte : covered) {
+      crc ^= byte;
+      for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+    }
+    put32(b, 92, ~crc);
+  }
+  CHECK(decode_error(b) == "hbm: section 5 (tensors) repeats the tensors section (section 3)");
+}
