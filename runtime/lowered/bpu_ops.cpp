@@ -3,6 +3,7 @@
 // fixed-point reference (docs/lowered-model.md).
 #include <algorithm>
 #include <climits>
+#include <cmath>
 
 #include "runtime/lowered/op_common.h"
 
@@ -105,7 +106,10 @@ class IntegerOp {
     const fx::QParams q = qout();
     const std::vector<float>& x = in(0).floats;
     std::vector<int32_t>& y = out().ints;
-    for (size_t i = 0; i < x.size(); ++i) y[i] = fx::quantize(static_cast<double>(x[i]), q);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) return Status::error("input element " + std::to_string(i) + " is NaN");
+      y[i] = fx::quantize(static_cast<double>(x[i]), q);
+    }
     return Status::ok();
   }
 

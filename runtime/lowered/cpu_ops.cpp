@@ -1090,48 +1090,49 @@ using Kernel = Status (*)(const Ctx&);
 struct Entry {
   std::string_view name;
   Kernel kernel;
+  bool float_only;  // the first input and every output are f32 (checked before the kernel runs)
 };
 
 // Sorted by name.
 constexpr std::array kKernels = {
-    Entry{"Add", op_add},
-    Entry{"AveragePool", op_average_pool},
-    Entry{"Cast", op_cast},
-    Entry{"Clip", op_clip},
-    Entry{"Concat", op_concat},
-    Entry{"Conv", op_conv},
-    Entry{"ConvTranspose", op_conv_transpose},
-    Entry{"Div", op_div},
-    Entry{"Erf", op_erf},
-    Entry{"Exp", op_exp},
-    Entry{"Flatten", op_copy},
-    Entry{"Gather", op_gather},
-    Entry{"Gemm", op_gemm},
-    Entry{"GlobalAveragePool", op_global_average_pool},
-    Entry{"HardSigmoid", op_hard_sigmoid},
-    Entry{"HardSwish", op_hard_swish},
-    Entry{"Identity", op_identity},
-    Entry{"LayerNormalization", op_layer_normalization},
-    Entry{"LeakyRelu", op_leaky_relu},
-    Entry{"MatMul", op_matmul},
-    Entry{"MaxPool", op_max_pool},
-    Entry{"Mul", op_mul},
-    Entry{"Pad", op_pad},
-    Entry{"Pow", op_pow},
-    Entry{"ReduceMean", op_reduce_mean},
-    Entry{"Relu", op_relu},
-    Entry{"Reshape", op_copy},
-    Entry{"Resize", op_resize},
-    Entry{"Sigmoid", op_sigmoid},
-    Entry{"Slice", op_slice},
-    Entry{"Softmax", op_softmax},
-    Entry{"Split", op_split},
-    Entry{"Sqrt", op_sqrt},
-    Entry{"Squeeze", op_copy},
-    Entry{"Sub", op_sub},
-    Entry{"Tanh", op_tanh},
-    Entry{"Transpose", op_transpose},
-    Entry{"Unsqueeze", op_copy},
+    Entry{"Add", op_add, false},
+    Entry{"AveragePool", op_average_pool, true},
+    Entry{"Cast", op_cast, false},
+    Entry{"Clip", op_clip, true},
+    Entry{"Concat", op_concat, false},
+    Entry{"Conv", op_conv, true},
+    Entry{"ConvTranspose", op_conv_transpose, true},
+    Entry{"Div", op_div, false},
+    Entry{"Erf", op_erf, true},
+    Entry{"Exp", op_exp, true},
+    Entry{"Flatten", op_copy, false},
+    Entry{"Gather", op_gather, false},
+    Entry{"Gemm", op_gemm, true},
+    Entry{"GlobalAveragePool", op_global_average_pool, true},
+    Entry{"HardSigmoid", op_hard_sigmoid, true},
+    Entry{"HardSwish", op_hard_swish, true},
+    Entry{"Identity", op_identity, false},
+    Entry{"LayerNormalization", op_layer_normalization, true},
+    Entry{"LeakyRelu", op_leaky_relu, true},
+    Entry{"MatMul", op_matmul, true},
+    Entry{"MaxPool", op_max_pool, true},
+    Entry{"Mul", op_mul, false},
+    Entry{"Pad", op_pad, false},
+    Entry{"Pow", op_pow, true},
+    Entry{"ReduceMean", op_reduce_mean, true},
+    Entry{"Relu", op_relu, true},
+    Entry{"Reshape", op_copy, false},
+    Entry{"Resize", op_resize, true},
+    Entry{"Sigmoid", op_sigmoid, true},
+    Entry{"Slice", op_slice, false},
+    Entry{"Softmax", op_softmax, true},
+    Entry{"Split", op_split, false},
+    Entry{"Sqrt", op_sqrt, true},
+    Entry{"Squeeze", op_copy, false},
+    Entry{"Sub", op_sub, false},
+    Entry{"Tanh", op_tanh, true},
+    Entry{"Transpose", op_transpose, false},
+    Entry{"Unsqueeze", op_copy, false},
 };
 
 const Entry* find_kernel(std::string_view name) {
@@ -1159,6 +1160,13 @@ Status run_cpu_op(const Model& model, const Op& op, const std::vector<const Valu
   const std::string_view type = std::string_view(op.type).substr(op.type.starts_with("cpu.") ? 4 : 0);
   const Entry* e = find_kernel(type);
   if (!e) return err("no CPU kernel for " + std::string(type));
+  for (const Value* v : outs)
+    if (!v) return err("every output must be present");
+  if (e->float_only) {
+    if (!ins.empty() && ins[0] && ins[0]->type != ElemType::f32) return err("input 0 must be an f32 tensor");
+    for (const Value* v : outs)
+      if (v->type != ElemType::f32) return err("outputs must be f32 tensors");
+  }
   return e->kernel(Ctx{model, op, ins, outs});
 }
 

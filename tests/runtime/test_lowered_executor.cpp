@@ -710,3 +710,22 @@ TEST_CASE("validate refuses malformed models with a message naming the problem")
     CHECK(contains(error_of(b.model), "weights must be a constant i8 or i16 tensor"));
   }
 }
+
+TEST_CASE("run refuses a NaN to quantize and a float CPU op writing i64") {
+  Builder b;
+  const int32_t x = b.input("x", {2});
+  const int32_t xq = b.tensor("xq", ElemType::i8, {2}, Quant{0.1, 0});
+  const int32_t out = b.output("out", {2});
+  b.bpu("quantize", {x}, {xq});
+  b.bpu("dequantize", {xq}, {out});
+  const std::string e = run_error(b.model, {{1.0f, std::nanf("")}});
+  CHECK(contains(e, "quantize 'n0': input element 1 is NaN"));
+
+  Builder c;
+  const int32_t y = c.input("y", {2});
+  const int32_t mid = c.tensor("mid", ElemType::i64, {2});
+  const int32_t o = c.output("o", {2});
+  c.cpu("Relu", {y}, {mid});
+  c.cpu("Cast", {mid}, {o}, {ints("to", {1})});
+  CHECK(contains(run_error(c.model, {{1.0f, 2.0f}}), "cpu.Relu 'n0': outputs must be f32 tensors"));
+}
