@@ -1160,14 +1160,18 @@ Status run_cpu_op(const Model& model, const Op& op, const std::vector<const Valu
   const std::string_view type = std::string_view(op.type).substr(op.type.starts_with("cpu.") ? 4 : 0);
   const Entry* e = find_kernel(type);
   if (!e) return err("no CPU kernel for " + std::string(type));
-  for (const Value* v : outs)
-    if (!v) return err("every output must be present");
+  // Absent optional outputs (-1) at the end are dropped; LayerNormalization alone takes a gap.
+  std::vector<Value*> present(outs);
+  while (!present.empty() && !present.back()) present.pop_back();
+  if (present.empty()) return err("output 0 is required");
+  for (size_t k = 0; k < present.size(); ++k)
+    if (!present[k] && type != "LayerNormalization") return err("output " + std::to_string(k) + " is required");
   if (e->float_only) {
     if (!ins.empty() && ins[0] && ins[0]->type != ElemType::f32) return err("input 0 must be an f32 tensor");
-    for (const Value* v : outs)
-      if (v->type != ElemType::f32) return err("outputs must be f32 tensors");
+    for (const Value* v : present)
+      if (v && v->type != ElemType::f32) return err("outputs must be f32 tensors");
   }
-  return e->kernel(Ctx{model, op, ins, outs});
+  return e->kernel(Ctx{model, op, ins, present});
 }
 
 }  // namespace detail

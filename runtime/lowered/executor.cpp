@@ -82,7 +82,8 @@ Expected<Executor> Executor::create(Model model) {
       for (const Op& op : seg.ops) {
         for (const int32_t t : op.inputs)
           if (t >= 0) last[static_cast<size_t>(t)] = index;
-        for (const int32_t t : op.outputs) last[static_cast<size_t>(t)] = index;
+        for (const int32_t t : op.outputs)
+          if (t >= 0) last[static_cast<size_t>(t)] = index;
         ++index;
       }
     for (const int32_t t : m.outputs) last[static_cast<size_t>(t)] = -1;
@@ -210,6 +211,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
           if (op.inputs[i] >= 0) ins[i] = slot[static_cast<size_t>(op.inputs[i])];
         outs.assign(op.outputs.size(), nullptr);
         for (size_t i = 0; i < op.outputs.size(); ++i) {
+          if (op.outputs[i] < 0) continue;  // an absent optional output of a CPU op
           const auto y = static_cast<size_t>(op.outputs[i]);
           allocate(values[y], m.tensors[y].type, m.tensors[y].shape);
           outs[i] = &values[y];

@@ -17,7 +17,8 @@ using detail::op_label;
 std::string tensor_label(const Model& m, int32_t index) { return "tensor '" + m.tensors[static_cast<size_t>(index)].name + "'"; }
 
 // Inputs that may be -1: the bias of conv2d, conv_transpose2d and matmul; for CPU ops every
-// input but the first (ONNX optional inputs).
+// input but the first (ONNX optional inputs). CPU ops may also leave outputs after the first
+// absent (-1).
 bool optional_input(const Op& op, size_t position) {
   if (op.type == "conv2d" || op.type == "conv_transpose2d" || op.type == "matmul") return position == 2;
   return op.type.starts_with("cpu.") && position > 0;
@@ -342,7 +343,9 @@ std::optional<std::string> validate_model(const Model& model) {
         if (!t.constant && !written[static_cast<size_t>(i)])
           return label + ": reads " + tensor_label(model, i) + " before it is written";
       }
-      for (const int32_t i : op.outputs) {
+      for (size_t k = 0; k < op.outputs.size(); ++k) {
+        const int32_t i = op.outputs[k];
+        if (i == -1 && cpu && k > 0) continue;  // an absent optional ONNX output
         if (i < 0 || i >= count) return label + ": output index " + std::to_string(i) + " is out of range";
         const Tensor& t = model.tensors[static_cast<size_t>(i)];
         if (t.constant) return label + ": writes the constant " + tensor_label(model, i);
@@ -357,6 +360,7 @@ std::optional<std::string> validate_model(const Model& model) {
               return label + ": CPU ops take f32 or i64 tensors, not " + tensor_label(model, i);
           }
         for (const int32_t i : op.outputs) {
+          if (i < 0) continue;
           const ElemType ty = model.tensors[static_cast<size_t>(i)].type;
           if (ty != ElemType::f32 && ty != ElemType::i64)
             return label + ": CPU ops write f32 or i64 tensors, not " + tensor_label(model, i);

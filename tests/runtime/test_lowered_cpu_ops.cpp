@@ -325,3 +325,28 @@ TEST_CASE("cpu segments between BPU segments: quantize -> dequantize -> cpu.Relu
   // 1.25 and -0.75 are ties at scale 0.5: round half to even gives 1.0 and -1.0
   check_close(run(b.model, {{1.25f, -0.75f, 100.0f, 0.3f}})[0], {1.0, 0, 63.5, 0.5});
 }
+
+TEST_CASE("cpu ops accept absent optional outputs (-1)") {
+  Builder b;
+  const int32_t x = b.input("x", {1, 1, 2, 2});
+  const int32_t y = b.output("y", {1, 1, 1, 1});
+  b.cpu("MaxPool", {x}, {y, -1}, {ints("kernel_shape", {2, 2})});
+  check_close(run(b.model, {{1, 4, 3, 2}})[0], {4});
+
+  Builder c;
+  const int32_t xi = c.input("x", {1, 4});
+  const int32_t scale = c.constant_f32("scale", {4}, {1, 1, 1, 1});
+  const int32_t yo = c.output("y", {1, 4});
+  const int32_t inv = c.output("inv", {1, 1});
+  c.cpu("LayerNormalization", {xi, scale}, {yo, -1, inv});
+  const auto outs = run(c.model, {{1, 2, 3, 4}});
+  const double r = 1.0 / std::sqrt(1.25 + 1e-5);
+  check_close(outs[0], {-1.5 * r, -0.5 * r, 0.5 * r, 1.5 * r});
+  check_close(outs[1], {r});
+
+  Builder d;
+  const int32_t xd = d.input("x", {2});
+  const int32_t yd = d.output("y", {2});
+  d.cpu("Relu", {xd}, {-1, yd});
+  CHECK(contains(validate(d.model).message(), "output index -1 is out of range"));
+}
