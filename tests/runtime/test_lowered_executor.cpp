@@ -3,6 +3,7 @@
 // quantized-input path equals the float path, and bad inputs are refused with a message.
 #include <cmath>
 #include <random>
+#include <thread>
 
 #include "tests/runtime/test_lowered_common.h"
 
@@ -728,4 +729,43 @@ TEST_CASE("run refuses a NaN to quantize and a float CPU op writing i64") {
   c.cpu("Relu", {y}, {mid});
   c.cpu("Cast", {mid}, {o}, {ints("to", {1})});
   CHECK(contains(run_error(c.model, {{1.0f, 2.0f}}), "cpu.Relu 'n0': outputs must be f32 tensors"));
+}
+
+TEST_CASE("one executor runs in parallel threads with identical results") {
+  Builder b;
+  const Quant q{0.05, 0};
+  const int32_t x = b.input("x", {1, 2, 6, 6});
+  const int32_t xq = b.tensor("xq", ElemType::i8, {1, 2, 6, 6}, q);
+  const int32_t w = b.constant_ints("w", ElemType::i8, {3, 2, 3, 3}, std::vector<int64_t>(54, 3));
+  const int32_t y = b.tensor("y", ElemType::i8, {1, 3, 4, 4}, Quant{0.2, 0});
+  const int32_t yf = b.tensor("yf", ElemType::f32, {1, 3, 4, 4});
+  const int32_t out = b.output("out", {1, 3, 4, 4});
+  const fx::Multiplier m = make_mult(0.05 * 0.01 / 0.2);
+  b.bpu("quantize", {x}, {xq});
+  b.bpu("conv2d", {xq, w, -1}, {y}, {ints("multiplier_mantissa", {m.mantissa}), ints("multiplier_shift", {m.shift})});
+  b.bpu("dequantize", {y}, {yf});
+  b.cpu("Sigmoid", {yf}, {out});
+  auto ex = Executor::create(b.model);
+  REQUIRE(ex.has_value());
+  const Executor& e = *ex;
+  std::vector<std::vector<float>> inputs(4, std::vector<float>(72));
+  for (size_t t = 0; t < inputs.size(); ++t)
+    for (size_t i = 0; i < 72; ++i) inputs[t][i] = static_cast<float>(std::sin(0.1 * static_cast<double>(i * (t + 1))));
+  std::vector<std::vector<float>> serial(inputs.size()), parallel(inputs.size());
+  for (size_t t = 0; t < inputs.size(); ++t) {
+    std::vector<std::vector<float>> o;
+    REQUIRE(e.run({std::span<const float>(inputs[t])}, o).is_ok());
+    serial[t] = o[0];
+  }
+  std::vector<std::thread> threads;
+  std::vector<int> ok(inputs.size(), 0);
+  for (size_t t = 0; t < inputs.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int repeat = 0; repeat < 20; ++repeat) {
+        std::vector<std::vector<float>> o;
+        ok[t] = e.run({std::span<const float>(inputs[t])}, o).is_ok() && o[0] == serial[t] ? ok[t] + 1 : -1000;
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (size_t t = 0; t < inputs.size(); ++t) CHECK(ok[t] == 20);
 }
