@@ -755,12 +755,23 @@ struct Geometry {
   std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
 };
 
-// Reads strides, dilations, pads and auto_pad of a 2-D window op over input H, W.
-Status read_geometry(const Ctx& c, int64_t h, int64_t w, Geometry& g, bool transposed = false) {
-  const std::vector<int64_t> strides = c.ints("strides", {1, 1}), dilations = c.ints("dilations", {1, 1});
-  const std::vector<int64_t> pads = c.ints("pads", {0, 0, 0, 0});
+// 1-D window ops run as 2-D ones with H = 1: [N, C, W] is laid out as [N, C, 1, W].
+Shape as_2d(const Shape& s) { return s.size() == 3 ? Shape{s[0], s[1], 1, s[2]} : s; }
+Shape as_declared(const Shape& s, bool one_d) { return one_d ? Shape{s[0], s[1], s[3]} : s; }
+// A 1-D window attribute ([a] or [begin, end] for pads) as its 2-D form.
+std::vector<int64_t> widen(const std::vector<int64_t>& v, bool one_d, bool pads, int64_t fill) {
+  if (!one_d) return v;
+  if (pads) return v.size() == 2 ? std::vector<int64_t>{0, v[0], 0, v[1]} : std::vector<int64_t>{};
+  return v.size() == 1 ? std::vector<int64_t>{fill, v[0]} : std::vector<int64_t>{};
+}
+
+// Reads strides, dilations, pads and auto_pad of a 2-D (or 1-D) window op over input H, W.
+Status read_geometry(const Ctx& c, int64_t h, int64_t w, Geometry& g, bool one_d, bool transposed = false) {
+  const std::vector<int64_t> strides = widen(c.ints("strides", one_d ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 1}), one_d, false, 1);
+  const std::vector<int64_t> dilations = widen(c.ints("dilations", one_d ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 1}), one_d, false, 1);
+  const std::vector<int64_t> pads = widen(c.ints("pads", one_d ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{0, 0, 0, 0}), one_d, true, 0);
   if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
-    return err("only 2-D windows are supported (strides[2], dilations[2], pads[4])");
+    return err(one_d ? "1-D windows take strides[1], dilations[1], pads[2]" : "2-D windows take strides[2], dilations[2], pads[4]");
   for (int k = 0; k < 2; ++k) {
     g.strides[static_cast<size_t>(k)] = strides[static_cast<size_t>(k)];
     g.dilations[static_cast<size_t>(k)] = dilations[static_cast<size_t>(k)];
@@ -800,19 +811,22 @@ Status op_conv(const Ctx& c) {
       if (Status s = need_f32(c.in(k), "Conv operands"); !s) return s;
   const Value& x = *c.in(0);
   const Value& w = *c.in(1);
-  if (x.shape.size() != 4 || w.shape.size() != 4) return err("only 2-D convolutions (4-D X and W) are supported");
-  const int64_t n = x.shape[0], ch = x.shape[1], h = x.shape[2], wd = x.shape[3];
-  const int64_t m = w.shape[0], group = c.i("group", 1);
+  if ((x.shape.size() != 3 && x.shape.size() != 4) || w.shape.size() != x.shape.size())
+    return err("only 1-D and 2-D convolutions (3-D or 4-D X and W) are supported");
+  const bool one_d = x.shape.size() == 3;
+  const Shape xs = as_2d(x.shape), ws = as_2d(w.shape);
+  const int64_t n = xs[0], ch = xs[1], h = xs[2], wd = xs[3];
+  const int64_t m = ws[0], group = c.i("group", 1);
   Geometry g;
-  g.kh = w.shape[2];
-  g.kw = w.shape[3];
-  if (Status s = read_geometry(c, h, wd, g); !s) return s;
-  if (group < 1 || ch % group != 0 || m % group != 0 || w.shape[1] != ch / group)
+  g.kh = ws[2];
+  g.kw = ws[3];
+  if (Status s = read_geometry(c, h, wd, g, one_d); !s) return s;
+  if (group < 1 || ch % group != 0 || m % group != 0 || ws[1] != ch / group)
     return err("W " + shape_string(w.shape) + " does not match " + std::to_string(ch) + " input channels in " +
                std::to_string(group) + " groups");
   const int64_t oh = window_out(h, g.pads[0] + g.pads[2], g.kh, g.dilations[0], g.strides[0], false);
   const int64_t ow = window_out(wd, g.pads[1] + g.pads[3], g.kw, g.dilations[1], g.strides[1], false);
-  const Shape produced{n, m, oh, ow};
+  const Shape produced = as_declared(Shape{n, m, oh, ow}, one_d);
   if (produced != c.out().shape) return shape_mismatch(produced, c.out().shape);
   const Value* bias = c.in(2);
   if (bias && static_cast<int64_t>(bias->floats.size()) != m) return err("B must have one value per output channel");
@@ -854,19 +868,24 @@ Status op_conv_transpose(const Ctx& c) {
       if (Status s = need_f32(c.in(k), "ConvTranspose operands"); !s) return s;
   const Value& x = *c.in(0);
   const Value& w = *c.in(1);
-  if (x.shape.size() != 4 || w.shape.size() != 4) return err("only 2-D transposed convolutions are supported");
-  const int64_t n = x.shape[0], ch = x.shape[1], h = x.shape[2], wd = x.shape[3], group = c.i("group", 1);
-  if (group < 1 || w.shape[0] != ch || ch % group != 0)
+  if ((x.shape.size() != 3 && x.shape.size() != 4) || w.shape.size() != x.shape.size())
+    return err("only 1-D and 2-D transposed convolutions are supported");
+  const bool one_d = x.shape.size() == 3;
+  const Shape xs = as_2d(x.shape), ws = as_2d(w.shape);
+  const int64_t n = xs[0], ch = xs[1], h = xs[2], wd = xs[3], group = c.i("group", 1);
+  if (group < 1 || ws[0] != ch || ch % group != 0)
     return err("W " + shape_string(w.shape) + " does not match " + std::to_string(ch) + " input channels");
-  const int64_t mg = w.shape[1], m = mg * group, cg = ch / group;
+  const int64_t mg = ws[1], m = mg * group, cg = ch / group;
   Geometry g;
-  g.kh = w.shape[2];
-  g.kw = w.shape[3];
-  if (Status s = read_geometry(c, h, wd, g, true); !s) return s;
-  const std::vector<int64_t> op = c.ints("output_padding", {0, 0});
-  if (op.size() != 2 || op[0] < 0 || op[1] < 0) return err("output_padding must be 2 non-negative values");
-  const Shape& ys = c.out().shape;
-  if (ys.size() != 4 || ys[0] != n || ys[1] != m) return shape_mismatch(Shape{n, m, -1, -1}, ys);
+  g.kh = ws[2];
+  g.kw = ws[3];
+  if (Status s = read_geometry(c, h, wd, g, one_d, true); !s) return s;
+  const std::vector<int64_t> op =
+      widen(c.ints("output_padding", one_d ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 0}), one_d, false, 0);
+  if (op.size() != 2 || op[0] < 0 || op[1] < 0) return err("output_padding must be non-negative, one per spatial axis");
+  if (c.out().shape.size() != x.shape.size()) return err("X and Y differ in rank");
+  const Shape ys = as_2d(c.out().shape);
+  if (ys[0] != n || ys[1] != m) return shape_mismatch(as_declared(Shape{n, m, ys[2], ys[3]}, one_d), c.out().shape);
   const std::string auto_pad = c.s("auto_pad", "NOTSET");
   const bool derive = c.attr("output_shape") || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
   const std::array<int64_t, 2> in{h, wd}, k{g.kh, g.kw};
@@ -877,8 +896,11 @@ Status op_conv_transpose(const Ctx& c) {
       const int64_t total = full - ys[a + 2];
       begin[a] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
     } else if (full - g.pads[a] - g.pads[a + 2] != ys[a + 2]) {
-      return shape_mismatch(Shape{n, m, full - g.pads[0] - g.pads[2], g.strides[1] * (wd - 1) + op[1] +
-                                  (g.kw - 1) * g.dilations[1] + 1 - g.pads[1] - g.pads[3]}, ys);
+      return shape_mismatch(as_declared(Shape{n, m,
+                                              g.strides[0] * (h - 1) + op[0] + (g.kh - 1) * g.dilations[0] + 1 - g.pads[0] - g.pads[2],
+                                              g.strides[1] * (wd - 1) + op[1] + (g.kw - 1) * g.dilations[1] + 1 - g.pads[1] - g.pads[3]},
+                                        one_d),
+                            c.out().shape);
     }
   }
   const Value* bias = c.in(2);
@@ -916,24 +938,27 @@ Status pool(const Ctx& c, bool max) {
   if (Status s = arity(c, 1, 1); !s) return s;
   if (Status s = need_f32(c.in(0), "input"); !s) return s;
   const Value& x = *c.in(0);
-  if (x.shape.size() != 4) return err("only 2-D pooling (4-D input) is supported");
-  const std::vector<int64_t> kernel = c.ints("kernel_shape", {});
-  if (kernel.size() != 2) return err("kernel_shape must have 2 values");
-  const int64_t n = x.shape[0], ch = x.shape[1], h = x.shape[2], wd = x.shape[3];
+  if (x.shape.size() != 3 && x.shape.size() != 4) return err("only 1-D and 2-D pooling (3-D or 4-D input) is supported");
+  const bool one_d = x.shape.size() == 3;
+  const std::vector<int64_t> kernel = widen(c.ints("kernel_shape", {}), one_d, false, 1);
+  if (kernel.size() != 2) return err("kernel_shape must have one value per spatial axis");
+  const Shape xs = as_2d(x.shape);
+  const int64_t n = xs[0], ch = xs[1], h = xs[2], wd = xs[3];
   Geometry g;
   g.kh = kernel[0];
   g.kw = kernel[1];
-  if (Status s = read_geometry(c, h, wd, g); !s) return s;
+  if (Status s = read_geometry(c, h, wd, g, one_d); !s) return s;
   if (!max && (g.dilations[0] != 1 || g.dilations[1] != 1)) return err("dilations are not supported");
   const bool ceil_mode = c.i("ceil_mode", 0) != 0;
-  const Shape& ys = c.out().shape;
+  if (c.out().shape.size() != x.shape.size()) return err("X and Y differ in rank");
+  const Shape ys = as_2d(c.out().shape);
   const int64_t oh = window_out(h, g.pads[0] + g.pads[2], g.kh, g.dilations[0], g.strides[0], false);
   const int64_t ow = window_out(wd, g.pads[1] + g.pads[3], g.kw, g.dilations[1], g.strides[1], false);
   const int64_t ch_h = window_out(h, g.pads[0] + g.pads[2], g.kh, g.dilations[0], g.strides[0], true);
   const int64_t ch_w = window_out(wd, g.pads[1] + g.pads[3], g.kw, g.dilations[1], g.strides[1], true);
   const bool ok = ys.size() == 4 && ys[0] == n && ys[1] == ch &&
                   ((ys[2] == oh && ys[3] == ow) || (ceil_mode && ys[2] >= oh && ys[2] <= ch_h && ys[3] >= ow && ys[3] <= ch_w));
-  if (!ok) return shape_mismatch(Shape{n, ch, ceil_mode ? ch_h : oh, ceil_mode ? ch_w : ow}, ys);
+  if (!ok) return shape_mismatch(as_declared(Shape{n, ch, ceil_mode ? ch_h : oh, ceil_mode ? ch_w : ow}, one_d), c.out().shape);
   const bool include_pad = c.i("count_include_pad", 0) != 0;
   const float* px = x.floats.data();
   float* y = c.out().floats.data();

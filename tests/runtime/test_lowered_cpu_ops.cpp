@@ -350,3 +350,16 @@ TEST_CASE("cpu ops accept absent optional outputs (-1)") {
   d.cpu("Relu", {xd}, {-1, yd});
   CHECK(contains(validate(d.model).message(), "output index -1 is out of range"));
 }
+
+TEST_CASE("cpu 1-D Conv, ConvTranspose, MaxPool, AveragePool run as H = 1") {
+  check_close(run1("Conv", {input({1, 1, 5}, {1, 2, 3, 4, 5}), cf32({1, 1, 2}, {1, 1})}, {1, 1, 3},
+                   {ints("pads", {1, 0}), ints("strides", {2})}),
+              {1, 5, 9});
+  check_close(run1("ConvTranspose", {input({1, 1, 2}, {1, 2}), cf32({1, 1, 2}, {1, 1})}, {1, 1, 4}, {ints("strides", {2})}),
+              {1, 1, 2, 2});
+  const In x = input({1, 1, 5}, {1, 3, 2, 5, 4});
+  check_close(run1("MaxPool", {x}, {1, 1, 2}, {ints("kernel_shape", {2}), ints("strides", {2})}), {3, 5});
+  check_close(run1("AveragePool", {x}, {1, 1, 5}, {ints("kernel_shape", {3}), ints("pads", {1, 1})}),
+              {2, 2, 10.0 / 3, 11.0 / 3, 4.5});
+  CHECK(contains(error1("Conv", {input({1, 1, 5}, {1, 2, 3, 4, 5}), cf32({1, 1, 2}, {1, 1})}, {1, 1, 3}), "produces shape [1, 1, 4]"));
+}
