@@ -127,9 +127,9 @@ Status Executor::run(const std::vector<std::span<const float>>& inputs, std::vec
     }
     return execute(std::move(values), outputs);
   } catch (const std::bad_alloc&) {
-    return Status::error("lowered model '" + model_.name + "': out of memory");
+    return Status::error("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
   } catch (const std::exception& e) {
-    return Status::error("lowered model '" + model_.name + "': " + e.what());
+    return Status::error(detail::one_line("lowered model " + detail::quoted_name(model_.name) + ": " + e.what()));
   }
 }
 
@@ -137,15 +137,15 @@ Status Executor::run_values(const std::vector<Value>& inputs, std::vector<std::v
   try {
     return execute(inputs, outputs);
   } catch (const std::bad_alloc&) {
-    return Status::error("lowered model '" + model_.name + "': out of memory");
+    return Status::error("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
   } catch (const std::exception& e) {
-    return Status::error("lowered model '" + model_.name + "': " + e.what());
+    return Status::error(detail::one_line("lowered model " + detail::quoted_name(model_.name) + ": " + e.what()));
   }
 }
 
 Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<float>>& outputs) const {
   const Model& m = model_;
-  const std::string prefix = "lowered model '" + m.name + "': ";
+  const std::string prefix = "lowered model " + detail::quoted_name(m.name) + ": ";
   if (inputs.size() != m.inputs.size())
     return Status::error(prefix + "expected " + std::to_string(m.inputs.size()) + " inputs, got " +
                          std::to_string(inputs.size()));
@@ -161,7 +161,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
     const Tensor& tensor = m.tensors[t];
     Value& v = inputs[k];
     const auto n = static_cast<size_t>(element_count(tensor.shape));
-    const std::string label = "input " + std::to_string(k) + " ('" + tensor.name + "')";
+    const std::string label = "input " + std::to_string(k) + " (" + detail::quoted_name(tensor.name) + ")";
     if (v.type == ElemType::f32) {
       if (v.floats.size() != n)
         return Status::error(prefix + label + " has " + std::to_string(v.floats.size()) + " values, expected " +
@@ -219,7 +219,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
         }
         const Status s = detail::is_integer_op(op.type) ? detail::run_integer_op(m, op, ins, outs)
                                                         : detail::run_cpu_op(m, op, ins, outs);
-        if (!s) return Status::error(prefix + detail::op_label(op) + ": " + s.message());
+        if (!s) return Status::error(detail::one_line(prefix + detail::op_label(op) + ": " + s.message()));
       }
       for (const int32_t t : release_[index]) {
         values[static_cast<size_t>(t)] = Value{};

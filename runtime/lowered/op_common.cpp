@@ -6,7 +6,24 @@
 
 namespace qflow::lowered::detail {
 
-std::string op_label(const Op& op) { return op.type + " '" + op.name + "'"; }
+namespace {
+std::string printable(const std::string& text, size_t limit) {
+  std::string s = text.size() > limit ? text.substr(0, limit) + "..." : text;
+  for (char& ch : s)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  return s;
+}
+}  // namespace
+
+std::string quoted_name(const std::string& name) {
+  std::string s(1, '\'');
+  s += printable(name, 200);
+  s += '\'';
+  return s;
+}
+std::string one_line(const std::string& message) { return printable(message, 2000); }
+
+std::string op_label(const Op& op) { return printable(op.type, 200) + " " + quoted_name(op.name); }
 
 std::string shape_string(const Shape& shape) {
   std::string s = "[";

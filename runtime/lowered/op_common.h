@@ -21,6 +21,10 @@ inline constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 // "conv2d 'Conv_3'": how messages name an op.
 std::string op_label(const Op& op);
+// A name as messages quote it: control characters replaced by '?', at most 200 characters.
+std::string quoted_name(const std::string& name);
+// A message on one line: control characters replaced by '?', at most 2000 characters.
+std::string one_line(const std::string& message);
 std::string shape_string(const Shape& shape);
 // Product of the dimensions; -1 when a dimension is negative or the product reaches 2^40.
 int64_t element_count(const Shape& shape);

@@ -14,7 +14,9 @@ namespace {
 using detail::find_attribute;
 using detail::op_label;
 
-std::string tensor_label(const Model& m, int32_t index) { return "tensor '" + m.tensors[static_cast<size_t>(index)].name + "'"; }
+std::string tensor_label(const Model& m, int32_t index) {
+  return "tensor " + detail::quoted_name(m.tensors[static_cast<size_t>(index)].name);
+}
 
 // Inputs that may be -1: the bias of conv2d, conv_transpose2d and matmul; for CPU ops every
 // input but the first (ONNX optional inputs). CPU ops may also leave outputs after the first
@@ -282,7 +284,7 @@ class OpChecker {
 };
 
 std::optional<std::string> check_tensor(const Tensor& t) {
-  const std::string label = "tensor '" + t.name + "'";
+  const std::string label = "tensor " + detail::quoted_name(t.name);
   const int64_t n = detail::element_count(t.shape);
   if (n < 0) return label + ": shape " + detail::shape_string(t.shape) + " has a negative dimension or 2^40 elements or more";
   const size_t esize = element_size(t.type);
@@ -380,7 +382,8 @@ std::optional<std::string> validate_model(const Model& model) {
 
 Status validate(const Model& model) {
   try {
-    if (auto e = validate_model(model)) return Status::error("lowered model '" + model.name + "': " + *e);
+    if (auto e = validate_model(model))
+      return Status::error(detail::one_line("lowered model " + detail::quoted_name(model.name) + ": " + *e));
     return Status::ok();
   } catch (const std::bad_alloc&) {
     return Status::error("lowered model: out of memory while validating");

@@ -769,3 +769,33 @@ TEST_CASE("one executor runs in parallel threads with identical results") {
   for (auto& th : threads) th.join();
   for (size_t t = 0; t < inputs.size(); ++t) CHECK(ok[t] == 20);
 }
+
+TEST_CASE("messages stay on one line and bounded whatever the names hold") {
+  Builder b;
+  const int32_t x = b.input("x\nwith a newline", {2});
+  const int32_t out = b.output(std::string(5000, 'o'), {2});
+  Op& op = b.cpu("Relu", {x}, {out});
+  op.name = "line one\nline two\r";
+  b.model.name = "model\n";
+  b.model.tensors[static_cast<size_t>(out)].shape = {3};
+  const std::string e = run_error(b.model, {{1.0f, 2.0f}});
+  CHECK(contains(e, "cpu.Relu 'line one?line two?'"));
+  CHECK(e.find('\n') == std::string::npos);
+  CHECK(e.find('\r') == std::string::npos);
+
+  b.model.segments[0].ops[0].inputs[0] = 9;
+  const std::string v = validate(b.model).message();
+  CHECK(contains(v, "lowered model 'model?'"));
+  CHECK(v.find('\n') == std::string::npos);
+
+  b.model.segments[0].ops[0].inputs[0] = x;
+  b.model.tensors[static_cast<size_t>(out)].shape = {2};
+  b.model.segments[0].ops[0].outputs[0] = x;  // writes the model input: named, truncated
+  const std::string w = validate(b.model).message();
+  CHECK(contains(w, "is written twice"));
+  b.model.segments[0].ops[0].outputs[0] = out;
+  b.model.tensors[static_cast<size_t>(out)].type = ElemType::i64;
+  const std::string t = validate(b.model).message();
+  CHECK(contains(t, "ooo..."));
+  CHECK(t.size() < 600);
+}
