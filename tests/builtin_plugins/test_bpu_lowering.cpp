@@ -57,8 +57,10 @@ TEST_CASE("bpu lowering: Conv + Relu fuse into one conv2d with per-channel multi
     CHECK(mantissa[c] == expected.mantissa);
     CHECK(shift[c] == expected.shift);
   }
-  // Relu's lower bound is the output zero point.
-  CHECK(ints(conv, "clamp") == std::vector<int64_t>{m.zp_r, 127});
+  // Relu's lower bound is the output zero point; the upper one is the top of the skipped
+  // intermediate's range, 127 * s_y, in output units.
+  const fx::QParams r{f32(m.s_r), static_cast<int32_t>(m.zp_r), fx::QType::Int8};
+  CHECK(ints(conv, "clamp") == std::vector<int64_t>{m.zp_r, fx::quantize(127 * f32(m.s_y), r)});
   CHECK(ints(conv, "pads") == std::vector<int64_t>{1, 1, 1, 1});
   CHECK(ints(conv, "group") == std::vector<int64_t>{1});
   // Inputs: the quantized x, the int8 weight, the int32 bias; the output is r's tensor.

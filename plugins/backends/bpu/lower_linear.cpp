@@ -1,5 +1,6 @@
 // Lowering of Conv, ConvTranspose, Gemm and MatMul: conv2d, conv_transpose2d and matmul with
 // per-channel multipliers s_in * s_w[c] / s_out and a fused Relu / Clip as the clamp.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -85,6 +86,12 @@ Output output_of(const Lowerer& l, const Node& node) {
   if (auto it = l.fused_activation.find(&node); it != l.fused_activation.end()) {
     out.value = it->second->output(0);
     activation_bounds(l, *it->second, out.lo, out.hi);
+    // The PTQ model saturates the skipped intermediate to its own range first: keep that
+    // bound too (a calibrator may have clipped it below the Relu / Clip bounds).
+    const ActivationQuant& mid = *l.quant(node.output(0));
+    const fx::Range r = fx::range_of(qtype_of(mid.type));
+    out.lo = std::max(out.lo, mid.scale * (r.min - mid.zero_point));
+    out.hi = std::min(out.hi, mid.scale * (r.max - mid.zero_point));
   }
   out.quant = *l.quant(out.value);
   return out;

@@ -80,6 +80,8 @@ std::string gap_table(const Lowerer& l, const Node& node) {
     return {};
   }
   if (op == "LayerNormalization") {
+    // Its output multiplier s_gamma * 2^-12 / s_out, s_gamma = max|gamma| / 32767, is no shift.
+    if (l.platform.power_of_two_scales) return no_lowering(node, "on a power-of-two platform");
     if (last_axis(l, node, -1) < 0) return no_lowering(node, "over axes other than the last");
     for (std::size_t i = 1; i < node.outputs().size(); ++i)
       if (node.output(i) && !node.output(i)->uses().empty()) return no_lowering(node, "with its Mean / InvStdDev outputs in use");
