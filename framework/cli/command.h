@@ -33,6 +33,7 @@ Status run_perf(const std::vector<std::string>& args);
 Status run_plugins(const std::vector<std::string>& args);
 Status run_run(const std::vector<std::string>& args);
 Status run_hbm(const std::vector<std::string>& args);
+Status run_verify(const std::vector<std::string>& args);
 
 // Shared by the subcommands: parses `args` against the options and positionals, turning
 // Boost's exceptions into an InvalidInput status that names the subcommand. Returns

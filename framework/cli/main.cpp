@@ -21,6 +21,7 @@ constexpr Command kCommands[] = {
     {"check", "place a model's nodes on a BPU platform or the CPU and show the partition", run_check},
     {"perf", "estimate MACs, bytes and BPU cycles per layer of a model on a BPU platform", run_perf},
     {"hbm", "show a compiled .hbm model's layout, or run it through the runtime C API", run_hbm},
+    {"verify", "compare a PTQ model, its .bc simulator and its .hbm runtime on samples", run_verify},
     {"run", "run a pipeline file (a DAG of plugin stages)", run_run},
     {"plugins", "list the loaded plugin libraries and their components", run_plugins},
 };

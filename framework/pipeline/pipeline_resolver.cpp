@@ -65,6 +65,10 @@ const std::vector<HostStage>& host_stages() {
          "shift each Conv/Gemm bias by the mean output error its weight quantization causes on the calibration "
          "samples (needs input 'dataset')"}},
        {}},
+      {"verify",
+       StageKind::Verify,
+       {{"limit", OptionType::Int, int64_t{0}, "verify on the first N samples only; 0 = all"}},
+       {}},
   };
   return stages;
 }
@@ -316,6 +320,7 @@ class Resolver {
       case StageKind::Quantize: return stage.id + ".onnx";
       case StageKind::Pass: return stage.id + ".onnx";
       case StageKind::Backend: return stage.id + ".bin";
+      case StageKind::Verify: return "verify_result.json";
     }
     return stage.id;
   }
@@ -385,6 +390,7 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::Quantize: return "quantize";
     case StageKind::Pass: return "pass";
     case StageKind::Backend: return "backend";
+    case StageKind::Verify: return "verify";
   }
   return "unknown";
 }
@@ -404,6 +410,11 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
               {"model", ArtifactType::Model, true},
               {"qparams", ArtifactType::QParams, true}};
     case StageKind::Backend: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, false}};
+    case StageKind::Verify:
+      return {{"bc", ArtifactType::Binary, true},
+              {"dataset", ArtifactType::Dataset, true},
+              {"hbm", ArtifactType::Binary, true},
+              {"model", ArtifactType::Model, true}};
   }
   return {};
 }
@@ -417,6 +428,7 @@ ArtifactType stage_output(StageKind kind) {
     case StageKind::Observer: return ArtifactType::Statistics;
     case StageKind::Calibrator: return ArtifactType::QParams;
     case StageKind::Backend: return ArtifactType::Binary;
+    case StageKind::Verify: return ArtifactType::Report;
   }
   return ArtifactType::Report;
 }

@@ -55,5 +55,7 @@ Expected<StageResult> run_pass(const PipelineStage& stage, const Artifact& model
                                const StageContext& context);
 Expected<StageResult> run_backend(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                   const ComponentRegistry& registry);
+Expected<StageResult> run_verify(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                 const StageContext& context);
 
 }  // namespace qflow
