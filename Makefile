@@ -9,7 +9,7 @@ DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
   libonnx-testdata libstb-dev python3-numpy
 
-.PHONY: all deps bench-deps configure build run test bench-accuracy clean
+.PHONY: all deps bench-deps configure build run test bench-accuracy bench-bpu clean
 
 all: build
 
@@ -45,6 +45,11 @@ test: build
 # rewrites docs/accuracy.md. Not part of `make test` (it takes minutes).
 bench-accuracy: bench-deps build
 	/usr/bin/python3 tools/bench_accuracy.py --build $(BUILD_DIR)
+
+# bpu_ptq.toml on every platform: .hbm top-1 on the Fashion-MNIST test set, .hbm vs .bc
+# bit-identity, PP-OCR placement and cosine on nash; rewrites docs/bpu-results.md.
+bench-bpu: bench-deps build
+	/usr/bin/python3 tools/bench_bpu.py --build $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Quick start: inspects the bundled sample model (the Fashion-MNIST classifier), runs it on
-# the bundled calibration samples, and quantizes it with the default pipeline
-# (pipelines/ptq.toml: optimize, observe, calibrate with kl, calibrated and PTQ models).
+# the bundled calibration samples, and takes it through the standard BPU pipeline
+# (pipelines/bpu_ptq.toml: optimize, calibrate with kl, PTQ model, check, lower to the .bc,
+# compile the .hbm, verify, estimate performance) for the nash platform.
 # usage: tools/quickstart.sh BUILD_DIR   (writes BUILD_DIR/quickstart/)
 set -euo pipefail
 
@@ -27,8 +28,16 @@ echo "== qflow infer $model --input $input --output-dir $out --batch-size 50"
 "$qflow" infer "$model" --input "$input" --output-dir "$out" --batch-size 50
 
 echo
-echo "== qflow run pipelines/ptq.toml --out $out/ptq"
-(cd "$root" && "$qflow" run pipelines/ptq.toml --out "$out/ptq")
+echo "== qflow run pipelines/bpu_ptq.toml --out $out/bpu_ptq"
+(cd "$root" && "$qflow" run pipelines/bpu_ptq.toml --out "$out/bpu_ptq")
+
+echo
+echo "== qflow hbm info $out/bpu_ptq/fashion_mnist.hbm"
+"$qflow" hbm info "$out/bpu_ptq/fashion_mnist.hbm"
+
+echo
+echo "== verify: PTQ model vs .bc simulator vs .hbm runtime on the calibration samples"
+cat "$out/bpu_ptq/verify_result.json"
 
 echo
 echo "quickstart wrote:"

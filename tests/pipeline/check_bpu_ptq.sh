@@ -1,0 +1,73 @@
+#!/bin/bash
+# The standard BPU pipeline (pipelines/bpu_ptq.toml) on the Fashion-MNIST sample for every
+# bundled platform: every artifact present, verify reports the .hbm runtime bit-identical to
+# the .bc simulator and close to the PTQ model, `qflow hbm run` and `qflow infer x.bc` give
+# byte-identical outputs, and (on bernoulli2, which has both BPU and CPU segments) a second
+# run with another thread count writes byte-identical .bc and .hbm files.
+#
+# usage: check_bpu_ptq.sh QFLOW SOURCE_DIR WORK_DIR
+set -u
+qflow=$1 source_dir=$2 work=$3
+rm -rf "$work" && mkdir -p "$work"
+cd "$source_dir" || exit 1
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+
+artifacts="fashion_mnist_original_float_model.onnx fashion_mnist_optimized_float_model.onnx
+  calibration_table.json fashion_mnist_calibrated_model.onnx fashion_mnist_ptq_model.onnx
+  model_check_result.txt fashion_mnist_quantized_model.bc fashion_mnist.hbm verify_result.json
+  model_perf.txt manifest.json"
+samples=$work/samples.npy
+# The first 16 calibration samples, for the CLI comparisons (plain python3, no numpy).
+python3 - models/fashion_mnist/calib_200.npy "$samples" <<'PY' || exit 1
+import ast, sys
+raw = open(sys.argv[1], "rb").read()
+n = int.from_bytes(raw[8:10], "little")
+header = ast.literal_eval(raw[10:10 + n].decode("latin1"))
+shape = header["shape"]
+row = (len(raw) - 10 - n) // shape[0]
+header["shape"] = (16,) + tuple(shape[1:])
+text = repr(header).encode("latin1")
+text += b" " * ((64 - (10 + len(text) + 1) % 64) % 64) + b"\n"
+open(sys.argv[2], "wb").write(raw[:8] + len(text).to_bytes(2, "little") + text + raw[10 + n:10 + n + 16 * row])
+PY
+
+for platform in bernoulli2 bayes nash; do
+  out=$work/$platform
+  if ! "$qflow" run pipelines/bpu_ptq.toml --set platform=$platform --out "$out" --threads 2 >"$out.log" 2>&1; then
+    fail "$platform: bpu_ptq.toml failed: $(tail -3 "$out.log")"
+    continue
+  fi
+  for artifact in $artifacts; do
+    [ -s "$out/$artifact" ] || fail "$platform: $artifact missing or empty"
+  done
+  python3 - "$out/verify_result.json" "$platform" <<'PY' || fail "$platform: verify result out of bounds"
+import json, sys
+result = json.load(open(sys.argv[1]))
+ok = result["samples"] == 200 and result["bit_identical"]
+for o in result["outputs"]:
+    ok = ok and o["exact_matches"] == o["compared"] > 0 and o["hbm_cosine_min"] > 0.99 and o["bc_cosine_min"] > 0.99
+    print("%s %s: cos(hbm, ptq) min %.6f, max |hbm - ptq| %.4g, exact %d/%d" % (
+        sys.argv[2], o["name"], o["hbm_cosine_min"], o["hbm_max_abs_error"], o["exact_matches"], o["compared"]))
+sys.exit(0 if ok else 1)
+PY
+  if ! "$qflow" hbm run "$out/fashion_mnist.hbm" --input "$samples" --output-dir "$out/hbm_run" >"$out.hbm.log" 2>&1; then
+    fail "$platform: qflow hbm run failed: $(tail -3 "$out.hbm.log")"
+  elif ! "$qflow" infer "$out/fashion_mnist_quantized_model.bc" --input "$samples" --output-dir "$out/bc_run" \
+      >"$out.bc.log" 2>&1; then
+    fail "$platform: qflow infer .bc failed: $(tail -3 "$out.bc.log")"
+  else
+    cmp -s "$out/hbm_run/logits.npy" "$out/bc_run/logits.npy" || fail "$platform: hbm run and infer .bc outputs differ"
+  fi
+  [ $platform = bernoulli2 ] || continue
+  again=$work/$platform.again
+  if ! "$qflow" run pipelines/bpu_ptq.toml --set platform=$platform --out "$again" --threads 1 >"$again.log" 2>&1; then
+    fail "$platform: second run failed: $(tail -3 "$again.log")"
+  else
+    for artifact in fashion_mnist_quantized_model.bc fashion_mnist.hbm; do
+      cmp -s "$out/$artifact" "$again/$artifact" || fail "$platform: $artifact differs between runs"
+    done
+  fi
+done
+[ $failed = 0 ] && echo "bpu_ptq.toml: all platforms verified"
+exit $failed
