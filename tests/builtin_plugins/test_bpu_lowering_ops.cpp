@@ -3,6 +3,8 @@
 // Concat, Slice, int16 tables, Softmax and LayerNormalization).
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include "test_bpu_lowering_helpers.h"
 
 namespace qflow {
@@ -104,6 +106,28 @@ TEST_CASE("bpu lowering ops: int16 activations: a segmented table, Softmax and L
   const std::vector<std::vector<float>> in = {ramp(32, -4.0f, 4.0f)};
   // Tables and the normalization are approximations: a few 16-bit steps.
   check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.000183), 8.0);
+}
+
+TEST_CASE("bpu lowering ops: com.microsoft Gelu (the fuse-gelu output) and HardSwish become tables") {
+  QdqGraph q;
+  q.model.opset_imports.push_back({"com.microsoft", 1});
+  Value* x = q.input("x", {1, 2, 2, 4}, 0.0317, -5);
+  Value* g = q.op("Gelu", "gelu", {x}, {1, 2, 2, 4}, {}, "com.microsoft");
+  Value* h = q.op("HardSwish", "hswish", {q.qdq(g, 0.0213, -100)}, {1, 2, 2, 4});
+  q.output(q.qdq(h, 0.0201, -90));
+  const lowered::Model lowered = lower(q.model, backend_for("nash"));
+  CHECK(op_list(lowered) == "bpu: quantize lut lut dequantize");
+  fx::Lut expected;
+  REQUIRE(fx::build_gelu_lut({f32(0.0317), -5, fx::QType::Int8}, {f32(0.0213), -100, fx::QType::Int8}, 0, expected).ok());
+  const lowered::Op& lut = *find_op(lowered, "lut");
+  CHECK(lut.name == "gelu");
+  const lowered::Tensor& table = lowered.tensors[static_cast<std::size_t>(lut.inputs[1])];
+  REQUIRE(table.data.size() == 256 * 4);
+  std::vector<int32_t> entries(256);
+  std::memcpy(entries.data(), table.data.data(), table.data.size());
+  CHECK(entries == expected.entries);
+  const std::vector<std::vector<float>> in = {ramp(16, -4.0f, 4.0f)};
+  check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.0201));
 }
 
 TEST_CASE("bpu lowering ops: Softmax on a platform without it runs on the CPU between dequantize and quantize") {
