@@ -130,6 +130,60 @@ Status op_exp(const Ctx& c) {
 Status op_erf(const Ctx& c) {
   return unary(c, [](float x) { return std::erf(x); });
 }
+Status op_abs(const Ctx& c) {
+  return unary(c, [](float x) { return std::fabs(x); });
+}
+Status op_neg(const Ctx& c) {
+  return unary(c, [](float x) { return -x; });
+}
+Status op_log(const Ctx& c) {
+  return unary(c, [](float x) { return std::log(x); });
+}
+Status op_reciprocal(const Ctx& c) {
+  return unary(c, [](float x) { return 1.0f / x; });
+}
+Status op_floor(const Ctx& c) {
+  return unary(c, [](float x) { return std::floor(x); });
+}
+Status op_ceil(const Ctx& c) {
+  return unary(c, [](float x) { return std::ceil(x); });
+}
+Status op_elu(const Ctx& c) {
+  const double alpha = c.f("alpha", 1.0);
+  return unary(c, [=](float x) { return x >= 0.0f ? x : static_cast<float>(alpha * std::expm1(static_cast<double>(x))); });
+}
+Status op_selu(const Ctx& c) {
+  const double alpha = c.f("alpha", 1.67326319217681884765625), gamma = c.f("gamma", 1.05070102214813232421875);
+  return unary(c, [=](float x) {
+    const double v = x;
+    return static_cast<float>(gamma * (v > 0.0 ? v : alpha * std::expm1(v)));
+  });
+}
+Status op_softplus(const Ctx& c) {
+  return unary(c, [](float x) {
+    const double v = x;
+    return static_cast<float>(v > 0.0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)));
+  });
+}
+Status op_gelu(const Ctx& c) {
+  const std::string approximate = c.s("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") return err("approximate '" + approximate + "' is not none or tanh");
+  if (approximate == "tanh")
+    return unary(c, [](float x) {
+      const double v = x;
+      return static_cast<float>(0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))));
+    });
+  return unary(c, [](float x) {
+    const double v = x;
+    return static_cast<float>(0.5 * v * (1.0 + std::erf(v * 0.7071067811865476)));
+  });
+}
+
+// Dropout at inference: the identity (the mask output is not supported).
+Status op_dropout(const Ctx& c) {
+  if (c.outs.size() != 1) return err("the mask output is not supported");
+  return unary(Ctx{c.model, c.op, std::vector<const Value*>{c.in(0)}, c.outs}, [](float x) { return x; });
+}
 
 Status op_clip(const Ctx& c) {
   if (Status s = arity(c, 1, 3); !s) return s;
@@ -227,6 +281,42 @@ Status op_mul(const Ctx& c) { return binary(c, Arith::Mul); }
 Status op_div(const Ctx& c) { return binary(c, Arith::Div); }
 Status op_pow(const Ctx& c) { return binary(c, Arith::Pow); }
 
+Status op_prelu(const Ctx& c) {
+  if (Status s = arity(c, 2, 2); !s) return s;
+  if (Status s = need_f32(c.in(1), "slope"); !s) return s;
+  const Shape& xs = c.in(0)->shape;
+  Shape shape;
+  if (!detail::broadcast_shape(xs, c.in(1)->shape, shape) || shape != xs)
+    return err("slope " + shape_string(c.in(1)->shape) + " does not broadcast to X " + shape_string(xs));
+  if (xs != c.out().shape) return shape_mismatch(xs, c.out().shape);
+  binary_loop<float>(c, c.in(0)->floats, c.in(1)->floats, c.out().floats, [](float x, float a) { return x < 0.0f ? a * x : x; });
+  return Status::ok();
+}
+
+// Max / Min: elementwise over any number of f32 inputs with numpy broadcasting.
+Status variadic_extreme(const Ctx& c, bool max) {
+  if (Status s = arity(c, 1, c.ins.size()); !s) return s;
+  Shape shape;
+  for (size_t k = 0; k < c.ins.size(); ++k) {
+    if (Status s = need_f32(c.in(k), "inputs"); !s) return s;
+    if (k == 0) shape = c.in(0)->shape;
+    else if (!detail::broadcast_shape(shape, c.in(k)->shape, shape)) return err("the inputs' shapes do not broadcast");
+  }
+  if (shape != c.out().shape) return shape_mismatch(shape, c.out().shape);
+  std::vector<float>& y = c.out().floats;
+  std::vector<float> e(y.size());
+  for (size_t k = 0; k < c.ins.size(); ++k) {
+    detail::broadcast_to(c.in(k)->floats.data(), c.in(k)->shape, shape, e.data());
+    if (k == 0) y = e;
+    else
+      for (size_t i = 0; i < y.size(); ++i)
+        if (std::isnan(e[i]) || (max ? e[i] > y[i] : e[i] < y[i])) y[i] = e[i];
+  }
+  return Status::ok();
+}
+Status op_max(const Ctx& c) { return variadic_extreme(c, true); }
+Status op_min(const Ctx& c) { return variadic_extreme(c, false); }
+
 // ---------------------------------------------------------------------------------------------
 // Normalization
 
@@ -313,7 +403,9 @@ Status op_layer_normalization(const Ctx& c) {
   return Status::ok();
 }
 
-Status op_reduce_mean(const Ctx& c) {
+enum class Reduce { Mean, Sum, Max, Min };
+
+Status reduce(const Ctx& c, Reduce kind) {
   if (Status s = arity(c, 1, 2); !s) return s;
   if (Status s = need_f32(c.in(0), "input"); !s) return s;
   const Shape& xs = c.in(0)->shape;
@@ -341,12 +433,19 @@ Status op_reduce_mean(const Ctx& c) {
   std::vector<int64_t> kept_strides = detail::strides_of(kept);
   for (size_t k = 0; k < xs.size(); ++k)
     if (reduced[k]) kept_strides[k] = 0;
-  std::vector<double> sum(c.out().floats.size(), 0.0);
+  const double init = kind == Reduce::Max   ? -std::numeric_limits<double>::infinity()
+                      : kind == Reduce::Min ? std::numeric_limits<double>::infinity()
+                                            : 0.0;
+  std::vector<double> sum(c.out().floats.size(), init);
   const std::vector<float>& x = c.in(0)->floats;
   std::vector<int64_t> index(xs.size(), 0);
   int64_t offset = 0;
   for (size_t k = 0; k < x.size(); ++k) {
-    sum[static_cast<size_t>(offset)] += x[k];
+    double& acc = sum[static_cast<size_t>(offset)];
+    const double v = x[k];
+    if (kind == Reduce::Max) acc = (v > acc || std::isnan(v)) ? v : acc;
+    else if (kind == Reduce::Min) acc = (v < acc || std::isnan(v)) ? v : acc;
+    else acc += v;
     for (size_t a = xs.size(); a-- > 0;) {
       ++index[a];
       offset += kept_strides[a];
@@ -356,8 +455,39 @@ Status op_reduce_mean(const Ctx& c) {
     }
   }
   const int64_t total = element_count(xs), outs = static_cast<int64_t>(sum.size());
-  const double count = outs > 0 ? static_cast<double>(total) / static_cast<double>(outs) : 1.0;
+  const double count =
+      kind == Reduce::Mean && outs > 0 ? static_cast<double>(total) / static_cast<double>(outs) : 1.0;
   for (size_t k = 0; k < sum.size(); ++k) c.out().floats[k] = static_cast<float>(sum[k] / count);
+  return Status::ok();
+}
+
+Status op_reduce_mean(const Ctx& c) { return reduce(c, Reduce::Mean); }
+Status op_reduce_sum(const Ctx& c) { return reduce(c, Reduce::Sum); }
+Status op_reduce_max(const Ctx& c) { return reduce(c, Reduce::Max); }
+Status op_reduce_min(const Ctx& c) { return reduce(c, Reduce::Min); }
+
+Status op_batch_normalization(const Ctx& c) {
+  if (Status s = arity(c, 5, 5); !s) return s;
+  for (size_t k = 0; k < 5; ++k)
+    if (Status s = need_f32(c.in(k), "BatchNormalization operands"); !s) return s;
+  const Shape& xs = c.in(0)->shape;
+  if (xs.size() < 2) return err("X must have N and C dimensions");
+  if (xs != c.out().shape) return shape_mismatch(xs, c.out().shape);
+  const int64_t ch = xs[1], inner = element_count(Shape(xs.begin() + 2, xs.end())), n = xs[0];
+  for (size_t k = 1; k < 5; ++k)
+    if (static_cast<int64_t>(c.in(k)->floats.size()) != ch) return err("scale, B, mean and var must have C values");
+  const double epsilon = c.f("epsilon", 1e-5);
+  const float* x = c.in(0)->floats.data();
+  float* y = c.out().floats.data();
+  for (int64_t j = 0; j < ch; ++j) {
+    const auto u = static_cast<size_t>(j);
+    const double a = c.in(1)->floats[u] / std::sqrt(static_cast<double>(c.in(4)->floats[u]) + epsilon);
+    const double b = c.in(2)->floats[u] - a * c.in(3)->floats[u];
+    for (int64_t b0 = 0; b0 < n; ++b0) {
+      const int64_t base = (b0 * ch + j) * inner;
+      for (int64_t k = 0; k < inner; ++k) y[base + k] = static_cast<float>(a * x[base + k] + b);
+    }
+  }
   return Status::ok();
 }
 
@@ -382,6 +512,69 @@ Status op_identity(const Ctx& c) {
   if (Status s = arity(c, 1, 1); !s) return s;
   if (c.in(0)->shape != c.out().shape) return shape_mismatch(c.in(0)->shape, c.out().shape);
   return op_copy(c);
+}
+
+Status op_shape(const Ctx& c) {
+  if (Status s = arity(c, 1, 1); !s) return s;
+  if (c.out().type != ElemType::i64) return err("the output must be i64");
+  const Shape& xs = c.in(0)->shape;
+  const auto rank = static_cast<int64_t>(xs.size());
+  int64_t start = c.i("start", 0), end = c.i("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  const Shape produced{std::max<int64_t>(0, end - start)};
+  if (produced != c.out().shape) return shape_mismatch(produced, c.out().shape);
+  for (int64_t k = start; k < end; ++k) c.out().longs[static_cast<size_t>(k - start)] = xs[static_cast<size_t>(k)];
+  return Status::ok();
+}
+
+// Expand: numpy broadcasting of the input to the declared output shape.
+Status op_expand(const Ctx& c) {
+  if (Status s = arity(c, 1, 2); !s) return s;
+  const Value& x = *c.in(0);
+  if (x.type != c.out().type) return err("input and output types differ");
+  Shape shape;
+  if (const Value* sv = c.in(1); sv && sv->type == ElemType::i64) {
+    if (!detail::broadcast_shape(x.shape, sv->longs, shape)) return err("the shape does not broadcast with the input");
+  } else {
+    shape = c.out().shape;
+  }
+  Shape check;
+  if (!detail::broadcast_shape(x.shape, shape, check) || check != c.out().shape) return shape_mismatch(check, c.out().shape);
+  if (x.type == ElemType::f32) detail::broadcast_to(x.floats.data(), x.shape, check, c.out().floats.data());
+  else detail::broadcast_to(x.longs.data(), x.shape, check, c.out().longs.data());
+  return Status::ok();
+}
+
+Status op_tile(const Ctx& c) {
+  if (Status s = arity(c, 2, 2); !s) return s;
+  if (Status s = need_i64(c.in(1), "repeats"); !s) return s;
+  const Value& x = *c.in(0);
+  if (x.type != c.out().type) return err("input and output types differ");
+  const std::vector<int64_t>& reps = c.in(1)->longs;
+  if (reps.size() != x.shape.size()) return err("repeats must have one value per axis");
+  Shape produced(x.shape.size());
+  for (size_t k = 0; k < reps.size(); ++k) {
+    if (reps[k] < 0) return err("repeats must be non-negative");
+    produced[k] = x.shape[k] * reps[k];
+  }
+  if (produced != c.out().shape) return shape_mismatch(produced, c.out().shape);
+  const int64_t total = element_count(produced);
+  const std::vector<int64_t> in_strides = detail::strides_of(x.shape);
+  std::vector<int64_t> index(produced.size(), 0);
+  for (int64_t o = 0; o < total; ++o) {
+    int64_t src = 0;
+    for (size_t k = 0; k < index.size(); ++k) src += (index[k] % x.shape[k]) * in_strides[k];
+    if (x.type == ElemType::f32) c.out().floats[static_cast<size_t>(o)] = x.floats[static_cast<size_t>(src)];
+    else c.out().longs[static_cast<size_t>(o)] = x.longs[static_cast<size_t>(src)];
+    for (size_t a = index.size(); a-- > 0;) {
+      if (++index[a] < produced[a]) break;
+      index[a] = 0;
+    }
+  }
+  return Status::ok();
 }
 
 Status op_transpose(const Ctx& c) {
@@ -1120,18 +1313,26 @@ struct Entry {
 
 // Sorted by name.
 constexpr std::array kKernels = {
+    Entry{"Abs", op_abs, true},
     Entry{"Add", op_add, false},
     Entry{"AveragePool", op_average_pool, true},
+    Entry{"BatchNormalization", op_batch_normalization, true},
     Entry{"Cast", op_cast, false},
+    Entry{"Ceil", op_ceil, true},
     Entry{"Clip", op_clip, true},
     Entry{"Concat", op_concat, false},
     Entry{"Conv", op_conv, true},
     Entry{"ConvTranspose", op_conv_transpose, true},
     Entry{"Div", op_div, false},
+    Entry{"Dropout", op_dropout, true},
+    Entry{"Elu", op_elu, true},
     Entry{"Erf", op_erf, true},
     Entry{"Exp", op_exp, true},
+    Entry{"Expand", op_expand, false},
     Entry{"Flatten", op_copy, false},
+    Entry{"Floor", op_floor, true},
     Entry{"Gather", op_gather, false},
+    Entry{"Gelu", op_gelu, true},
     Entry{"Gemm", op_gemm, true},
     Entry{"GlobalAveragePool", op_global_average_pool, true},
     Entry{"HardSigmoid", op_hard_sigmoid, true},
@@ -1139,23 +1340,36 @@ constexpr std::array kKernels = {
     Entry{"Identity", op_identity, false},
     Entry{"LayerNormalization", op_layer_normalization, true},
     Entry{"LeakyRelu", op_leaky_relu, true},
+    Entry{"Log", op_log, true},
     Entry{"MatMul", op_matmul, true},
+    Entry{"Max", op_max, true},
     Entry{"MaxPool", op_max_pool, true},
+    Entry{"Min", op_min, true},
     Entry{"Mul", op_mul, false},
+    Entry{"Neg", op_neg, true},
+    Entry{"PRelu", op_prelu, true},
     Entry{"Pad", op_pad, false},
     Entry{"Pow", op_pow, true},
+    Entry{"Reciprocal", op_reciprocal, true},
+    Entry{"ReduceMax", op_reduce_max, true},
     Entry{"ReduceMean", op_reduce_mean, true},
+    Entry{"ReduceMin", op_reduce_min, true},
+    Entry{"ReduceSum", op_reduce_sum, true},
     Entry{"Relu", op_relu, true},
     Entry{"Reshape", op_copy, false},
     Entry{"Resize", op_resize, true},
+    Entry{"Selu", op_selu, true},
+    Entry{"Shape", op_shape, false},
     Entry{"Sigmoid", op_sigmoid, true},
     Entry{"Slice", op_slice, false},
     Entry{"Softmax", op_softmax, true},
+    Entry{"Softplus", op_softplus, true},
     Entry{"Split", op_split, false},
     Entry{"Sqrt", op_sqrt, true},
     Entry{"Squeeze", op_copy, false},
     Entry{"Sub", op_sub, false},
     Entry{"Tanh", op_tanh, true},
+    Entry{"Tile", op_tile, false},
     Entry{"Transpose", op_transpose, false},
     Entry{"Unsqueeze", op_copy, false},
 };

@@ -79,7 +79,7 @@ const std::vector<float> kSample = {-3.0f, -0.5f, 0.0f, 0.5f, 3.0f};
 TEST_CASE("cpu op list: sorted, the implemented kernels, queried by name") {
   const auto& types = cpu_op_types();
   CHECK(std::is_sorted(types.begin(), types.end()));
-  CHECK(types.size() == 38);
+  CHECK(types.size() == 59);
   for (const char* t : {"Relu", "Clip", "Conv", "ConvTranspose", "Resize", "Gemm", "Split", "Pad"}) CHECK(cpu_op_supported(t));
   CHECK_FALSE(cpu_op_supported("NonMaxSuppression"));
   CHECK_FALSE(cpu_op_supported("relu"));
@@ -362,4 +362,55 @@ TEST_CASE("cpu 1-D Conv, ConvTranspose, MaxPool, AveragePool run as H = 1") {
   check_close(run1("AveragePool", {x}, {1, 1, 5}, {ints("kernel_shape", {3}), ints("pads", {1, 1})}),
               {2, 2, 10.0 / 3, 11.0 / 3, 4.5});
   CHECK(contains(error1("Conv", {input({1, 1, 5}, {1, 2, 3, 4, 5}), cf32({1, 1, 2}, {1, 1})}, {1, 1, 3}), "produces shape [1, 1, 4]"));
+}
+
+TEST_CASE("cpu Abs, Neg, Log, Reciprocal, Floor, Ceil, Elu, Selu, Softplus, Gelu, Dropout, PRelu") {
+  const std::vector<int64_t> s{5};
+  check_close(run1("Abs", {input(s, kSample)}, s), {3, 0.5, 0, 0.5, 3});
+  check_close(run1("Neg", {input(s, kSample)}, s), {3, 0.5, 0, -0.5, -3});
+  check_close(run1("Log", {input({2}, {1, 2.718281828459045f})}, {2}), {0, 1});
+  check_close(run1("Reciprocal", {input({2}, {4, -0.5})}, {2}), {0.25, -2});
+  check_close(run1("Floor", {input(s, kSample)}, s), {-3, -1, 0, 0, 3});
+  check_close(run1("Ceil", {input(s, kSample)}, s), {-3, 0, 0, 1, 3});
+  check_close(run1("Elu", {input(s, kSample)}, s, {floats("alpha", {2.0})}),
+              {2 * (std::exp(-3.0) - 1), 2 * (std::exp(-0.5) - 1), 0, 0.5, 3});
+  const double sa = 1.67326319217681884765625, sg = 1.05070102214813232421875;
+  check_close(run1("Selu", {input({2}, {-1, 2})}, {2}), {sg * sa * (std::exp(-1.0) - 1), sg * 2});
+  check_close(run1("Softplus", {input({3}, {0, 2, -30})}, {3}), {std::log(2.0), std::log(1 + std::exp(2.0)), std::exp(-30.0)});
+  // GELU(1) = 0.5 (1 + erf(1 / sqrt 2)) = 0.8413447460685429
+  check_close(run1("Gelu", {input({3}, {1, 0, -1})}, {3}), {0.8413447460685429, 0, -0.15865525393145707});
+  check_close(run1("Gelu", {input({1}, {1})}, {1}, {strings("approximate", {"tanh"})}), {0.8411919906082768});
+  check_close(run1("Dropout", {input(s, kSample)}, s, {floats("ratio", {0.5})}), {-3, -0.5, 0, 0.5, 3});
+  // PRelu with a per-channel slope [2, 1, 1] on [1, 2, 1, 2]
+  check_close(run1("PRelu", {input({1, 2, 1, 2}, {-1, 2, -3, 4}), cf32({2, 1, 1}, {0.5, 0.25})}, {1, 2, 1, 2}),
+              {-0.5, 2, -0.75, 4});
+}
+
+TEST_CASE("cpu BatchNormalization, ReduceSum, ReduceMax, ReduceMin, Max, Min") {
+  // y = scale * (x - mean) / sqrt(var + eps) + B per channel
+  check_close(run1("BatchNormalization",
+                   {input({1, 2, 2}, {1, 3, 10, 20}), cf32({2}, {2, 1}), cf32({2}, {0, 5}), cf32({2}, {2, 10}), cf32({2}, {4, 1})},
+                   {1, 2, 2}, {floats("epsilon", {0.0})}),
+              {-1, 1, 5, 15});
+  const In x = input({2, 3}, {1, 5, 3, 4, 2, 6});
+  check_close(run1("ReduceSum", {x, ci64({1}, {1})}, {2, 1}), {9, 12});
+  check_close(run1("ReduceMax", {x}, {3}, {ints("axes", {0}), ints("keepdims", {0})}), {4, 5, 6});
+  check_close(run1("ReduceMin", {x}, {1, 1}), {1});
+  check_close(run1("Max", {x, cf32({3}, {2, 2, 2}), cf32({}, {4.5})}, {2, 3}), {4.5, 5, 4.5, 4.5, 4.5, 6});
+  check_close(run1("Min", {x, cf32({2, 1}, {2, 5})}, {2, 3}), {1, 2, 2, 4, 2, 5});
+}
+
+TEST_CASE("cpu Shape, Expand, Tile") {
+  Builder b;
+  const int32_t x = b.input("x", {2, 3, 4});
+  const int32_t shape = b.tensor("shape", ElemType::i64, {2});
+  const int32_t out = b.output("out", {2});
+  b.cpu("Shape", {x}, {shape}, {ints("start", {1})});
+  b.cpu("Cast", {shape}, {out}, {ints("to", {1})});
+  check_close(run(b.model, {std::vector<float>(24, 0.0f)})[0], {3, 4});
+
+  check_close(run1("Expand", {input({3, 1}, {1, 2, 3}), ci64({3}, {2, 1, 2})}, {2, 3, 2}),
+              {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3});
+  CHECK(contains(error1("Expand", {input({3, 1}, {1, 2, 3}), ci64({2}, {1, 2})}, {3, 3}), "produces shape [3, 2]"));
+  check_close(run1("Tile", {input({2, 2}, {1, 2, 3, 4}), ci64({2}, {1, 2})}, {2, 4}), {1, 2, 1, 2, 3, 4, 3, 4});
 }
