@@ -48,10 +48,15 @@ std::string lowering_gap(const Lowerer& l, const Node& node) {
   const Concept c = concept_of(node);
   if (c == Concept::Constant) return {};
   if (c == Concept::None) return lowering::no_lowering(node, node.domain().empty() ? "" : "(domain " + node.domain() + ")");
-  for (const Value* out : node.outputs())
-    if (out && (!out->uses().empty() || std::find(l.graph.outputs.begin(), l.graph.outputs.end(), out) != l.graph.outputs.end()) &&
-        !l.quant(out))
+  // Output 0 is always written; further outputs only matter when something reads them.
+  if (!node.output(0)) return lowering::no_lowering(node, "without its first output");
+  for (std::size_t i = 0; i < node.outputs().size(); ++i) {
+    const Value* out = node.output(i);
+    const bool read = out && (!out->uses().empty() ||
+                              std::find(l.graph.outputs.begin(), l.graph.outputs.end(), out) != l.graph.outputs.end());
+    if ((i == 0 || read) && !l.quant(out))
       return lowering::no_lowering(node, "(output '" + out->name() + "' is not quantized)");
+  }
   switch (c) {
     case Concept::Linear: return lowering::gap_linear(l, node);
     case Concept::Eltwise: return lowering::gap_eltwise(l, node);
