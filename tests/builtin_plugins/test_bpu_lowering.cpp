@@ -80,6 +80,19 @@ TEST_CASE("bpu lowering: Conv + Relu fuse into one conv2d with per-channel multi
   check_close(run_lowered(lowered, in), run_reference(m.q.model, in), f32(m.s_r));
 }
 
+TEST_CASE("bpu lowering: without activation fusion the Relu is a requantize of its own, rounding twice like the PTQ model") {
+  ConvRelu m;
+  LoweringOptions options;
+  options.fuse_activations = false;
+  auto lowered = lower_ptq_model(m.q.model, backend_for("nash"), nullptr, options);
+  REQUIRE_MESSAGE(lowered.has_value(), lowered.status().message());
+  CHECK(op_list(lowered.value()) == "bpu: quantize conv2d requantize dequantize");
+  CHECK(ints(*find_op(lowered.value(), "conv2d"), "clamp") == std::vector<int64_t>{-128, 127});
+  CHECK(ints(*find_op(lowered.value(), "requantize"), "clamp") == std::vector<int64_t>{m.zp_r, 127});
+  const std::vector<std::vector<float>> in = {ramp(50, -1.0f, 1.0f)};
+  check_close(run_lowered(lowered.value(), in), run_reference(m.q.model, in), f32(m.s_r));
+}
+
 TEST_CASE("bpu lowering: a Clip(0, 6) after a Conv fuses with its bounds quantized") {
   QdqGraph q;
   Value* x = q.input("x", {1, 1, 4, 4}, 0.1031);

@@ -1,7 +1,6 @@
 // BpuCompileBackend: lower_ptq_model() packed with encode_hbm().
 #include "bpu_compile_backend.h"
 
-#include "lowering.h"
 #include "qflow/version.h"
 #include "runtime/lowered/hbm_codec.h"
 
@@ -11,24 +10,29 @@ ComponentInfo BpuCompileBackend::info() {
   ComponentInfo info = BpuBackend::info();
   info.name = "bpu-compile";
   info.summary = "BPU compilation of a PTQ (QDQ) model to the device file <name>.hbm";
+  info.options.push_back({"fuse-activations", OptionType::Bool, true,
+                          "fold a Relu / Clip into the Conv, ConvTranspose, Gemm or MatMul before it (false: round "
+                          "twice, as the PTQ model)"});
   return info;
 }
 
 Expected<std::unique_ptr<Backend>> BpuCompileBackend::create(const Options& options) {
   QFLOW_ASSIGN_OR_RETURN(BpuBackend backend, BpuBackend::from_options(options));
-  return std::unique_ptr<Backend>(std::make_unique<BpuCompileBackend>(std::move(backend)));
+  LoweringOptions lowering;
+  lowering.fuse_activations = !options.has("fuse-activations") || options.get_bool("fuse-activations");
+  return std::unique_ptr<Backend>(std::make_unique<BpuCompileBackend>(std::move(backend), lowering));
 }
 
 Expected<std::vector<NodeCapability>> BpuCompileBackend::capability(const Model& model) const {
   LoweringReport report;
-  QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(model, backend_, &report));
+  QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(model, backend_, &report, options_));
   (void)lowered;
   return report.nodes;
 }
 
 Expected<std::string> BpuCompileBackend::compile(const Model& model, const QuantTable& qparams) const {
   (void)qparams;
-  QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(model, backend_));
+  QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(model, backend_, nullptr, options_));
   auto bytes = lowered::encode_hbm(lowered, QFLOW_VERSION_STRING);
   if (!bytes) return internal_error("bpu-compile: " + bytes.message());
   return std::string(bytes->begin(), bytes->end());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bpu_backend.h"
+#include "lowering.h"
 #include "qflow/core/status.h"
 #include "qflow/plugin/backend.h"
 #include "qflow/plugin/component.h"
@@ -17,10 +18,12 @@ namespace qflow {
 class BpuCompileBackend final : public Backend {
  public:
   static ComponentInfo info();
-  // The bpu backend's options (platform, platform-dir, run-on-cpu, run-on-bpu).
+  // The bpu backend's options (platform, platform-dir, run-on-cpu, run-on-bpu) plus
+  // fuse-activations (default true, see LoweringOptions).
   static Expected<std::unique_ptr<Backend>> create(const Options& options);
 
-  explicit BpuCompileBackend(BpuBackend backend) : backend_(std::move(backend)) {}
+  explicit BpuCompileBackend(BpuBackend backend, LoweringOptions options = {})
+      : backend_(std::move(backend)), options_(options) {}
 
   Expected<std::vector<NodeCapability>> capability(const Model& model) const override;
   // The `.hbm` bytes (runtime/lowered/hbm_codec.h) stamped with the toolchain version.
@@ -29,6 +32,7 @@ class BpuCompileBackend final : public Backend {
 
  private:
   BpuBackend backend_;
+  LoweringOptions options_;
 };
 
 }  // namespace qflow

@@ -135,7 +135,8 @@ std::vector<int64_t> unit_order(const Graph& graph, const std::vector<Node*>& or
 
 }  // namespace
 
-Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& backend, LoweringReport* report) {
+Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& backend, LoweringReport* report,
+                                         const LoweringOptions& options) {
   QFLOW_ASSIGN_OR_RETURN(QdqModel qdq, read_qdq_model(ptq));
   const Graph& graph = *qdq.view.graph;
   QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, backend.plan(qdq.view, qdq.table));
@@ -171,7 +172,7 @@ Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& bac
   }
 
   for (std::size_t i = 0; i < order.size(); ++i)
-    if (plan.subgraph_of[i] >= 0)
+    if (options.fuse_activations && plan.subgraph_of[i] >= 0)
       if (const Node* act = fusable_activation(l, *order[i])) {
         l.fused_activation[order[i]] = act;
         l.fused.insert(act);

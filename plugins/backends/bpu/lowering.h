@@ -18,9 +18,17 @@ struct LoweringReport {
   std::vector<NodeCapability> nodes;  // the float view's topological order
 };
 
+struct LoweringOptions {
+  // A Relu / Clip that is the only consumer of a Conv / ConvTranspose / Gemm / MatMul output
+  // in the same subgraph becomes that op's clamp (one requantization instead of two). Off: the
+  // Relu / Clip is a requantize of its own, as the PTQ model rounds twice.
+  bool fuse_activations = true;
+};
+
 // The lowered model of `ptq` for the backend's platform and overrides. Errors name the node
 // or value: a model that is not a PTQ model, a dynamic shape, a multiplier a power-of-two
 // platform cannot shift, a CPU op the runtime has no kernel for.
-Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& backend, LoweringReport* report = nullptr);
+Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& backend, LoweringReport* report = nullptr,
+                                         const LoweringOptions& options = {});
 
 }  // namespace qflow
