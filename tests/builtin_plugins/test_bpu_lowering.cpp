@@ -227,6 +227,32 @@ TEST_CASE("bpu lowering: a node the platform accepts but the lowering cannot exp
   CHECK(found);
 }
 
+TEST_CASE("bpu lowering: segments follow the data, not the position of a subgraph's first node") {
+  // relu (BPU) comes first, sqrt (no integer lowering: CPU) second, and the Add joining both
+  // shares relu's subgraph: that subgraph reads sqrt's result, so the CPU segment runs first.
+  QdqGraph q;
+  Value* x = q.input("x", {1, 1, 2, 4}, 0.0317);
+  Value* a = q.op("Relu", "relu", {x}, {1, 1, 2, 4});
+  Value* c = q.op("Sqrt", "sqrt", {x}, {1, 1, 2, 4});
+  Value* sum = q.op("Add", "add", {q.qdq(a, 0.0317), q.qdq(c, 0.0119, -128)}, {1, 1, 2, 4});
+  q.output(q.qdq(sum, 0.0271, -128));
+  const lowered::Model lowered = lower(q.model, backend_for("nash"));
+  CHECK(op_list(lowered) == "cpu: cpu.Sqrt | bpu: quantize requantize quantize add dequantize");
+  const std::vector<std::vector<float>> in = {ramp(8, 0.0f, 3.0f)};
+  check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.0271));
+}
+
+TEST_CASE("bpu lowering: run-on-cpu moves a node to a CPU segment; its output is the float graph output") {
+  ConvRelu m;
+  const lowered::Model lowered = lower(m.q.model, backend_for("nash", {{"relu"}, {}}));
+  CHECK(op_list(lowered) == "bpu: quantize conv2d | cpu: dequantize cpu.Relu");
+  // No fusion across segments: the conv writes y at its own quantization.
+  CHECK(ints(*find_op(lowered, "conv2d"), "clamp") == std::vector<int64_t>{-128, 127});
+  CHECK(lowered.tensors[static_cast<std::size_t>(lowered.outputs[0])].name == "relu_out_dequantized");
+  const std::vector<std::vector<float>> in = {ramp(50, -1.0f, 1.0f)};
+  check_close(run_lowered(lowered, in), run_reference(m.q.model, in), f32(m.s_r));
+}
+
 TEST_CASE("bpu lowering: Sigmoid becomes a 256-entry table and Mul a rescaling multiply") {
   QdqGraph q;
   Value* x = q.input("x", {1, 2, 3, 3}, 0.04, 10);
