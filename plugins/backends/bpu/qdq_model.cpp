@@ -218,9 +218,10 @@ Expected<QdqModel> read_qdq_model(const Model& ptq) {
       if (q_source.count(in))
         return invalid_input(what + " reads the quantized value '" + in->name() + "' directly; lowering expects every "
                              "consumer behind a DequantizeLinear");
+      if (const Tensor* t = constant_of(graph, in);
+          t && kWeighted.count(node->op_type()) && default_domain(*node) && (i == 1 || i == 2) && is_float(t->dtype()))
+        return invalid_input(hint + what + (i == 1 ? " weight '" : " bias '") + in->name() + "' is not quantized");
       if (const Tensor* t = graph.initializer(in)) {
-        if (kWeighted.count(node->op_type()) && default_domain(*node) && (i == 1 || i == 2) && is_float(t->dtype()))
-          return invalid_input(hint + what + (i == 1 ? " weight '" : " bias '") + in->name() + "' is not quantized");
         Value* v = vg.get_or_create_value(in->name());
         if (!vg.is_initializer(v)) vg.set_initializer(v, *t);
         inputs.push_back(v);
