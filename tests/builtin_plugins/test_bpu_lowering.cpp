@@ -327,7 +327,7 @@ TEST_CASE("bpu lowering: a value without a static shape is an error naming it an
   q.g.inputs[0]->type = dynamic;
   q.output(q.qdq(q.op("Relu", "relu", {x}, {1, 1, 4, 4}), 0.1));
   CHECK(lower_error(q.model, backend_for("nash")) ==
-        "lowering needs static shapes: value 'x' has shape [batch, 1, 4, 4] (fix the input shapes at import and infer shapes)");
+        "lowering needs static shapes: value 'x' has shape [batch, 1, 4, 4] (give the import stage input-shape and infer-shapes)");
 }
 
 TEST_CASE("bpu lowering: a CPU op the runtime has no kernel for is an error") {

@@ -267,7 +267,7 @@ Expected<QdqModel> read_qdq_model(const Model& ptq) {
     if (!v->type || !v->type->static_shape())
       return invalid_input("lowering needs static shapes: value '" + v->name() + "' has shape " +
                            dims_text(v->type ? &*v->type : nullptr) +
-                           " (fix the input shapes at import and infer shapes)");
+                           " (give the import stage input-shape and infer-shapes)");
     return Status::ok();
   };
   for (const Value* in : vg.inputs) QFLOW_RETURN_IF_ERROR(check_shape(in));
