@@ -37,6 +37,9 @@ ComponentCatalog shipped_catalog() {
   components.push_back({ComponentKind::Observer, "histogram", "built-in observer", {}});
   for (const char* name : {"kl", "percentile", "mse", "mix", "auto", "load"})
     components.push_back({ComponentKind::Calibrator, name, "built-in calibrator", {}});
+  for (const char* name : {"bpu-check", "bpu-lower", "bpu-compile", "bpu-perf"})
+    components.push_back({ComponentKind::Backend, name, "built-in backend",
+                          {{"platform", OptionType::String, std::string("nash"), "platform"}}});
   return ComponentCatalog(std::move(components));
 }
 
@@ -72,7 +75,7 @@ name = "n"
 [[stage]]
 id = "i"
 use = "import-onnx"
-options = { infer-shapes = false, min-opset = 0, name = "n", path = "m.onnx" }
+options = { infer-shapes = false, input-shape = "", min-opset = 0, name = "n", path = "m.onnx" }
 output = "n_original_float_model.onnx"
 
 [[stage]]
