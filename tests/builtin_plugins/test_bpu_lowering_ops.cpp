@@ -130,6 +130,30 @@ TEST_CASE("bpu lowering ops: com.microsoft Gelu (the fuse-gelu output) and HardS
   check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.0201));
 }
 
+TEST_CASE("bpu lowering ops: a float constant operand of Add or Mul is quantized symmetrically") {
+  QdqGraph q;
+  Value* x = q.input("x", {1, 2, 2, 2}, 0.0317, 7);
+  Value* half = q.constant("half", Tensor::scalar<float>(0.5f));
+  Value* m = q.op("Mul", "mul", {x, half}, {1, 2, 2, 2});
+  Value* bias = q.constant("bias", Tensor::from_vector<float>({1, 2, 1, 1}, {0.75f, -1.25f}));
+  Value* a = q.op("Add", "add", {bias, q.qdq(m, 0.0173, -3)}, {1, 2, 2, 2});
+  q.output(q.qdq(a, 0.0229, 4));
+  const lowered::Model lowered = lower(q.model, backend_for("nash"));
+  CHECK(op_list(lowered) == "bpu: quantize mul add dequantize");
+  // The scalar is exact: 127 steps of 0.5 / 127.
+  const lowered::Op& mul = *find_op(lowered, "mul");
+  const lowered::Tensor& c = lowered.tensors[static_cast<std::size_t>(mul.inputs[1])];
+  CHECK(c.constant);
+  CHECK(c.type == lowered::ElemType::i8);
+  REQUIRE(c.data.size() == 1);
+  CHECK(static_cast<int8_t>(c.data[0]) == 127);
+  CHECK(c.quant.scale == doctest::Approx(0.5 / 127));
+  const lowered::Tensor& b = lowered.tensors[static_cast<std::size_t>(find_op(lowered, "add")->inputs[0])];
+  CHECK(b.shape == std::vector<int64_t>{1, 2, 1, 1});
+  const std::vector<std::vector<float>> in = {ramp(8, -3.0f, 3.0f)};
+  check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.0229));
+}
+
 TEST_CASE("bpu lowering ops: Softmax on a platform without it runs on the CPU between dequantize and quantize") {
   QdqGraph q;
   Value* x = q.input("x", {1, 1, 2, 8}, 0.0517);

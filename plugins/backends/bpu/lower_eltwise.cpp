@@ -1,6 +1,7 @@
 // Lowering of Add / Sub / Mul (rescaling parameters of fx::make_add_params / make_mul_params),
 // standalone Relu / Clip (requantize with a clamp), Concat and the identity-like ops.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "lowering_context.h"
@@ -10,6 +11,37 @@ namespace qflow::lowering {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A float constant operand of Add / Sub / Mul, quantized symmetrically to the other
+// operand's width: scale max|c| / qmax (a power of two at or above it on power-of-two
+// platforms). A scalar is represented exactly.
+struct ConstantOperand {
+  ActivationQuant quant;
+  std::vector<int32_t> values;
+  Shape shape;
+};
+
+bool float_constant(const Lowerer& l, const Value* v) {
+  const Tensor* t = l.constant(v);
+  return t && is_float(t->dtype()) && t->numel() > 0;
+}
+
+ConstantOperand quantize_operand(const Lowerer& l, const Tensor& t, lowered::ElemType other) {
+  ConstantOperand c;
+  const bool wide = other == lowered::ElemType::i16 || other == lowered::ElemType::u16;
+  c.quant.type = wide ? lowered::ElemType::i16 : lowered::ElemType::i8;
+  const double qmax = wide ? 32767.0 : 127.0;
+  const std::vector<double> values = t.to_doubles();
+  double peak = 0.0;
+  for (double v : values) peak = std::max(peak, std::fabs(v));
+  double scale = peak > 0.0 ? peak / qmax : 1.0;
+  if (l.platform.power_of_two_scales) scale = std::exp2(std::ceil(std::log2(scale)));
+  c.quant.scale = scale;
+  c.quant.zero_point = 0;
+  for (double v : values) c.values.push_back(fx::quantize(v, qparams_of(c.quant)));
+  c.shape = t.shape();
+  return c;
+}
 
 std::string quantized_inputs_gap(const Lowerer& l, const Node& node, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
@@ -34,8 +66,17 @@ Status check_shift_only(const Lowerer& l, const Node& node, fx::Multiplier m, co
 std::string gap_eltwise(const Lowerer& l, const Node& node) {
   const std::string& op = node.op_type();
   if (op == "Add" || op == "Sub" || op == "Mul") {
-    if (std::string gap = quantized_inputs_gap(l, node, 2); !gap.empty()) return gap;
-    const fx::QParams a = qparams_of(*l.quant(node.input(0))), b = qparams_of(*l.quant(node.input(1)));
+    // One operand may be a float constant (quantized here); the other is an activation.
+    const bool const_a = float_constant(l, node.input(0)), const_b = float_constant(l, node.input(1));
+    if (const_a && const_b) return no_lowering(node, "of two constants");
+    const Value* act = const_a ? node.input(1) : node.input(0);
+    if (!act || l.constant(act) || !l.quant(act)) return no_lowering(node, "with an input that is not a quantized activation");
+    if (!const_a && !const_b)
+      if (std::string gap = quantized_inputs_gap(l, node, 2); !gap.empty()) return gap;
+    auto operand = [&](const Value* v) {
+      return float_constant(l, v) ? qparams_of(quantize_operand(l, *l.constant(v), l.quant(act)->type).quant) : qparams_of(*l.quant(v));
+    };
+    const fx::QParams a = operand(node.input(0)), b = operand(node.input(1));
     const fx::QParams y = qparams_of(*l.quant(node.output(0)));
     if (op == "Mul") {
       fx::MulParams p;
@@ -67,9 +108,37 @@ Status lower_eltwise(Lowerer& l, const Node& node) {
   const Value* out = node.output(0);
   const ActivationQuant& yq = *l.quant(out);
   if (op == "Add" || op == "Sub" || op == "Mul") {
-    const fx::QParams a = qparams_of(*l.quant(node.input(0))), b = qparams_of(*l.quant(node.input(1)));
-    QFLOW_ASSIGN_OR_RETURN(int32_t xa, l.read_quantized(node.input(0)));
-    QFLOW_ASSIGN_OR_RETURN(int32_t xb, l.read_quantized(node.input(1)));
+    const Value* act = float_constant(l, node.input(0)) ? node.input(1) : node.input(0);
+    fx::QParams params[2];
+    int32_t operands[2] = {-1, -1};
+    for (std::size_t i = 0; i < 2; ++i) {
+      const Value* v = node.input(i);
+      if (float_constant(l, v)) {
+        const ConstantOperand c = quantize_operand(l, *l.constant(v), l.quant(act)->type);
+        params[i] = qparams_of(c.quant);
+        lowered::Tensor t;
+        t.name = v->name() + "_quantized";
+        t.type = c.quant.type;
+        t.shape = c.shape;
+        t.quant = quant_of(c.quant);
+        t.constant = true;
+        for (int32_t q : c.values) {
+          if (c.quant.type == lowered::ElemType::i8) {
+            t.data.push_back(static_cast<uint8_t>(static_cast<int8_t>(q)));
+          } else {
+            const auto bits = static_cast<uint16_t>(static_cast<int16_t>(q));
+            t.data.push_back(static_cast<uint8_t>(bits & 0xff));
+            t.data.push_back(static_cast<uint8_t>(bits >> 8));
+          }
+        }
+        operands[i] = l.add_tensor(std::move(t));
+      } else {
+        params[i] = qparams_of(*l.quant(v));
+        QFLOW_ASSIGN_OR_RETURN(operands[i], l.read_quantized(v));
+      }
+    }
+    const fx::QParams a = params[0], b = params[1];
+    const int32_t xa = operands[0], xb = operands[1];
     const int32_t y = l.write_quantized(out);
     lowered::Op lop = make_op(op == "Add" ? "add" : op == "Sub" ? "sub" : "mul", node, {xa, xb}, {y});
     if (op == "Mul") {
