@@ -154,6 +154,26 @@ TEST_CASE("bpu lowering ops: a float constant operand of Add or Mul is quantized
   check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.0229));
 }
 
+TEST_CASE("bpu lowering ops: bilinear Resize and a MatMul with a constant [K, N] weight") {
+  QdqGraph q;
+  Value* x = q.input("x", {1, 2, 3, 3}, 0.0317, -9);
+  Value* scales = q.constant("scales", Tensor::from_vector<float>({4}, {1.0f, 1.0f, 2.0f, 2.0f}));
+  Value* r = q.op("Resize", "resize", {x, nullptr, scales}, {1, 2, 6, 6},
+                  {Attribute::make_string("mode", "linear"), Attribute::make_string("coordinate_transformation_mode", "half_pixel")});
+  const std::vector<float> ws = {0.0041f, 0.0057f, 0.0033f, 0.0049f};
+  Value* w = q.weight("w", {6, 4}, int8_ramp(24, 9), ws, 1);
+  Value* y = q.op("MatMul", "mm", {q.qdq(r, 0.0317, -9), w}, {1, 2, 6, 4});
+  q.output(q.qdq(y, 0.0087, 2));
+  const lowered::Model lowered = lower(q.model, backend_for("nash"));
+  CHECK(op_list(lowered) == "bpu: quantize resize matmul dequantize");
+  const lowered::Op& mm = *find_op(lowered, "matmul");
+  CHECK(ints(mm, "b_transposed") == std::vector<int64_t>{0});
+  CHECK(ints(mm, "multiplier_mantissa").size() == 4);
+  CHECK(mm.inputs[2] == -1);
+  const std::vector<std::vector<float>> in = {ramp(18, -3.0f, 3.0f)};
+  check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.0087));
+}
+
 TEST_CASE("bpu lowering ops: Softmax on a platform without it runs on the CPU between dequantize and quantize") {
   QdqGraph q;
   Value* x = q.input("x", {1, 1, 2, 8}, 0.0517);
