@@ -225,6 +225,11 @@ TEST_CASE("bpu lowering: a node the platform accepts but the lowering cannot exp
       CHECK(n.reason == "no integer lowering for Div");
     }
   CHECK(found);
+  LoweringOptions options;
+  options.run_on_bpu = {"div"};
+  auto forced = lower_ptq_model(q.model, backend_for("nash"), nullptr, options);
+  REQUIRE_FALSE(forced.has_value());
+  CHECK(forced.status().message() == "run-on-bpu: node 'div' cannot run on nash: no integer lowering for Div");
 }
 
 TEST_CASE("bpu lowering: segments follow the data, not the position of a subgraph's first node") {

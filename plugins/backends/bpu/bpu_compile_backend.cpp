@@ -20,6 +20,7 @@ Expected<std::unique_ptr<Backend>> BpuCompileBackend::create(const Options& opti
   QFLOW_ASSIGN_OR_RETURN(BpuBackend backend, BpuBackend::from_options(options));
   LoweringOptions lowering;
   lowering.fuse_activations = !options.has("fuse-activations") || options.get_bool("fuse-activations");
+  lowering.run_on_bpu = options.get_strings("run-on-bpu");
   return std::unique_ptr<Backend>(std::make_unique<BpuCompileBackend>(std::move(backend), lowering));
 }
 

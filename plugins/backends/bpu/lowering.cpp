@@ -150,6 +150,9 @@ Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& bac
     if (!plan.nodes[i].supported) continue;
     std::string reason = lowering_gap(l, *order[i]);
     if (reason.empty()) continue;
+    if (std::find(options.run_on_bpu.begin(), options.run_on_bpu.end(), order[i]->name()) != options.run_on_bpu.end())
+      return invalid_input("run-on-bpu: node '" + order[i]->name() + "' cannot run on " + backend.platform().name + ": " +
+                           reason);
     plan.nodes[i].supported = false;
     plan.nodes[i].reason = std::move(reason);
     moved = true;

@@ -23,6 +23,9 @@ struct LoweringOptions {
   // in the same subgraph becomes that op's clamp (one requantization instead of two). Off: the
   // Relu / Clip is a requantize of its own, as the PTQ model rounds twice.
   bool fuse_activations = true;
+  // The backend's run-on-bpu nodes: one without an integer lowering is an error instead of
+  // moving to the CPU.
+  std::vector<std::string> run_on_bpu;
 };
 
 // The lowered model of `ptq` for the backend's platform and overrides. Errors name the node
