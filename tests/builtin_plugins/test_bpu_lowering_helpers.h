@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -205,7 +206,8 @@ inline std::vector<int8_t> int8_ramp(std::size_t n, uint32_t seed = 7) {
   return out;
 }
 
-// Every output element within `lsb` output quantization steps of the reference.
+// Every output element within `lsb` output quantization steps of the reference
+// (QFLOW_DEBUG_LOWERING=1 prints the first values of each output).
 inline void check_close(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want,
                         double step, double lsb = 1.0) {
   REQUIRE(got.size() == want.size());
