@@ -32,6 +32,7 @@ class BpuBackend final : public Backend {
   explicit BpuBackend(BpuPlatform platform, BpuPlacementOverrides overrides = {})
       : platform_(std::move(platform)), overrides_(std::move(overrides)) {}
   const BpuPlatform& platform() const { return platform_; }
+  const BpuPlacementOverrides& overrides() const { return overrides_; }
 
   // Structural checks (op type, shapes, attributes, weights) and the overrides. A
   // run-on-bpu node that fails a check the model decides (not one that is merely unknown

@@ -3,6 +3,8 @@
 
 #include "bpu_cost.h"
 #include "check_report.h"
+#include "lowering.h"
+#include "qdq_model.h"
 
 namespace qflow {
 
@@ -26,13 +28,36 @@ Expected<std::vector<NodeCapability>> BpuCheckBackend::capability(const Model& m
   return backend_.capability(model);
 }
 
+namespace {
+
+bool is_qdq_model(const Model& model) {
+  for (const auto& node : model.graph->nodes())
+    if ((node->domain().empty() || node->domain() == "ai.onnx") &&
+        (node->op_type() == "QuantizeLinear" || node->op_type() == "DequantizeLinear"))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+// A PTQ (QDQ) model is checked as the lowering places it: its float view with the scales of
+// its Q/DQ pairs, and the nodes without an integer lowering on the CPU. A float model is
+// checked with `qparams`.
 Expected<std::string> BpuCheckBackend::compile(const Model& model, const QuantTable& qparams) const {
-  QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, backend_.plan(model, qparams));
-  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, model.graph->topological_order());
+  std::optional<QdqModel> qdq;
+  if (is_qdq_model(model)) {
+    QFLOW_ASSIGN_OR_RETURN(QdqModel read, read_qdq_model(model));
+    qdq = std::move(read);
+  }
+  const Model& checked = qdq ? qdq->view : model;
+  const QuantTable& table = qdq ? qdq->table : qparams;
+  QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, qdq ? lowering_partition(*qdq, backend_, backend_.overrides().run_on_bpu)
+                                                 : backend_.plan(model, qparams));
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, checked.graph->topological_order());
   std::vector<std::optional<int64_t>> macs;
-  for (const Node* node : order) macs.push_back(node_macs(*model.graph, *node));
-  return json_ ? check_report_json(plan, backend_.platform(), model.graph->name, qparams, macs)
-               : check_report_text(plan, backend_.platform(), model.graph->name, qparams, macs);
+  for (const Node* node : order) macs.push_back(node_macs(*checked.graph, *node));
+  return json_ ? check_report_json(plan, backend_.platform(), checked.graph->name, table, macs)
+               : check_report_text(plan, backend_.platform(), checked.graph->name, table, macs);
 }
 
 }  // namespace qflow

@@ -135,14 +135,12 @@ std::vector<int64_t> unit_order(const Graph& graph, const std::vector<Node*>& or
 
 }  // namespace
 
-Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& backend, LoweringReport* report,
-                                         const LoweringOptions& options) {
-  QFLOW_ASSIGN_OR_RETURN(QdqModel qdq, read_qdq_model(ptq));
+Expected<PartitionPlan> lowering_partition(const QdqModel& qdq, const BpuBackend& backend,
+                                           const std::vector<std::string>& run_on_bpu) {
   const Graph& graph = *qdq.view.graph;
   QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, backend.plan(qdq.view, qdq.table));
   QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
   Lowerer l(qdq, backend.platform());
-
   // Nodes the platform accepts but the lowering cannot express run on the CPU; partitioning
   // again keeps the subgraphs convex.
   bool moved = false;
@@ -150,17 +148,24 @@ Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& bac
     if (!plan.nodes[i].supported) continue;
     std::string reason = lowering_gap(l, *order[i]);
     if (reason.empty()) continue;
-    if (std::find(options.run_on_bpu.begin(), options.run_on_bpu.end(), order[i]->name()) != options.run_on_bpu.end())
+    if (std::find(run_on_bpu.begin(), run_on_bpu.end(), order[i]->name()) != run_on_bpu.end())
       return invalid_input("run-on-bpu: node '" + order[i]->name() + "' cannot run on " + backend.platform().name + ": " +
                            reason);
     plan.nodes[i].supported = false;
     plan.nodes[i].reason = std::move(reason);
     moved = true;
   }
-  if (moved) {
-    QFLOW_ASSIGN_OR_RETURN(PartitionPlan again, build_partition_plan(graph, plan.nodes));
-    plan = std::move(again);
-  }
+  if (!moved) return plan;
+  return build_partition_plan(graph, plan.nodes);
+}
+
+Expected<lowered::Model> lower_ptq_model(const Model& ptq, const BpuBackend& backend, LoweringReport* report,
+                                         const LoweringOptions& options) {
+  QFLOW_ASSIGN_OR_RETURN(QdqModel qdq, read_qdq_model(ptq));
+  const Graph& graph = *qdq.view.graph;
+  QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, lowering_partition(qdq, backend, options.run_on_bpu));
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
+  Lowerer l(qdq, backend.platform());
   for (std::size_t i = 0; i < order.size(); ++i) l.subgraph_of[order[i]] = plan.subgraph_of[i];
 
   // Every CPU node needs a float kernel in the runtime.

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "bpu_backend.h"
+#include "partition_plan.h"
+#include "qdq_model.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/lowered/model.h"
@@ -27,6 +29,12 @@ struct LoweringOptions {
   // moving to the CPU.
   std::vector<std::string> run_on_bpu;
 };
+
+// The partition the lowering uses: the backend's plan of the PTQ model's float view with the
+// nodes that have no integer lowering moved to the CPU ("no integer lowering for ..."). A
+// run-on-bpu node among them is an error. The check report of a PTQ model shows this plan.
+Expected<PartitionPlan> lowering_partition(const QdqModel& qdq, const BpuBackend& backend,
+                                           const std::vector<std::string>& run_on_bpu);
 
 // The lowered model of `ptq` for the backend's platform and overrides. Errors name the node
 // or value: a model that is not a PTQ model, a dynamic shape, a multiplier a power-of-two
