@@ -40,6 +40,7 @@ class Executor {
 
   // Float inputs, one per model input in order (element count must match the shape);
   // fills one float vector per model output. Messages name the op and its source node.
+  // run and run_values keep no state: one Executor may run in several threads at once.
   Status run(const std::vector<std::span<const float>>& inputs, std::vector<std::vector<float>>& outputs) const;
 
   // The same, but an input whose only consumers are `quantize` ops may be given already
