@@ -93,8 +93,19 @@ Status set_input_shapes(Model& model, const std::string& spec) {
   for (Value* value : graph.value_info) value->type.reset();
   graph.value_info.clear();
   Status inferred = infer_shapes(model);
+  // Where inference could not say more than a type (a shape computed at run time), the
+  // outputs keep their declaration and other values stay undeclared.
   for (auto& [output, type] : declared_outputs)
-    if (!output->type) output->type = type;
+    if (!output->type || !output->type->shape) output->type = type;
+  std::vector<Value*> shaped;
+  for (Value* value : graph.value_info) {
+    if (value->type && value->type->shape) {
+      shaped.push_back(value);
+    } else {
+      value->type.reset();
+    }
+  }
+  graph.value_info = std::move(shaped);
   return inferred;
 }
 

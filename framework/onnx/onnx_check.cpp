@@ -13,12 +13,24 @@ namespace qflow {
 
 namespace {
 
-// Records inferred types only where the IR has none, so declared types always win.
+// Records inferred types where the IR has none; a declared type wins, except that its
+// symbolic dimensions take the inferred static values (same rank and dtype only).
 void adopt_inferred(Graph& graph, const onnx::ValueInfoProto& info, bool declare_in_value_info) {
   Value* value = graph.find_value(info.name());
-  if (!value || value->type || !info.has_type()) return;
+  if (!value || !info.has_type()) return;
   auto type = onnx_proto::value_type_from_proto(info.type());
   if (!type) return;
+  if (value->type) {
+    ValueType& declared = *value->type;
+    if (declared.dtype != type->dtype || !declared.shape || !type->shape || declared.shape->size() != type->shape->size())
+      return;
+    for (std::size_t axis = 0; axis < declared.shape->size(); ++axis) {
+      Dim& dim = (*declared.shape)[axis];
+      const Dim& inferred = (*type->shape)[axis];
+      if (!dim.value && inferred.value) dim = Dim{inferred.value, "", dim.denotation};
+    }
+    return;
+  }
   value->type = std::move(type).value();
   if (!declare_in_value_info) return;
   auto listed = [&](const std::vector<Value*>& list) {

@@ -1,6 +1,8 @@
 // quantize: the float model and its calibration table turned into a QDQ model.
 #include "framework/pipeline/stage_util.h"
 
+#include "framework/onnx/onnx_check.h"
+
 #include "framework/quant/bias_correction.h"
 #include "framework/quant/qdq_builder.h"
 
@@ -20,6 +22,10 @@ Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<st
   const bool weights = std::get<bool>(stage.options.at("weights").value);
   const bool bias_correction = std::get<bool>(stage.options.at("bias-correction").value);
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *model_it->second));
+  // The QDQ models carry every shape inference can find now that the passes have folded the
+  // shape computations: the BPU lowering needs them. Best effort: a model inference cannot
+  // handle is still quantized, and the lowering names any value left without a shape.
+  (void)infer_shapes(model);
 
   QdqOptions options;
   options.weights = weights;
