@@ -150,6 +150,43 @@ struct WeightPlan {
   DType dtype = DType::Int8;
 };
 
+// Raises the weight scale of every channel whose bias, at scale s_in * s_w[c], would need more
+// than 2^30 in int32 (PP-OCR rec has depthwise channels with weights near 1e-15 and a real
+// bias), and quantizes that channel's weights again. 2^30 leaves the accumulator room for
+// 65 536 products of int8 values; the raised channel's weights round to (near) 0, which they
+// were worth anyway next to the bias.
+void fit_bias_in_int32(const Tensor& w_float, QuantizedWeight& weight, const std::vector<float>& bias, double s_in) {
+  constexpr double kBiasLimit = 0x1p30;
+  const auto w_channels = static_cast<int64_t>(weight.scale.size());
+  std::vector<double> needed(weight.scale.size(), 0.0);
+  for (std::size_t c = 0; c < bias.size(); ++c) {
+    const auto k = static_cast<std::size_t>(static_cast<int64_t>(c) % w_channels);
+    needed[k] = std::max(needed[k], std::fabs(static_cast<double>(bias[c])) / (s_in * kBiasLimit));
+  }
+  const bool is8 = weight.values.dtype() == DType::Int8;
+  const double qmax = symmetric_qmax(weight.values.dtype());
+  int64_t outer = 1, inner = w_float.numel();
+  if (weight.axis >= 0) {
+    outer = 1;
+    for (int64_t d = 0; d < weight.axis; ++d) outer *= w_float.dim(d);
+    inner = 1;
+    for (int64_t d = weight.axis + 1; d < w_float.rank(); ++d) inner *= w_float.dim(d);
+  }
+  for (int64_t c = 0; c < w_channels; ++c) {
+    const auto k = static_cast<std::size_t>(c);
+    if (!(needed[k] > static_cast<double>(weight.scale[k]))) continue;
+    weight.scale[k] = static_cast<float>(needed[k]);
+    const double s = weight.scale[k];
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t at = (o * w_channels + c) * inner + i;
+        const double q = std::clamp(round_half_even(static_cast<double>(w_float.data<float>()[at]) / s), -qmax, qmax);
+        if (is8) weight.values.data<int8_t>()[at] = static_cast<int8_t>(q);
+        else weight.values.data<int16_t>()[at] = static_cast<int16_t>(q);
+      }
+  }
+}
+
 Status quantize_node_weights(Graph& graph, NodeNames& names, const WeightPlan& plan, const QuantTable& table,
                              const std::set<std::string>& quantized_acts, const QdqOptions& options) {
   Node& node = *plan.node;
@@ -157,29 +194,15 @@ Status quantize_node_weights(Graph& graph, NodeNames& names, const WeightPlan& p
   const Tensor& w_float = *graph.initializer(w_value);
   const int64_t channels = output_channels(node, w_float);
 
-  // Weight: integer initializer + DequantizeLinear.
-  const std::string w_name = w_value->name();
-  Value* q = graph.create_unique_value(w_name + "_quantized");
-  graph.set_initializer(q, plan.weight.values);
-  const bool per_axis = plan.weight.axis >= 0;
-  auto [ws, wzp] = add_params(graph, w_name, plan.weight.scale, plan.dtype,
-                              std::vector<int64_t>(plan.weight.scale.size(), 0), per_axis);
-  Value* w_dq = graph.create_unique_value(w_name + "_dequantized");
-  w_dq->type = typed_like(nullptr, DType::Float32);
-  w_dq->type->shape.emplace();
-  for (int64_t d : w_float.shape()) w_dq->type->shape->push_back(Dim{d, "", ""});
-  add_dequantize(graph, names, w_name, q, ws, wzp, plan.weight.axis, w_dq);
-  node.set_input(1, w_dq);
-
-  // Bias: corrected in float, then int32 with scale s_input * s_weight[c] when the input is quantized.
-  if (node.op_type() == "MatMul") return Status::ok();
-  const Tensor* bias = constant_bias(graph, node, channels);
-  Value* b_value = node.input(2);
+  // The bias in float (corrected when asked) and the quantized input's scale, first: a bias
+  // that int32 at scale s_in * s_w cannot hold raises that channel's weight scale.
+  const Tensor* bias = node.op_type() == "MatMul" ? nullptr : constant_bias(graph, node, channels);
+  Value* b_value = node.op_type() == "MatMul" ? nullptr : node.input(2);
   std::vector<double> b(static_cast<std::size_t>(channels), 0.0);
   if (bias)
     for (int64_t c = 0; c < channels; ++c) b[static_cast<std::size_t>(c)] = bias->data<float>()[c];
   bool changed = false;
-  if (auto it = options.bias_shift.find(node.name()); it != options.bias_shift.end()) {
+  if (auto it = options.bias_shift.find(node.name()); it != options.bias_shift.end() && node.op_type() != "MatMul") {
     if (b_value && !bias)
       return internal_error(node.op_type() + " '" + node.name() + "': bias correction needs a constant 1-D bias");
     if (it->second.size() != b.size())
@@ -189,12 +212,32 @@ Status quantize_node_weights(Graph& graph, NodeNames& names, const WeightPlan& p
     for (std::size_t c = 0; c < b.size(); ++c) b[c] -= it->second[c] / (beta != 0.0 ? beta : 1.0);
     changed = true;
   }
-  if (!bias && !changed) return Status::ok();
   std::vector<float> b32(b.begin(), b.end());
-  const std::string b_name = b_value ? b_value->name() : node.name() + "_bias";
   const Value* x = node.input(0);
   const QuantParams* in = x && quantized_acts.count(x->name()) ? &table.at(x->name()) : nullptr;
-  if (!in || in->scale.size() != 1) {
+  const bool int_bias = (bias || changed) && in && in->scale.size() == 1;
+  QuantizedWeight weight = plan.weight;
+  if (int_bias) fit_bias_in_int32(w_float, weight, b32, in->scale.front());
+
+  // Weight: integer initializer + DequantizeLinear.
+  const std::string w_name = w_value->name();
+  Value* q = graph.create_unique_value(w_name + "_quantized");
+  graph.set_initializer(q, weight.values);
+  const bool per_axis = weight.axis >= 0;
+  auto [ws, wzp] = add_params(graph, w_name, weight.scale, plan.dtype,
+                              std::vector<int64_t>(weight.scale.size(), 0), per_axis);
+  Value* w_dq = graph.create_unique_value(w_name + "_dequantized");
+  w_dq->type = typed_like(nullptr, DType::Float32);
+  w_dq->type->shape.emplace();
+  for (int64_t d : w_float.shape()) w_dq->type->shape->push_back(Dim{d, "", ""});
+  add_dequantize(graph, names, w_name, q, ws, wzp, weight.axis, w_dq);
+  node.set_input(1, w_dq);
+
+  // Bias: int32 with scale s_input * s_weight[c] when the input is quantized.
+  if (node.op_type() == "MatMul") return Status::ok();
+  if (!bias && !changed) return Status::ok();
+  const std::string b_name = b_value ? b_value->name() : node.name() + "_bias";
+  if (!int_bias) {
     // The input stays float: so does the bias (corrected when asked).
     if (!changed) return Status::ok();
     Value* nb = graph.create_unique_value(b_name + (changed ? "_corrected" : ""));
@@ -203,11 +246,11 @@ Status quantize_node_weights(Graph& graph, NodeNames& names, const WeightPlan& p
     return Status::ok();
   }
   const double s_in = in->scale.front();
-  const int64_t w_channels = static_cast<int64_t>(plan.weight.scale.size());
+  const int64_t w_channels = static_cast<int64_t>(weight.scale.size());
   std::vector<float> scale(static_cast<std::size_t>(channels));
   std::vector<int32_t> values(static_cast<std::size_t>(channels));
   for (int64_t c = 0; c < channels; ++c) {
-    const double s_w = plan.weight.scale[static_cast<std::size_t>(per_axis ? c % w_channels : 0)];
+    const double s_w = weight.scale[static_cast<std::size_t>(per_axis ? c % w_channels : 0)];
     const float s = static_cast<float>(s_in * s_w);
     if (!(s >= std::numeric_limits<float>::min()))
       return invalid_input(node.op_type() + " '" + node.name() + "': bias scale " + std::to_string(s_in) + " * " +

@@ -328,6 +328,30 @@ TEST_CASE("qdq: PTQ model structure, names, weights and int32 biases") {
   CHECK(cosine_similarity(expected, actual) < 1.0);  // it did quantize
 }
 
+TEST_CASE("qdq: a bias int32 cannot hold at s_in * s_w raises that channel's weight scale") {
+  Model model = concat_model();
+  // Channel 1 of W: weights near 1e-15 next to a real bias of -0.2 (PP-OCR rec has such
+  // depthwise channels). At s_w = 1e-15 / 127 the bias would need about 1e16 in int32.
+  Graph& g = *model.graph;
+  g.set_initializer(g.find_value("W"), Tensor::from_vector<float>({3, 2, 1, 1}, {0.3f, -1.0f, 1e-15f, -5e-16f, 0.0f, 0.0f}));
+  const Model float_model = round_trip(model);
+  REQUIRE(build_qdq_model(model, concat_table(), nullptr, {}).is_ok());
+  const float sx = static_cast<float>(1.0 / 127.0);
+  const Tensor* ws = g.initializer(g.find_value("W_scale"));
+  const Tensor* bq = g.initializer(g.find_value("B_quantized"));
+  const Tensor* bs = g.initializer(g.find_value("B_scale"));
+  // The raised scale: |b| / (s_x * 2^30); the bias lands at 2^30 in magnitude, the weights at 0.
+  CHECK(ws->data<float>()[1] == static_cast<float>(0.2f / (static_cast<double>(sx) * 0x1p30)));
+  CHECK(std::abs(bq->data<int32_t>()[1] + (1 << 30)) <= 2);
+  CHECK(g.initializer(g.find_value("W_quantized"))->data<int8_t>()[2] == 0);
+  // Dequantized, the bias is still -0.2; the untouched channels keep max|w| / 127.
+  CHECK(static_cast<double>(bq->data<int32_t>()[1]) * bs->data<float>()[1] == doctest::Approx(-0.2).epsilon(1e-6));
+  CHECK(ws->data<float>()[0] == static_cast<float>(1.0 / 127.0));
+  const Model reread = round_trip(model);
+  const Tensor x = input_tensor();
+  CHECK(cosine_similarity(run_output(float_model, x), run_output(reread, x)) > 0.999);
+}
+
 TEST_CASE("qdq: the calibrated model quantizes activations only") {
   Model model = concat_model();
   QdqOptions options;
