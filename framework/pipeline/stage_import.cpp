@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "framework/onnx/input_shapes.h"
+#include "framework/pipeline/input_shapes.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_version.h"
 #include "framework/pipeline/stage_util.h"

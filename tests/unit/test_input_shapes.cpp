@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "framework/onnx/input_shapes.h"
+#include "framework/pipeline/input_shapes.h"
 #include "framework/onnx/onnx_import.h"
 
 using namespace qflow;

@@ -1,4 +1,4 @@
-#include "framework/onnx/input_shapes.h"
+#include "framework/pipeline/input_shapes.h"
 
 #include <algorithm>
 #include <charconv>
@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "framework/onnx/onnx_check.h"
+#include "framework/runtime/executor.h"
 
 namespace qflow {
 
@@ -58,6 +59,42 @@ Expected<std::map<std::string, Shape>> parse_spec(const Graph& graph, const std:
   return shapes;
 }
 
+// With every input static, one run of the interpreter on zeros gives every value's shape,
+// including those behind shape computations ONNX inference cannot follow (Shape -> Cast ->
+// Concat -> Reshape chains). They are declared where inference left a value without a
+// static shape. A model the interpreter cannot run keeps what inference found.
+void declare_run_shapes(Model& model) {
+  Graph& graph = *model.graph;
+  std::map<std::string, Tensor> feeds;
+  for (const Value* input : graph.runtime_inputs()) {
+    if (!input->type) return;
+    std::optional<Shape> shape = input->type->static_shape();
+    if (!shape) return;
+    feeds.emplace(input->name(), Tensor(input->type->dtype, *shape));
+  }
+  Expected<std::unique_ptr<Executor>> executor = Executor::create(model);
+  if (!executor) return;
+  std::map<std::string, std::pair<DType, Shape>> seen;
+  auto outputs = (*executor)->run(feeds, [&](const Value& value, const Tensor& tensor) {
+    seen[value.name()] = {tensor.dtype(), tensor.shape()};
+    return Status::ok();
+  });
+  if (!outputs) return;
+  auto listed = [](const std::vector<Value*>& list, const Value* value) {
+    return std::find(list.begin(), list.end(), value) != list.end();
+  };
+  for (const auto& [name, type] : seen) {
+    Value* value = graph.find_value(name);
+    if (!value || graph.is_initializer(value) || (value->type && value->type->static_shape())) continue;
+    if (value->type && value->type->dtype != type.first) continue;
+    std::vector<Dim> dims;
+    for (int64_t dim : type.second) dims.push_back(Dim{dim, "", ""});
+    value->type = ValueType{type.first, std::move(dims), "", ""};
+    if (!listed(graph.inputs, value) && !listed(graph.outputs, value) && !listed(graph.value_info, value))
+      graph.value_info.push_back(value);
+  }
+}
+
 }  // namespace
 
 Status set_input_shapes(Model& model, const std::string& spec) {
@@ -106,6 +143,7 @@ Status set_input_shapes(Model& model, const std::string& spec) {
     }
   }
   graph.value_info = std::move(shaped);
+  if (inferred) declare_run_shapes(model);
   return inferred;
 }
 

@@ -13,7 +13,8 @@ namespace qflow {
 // "name=1,3,48,320;other=1,8" ('x' may separate dimensions too: "1x3x48x320"). Each named
 // input gets that shape: its rank must match a declared rank and a static dimension may
 // not change. Every other value's inferred type is then dropped and ONNX shape inference
-// runs again, so downstream shapes follow.
+// runs again, so downstream shapes follow; values it cannot follow get the shapes one run of
+// the interpreter on zeros gives them.
 Status set_input_shapes(Model& model, const std::string& spec);
 
 }  // namespace qflow
