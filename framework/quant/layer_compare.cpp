@@ -1,0 +1,486 @@
+// Per-layer comparison: the float model, the QDQ model and one small model per quantized node
+// run on every sample; error sums per tensor merged in sample order.
+#include "framework/quant/layer_compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+#include "framework/core/json_writer.h"
+#include "framework/core/thread_pool.h"
+#include "framework/runtime/executor.h"
+
+namespace qflow {
+
+namespace {
+
+bool is_default_domain(const Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+bool is_op(const Node* node, const char* op) { return node && node->op_type() == op && is_default_domain(*node); }
+
+bool contains(const std::vector<Value*>& values, const Value* v) {
+  return std::find(values.begin(), values.end(), v) != values.end();
+}
+
+// A constant: an initializer that is not also a graph input, or a Constant node's output.
+bool is_constant(const Graph& graph, const Value* v) {
+  if (!v) return false;
+  if (graph.is_initializer(v) && !contains(graph.inputs, v)) return true;
+  return is_op(v->producer(), "Constant");
+}
+
+// One quantized activation of the QDQ model.
+struct QdqPair {
+  const Node* quantize = nullptr;
+  const Node* dequantize = nullptr;
+  std::string float_name;  // the tensor's name in the float model
+  std::string dq_output;   // what consumers of the QDQ model read
+};
+
+// The name the quantized tensor has in the float model: the QuantizeLinear input, or, when
+// the DequantizeLinear output is a graph output, that output's name (the producer writes
+// `<name>_float` then, docs/quantization.md).
+std::string float_name_of(const Graph& graph, const Node& quantize, const Node& dequantize) {
+  if (contains(graph.outputs, dequantize.output(0))) return dequantize.output(0)->name();
+  return quantize.input(0)->name();
+}
+
+std::vector<QdqPair> find_pairs(const Graph& graph, const std::vector<Node*>& order) {
+  std::vector<QdqPair> pairs;
+  std::set<std::string> seen;
+  for (const Node* node : order) {
+    if (!is_op(node, "QuantizeLinear") || !node->input(0) || !node->output(0)) continue;
+    if (is_constant(graph, node->input(0))) continue;  // weights
+    for (const auto& [user, index] : node->output(0)->uses()) {
+      (void)index;
+      if (!is_op(user, "DequantizeLinear") || !user->output(0)) continue;
+      QdqPair pair{node, user, float_name_of(graph, *node, *user), user->output(0)->name()};
+      if (seen.insert(pair.float_name).second) pairs.push_back(pair);
+      break;
+    }
+  }
+  return pairs;
+}
+
+// A model that runs one node of the QDQ model alone: its inputs come from the float model
+// (through the QDQ model's Q/DQ pairs where it quantizes them), its weights as the QDQ model
+// holds them, and its quantized outputs leave through their Q/DQ pairs.
+struct IsolatedModel {
+  Model model;
+  std::vector<std::pair<std::string, std::string>> feeds;  // small-model input <- float tensor
+  std::vector<std::pair<std::string, std::size_t>> outputs;  // small-model output -> row
+  std::unique_ptr<Executor> executor;
+};
+
+class IsolatedBuilder {
+ public:
+  IsolatedBuilder(const Model& qdq, IsolatedModel& out) : qdq_(*qdq.graph), out_(out), g_(*out.model.graph) {
+    out.model.ir_version = qdq.ir_version;
+    out.model.opset_imports = qdq.opset_imports;
+  }
+
+  // The small-model value for QDQ-model value `v`, copying what produces it; false when the
+  // node cannot be isolated.
+  bool bring(const Value* v, Value*& result) {
+    result = nullptr;
+    if (!v) return true;
+    if (Value* existing = g_.find_value(v->name())) {
+      result = existing;
+      return true;
+    }
+    if (qdq_.is_initializer(v) && !contains(qdq_.inputs, v)) {
+      result = g_.get_or_create_value(v->name());
+      g_.set_initializer(result, *qdq_.initializer(v));
+      return true;
+    }
+    const Node* producer = v->producer();
+    if (is_op(producer, "Constant")) return copy_node(*producer, result);
+    if (is_op(producer, "QuantizeLinear")) return copy_node(*producer, result);
+    if (is_op(producer, "DequantizeLinear") && producer->input(0)) {
+      const Value* source = producer->input(0);
+      const Node* quantize = source->producer();
+      if (is_constant(qdq_, source)) return copy_node(*producer, result);  // a weight or bias
+      if (!is_op(quantize, "QuantizeLinear") || !quantize->input(0)) return false;
+      // A quantized activation: fed with its float value, then quantized as the QDQ model does.
+      if (!is_constant(qdq_, quantize->input(0)))
+        feed(quantize->input(0)->name(), float_name_of(qdq_, *quantize, *producer));
+      return copy_node(*producer, result);
+    }
+    // An activation the QDQ model does not quantize (or a graph input): its float value.
+    feed(v->name(), v->name());
+    result = g_.find_value(v->name());
+    return true;
+  }
+
+  // Copies `node` (and, through bring, its inputs); `result` is its output that was asked for.
+  bool copy_node(const Node& node, Value*& result) {
+    for (const Attribute& a : node.attributes())
+      if (a.g || !a.graphs.empty()) return false;  // subgraphs read outer values: not isolated
+    std::vector<Value*> inputs;
+    for (const Value* in : node.inputs()) {
+      Value* v = nullptr;
+      if (!bring(in, v)) return false;
+      inputs.push_back(v);
+    }
+    std::vector<Value*> outputs;
+    for (const Value* o : node.outputs()) outputs.push_back(o ? g_.get_or_create_value(o->name()) : nullptr);
+    Node* copy = g_.add_node(node.op_type(), inputs, outputs, node.name(), node.domain());
+    for (const Attribute& a : node.attributes()) copy->set_attribute(a);
+    result = nullptr;
+    for (std::size_t i = 0; i < node.outputs().size(); ++i)
+      if (outputs[i]) result = outputs[i];
+    return true;
+  }
+
+  void feed(const std::string& name, const std::string& float_name) {
+    if (g_.find_value(name)) return;
+    g_.inputs.push_back(g_.get_or_create_value(name));
+    out_.feeds.emplace_back(name, float_name);
+  }
+
+  // Adds the node producing `pair`'s tensor (null for a graph input) and the pair itself.
+  bool add_output(const QdqPair& pair, std::size_t row) {
+    const Value* source = pair.quantize->input(0);
+    if (const Node* producer = source->producer()) {
+      if (!g_.find_value(source->name()) || !g_.find_value(source->name())->producer()) {
+        Value* ignored = nullptr;
+        if (!copy_node(*producer, ignored)) return false;
+      }
+    } else {
+      feed(source->name(), pair.float_name);
+    }
+    Value* out = nullptr;
+    if (!copy_node(*pair.dequantize, out)) return false;
+    g_.outputs.push_back(g_.find_value(pair.dq_output));
+    out_.outputs.emplace_back(pair.dq_output, row);
+    return true;
+  }
+
+ private:
+  const Graph& qdq_;
+  IsolatedModel& out_;
+  Graph& g_;
+};
+
+// A tensor's values as float32 (a view when it already is).
+const float* float_data(const Tensor& t, std::vector<float>& storage) {
+  if (t.dtype() == DType::Float32) return t.data<float>();
+  storage.clear();
+  for (double v : t.to_doubles()) storage.push_back(static_cast<float>(v));
+  return storage.data();
+}
+
+struct RowInfo {
+  std::string float_name;
+  int64_t elements = -1;
+};
+
+Status compare_into(ErrorSums& sums, RowInfo& row, const Tensor& expected, const Tensor& actual) {
+  if (expected.numel() != actual.numel())
+    return invalid_input("tensor '" + row.float_name + "' has " + std::to_string(expected.numel()) +
+                         " elements in the float model and " + std::to_string(actual.numel()) + " in the QDQ model");
+  std::vector<float> a, b;
+  sums.add(float_data(expected, a), float_data(actual, b), expected.numel());
+  return Status::ok();
+}
+
+}  // namespace
+
+void ErrorSums::add(const float* x, const float* q, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = x[i], b = q[i], e = a - b;
+    dot += a * b;
+    float_sq += a * a;
+    quant_sq += b * b;
+    error_sq += e * e;
+    max_abs = std::max(max_abs, std::fabs(e));
+  }
+  count += n;
+}
+
+void ErrorSums::merge(const ErrorSums& other) {
+  dot += other.dot;
+  float_sq += other.float_sq;
+  quant_sq += other.quant_sq;
+  error_sq += other.error_sq;
+  max_abs = std::max(max_abs, other.max_abs);
+  count += other.count;
+}
+
+ErrorMetrics error_metrics(const ErrorSums& s) {
+  ErrorMetrics m;
+  if (s.float_sq == 0.0 && s.quant_sq == 0.0) m.cosine = 1.0;
+  else if (s.float_sq == 0.0 || s.quant_sq == 0.0) m.cosine = 0.0;
+  else m.cosine = s.dot / (std::sqrt(s.float_sq) * std::sqrt(s.quant_sq));
+  m.mse = s.count > 0 ? s.error_sq / static_cast<double>(s.count) : 0.0;
+  m.max_abs_error = s.max_abs;
+  if (s.error_sq == 0.0) m.sqnr_db = std::numeric_limits<double>::infinity();
+  else if (s.float_sq == 0.0) m.sqnr_db = -std::numeric_limits<double>::infinity();
+  else m.sqnr_db = 10.0 * std::log10(s.float_sq / s.error_sq);
+  return m;
+}
+
+Expected<LayerComparison> compare_layers(const Model& float_model, const Model& qdq_model, const Dataset& dataset,
+                                         int threads, int64_t limit) {
+  const Graph& fg = *float_model.graph;
+  const Graph& qg = *qdq_model.graph;
+  const std::vector<Value*> float_inputs = fg.runtime_inputs(), qdq_inputs = qg.runtime_inputs();
+  if (float_inputs.size() != 1 || qdq_inputs.size() != 1)
+    return unsupported("compare: the models must have exactly one input (the dataset feeds one); the float model has " +
+                       std::to_string(float_inputs.size()) + ", the QDQ model " + std::to_string(qdq_inputs.size()));
+  const std::string float_input = float_inputs[0]->name(), qdq_input = qdq_inputs[0]->name();
+  const Shape float_shape = feed_shape(*float_inputs[0], dataset.sample_shape);
+  const Shape qdq_shape = feed_shape(*qdq_inputs[0], dataset.sample_shape);
+
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, qg.topological_order());
+  LayerComparison result;
+  std::vector<QdqPair> pairs;
+  std::vector<RowInfo> infos;
+  for (const QdqPair& pair : find_pairs(qg, order)) {
+    const Value* fv = fg.find_value(pair.float_name);
+    if (!fv || (!fv->producer() && !contains(fg.inputs, fv))) {
+      result.unmatched.push_back(pair.float_name);
+      continue;
+    }
+    LayerRow row;
+    row.tensor = pair.float_name;
+    if (const Node* p = fv->producer()) {
+      row.node = p->name();
+      row.op_type = p->op_type();
+    }
+    result.rows.push_back(row);
+    pairs.push_back(pair);
+    infos.push_back({pair.float_name, -1});
+  }
+  if (pairs.empty())
+    return invalid_input("compare: the QDQ model has no quantized activation that the float model also has" +
+                         std::string(result.unmatched.empty() ? "" : " (first unmatched: '" + result.unmatched[0] + "')"));
+
+  // One small model per producing node (graph-input pairs each alone).
+  std::vector<std::unique_ptr<IsolatedModel>> isolated;
+  {
+    std::vector<std::vector<std::size_t>> groups;  // rows per producer, first-seen order
+    std::map<const Node*, std::size_t> group_of;
+    for (std::size_t r = 0; r < pairs.size(); ++r) {
+      const Node* p = pairs[r].quantize->input(0)->producer();
+      if (p && group_of.count(p)) {
+        groups[group_of[p]].push_back(r);
+        continue;
+      }
+      if (p) group_of[p] = groups.size();
+      groups.push_back({r});  // graph inputs: each alone
+    }
+    for (const std::vector<std::size_t>& rows : groups) {
+      auto model = std::make_unique<IsolatedModel>();
+      IsolatedBuilder builder(qdq_model, *model);
+      bool ok = true;
+      for (std::size_t r : rows) ok = ok && builder.add_output(pairs[r], r);
+      for (const auto& [name, float_name] : model->feeds) {
+        const Value* fv = fg.find_value(float_name);
+        ok = ok && fv && (fv->producer() || contains(fg.inputs, fv) || fg.is_initializer(fv));
+      }
+      if (!ok || !model->model.graph->validate().is_ok()) continue;
+      auto executor = Executor::create(model->model);
+      if (!executor) continue;
+      model->executor = std::move(executor).value();
+      for (std::size_t r : rows) result.rows[r].has_isolated = true;
+      isolated.push_back(std::move(model));
+    }
+  }
+
+  // Float tensors a sample needs: the compared ones and the isolated models' feeds.
+  std::set<std::string> needed;
+  for (const QdqPair& pair : pairs) needed.insert(pair.float_name);
+  for (const auto& m : isolated)
+    for (const auto& [name, float_name] : m->feeds) needed.insert(float_name);
+  std::unordered_map<std::string, std::size_t> row_of_dq;
+  for (std::size_t r = 0; r < pairs.size(); ++r) row_of_dq[pairs[r].dq_output] = r;
+
+  QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> float_exec, Executor::create(float_model));
+  QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> qdq_exec, Executor::create(qdq_model));
+
+  const std::size_t rows = pairs.size();
+  // Per sample: sums[2r] accumulated, sums[2r + 1] isolated.
+  auto run_one = [&](const Tensor& sample) -> Expected<std::vector<ErrorSums>> {
+    std::vector<ErrorSums> sums(2 * rows);
+    std::vector<RowInfo> seen = infos;
+    std::unordered_map<std::string, Tensor> floats;
+    const Tensor fx = sample.reshaped(float_shape);
+    floats[float_input] = fx;
+    for (const Value* v : fg.initializer_order())
+      if (needed.count(v->name())) floats[v->name()] = *fg.initializer(v);
+    QFLOW_RETURN_IF_ERROR(float_exec
+                              ->run({{float_input, fx}},
+                                    [&](const Value& value, const Tensor& tensor) -> Status {
+                                      if (needed.count(value.name())) floats[value.name()] = tensor;
+                                      return Status::ok();
+                                    })
+                              .status());
+    auto float_of = [&](const std::string& name) -> Expected<const Tensor*> {
+      auto it = floats.find(name);
+      if (it == floats.end()) return internal_error("compare: float tensor '" + name + "' was not computed");
+      return &it->second;
+    };
+    QFLOW_RETURN_IF_ERROR(qdq_exec
+                              ->run({{qdq_input, sample.reshaped(qdq_shape)}},
+                                    [&](const Value& value, const Tensor& tensor) -> Status {
+                                      auto it = row_of_dq.find(value.name());
+                                      if (it == row_of_dq.end()) return Status::ok();
+                                      const std::size_t r = it->second;
+                                      QFLOW_ASSIGN_OR_RETURN(const Tensor* x, float_of(seen[r].float_name));
+                                      seen[r].elements = x->numel();
+                                      return compare_into(sums[2 * r], seen[r], *x, tensor);
+                                    })
+                              .status());
+    for (const auto& m : isolated) {
+      std::map<std::string, Tensor> feeds;
+      for (const auto& [name, float_name] : m->feeds) {
+        QFLOW_ASSIGN_OR_RETURN(const Tensor* x, float_of(float_name));
+        feeds[name] = *x;
+      }
+      QFLOW_ASSIGN_OR_RETURN(auto outputs, m->executor->run(feeds));
+      for (const auto& [name, r] : m->outputs) {
+        QFLOW_ASSIGN_OR_RETURN(const Tensor* x, float_of(seen[r].float_name));
+        QFLOW_RETURN_IF_ERROR(compare_into(sums[2 * r + 1], seen[r], *x, outputs.at(name)));
+      }
+    }
+    return sums;
+  };
+
+  threads = std::max(1, threads);
+  ThreadPool pool(threads);
+  std::vector<ErrorSums> total(2 * rows);
+  std::vector<std::pair<int64_t, Tensor>> batch;
+  auto flush = [&]() -> Status {
+    std::vector<Expected<std::vector<ErrorSums>>> done(batch.size(), internal_error("sample not run"));
+    pool.parallel_for(static_cast<int64_t>(batch.size()), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        done[static_cast<std::size_t>(i)] = run_one(batch[static_cast<std::size_t>(i)].second);
+    });
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!done[i]) return done[i].status().with_context("compare: " + sample_location(dataset, batch[i].first));
+      for (std::size_t k = 0; k < total.size(); ++k) total[k].merge((*done[i])[k]);
+      ++result.samples;
+    }
+    batch.clear();
+    return Status::ok();
+  };
+  const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
+  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t index, const Tensor& sample) -> Status {
+    batch.emplace_back(index, sample);
+    return batch.size() >= static_cast<std::size_t>(threads) ? flush() : Status::ok();
+  }));
+  QFLOW_RETURN_IF_ERROR(flush());
+  if (result.samples == 0) return invalid_input("compare: the dataset has no samples");
+
+  for (std::size_t r = 0; r < rows; ++r) {
+    LayerRow& row = result.rows[r];
+    row.elements = result.samples > 0 ? total[2 * r].count / result.samples : 0;
+    row.accumulated = error_metrics(total[2 * r]);
+    if (row.has_isolated) row.isolated = error_metrics(total[2 * r + 1]);
+  }
+  std::stable_sort(result.rows.begin(), result.rows.end(), [](const LayerRow& a, const LayerRow& b) {
+    if (a.accumulated.cosine != b.accumulated.cosine) return a.accumulated.cosine < b.accumulated.cosine;
+    return a.tensor < b.tensor;
+  });
+  return result;
+}
+
+std::string format_db(double db, int precision) {
+  if (std::isnan(db)) return "nan";
+  if (std::isinf(db)) return db > 0 ? "inf" : "-inf";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", precision, db);
+  return buffer;
+}
+
+namespace {
+
+std::string pad(const std::string& text, std::size_t width) {
+  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+}
+std::string pad_left(const std::string& text, std::size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+std::string fixed(double v, const char* format) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, v);
+  return buffer;
+}
+std::string metric_cells(const ErrorMetrics& m) {
+  return pad_left(fixed(m.cosine, "%.6f"), 9) + "  " + pad_left(fixed(m.mse, "%.4e"), 11) + "  " +
+         pad_left(fixed(m.max_abs_error, "%.4e"), 11) + "  " + pad_left(format_db(m.sqnr_db), 8);
+}
+
+void metrics_json(JsonWriter& json, const ErrorMetrics& m) {
+  json.begin_object(true);
+  json.field("cosine", m.cosine);
+  json.field("mse", m.mse);
+  json.field("max_abs_error", m.max_abs_error);
+  if (std::isfinite(m.sqnr_db)) json.field("sqnr_db", m.sqnr_db);
+  else json.field("sqnr_db", format_db(m.sqnr_db));
+  json.end_object();
+}
+
+}  // namespace
+
+std::string layer_comparison_text(const LayerComparison& result) {
+  std::size_t tw = 6, nw = 4, ow = 7;
+  for (const LayerRow& r : result.rows) {
+    tw = std::max(tw, r.tensor.size());
+    nw = std::max(nw, r.node.empty() ? std::size_t{1} : r.node.size());
+    ow = std::max(ow, r.op_type.size());
+  }
+  const std::string metrics_header = pad_left("cosine", 9) + "  " + pad_left("mse", 11) + "  " +
+                                     pad_left("max_abs", 11) + "  " + pad_left("sqnr_db", 8);
+  const std::size_t mw = metrics_header.size();
+  std::string text = "samples: " + std::to_string(result.samples) + "\n";
+  text += "quantized tensors: " + std::to_string(result.rows.size()) + ", worst first (lowest accumulated cosine)\n";
+  text += pad("", tw + nw + ow + 6) + pad("accumulated (float model vs QDQ model)", mw) +
+          "    isolated (only the producing node quantized)\n";
+  text += pad("tensor", tw) + "  " + pad("node", nw) + "  " + pad("op_type", ow) + "  " + metrics_header + "    " +
+          metrics_header + "\n";
+  for (const LayerRow& r : result.rows) {
+    std::string line = pad(r.tensor, tw) + "  " + pad(r.node.empty() ? "-" : r.node, nw) + "  " +
+                       pad(r.op_type.empty() ? "input" : r.op_type, ow) + "  " + metric_cells(r.accumulated) + "    " +
+                       (r.has_isolated ? metric_cells(r.isolated) : pad_left("n/a", 9));
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    text += line + "\n";
+  }
+  for (const std::string& name : result.unmatched)
+    text += "not in the float model: " + name + "\n";
+  return text;
+}
+
+Expected<std::string> layer_comparison_json(const LayerComparison& result) {
+  JsonWriter json;
+  json.begin_object();
+  json.field("samples", result.samples);
+  json.key("tensors").begin_array();
+  for (const LayerRow& r : result.rows) {
+    json.begin_object();
+    json.field("tensor", r.tensor);
+    json.field("node", r.node);
+    json.field("op_type", r.op_type);
+    json.field("elements", r.elements);
+    json.key("accumulated");
+    metrics_json(json, r.accumulated);
+    json.key("isolated");
+    if (r.has_isolated) metrics_json(json, r.isolated);
+    else json.null();
+    json.end_object();
+  }
+  json.end_array();
+  json.key("unmatched").begin_array(true);
+  for (const std::string& name : result.unmatched) json.value(name);
+  json.end_array();
+  json.end_object();
+  return json.finish();
+}
+
+}  // namespace qflow
