@@ -1,0 +1,249 @@
+// Sensitivity: two single-node QDQ models per quantized node, each run on the cached samples.
+#include "framework/quant/sensitivity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "framework/core/json_writer.h"
+#include "framework/core/thread_pool.h"
+#include "framework/onnx/onnx_export.h"
+#include "framework/onnx/onnx_import.h"
+#include "framework/quant/output_cosine.h"
+#include "framework/quant/qdq_builder.h"
+#include "framework/quant/scale_alignment.h"
+#include "framework/runtime/executor.h"
+
+namespace qflow {
+
+namespace {
+
+bool is_graph_output(const Graph& graph, const Value* v) {
+  return std::find(graph.outputs.begin(), graph.outputs.end(), v) != graph.outputs.end();
+}
+
+// All graph outputs of a run, flattened in output order.
+std::vector<float> flatten(const Graph& graph, const std::map<std::string, Tensor>& outputs) {
+  std::vector<float> flat;
+  for (const Value* out : graph.outputs) {
+    const Tensor& t = outputs.at(out->name());
+    if (t.dtype() == DType::Float32) {
+      flat.insert(flat.end(), t.data<float>(), t.data<float>() + t.numel());
+    } else {
+      for (double v : t.to_doubles()) flat.push_back(static_cast<float>(v));
+    }
+  }
+  return flat;
+}
+
+// `config` with quantization switched off everywhere but node `name`: the whole model, every
+// op-type entry and every other node entry say quantize = false; the node's own entry says
+// quantize = true and keeps its other settings (dtype, per-channel, ...). Graph inputs take
+// the whole-model spec, so they stay float too.
+QuantConfig only_node(const QuantConfig* config, const std::string& name) {
+  QuantConfig only = config ? *config : QuantConfig{};
+  only.model.quantize = false;
+  for (auto& [op, entry] : only.op_types) entry.quantize = false;
+  for (auto& [node, entry] : only.nodes) entry.quantize = false;
+  only.nodes[name].quantize = true;
+  return only;
+}
+
+}  // namespace
+
+double SensitivityRow::worst() const {
+  double w = 1.0;
+  if (has_weight) w = std::min(w, weight_cosine);
+  if (has_activation) w = std::min(w, activation_cosine);
+  return w;
+}
+
+Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const QuantTable& table,
+                                                const QuantConfig* config, const Dataset& dataset, int threads,
+                                                int64_t limit) {
+  const Graph& graph = *float_model.graph;
+  const std::vector<Value*> inputs = graph.runtime_inputs();
+  if (inputs.size() != 1)
+    return unsupported("sensitivity: the model has " + std::to_string(inputs.size()) +
+                       " inputs; the dataset feeds exactly one");
+  const std::string input_name = inputs[0]->name();
+  const Shape shape = feed_shape(*inputs[0], dataset.sample_shape);
+  for (const auto& [name, params] : table) {
+    (void)params;
+    if (!graph.find_value(name)) return not_found("calibration table: tensor '" + name + "' is not in the model");
+  }
+  // Each node is tested with the parameters it has in the full model: aligned over all of it.
+  QFLOW_ASSIGN_OR_RETURN(const QuantTable aligned, align_scales(graph, table, config));
+  QFLOW_ASSIGN_OR_RETURN(const std::string bytes, export_onnx_bytes(float_model));
+
+  // The nodes the full QDQ model quantizes, in execution order.
+  const QuantConfig defaults;
+  const QuantConfig& cfg = config ? *config : defaults;
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
+  std::map<std::string, int> name_count;
+  for (const Node* node : order) ++name_count[node->name()];
+  struct Candidate {
+    SensitivityRow row;
+    QuantTable activations;  // the node's own output entries
+  };
+  SensitivityResult result;
+  std::vector<Candidate> candidates;
+  for (const Node* node : order) {
+    const QuantSpec spec = cfg.resolve(node->name(), node->op_type());
+    if (!spec.quantize) continue;
+    Candidate c;
+    c.row.node = node->name();
+    c.row.op_type = node->op_type();
+    for (const Value* out : node->outputs()) {
+      if (!out) continue;
+      auto it = aligned.find(out->name());
+      if (it == aligned.end()) continue;
+      if (out->type && out->type->dtype != DType::Undefined && out->type->dtype != DType::Float32) continue;
+      if (out->uses().empty() && !is_graph_output(graph, out)) continue;
+      c.activations.insert(*it);
+    }
+    c.row.has_activation = !c.activations.empty();
+    c.row.has_weight = quantizable_weight(graph, *node, spec) != nullptr;
+    if (!c.row.has_activation && !c.row.has_weight) continue;
+    if (node->name().empty() || name_count[node->name()] > 1) {
+      result.skipped.push_back(node->name().empty() ? node->op_type() + " (no name)" : node->name());
+      continue;
+    }
+    candidates.push_back(std::move(c));
+  }
+
+  // Samples are read once and kept: every model below runs on all of them.
+  std::vector<Tensor> samples;
+  const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
+  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t, const Tensor& sample) -> Status {
+    samples.push_back(sample.reshaped(shape));
+    return Status::ok();
+  }));
+  if (samples.empty()) return invalid_input("sensitivity: the dataset has no samples");
+  result.samples = static_cast<int64_t>(samples.size());
+
+  threads = std::max(1, threads);
+  ThreadPool pool(threads);
+  // Runs `model` on every sample (threads at a time) and returns the flattened outputs.
+  auto run_all = [&](const Model& model) -> Expected<std::vector<std::vector<float>>> {
+    QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(model));
+    std::vector<Expected<std::vector<float>>> done(samples.size(), internal_error("sample not run"));
+    pool.parallel_for(static_cast<int64_t>(samples.size()), [&](int64_t begin, int64_t stop) {
+      for (int64_t i = begin; i < stop; ++i) {
+        auto outputs = executor->run({{input_name, samples[static_cast<std::size_t>(i)]}});
+        done[static_cast<std::size_t>(i)] = outputs ? Expected<std::vector<float>>(flatten(*model.graph, *outputs))
+                                                    : Expected<std::vector<float>>(outputs.status());
+      }
+    });
+    std::vector<std::vector<float>> flat;
+    for (std::size_t i = 0; i < done.size(); ++i) {
+      if (!done[i]) return done[i].status().with_context("sensitivity: " + sample_location(dataset, static_cast<int64_t>(i)));
+      flat.push_back(std::move(*done[i]));
+    }
+    return flat;
+  };
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<std::vector<float>> reference, run_all(float_model));
+  // Mean over samples of the output cosine, summed in sample order.
+  auto mean_cosine = [&](const QuantTable& node_table, const QuantConfig& node_config, bool weights,
+                         const std::string& what) -> Expected<double> {
+    QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(bytes, "sensitivity: float model"));
+    QdqOptions options;
+    options.weights = weights;
+    if (Status s = build_qdq_model(model, node_table, &node_config, options); !s.is_ok()) return s.with_context(what);
+    QFLOW_ASSIGN_OR_RETURN(const std::vector<std::vector<float>> outputs, run_all(model));
+    double sum = 0.0;
+    for (std::size_t i = 0; i < outputs.size(); ++i) sum += cosine_similarity(reference[i], outputs[i]);
+    return sum / static_cast<double>(outputs.size());
+  };
+  for (Candidate& c : candidates) {
+    const QuantConfig node_config = only_node(config, c.row.node);
+    const std::string what = "sensitivity: " + c.row.op_type + " '" + c.row.node + "'";
+    // Weights only: an empty table quantizes no activation, so the bias stays float.
+    if (c.row.has_weight) {
+      QFLOW_ASSIGN_OR_RETURN(c.row.weight_cosine, mean_cosine(QuantTable{}, node_config, true, what + " weights"));
+    }
+    // Activations only: the node's own (aligned) output entries, weights float.
+    if (c.row.has_activation) {
+      QFLOW_ASSIGN_OR_RETURN(c.row.activation_cosine,
+                             mean_cosine(c.activations, node_config, false, what + " activations"));
+    }
+    result.rows.push_back(c.row);
+  }
+  std::stable_sort(result.rows.begin(), result.rows.end(), [](const SensitivityRow& a, const SensitivityRow& b) {
+    if (a.worst() != b.worst()) return a.worst() < b.worst();
+    return a.node < b.node;
+  });
+  return result;
+}
+
+namespace {
+
+std::string pad(const std::string& text, std::size_t width) {
+  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
+}
+std::string cosine_cell(bool has, double v) {
+  if (!has) return "        -";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%9.6f", v);
+  return buffer;
+}
+std::size_t shown(const SensitivityResult& result, int64_t top) {
+  return top > 0 ? std::min(result.rows.size(), static_cast<std::size_t>(top)) : result.rows.size();
+}
+
+}  // namespace
+
+std::string sensitivity_text(const SensitivityResult& result, int64_t top) {
+  const std::size_t n = shown(result, top);
+  std::size_t nw = 4, ow = 7;
+  for (std::size_t i = 0; i < n; ++i) {
+    nw = std::max(nw, result.rows[i].node.size());
+    ow = std::max(ow, result.rows[i].op_type.size());
+  }
+  std::string text = "samples: " + std::to_string(result.samples) + "\n";
+  text += "nodes: " + std::to_string(result.rows.size()) +
+          (n < result.rows.size() ? ", the " + std::to_string(n) + " worst shown" : std::string()) +
+          "; output cosine with only that node quantized, worst first\n";
+  text += pad("rank", 5) + "  " + pad("node", nw) + "  " + pad("op_type", ow) + "  weight_cos  activation_cos\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    const SensitivityRow& r = result.rows[i];
+    text += pad(std::to_string(i + 1), 5) + "  " + pad(r.node, nw) + "  " + pad(r.op_type, ow) + "   " +
+            cosine_cell(r.has_weight, r.weight_cosine) + "       " + cosine_cell(r.has_activation, r.activation_cosine) +
+            "\n";
+  }
+  for (const std::string& name : result.skipped) text += "not tested (no unique node name): " + name + "\n";
+  return text;
+}
+
+Expected<std::string> sensitivity_json(const SensitivityResult& result, int64_t top) {
+  const std::size_t n = shown(result, top);
+  JsonWriter json;
+  json.begin_object();
+  json.field("samples", result.samples);
+  json.field("nodes", static_cast<int64_t>(result.rows.size()));
+  json.key("ranking").begin_array();
+  for (std::size_t i = 0; i < n; ++i) {
+    const SensitivityRow& r = result.rows[i];
+    json.begin_object(true);
+    json.field("node", r.node);
+    json.field("op_type", r.op_type);
+    json.key("weight_cosine");
+    if (r.has_weight) json.value(r.weight_cosine);
+    else json.null();
+    json.key("activation_cosine");
+    if (r.has_activation) json.value(r.activation_cosine);
+    else json.null();
+    json.end_object();
+  }
+  json.end_array();
+  json.key("skipped").begin_array(true);
+  for (const std::string& name : result.skipped) json.value(name);
+  json.end_array();
+  json.end_object();
+  return json.finish();
+}
+
+}  // namespace qflow

@@ -1,0 +1,52 @@
+// Quantization sensitivity per node: the model-output cosine against the float model when only
+// that node's weights, or only its output activations, are quantized
+// (docs/accuracy-debugging.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "framework/data/dataset.h"
+#include "qflow/core/status.h"
+#include "qflow/ir/graph.h"
+#include "qflow/plugin/calibrator.h"
+#include "qflow/plugin/quant_config.h"
+
+namespace qflow {
+
+struct SensitivityRow {
+  std::string node;
+  std::string op_type;
+  bool has_weight = false;       // the node has a weight the PTQ model quantizes
+  double weight_cosine = 1.0;    // only its weight quantized
+  bool has_activation = false;   // the node has an output activation in the table
+  double activation_cosine = 1.0;  // only its output activations quantized
+  // The lower of the two cosines it has: what the ranking sorts by.
+  double worst() const;
+};
+
+struct SensitivityResult {
+  int64_t samples = 0;
+  std::vector<SensitivityRow> rows;  // worst first: lowest worst(), then node name
+  std::vector<std::string> skipped;  // quantized nodes without a unique name (not testable)
+};
+
+// For every node the QDQ model built from `float_model`, `table` and `config` (may be null:
+// all defaults) quantizes, builds two models with build_qdq_model in which only that node is
+// quantized and measures over the first `limit` samples of `dataset` (all when limit <= 0)
+// the mean over samples of the cosine between all float outputs and all outputs of that
+// model (flattened in output order). The table is scale-aligned over the whole model first,
+// so each node gets the parameters it has in the full PTQ model. `threads` samples run at
+// once; results do not depend on the thread count. The model must have one input.
+Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const QuantTable& table,
+                                                const QuantConfig* config, const Dataset& dataset, int threads,
+                                                int64_t limit);
+
+// sensitivity.txt: a fixed-width table, worst first; `top` > 0 keeps the first `top` rows.
+std::string sensitivity_text(const SensitivityResult& result, int64_t top = 0);
+// sensitivity.json: the same rows (all of them unless `top` > 0); a cosine the node does not
+// have is null.
+Expected<std::string> sensitivity_json(const SensitivityResult& result, int64_t top = 0);
+
+}  // namespace qflow

@@ -1,0 +1,191 @@
+// Unit tests for the per-node quantization sensitivity (framework/quant/sensitivity).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "framework/core/npy.h"
+#include "framework/quant/output_cosine.h"
+#include "framework/quant/qdq_builder.h"
+#include "framework/quant/sensitivity.h"
+#include "framework/runtime/executor.h"
+#include "test_dataset_util.h"
+
+namespace qflow {
+
+namespace {
+
+Dim d(int64_t v) { return Dim{v, "", ""}; }
+
+ValueType float_type(std::vector<Dim> dims) {
+  ValueType t;
+  t.dtype = DType::Float32;
+  t.shape = std::move(dims);
+  return t;
+}
+
+QuantParams params(double threshold) {
+  QuantParams q;
+  q.dtype = DType::Int8;
+  q.scale = {static_cast<float>(threshold / 127.0)};
+  q.zero_point = {0};
+  q.threshold = threshold;
+  q.method = "test";
+  return q;
+}
+
+std::vector<float> wave(std::size_t n, double step, double amplitude) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(amplitude * std::sin(step * static_cast<double>(i) + 0.3));
+  return v;
+}
+
+// x[1,8] -> MatMul(W1[8,8]) "mm1" -> a -> Add(bias) "add" -> b -> MatMul(W2[8,4]) "mm2" -> y.
+Model mlp(const Tensor& w1) {
+  Model model;
+  model.opset_imports.push_back({"", 13});
+  Graph& g = *model.graph;
+  g.name = "mlp";
+  Value* x = g.get_or_create_value("x");
+  x->type = float_type({d(1), d(8)});
+  g.inputs.push_back(x);
+  Value* w1v = g.get_or_create_value("W1");
+  g.set_initializer(w1v, w1);
+  Value* bias = g.get_or_create_value("bias");
+  g.set_initializer(bias, Tensor::from_vector<float>({8}, wave(8, 1.3, 0.2)));
+  Value* w2 = g.get_or_create_value("W2");
+  g.set_initializer(w2, Tensor::from_vector<float>({8, 4}, wave(32, 0.77, 0.9)));
+  Value* a = g.get_or_create_value("a");
+  Value* b = g.get_or_create_value("b");
+  Value* y = g.get_or_create_value("y");
+  y->type = float_type({d(1), d(4)});
+  g.add_node("MatMul", {x, w1v}, {a}, "mm1");
+  g.add_node("Add", {a, bias}, {b}, "add");
+  g.add_node("MatMul", {b, w2}, {y}, "mm2");
+  g.outputs.push_back(y);
+  return model;
+}
+
+Tensor w1_float() { return Tensor::from_vector<float>({8, 8}, wave(64, 0.53, 1.0)); }
+
+std::vector<float> run(const Model& model, const Tensor& x) {
+  auto executor = Executor::create(model);
+  REQUIRE_MESSAGE(executor.has_value(), executor.status().message());
+  auto out = (*executor)->run({{"x", x}});
+  REQUIRE_MESSAGE(out.has_value(), out.status().message());
+  const Tensor& y = out->at("y");
+  return {y.data<float>(), y.data<float>() + y.numel()};
+}
+
+const SensitivityRow& row(const SensitivityResult& result, const std::string& node) {
+  for (const SensitivityRow& r : result.rows)
+    if (r.node == node) return r;
+  FAIL("no row for " << node);
+  return result.rows.front();
+}
+
+}  // namespace
+
+TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match independent runs") {
+  const int64_t n = 6;
+  const std::vector<float> samples = wave(static_cast<std::size_t>(n * 8), 0.91, 1.5);
+  test::TempDir dir("sensitivity");
+  const std::string path = dir.file("x.npy");
+  REQUIRE(write_npy_file(path, Tensor::from_vector<float>({n, 1, 8}, samples)).is_ok());
+  auto dataset = open_dataset(DataSpec{path});
+  REQUIRE(dataset.has_value());
+
+  // a's threshold clips it to a tenth of its range: mm1's activation is the bad one.
+  const QuantTable table = {{"x", params(1.5)}, {"a", params(0.3)}, {"b", params(12.0)}, {"y", params(30.0)}};
+  const Model model = mlp(w1_float());
+  auto result = analyze_sensitivity(model, table, nullptr, *dataset, 1, 0);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(result->samples == n);
+  REQUIRE(result->rows.size() == 3);
+  CHECK(result->rows[0].node == "mm1");
+  CHECK(result->rows[0].activation_cosine < 0.9);
+  for (std::size_t i = 1; i < result->rows.size(); ++i) CHECK(result->rows[i - 1].worst() <= result->rows[i].worst());
+
+  const SensitivityRow& mm1 = row(*result, "mm1");
+  CHECK(mm1.op_type == "MatMul");
+  CHECK(mm1.has_weight);
+  CHECK(mm1.has_activation);
+  const SensitivityRow& add = row(*result, "add");
+  CHECK_FALSE(add.has_weight);
+  CHECK(add.has_activation);
+
+  // Independently: mm1's weight quantized per output channel (the last axis) with
+  // quantize_weight and put back as float; and mm1's output clipped and rounded by hand.
+  auto quantized = quantize_weight(w1_float(), 1, DType::Int8);
+  REQUIRE(quantized.has_value());
+  const Model weight_only = mlp(dequantize_weight(*quantized));
+  const float sa = static_cast<float>(0.3 / 127.0);
+  double weight_sum = 0.0, act_sum = 0.0;
+  for (int64_t s = 0; s < n; ++s) {
+    const std::vector<float> xs(samples.begin() + s * 8, samples.begin() + (s + 1) * 8);
+    const Tensor x = Tensor::from_vector<float>({1, 8}, xs);
+    const std::vector<float> reference = run(model, x);
+    weight_sum += cosine_similarity(reference, run(weight_only, x));
+    // y = (qdq(x W1) + bias) W2, in the order the MatMul kernel sums (k ascending).
+    const Tensor w1 = w1_float();
+    const std::vector<float> bias = wave(8, 1.3, 0.2), w2 = wave(32, 0.77, 0.9);
+    std::vector<float> bq(8), y(4, 0.0f);
+    for (int j = 0; j < 8; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < 8; ++k) acc += xs[static_cast<std::size_t>(k)] * w1.data<float>()[k * 8 + j];
+      const float q = std::clamp(std::nearbyint(acc / sa), -128.0f, 127.0f);
+      bq[static_cast<std::size_t>(j)] = q * sa + bias[static_cast<std::size_t>(j)];
+    }
+    for (int j = 0; j < 4; ++j) {
+      float acc = 0.0f;
+      for (int k = 0; k < 8; ++k) acc += bq[static_cast<std::size_t>(k)] * w2[static_cast<std::size_t>(k * 4 + j)];
+      y[static_cast<std::size_t>(j)] = acc;
+    }
+    act_sum += cosine_similarity(reference, y);
+  }
+  CHECK(mm1.weight_cosine == doctest::Approx(weight_sum / n).epsilon(1e-12));
+  CHECK(mm1.activation_cosine == doctest::Approx(act_sum / n).epsilon(1e-6));
+
+  // The same for 2 threads, exactly; --top in the renderers.
+  auto two = analyze_sensitivity(model, table, nullptr, *dataset, 2, 0);
+  REQUIRE(two.has_value());
+  REQUIRE(two->rows.size() == result->rows.size());
+  for (std::size_t i = 0; i < result->rows.size(); ++i) {
+    CHECK(two->rows[i].node == result->rows[i].node);
+    CHECK(two->rows[i].weight_cosine == result->rows[i].weight_cosine);
+    CHECK(two->rows[i].activation_cosine == result->rows[i].activation_cosine);
+  }
+  CHECK(sensitivity_text(*two) == sensitivity_text(*result));
+  const std::string top1 = sensitivity_text(*result, 1);
+  CHECK(top1.find("mm1") != std::string::npos);
+  CHECK(top1.find("mm2") == std::string::npos);
+  auto json = sensitivity_json(*result);
+  REQUIRE(json.has_value());
+  CHECK(json->find("\"weight_cosine\": null") != std::string::npos);  // add has no weight
+}
+
+TEST_CASE("sensitivity: quantize = false nodes are not tested; unknown tensors are errors") {
+  const std::vector<float> samples = wave(16, 0.91, 1.5);
+  test::TempDir dir("sensitivity_config");
+  const std::string path = dir.file("x.npy");
+  REQUIRE(write_npy_file(path, Tensor::from_vector<float>({2, 1, 8}, samples)).is_ok());
+  auto dataset = open_dataset(DataSpec{path});
+  REQUIRE(dataset.has_value());
+  const Model model = mlp(w1_float());
+  QuantConfig config;
+  config.nodes["mm2"].quantize = false;
+  const QuantTable table = {{"x", params(1.5)}, {"a", params(3.0)}, {"b", params(12.0)}, {"y", params(30.0)}};
+  auto result = analyze_sensitivity(model, table, &config, *dataset, 1, 1);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(result->samples == 1);
+  REQUIRE(result->rows.size() == 2);
+  for (const SensitivityRow& r : result->rows) CHECK(r.node != "mm2");
+
+  auto bad = analyze_sensitivity(model, {{"nope", params(1.0)}}, nullptr, *dataset, 1, 0);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.status().message().find("'nope'") != std::string::npos);
+}
+
+}  // namespace qflow
