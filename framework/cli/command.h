@@ -34,6 +34,8 @@ Status run_plugins(const std::vector<std::string>& args);
 Status run_run(const std::vector<std::string>& args);
 Status run_hbm(const std::vector<std::string>& args);
 Status run_verify(const std::vector<std::string>& args);
+Status run_compare(const std::vector<std::string>& args);
+Status run_sensitivity(const std::vector<std::string>& args);
 
 // Shared by the subcommands: parses `args` against the options and positionals, turning
 // Boost's exceptions into an InvalidInput status that names the subcommand. Returns

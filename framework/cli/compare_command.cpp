@@ -1,0 +1,70 @@
+// `qflow compare`: a QDQ model against its float model, per quantized activation.
+#include <filesystem>
+#include <iostream>
+
+#include "framework/cli/command.h"
+#include "framework/core/file_io.h"
+#include "framework/data/data_options.h"
+#include "framework/onnx/onnx_import.h"
+#include "framework/quant/layer_compare.h"
+
+namespace qflow::cli {
+
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr std::string_view kDescription =
+    "Runs every sample of DATA (an .npy batch, a folder of .npy files or of images, as the\n"
+    "load-data stage reads them with default options) through the float model and the QDQ\n"
+    "model built from it, and compares every quantized activation (a QuantizeLinear ->\n"
+    "DequantizeLinear pair) with the float tensor of the same name: cosine, mean squared\n"
+    "error, largest absolute error and SQNR (dB), over all samples. 'accumulated' compares the\n"
+    "two models run from the sample; 'isolated' runs only the producing node quantized, fed\n"
+    "the float model's inputs through the QDQ model's input Q/DQ pairs. Rows are sorted worst\n"
+    "first (lowest accumulated cosine). The text goes to stdout (--json: the JSON) and both to\n"
+    "OUT/compare_per_layer.{txt,json} (docs/accuracy-debugging.md).";
+
+}  // namespace
+
+Status run_compare(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("float", po::value<std::string>()->required(), "the float model the QDQ model was built from")
+      ("qdq", po::value<std::string>()->required(), "the QDQ model (<name>_ptq_model.onnx or calibrated)")
+      ("data", po::value<std::string>()->required(), "samples: .npy batch or folder")
+      ("limit", po::value<int64_t>()->default_value(0), "only the first N samples; 0 = all")
+      ("threads", po::value<int>()->default_value(1), "samples run at once")
+      ("out", po::value<std::string>()->default_value("."), "folder for compare_per_layer.{txt,json}")
+      ("json", "print the JSON instead of the text");
+  po::positional_options_description positional;
+  positional.add("float", 1).add("qdq", 1);
+  QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("compare", args, options, positional));
+  if (cmd.help) {
+    print_command_help("compare FLOAT.onnx QDQ.onnx --data PATH [--limit N] [--threads N] [--out DIR] [--json]",
+                       kDescription, options);
+    return Status::ok();
+  }
+  QFLOW_ASSIGN_OR_RETURN(Model float_model, import_onnx_file(cmd.values["float"].as<std::string>()));
+  QFLOW_ASSIGN_OR_RETURN(Model qdq_model, import_onnx_file(cmd.values["qdq"].as<std::string>()));
+  Options data_options;
+  data_options.set("path", cmd.values["data"].as<std::string>());
+  QFLOW_ASSIGN_OR_RETURN(DataSpec spec, data_spec_from_options(data_options));
+  QFLOW_ASSIGN_OR_RETURN(Dataset dataset, open_dataset(spec));
+  QFLOW_ASSIGN_OR_RETURN(LayerComparison result,
+                         compare_layers(float_model, qdq_model, dataset, cmd.values["threads"].as<int>(),
+                                        cmd.values["limit"].as<int64_t>()));
+  const std::string text = layer_comparison_text(result);
+  QFLOW_ASSIGN_OR_RETURN(std::string json, layer_comparison_json(result));
+  const std::filesystem::path folder(cmd.values["out"].as<std::string>());
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec) return io_error("cannot create output folder '" + folder.string() + "': " + ec.message());
+  QFLOW_RETURN_IF_ERROR(write_file_atomic((folder / "compare_per_layer.txt").string(), text));
+  QFLOW_RETURN_IF_ERROR(write_file_atomic((folder / "compare_per_layer.json").string(), json));
+  std::cout << (cmd.values.count("json") ? json : text);
+  return Status::ok();
+}
+
+}  // namespace qflow::cli
