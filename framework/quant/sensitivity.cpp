@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
@@ -50,6 +51,112 @@ QuantConfig only_node(const QuantConfig* config, const std::string& name) {
   for (auto& [node, entry] : only.nodes) entry.quantize = false;
   only.nodes[name].quantize = true;
   return only;
+}
+
+
+// The float model's values of one sample: every tensor it computes, the input, the outputs.
+struct SampleValues {
+  std::unordered_map<std::string, Tensor> tensors;
+  std::vector<float> outputs;  // all graph outputs flattened in output order
+  std::size_t bytes = 0;
+};
+
+Status float_values(const Executor& executor, const std::string& input_name, const Tensor& sample, SampleValues& out) {
+  out.tensors[input_name] = sample;
+  QFLOW_ASSIGN_OR_RETURN(auto outputs, executor.run({{input_name, sample}}, [&](const Value& value, const Tensor& t) {
+    out.tensors[value.name()] = t;
+    out.bytes += t.nbytes();
+    return Status::ok();
+  }));
+  out.outputs = flatten(*executor.model().graph, outputs);
+  return Status::ok();
+}
+
+bool has_subgraph(const Node& node) {
+  for (const Attribute& a : node.attributes())
+    if (a.g || !a.graphs.empty()) return true;
+  return false;
+}
+
+// Cuts `model` (the float model with only node `node` quantized) down to what differs from
+// the float model: `node`, the nodes build_qdq_model added (Q/DQ), and every node that reads
+// (transitively) one of their outputs. Every other value has the same name and value as in
+// the float model, so the cut model reads those it needs as graph inputs (returned), fed
+// from the float run; graph outputs the cut leaves out are taken from the float run too.
+// A model whose changed part holds a node with subgraphs (which may read outer values by
+// name) is kept whole and fed the sample (its single input).
+Expected<std::vector<std::string>> suffix_model(Model& model, const std::set<std::string>& float_nodes,
+                                                const std::string& node) {
+  Graph& g = *model.graph;
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, g.topological_order());
+  std::set<const Value*> dirty;
+  std::vector<Node*> clean;
+  for (Node* n : order) {
+    bool changed = n->name() == node || !float_nodes.count(n->name()) || n->op_type() == "QuantizeLinear" ||
+                   n->op_type() == "DequantizeLinear";
+    for (const Value* in : n->inputs()) changed = changed || (in && dirty.count(in));
+    if (!changed) {
+      clean.push_back(n);
+      continue;
+    }
+    if (has_subgraph(*n)) {
+      std::vector<std::string> whole;
+      for (const Value* in : g.runtime_inputs()) whole.push_back(in->name());
+      return whole;
+    }
+    for (const Value* out : n->outputs())
+      if (out) dirty.insert(out);
+  }
+  for (Node* n : clean) g.remove_node(n);
+  std::vector<Value*> inputs;
+  std::set<const Value*> seen;
+  for (const auto& n : g.nodes())
+    for (Value* in : n->inputs())
+      if (in && !in->producer() && !g.is_initializer(in) && seen.insert(in).second) inputs.push_back(in);
+  g.inputs = inputs;
+  std::vector<Value*> outputs;
+  for (Value* out : g.outputs)
+    if (out->producer()) outputs.push_back(out);
+  g.outputs = outputs;
+  std::vector<Value*> unused;
+  for (Value* v : g.initializer_order())
+    if (v->uses().empty()) unused.push_back(v);
+  for (Value* v : unused) g.remove_initializer(v);
+  g.prune_unused_values();
+  std::vector<std::string> feeds;
+  for (const Value* in : inputs) feeds.push_back(in->name());
+  return feeds;
+}
+
+// cos(float outputs, variant outputs) for one sample: the cut model runs on the float values
+// it reads; outputs it does not compute are the float ones.
+Expected<double> variant_cosine(const Executor& executor, const std::vector<std::string>& feeds,
+                                const std::vector<std::string>& output_names, const SampleValues& values) {
+  std::map<std::string, Tensor> inputs;
+  for (const std::string& name : feeds) {
+    auto it = values.tensors.find(name);
+    if (it == values.tensors.end()) return internal_error("float value '" + name + "' was not computed");
+    inputs[name] = it->second;
+  }
+  QFLOW_ASSIGN_OR_RETURN(auto outputs, executor.run(inputs));
+  std::vector<float> flat;
+  for (const std::string& name : output_names) {
+    auto it = outputs.find(name);
+    const Tensor* t = nullptr;
+    if (it != outputs.end()) {
+      t = &it->second;
+    } else if (auto f = values.tensors.find(name); f != values.tensors.end()) {
+      t = &f->second;
+    } else {
+      return internal_error("output '" + name + "' was not computed");
+    }
+    if (t->dtype() == DType::Float32) {
+      flat.insert(flat.end(), t->data<float>(), t->data<float>() + t->numel());
+    } else {
+      for (double v : t->to_doubles()) flat.push_back(static_cast<float>(v));
+    }
+  }
+  return cosine_similarity(values.outputs, flat);
 }
 
 }  // namespace
@@ -125,52 +232,87 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   if (samples.empty()) return invalid_input("sensitivity: the dataset has no samples");
   result.samples = static_cast<int64_t>(samples.size());
 
+  std::set<std::string> float_nodes;
+  for (const Node* node : order) float_nodes.insert(node->name());
+  QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> float_exec, Executor::create(float_model));
   threads = std::max(1, threads);
   ThreadPool pool(threads);
-  // Runs `model` on every sample (threads at a time) and returns the flattened outputs.
-  auto run_all = [&](const Model& model) -> Expected<std::vector<std::vector<float>>> {
-    QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(model));
-    std::vector<Expected<std::vector<float>>> done(samples.size(), internal_error("sample not run"));
-    pool.parallel_for(static_cast<int64_t>(samples.size()), [&](int64_t begin, int64_t stop) {
-      for (int64_t i = begin; i < stop; ++i) {
-        auto outputs = executor->run({{input_name, samples[static_cast<std::size_t>(i)]}});
-        done[static_cast<std::size_t>(i)] = outputs ? Expected<std::vector<float>>(flatten(*model.graph, *outputs))
-                                                    : Expected<std::vector<float>>(outputs.status());
+
+  // Samples go in chunks whose float values (every tensor of the float model) fit in
+  // kCacheBytes; each chunk runs the float model once and then, per variant, only the part
+  // of the variant that differs from the float model (suffix_model above).
+  constexpr std::size_t kCacheBytes = std::size_t{1} << 30;
+  std::vector<double> weight_sum(candidates.size(), 0.0), activation_sum(candidates.size(), 0.0);
+  // The float values of samples [begin, begin + values.size()), `threads` at a time.
+  auto run_float = [&](std::size_t begin, std::vector<SampleValues>& values) -> Status {
+    std::vector<Status> status(values.size(), Status::ok());
+    pool.parallel_for(static_cast<int64_t>(values.size()), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        status[k] = float_values(*float_exec, input_name, samples[begin + k], values[k]);
       }
     });
-    std::vector<std::vector<float>> flat;
-    for (std::size_t i = 0; i < done.size(); ++i) {
-      if (!done[i]) return done[i].status().with_context("sensitivity: " + sample_location(dataset, static_cast<int64_t>(i)));
-      flat.push_back(std::move(*done[i]));
-    }
-    return flat;
+    for (std::size_t k = 0; k < values.size(); ++k)
+      if (!status[k].is_ok())
+        return status[k].with_context("sensitivity: " + sample_location(dataset, static_cast<int64_t>(begin + k)));
+    return Status::ok();
   };
-  QFLOW_ASSIGN_OR_RETURN(const std::vector<std::vector<float>> reference, run_all(float_model));
-  // Mean over samples of the output cosine, summed in sample order.
-  auto mean_cosine = [&](const QuantTable& node_table, const QuantConfig& node_config, bool weights,
-                         const std::string& what) -> Expected<double> {
-    QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(bytes, "sensitivity: float model"));
-    QdqOptions options;
-    options.weights = weights;
-    if (Status s = build_qdq_model(model, node_table, &node_config, options); !s.is_ok()) return s.with_context(what);
-    QFLOW_ASSIGN_OR_RETURN(const std::vector<std::vector<float>> outputs, run_all(model));
-    double sum = 0.0;
-    for (std::size_t i = 0; i < outputs.size(); ++i) sum += cosine_similarity(reference[i], outputs[i]);
-    return sum / static_cast<double>(outputs.size());
-  };
-  for (Candidate& c : candidates) {
-    const QuantConfig node_config = only_node(config, c.row.node);
-    const std::string what = "sensitivity: " + c.row.op_type + " '" + c.row.node + "'";
-    // Weights only: an empty table quantizes no activation, so the bias stays float.
-    if (c.row.has_weight) {
-      QFLOW_ASSIGN_OR_RETURN(c.row.weight_cosine, mean_cosine(QuantTable{}, node_config, true, what + " weights"));
+  std::size_t chunk = 1;
+  {
+    std::vector<SampleValues> first(1);
+    QFLOW_RETURN_IF_ERROR(run_float(0, first));
+    chunk = std::max<std::size_t>({static_cast<std::size_t>(threads), kCacheBytes / std::max<std::size_t>(1, first[0].bytes), 1});
+  }
+  for (std::size_t begin = 0; begin < samples.size(); begin += chunk) {
+    std::vector<SampleValues> values(std::min(chunk, samples.size() - begin));
+    QFLOW_RETURN_IF_ERROR(run_float(begin, values));
+    // Sum over this chunk's samples, in sample order, of the output cosine of one variant.
+    auto chunk_cosine = [&](const QuantTable& node_table, const QuantConfig& node_config, bool weights,
+                            const std::string& node, const std::string& what) -> Expected<double> {
+      QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(bytes, "sensitivity: float model"));
+      QdqOptions options;
+      options.weights = weights;
+      if (Status s = build_qdq_model(model, node_table, &node_config, options); !s.is_ok()) return s.with_context(what);
+      std::vector<std::string> output_names;
+      for (const Value* out : model.graph->outputs) output_names.push_back(out->name());
+      QFLOW_ASSIGN_OR_RETURN(const std::vector<std::string> feeds, suffix_model(model, float_nodes, node));
+      QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(model));
+      std::vector<Expected<double>> cosines(values.size(), internal_error("sample not run"));
+      pool.parallel_for(static_cast<int64_t>(values.size()), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const SampleValues& v = values[static_cast<std::size_t>(i)];
+          cosines[static_cast<std::size_t>(i)] = variant_cosine(*executor, feeds, output_names, v);
+        }
+      });
+      double sum = 0.0;
+      for (std::size_t k = 0; k < cosines.size(); ++k) {
+        if (!cosines[k]) return cosines[k].status().with_context(what + ": " + sample_location(dataset, static_cast<int64_t>(begin + k)));
+        sum += *cosines[k];
+      }
+      return sum;
+    };
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      Candidate& c = candidates[i];
+      const QuantConfig node_config = only_node(config, c.row.node);
+      const std::string what = "sensitivity: " + c.row.op_type + " '" + c.row.node + "'";
+      // Weights only: an empty table quantizes no activation, so the bias stays float.
+      if (c.row.has_weight) {
+        QFLOW_ASSIGN_OR_RETURN(const double sum, chunk_cosine(QuantTable{}, node_config, true, c.row.node, what + " weights"));
+        weight_sum[i] += sum;
+      }
+      // Activations only: the node's own (aligned) output entries, weights float.
+      if (c.row.has_activation) {
+        QFLOW_ASSIGN_OR_RETURN(const double sum,
+                               chunk_cosine(c.activations, node_config, false, c.row.node, what + " activations"));
+        activation_sum[i] += sum;
+      }
     }
-    // Activations only: the node's own (aligned) output entries, weights float.
-    if (c.row.has_activation) {
-      QFLOW_ASSIGN_OR_RETURN(c.row.activation_cosine,
-                             mean_cosine(c.activations, node_config, false, what + " activations"));
-    }
-    result.rows.push_back(c.row);
+  }
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    SensitivityRow row = candidates[i].row;
+    if (row.has_weight) row.weight_cosine = weight_sum[i] / static_cast<double>(samples.size());
+    if (row.has_activation) row.activation_cosine = activation_sum[i] / static_cast<double>(samples.size());
+    result.rows.push_back(row);
   }
   std::stable_sort(result.rows.begin(), result.rows.end(), [](const SensitivityRow& a, const SensitivityRow& b) {
     if (a.worst() != b.worst()) return a.worst() < b.worst();
