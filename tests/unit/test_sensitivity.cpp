@@ -166,6 +166,69 @@ TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match indepe
   CHECK(json->find("\"weight_cosine\": null") != std::string::npos);  // add has no weight
 }
 
+TEST_CASE("sensitivity: outputs a node does not reach keep their float values") {
+  // Three independent branches, each a graph output: c, b, a = x * 1.
+  Model model;
+  model.opset_imports.push_back({"", 13});
+  Graph& g = *model.graph;
+  g.name = "branches";
+  Value* x = g.get_or_create_value("x");
+  x->type = float_type({d(1), d(4)});
+  g.inputs.push_back(x);
+  Value* one = g.get_or_create_value("one");
+  g.set_initializer(one, Tensor::scalar<float>(1.0f));
+  Value* a = g.get_or_create_value("a");
+  Value* b = g.get_or_create_value("b");
+  Value* c = g.get_or_create_value("c");
+  for (Value* v : {a, b, c}) v->type = float_type({d(1), d(4)});
+  g.add_node("Mul", {x, one}, {c}, "n_c");
+  g.add_node("Mul", {x, one}, {b}, "n_b");
+  g.add_node("Mul", {x, one}, {a}, "n_a");
+  g.outputs = {c, b, a};
+  const std::vector<float> samples = {0.5f, -1.0f, 0.25f, 2.0f, 0.1f, 0.3f, -0.7f, 1.1f};
+  test::TempDir dir("sensitivity_branches");
+  const std::string path = dir.file("x.npy");
+  REQUIRE(write_npy_file(path, Tensor::from_vector<float>({2, 1, 4}, samples)).is_ok());
+  auto dataset = open_dataset(DataSpec{path});
+  REQUIRE(dataset.has_value());
+  const float sb = 1.0f / 128.0f, sa = 0.25f;
+  auto table_entry = [](float scale) {
+    QuantParams q;
+    q.dtype = DType::Int8;
+    q.scale = {scale};
+    q.zero_point = {0};
+    q.threshold = scale * 127.0;
+    return q;
+  };
+  const QuantTable table = {{"a", table_entry(sa)}, {"b", table_entry(sb)}, {"c", table_entry(sa)}};
+  auto result = analyze_sensitivity(model, table, nullptr, *dataset, 2, 0);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  REQUIRE(result->rows.size() == 3);
+  CHECK(result->rows[0].node == "n_b");  // b is clipped to +-127/128
+  auto qdq = [](float v, float s) {
+    return static_cast<float>(std::clamp(static_cast<double>(std::nearbyint(v / s)), -128.0, 127.0)) * s;
+  };
+  // Output order c, b, a; only the tested node's output is quantized.
+  auto expected = [&](int position, float scale) {
+    double sum = 0.0;
+    for (int s = 0; s < 2; ++s) {
+      std::vector<float> reference, quantized;
+      for (int o = 0; o < 3; ++o)
+        for (int i = 0; i < 4; ++i) {
+          const float v = samples[static_cast<std::size_t>(s * 4 + i)];
+          reference.push_back(v);
+          quantized.push_back(o == position ? qdq(v, scale) : v);
+        }
+      sum += cosine_similarity(reference, quantized);
+    }
+    return sum / 2.0;
+  };
+  CHECK(row(*result, "n_c").activation_cosine == doctest::Approx(expected(0, sa)).epsilon(1e-12));
+  CHECK(row(*result, "n_b").activation_cosine == doctest::Approx(expected(1, sb)).epsilon(1e-12));
+  CHECK(row(*result, "n_a").activation_cosine == doctest::Approx(expected(2, sa)).epsilon(1e-12));
+  CHECK_FALSE(row(*result, "n_a").has_weight);
+}
+
 TEST_CASE("sensitivity: quantize = false nodes are not tested; unknown tensors are errors") {
   const std::vector<float> samples = wave(16, 0.91, 1.5);
   test::TempDir dir("sensitivity_config");
