@@ -34,9 +34,11 @@ void print_main_help() {
                "       qflow --version\n\n"
                "qflow turns float ONNX models into fixed-point NPU models.\n\n"
                "commands:\n";
+  std::size_t width = 0;
+  for (const Command& c : kCommands) width = std::max(width, c.name.size() + 2);
   for (const Command& c : kCommands) {
     std::string name(c.name);
-    name.resize(std::max<std::size_t>(name.size() + 2, 10), ' ');
+    name.resize(width, ' ');
     std::cout << "  " << name << c.summary << "\n";
   }
   std::cout << "\nglobal options (accepted by every command, anywhere on the line):\n"
