@@ -12,7 +12,8 @@ images (tools/ort/gen_inputs.js; 20 calibration, 5 evaluation): placement from t
 report, segments of the .hbm, output cosine of the .hbm against the float model, .hbm vs .bc
 bit-identity on the evaluation images, sizes.
 
-Rewrites docs/bpu-results.md. usage: tools/bench_bpu.py [--build build] [--out DIR] [--skip-ppocr]
+Rewrites docs/bpu-results.md.
+usage: tools/bench_bpu.py [--build build] [--out DIR] [--doc FILE] [--pipeline FILE] [--skip-ppocr]
 """
 import argparse
 import json
@@ -56,13 +57,14 @@ def cosine(a, b):
 
 
 class Qflow:
-    def __init__(self, build):
+    def __init__(self, build, pipeline):
         self.bin = os.path.join(build, "bin", "qflow")
+        self.pipeline_file = pipeline
         if not os.access(self.bin, os.X_OK):
             sys.exit("bench_bpu: %s not found; build first (make build)" % self.bin)
 
     def pipeline(self, out, sets):
-        cmd = [self.bin, "run", os.path.join(ROOT, "pipelines/bpu_ptq.toml"), "--out", fresh(out)]
+        cmd = [self.bin, "run", self.pipeline_file, "--out", fresh(out)]
         for item in sets:
             cmd += ["--set", item]
         start = time.monotonic()
@@ -220,9 +222,10 @@ def main():
     parser.add_argument("--out", default="/tmp/qflow-bench-bpu")
     parser.add_argument("--doc", default=os.path.join(ROOT, "docs/bpu-results.md"))
     parser.add_argument("--skip-ppocr", action="store_true")
+    parser.add_argument("--pipeline", default=os.path.join(ROOT, "pipelines/bpu_ptq.toml"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    qflow = Qflow(os.path.abspath(args.build))
+    qflow = Qflow(os.path.abspath(args.build), os.path.abspath(args.pipeline))
     fashion_rows, ppocr_rows = [], []
     fashion(qflow, args.out, fashion_rows)
     if not args.skip_ppocr:
