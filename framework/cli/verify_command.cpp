@@ -74,7 +74,7 @@ Status run_verify(const std::vector<std::string>& args) {
   QFLOW_RETURN_IF_ERROR(write_file_atomic((folder / "verify_result.txt").string(), text));
   QFLOW_RETURN_IF_ERROR(write_file_atomic((folder / "verify_result.json").string(), json));
   std::cout << (cmd.values.count("json") ? json : text);
-  if (!result.bit_identical()) return internal_error("verify: the .hbm runtime differs from the .bc simulator");
+  if (!result.bit_identical()) return invalid_input("verify: the .hbm runtime differs from the .bc simulator");
   return Status::ok();
 }
 

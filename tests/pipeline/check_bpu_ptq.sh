@@ -69,5 +69,21 @@ PY
     done
   fi
 done
+# qflow verify on the files of one run passes; with the .hbm of another platform (whose
+# arithmetic differs: bernoulli2 runs Clip on the CPU) it reports the difference and fails.
+nash=$work/nash bern=$work/bernoulli2
+if [ -s "$nash/fashion_mnist.hbm" ] && [ -s "$bern/fashion_mnist.hbm" ]; then
+  "$qflow" verify "$nash/fashion_mnist_ptq_model.onnx" --bc "$nash/fashion_mnist_quantized_model.bc" \
+    --hbm "$nash/fashion_mnist.hbm" --data "$samples" --out "$work/verify_same" >"$work/verify_same.log" 2>&1 ||
+    fail "qflow verify on one run's files failed: $(tail -2 "$work/verify_same.log")"
+  grep -q "bit-identical to the .bc simulator on every sample" "$work/verify_same.log" ||
+    fail "qflow verify did not report bit-identity: $(cat "$work/verify_same.log")"
+  "$qflow" verify "$nash/fashion_mnist_ptq_model.onnx" --bc "$nash/fashion_mnist_quantized_model.bc" \
+    --hbm "$bern/fashion_mnist.hbm" --data "$samples" --out "$work/verify_mixed" >"$work/verify_mixed.log" 2>&1
+  status=$?
+  [ $status = 2 ] || fail "qflow verify with another platform's .hbm exited $status, expected 2"
+  grep -q "qflow: error: verify: the .hbm runtime differs from the .bc simulator" "$work/verify_mixed.log" ||
+    fail "qflow verify with another platform's .hbm: $(tail -2 "$work/verify_mixed.log")"
+fi
 [ $failed = 0 ] && echo "bpu_ptq.toml: all platforms verified"
 exit $failed
