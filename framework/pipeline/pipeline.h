@@ -30,13 +30,13 @@ struct SourcePos {
 enum class ArtifactType { Model, Dataset, Statistics, QParams, Binary, Report };
 std::string_view artifact_type_name(ArtifactType type);
 
-// Host stages (import-onnx, load-data, quantize, verify) are built into the runner; the others are
-// plugin components.
-enum class StageKind { ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Backend, Verify };
+// Host stages (import-onnx, load-data, quantize, verify, report) are built into the runner; the
+// others are plugin components.
+enum class StageKind { ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Backend, Verify, Report };
 std::string_view stage_kind_name(StageKind kind);
 inline bool is_host_stage(StageKind kind) {
   return kind == StageKind::ImportOnnx || kind == StageKind::LoadData || kind == StageKind::Quantize ||
-         kind == StageKind::Verify;
+         kind == StageKind::Verify || kind == StageKind::Report;
 }
 
 // A [vars] entry: string, int, float or bool (OptionValue without the list alternative).

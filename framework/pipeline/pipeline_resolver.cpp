@@ -69,6 +69,11 @@ const std::vector<HostStage>& host_stages() {
        StageKind::Verify,
        {{"limit", OptionType::Int, int64_t{0}, "verify on the first N samples only; 0 = all"}},
        {}},
+      {"report",
+       StageKind::Report,
+       {{"samples", OptionType::Int, int64_t{16}, "layer comparison on the first N samples; 0 = all"},
+        {"title", OptionType::String, std::string(), "page title; \"\" = \"qflow report: <model name>\""}},
+       {}},
   };
   return stages;
 }
@@ -321,6 +326,7 @@ class Resolver {
       case StageKind::Pass: return stage.id + ".onnx";
       case StageKind::Backend: return stage.id + ".bin";
       case StageKind::Verify: return "verify_result.json";
+      case StageKind::Report: return "report.html";
     }
     return stage.id;
   }
@@ -391,6 +397,7 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::Pass: return "pass";
     case StageKind::Backend: return "backend";
     case StageKind::Verify: return "verify";
+    case StageKind::Report: return "report";
   }
   return "unknown";
 }
@@ -415,6 +422,11 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
               {"dataset", ArtifactType::Dataset, true},
               {"hbm", ArtifactType::Binary, true},
               {"model", ArtifactType::Model, true}};
+    case StageKind::Report:
+      return {{"check", ArtifactType::Binary, false},   {"dataset", ArtifactType::Dataset, false},
+              {"model", ArtifactType::Model, false},    {"perf", ArtifactType::Binary, false},
+              {"ptq", ArtifactType::Model, false},      {"qparams", ArtifactType::QParams, false},
+              {"statistics", ArtifactType::Statistics, false}, {"verify", ArtifactType::Report, false}};
   }
   return {};
 }
@@ -428,7 +440,8 @@ ArtifactType stage_output(StageKind kind) {
     case StageKind::Observer: return ArtifactType::Statistics;
     case StageKind::Calibrator: return ArtifactType::QParams;
     case StageKind::Backend: return ArtifactType::Binary;
-    case StageKind::Verify: return ArtifactType::Report;
+    case StageKind::Verify:
+    case StageKind::Report: return ArtifactType::Report;
   }
   return ArtifactType::Report;
 }

@@ -223,12 +223,20 @@ class Scheduler {
   Expected<Completed> execute(std::size_t index) {
     const PipelineStage& stage = pipeline_.stages[index];
     std::map<std::string, const Artifact*> inputs;
+    std::vector<FinishedStage> finished;
     {
       // Producers completed before this stage became ready; the lock orders the reads.
       std::lock_guard lock(mutex_);
       for (const auto& [port, input] : stage.inputs)
         for (std::size_t j = 0; j < pipeline_.stages.size(); ++j)
           if (pipeline_.stages[j].id == input.stage) inputs[port] = &done_[j]->result.artifact;
+      if (stage.kind == StageKind::Report)
+        for (std::size_t j = 0; j < pipeline_.stages.size(); ++j)
+          if (done_[j]) {
+            const PipelineStage& other = pipeline_.stages[j];
+            finished.push_back({other.id, other.kind, canonical_use(other), other.output,
+                                static_cast<int64_t>(done_[j]->result.artifact.bytes.size()), done_[j]->seconds});
+          }
     }
     const auto start = std::chrono::steady_clock::now();
     StageContext stage_context;
@@ -236,6 +244,7 @@ class Scheduler {
     stage_context.print_graph = prints_after(stage, options_.print_after);
     stage_context.threads = options_.threads;
     stage_context.quantization = &pipeline_.quantization;
+    if (stage.kind == StageKind::Report) stage_context.finished = &finished;
     Expected<StageResult> result = execute_stage(stage, inputs, registry_, stage_context);
     const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
     if (!result) return result.status().with_context(context);

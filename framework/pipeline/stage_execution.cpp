@@ -14,6 +14,7 @@ Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<s
     case StageKind::Pass: return run_pass(stage, *inputs.at("model"), registry, context);
     case StageKind::Backend: return run_backend(stage, inputs, registry);
     case StageKind::Verify: return run_verify(stage, inputs, context);
+    case StageKind::Report: return run_report(stage, inputs, context);
   }
   return internal_error("unknown stage kind");
 }

@@ -45,6 +45,16 @@ struct StageResult {
   std::vector<std::string> warnings;
 };
 
+// A stage the run has completed, as the manifest records it (the report stage's run summary).
+struct FinishedStage {
+  std::string id;
+  StageKind kind = StageKind::Pass;
+  std::string use;     // canonical_use
+  std::string output;  // artifact file name in the output folder
+  int64_t bytes = 0;
+  double seconds = 0.0;
+};
+
 // What a stage sees of the run besides its inputs.
 struct StageContext {
   // Graph::validate() and libonnx's checker on the pass's result; a failure fails the stage.
@@ -56,6 +66,9 @@ struct StageContext {
   int threads = 1;
   // The pipeline's [quantization] table; null means all defaults.
   const QuantConfig* quantization = nullptr;
+  // Report stages only: the stages completed before this one started, in file order (with
+  // one worker, every earlier stage of the file); null outside a run.
+  const std::vector<FinishedStage>* finished = nullptr;
 };
 
 // Runs one resolved stage; `inputs` maps each given input port to its artifact.

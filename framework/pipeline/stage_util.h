@@ -57,5 +57,7 @@ Expected<StageResult> run_backend(const PipelineStage& stage, const std::map<std
                                   const ComponentRegistry& registry);
 Expected<StageResult> run_verify(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                  const StageContext& context);
+Expected<StageResult> run_report(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                 const StageContext& context);
 
 }  // namespace qflow

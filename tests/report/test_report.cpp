@@ -1,0 +1,149 @@
+// The report renderer and its parsers: escaping of model names, the check and perf text
+// forms, the verify result, thresholds, and byte-identical output for equal input.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include "framework/report/report.h"
+
+using namespace qflow;
+using namespace qflow::report;
+
+namespace {
+
+const char* kCheckText = R"(model: m
+platform: nash (Horizon Journey 6 family BPU)
+
+index  node        op type  placement  subgraph  reason
+0      conv<a>     Conv     BPU        0
+1      /top/Sin    Sin      CPU                  op type Sin has no BPU form
+
+subgraphs:
+  0: 1 nodes [0-0]
+
+summary:
+  nodes: 2 (BPU 1, CPU 1)
+  subgraphs: 1
+)";
+
+const char* kPerfText = R"(model: m
+platform: nash (Horizon Journey 6 family BPU)
+
+index  node     op type  placement  subgraph  MACs  weight B  read B  write B  compute cyc  memory cyc  cycles   bound
+0      conv<a>  Conv     BPU        0         100   8         16      16       0.010        1.500       1.500    memory
+1      /top/Sin Sin      CPU                  0     0         16      16
+
+subgraphs:
+  0: 1 nodes, MACs 100, weights 8 B, read 16 B, written 16 B, 1.500 cycles = 0.002 us
+
+totals:
+  BPU: MACs 100, weights 8 B, read 16 B, written 16 B, 1.500 cycles = 0.002 us
+)";
+
+ReportInput sample_input() {
+  ReportInput input;
+  input.title = "t <b>&";
+  input.stages.push_back({"import", "import-onnx", "import-onnx", "m_original_float_model.onnx", 1234, 0.5});
+  input.placement = *parse_check(kCheckText);
+  input.perf = *parse_perf(kPerfText);
+  input.verify = *parse_verify(R"({"samples": 4, "bit_identical": true, "outputs": [{"name": "y\"<", "elements": 10,
+      "bc_cosine_mean": 0.99, "bc_cosine_min": 0.98, "bc_max_abs_error": 0.1, "hbm_cosine_mean": 0.99,
+      "hbm_cosine_min": 0.98, "hbm_max_abs_error": 0.1, "exact_matches": 40, "compared": 40}]})");
+  LayerComparison comparison;
+  comparison.samples = 4;
+  LayerRow row;
+  row.tensor = "x<script>alert(1)</script>";
+  row.op_type = "Conv";
+  row.accumulated.cosine = 0.95;
+  row.accumulated.sqnr_db = 12.0;
+  comparison.rows.push_back(row);
+  input.comparison = comparison;
+  Histogram h;
+  h.tensor = row.tensor;
+  h.range = 4.0;
+  h.counts = {10, 5, 0, 1};
+  h.max = 4.0;
+  h.thresholds.push_back({"kl (chosen)", 2.5, true});
+  input.histograms.push_back(h);
+  return input;
+}
+
+}  // namespace
+
+TEST_CASE("html_escape escapes markup and quotes") {
+  CHECK(html_escape("a<b>&\"c'") == "a&lt;b&gt;&amp;&quot;c&#39;");
+}
+
+TEST_CASE("parse_check reads the text table, the subgraphs and the summary") {
+  Expected<Placement> p = parse_check(kCheckText);
+  REQUIRE(p);
+  REQUIRE(p->nodes.size() == 2);
+  CHECK(p->nodes[0].node == "conv<a>");
+  CHECK(p->nodes[0].placement == "BPU");
+  CHECK(p->nodes[0].subgraph == "0");
+  CHECK(p->nodes[1].placement == "CPU");
+  CHECK(p->nodes[1].subgraph == "");
+  CHECK(p->nodes[1].reason == "op type Sin has no BPU form");
+  CHECK(p->subgraphs == std::vector<std::string>{"0: 1 nodes [0-0]"});
+  REQUIRE(p->summary.size() == 2);
+  CHECK(p->summary[0].second == "2 (BPU 1, CPU 1)");
+  CHECK_FALSE(parse_check("no table here"));
+}
+
+TEST_CASE("parse_check reads the JSON form") {
+  Expected<Placement> p = parse_check(R"({"model": "m", "platform": "nash", "nodes": [
+      {"index": 0, "name": "a", "op_type": "Conv", "placement": "bpu", "subgraph": 0, "reason": ""},
+      {"index": 1, "name": "b", "op_type": "Sin", "placement": "cpu", "subgraph": null, "reason": "why"}],
+      "subgraphs": [{"id": 0, "nodes": [0]}]})");
+  REQUIRE(p);
+  REQUIRE(p->nodes.size() == 2);
+  CHECK(p->nodes[1].placement == "CPU");
+  CHECK(p->nodes[1].reason == "why");
+  CHECK(p->summary[0].second == "2 (BPU 1, CPU 1)");
+}
+
+TEST_CASE("parse_perf keeps timed nodes, the subgraphs and the totals") {
+  Expected<Perf> p = parse_perf(kPerfText);
+  REQUIRE(p);
+  REQUIRE(p->slowest.size() == 1);
+  CHECK(p->slowest[0].node == "conv<a>");
+  CHECK(p->slowest[0].cycles == doctest::Approx(1.5));
+  CHECK(p->slowest[0].bound == "memory");
+  REQUIRE(p->totals.size() == 1);
+  CHECK(p->totals[0].first == "BPU");
+  CHECK(p->subgraphs.size() == 1);
+}
+
+TEST_CASE("histogram_percentile interpolates inside the bin") {
+  CHECK(histogram_percentile({10, 10}, 2.0, 50.0) == doctest::Approx(1.0));
+  CHECK(histogram_percentile({10, 10}, 2.0, 75.0) == doctest::Approx(1.5));
+  CHECK(histogram_percentile({10, 0}, 2.0, 100.0) == doctest::Approx(1.0));
+  CHECK(histogram_percentile({}, 2.0, 50.0) == 0.0);
+}
+
+TEST_CASE("render_html escapes every name, needs nothing outside the file and is deterministic") {
+  const ReportInput input = sample_input();
+  const std::string html = render_html(input);
+  CHECK(html == render_html(input));
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("x&lt;script&gt;alert(1)&lt;/script&gt;") != std::string::npos);
+  CHECK(html.find("conv&lt;a&gt;") != std::string::npos);
+  CHECK(html.find("<title>t &lt;b&gt;&amp;</title>") != std::string::npos);
+  CHECK(html.find("y&quot;&lt;") != std::string::npos);
+  CHECK(html.find("https://") == std::string::npos);
+  CHECK(html.find("src=") == std::string::npos);
+  CHECK(html.find("url(") == std::string::npos);
+  for (const char* id : {"summary", "stages", "placement", "layers", "histograms", "verify", "perf"})
+    CHECK(html.find("<section id=\"" + std::string(id) + "\">") != std::string::npos);
+}
+
+TEST_CASE("render_markdown has the same sections as tables, with table characters escaped") {
+  ReportInput input = sample_input();
+  input.comparison->rows[0].tensor = "a|b";
+  const std::string md = render_markdown(input);
+  CHECK(md == render_markdown(input));
+  for (const char* heading : {"## Summary", "## Stages", "## Placement", "## Per-layer error", "## Histograms", "## Verify",
+                              "## Performance estimate"})
+    CHECK(md.find(heading) != std::string::npos);
+  CHECK(md.find("a\\|b") != std::string::npos);
+  CHECK(md.find("| import | import-onnx |") != std::string::npos);
+}
