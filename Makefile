@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
-  libonnx-testdata libstb-dev python3-numpy
+  libonnx-testdata libstb-dev python3-numpy chromium
 
 .PHONY: all deps bench-deps configure build run test bench-accuracy bench-bpu clean
 

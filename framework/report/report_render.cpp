@@ -301,7 +301,7 @@ std::string render_html(const ReportInput& input) {
     html += cosine_chart(c, 60);
     if (c.rows.size() > 60)
       html += "<p class=\"note\">The chart shows the 60 worst of " + std::to_string(c.rows.size()) + " tensors.</p>";
-    html += "<details open><summary>Table</summary><table><tr><th>tensor</th><th>op</th><th>cosine</th><th>SQNR dB</th>"
+    html += "<details><summary>Table: all tensors with SQNR, max error and the isolated metrics</summary><table><tr><th>tensor</th><th>op</th><th>cosine</th><th>SQNR dB</th>"
             "<th>max |err|</th><th>isolated cosine</th><th>isolated SQNR dB</th></tr>";
     for (const LayerRow& row : c.rows)
       html += "<tr>" + td("<code>" + html_escape(row.tensor) + "</code>") + td(html_escape(row.op_type)) +
