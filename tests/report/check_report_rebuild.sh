@@ -1,0 +1,35 @@
+#!/bin/bash
+# `qflow report OUT_DIR` on a finished pipelines/bpu_ptq.toml run rebuilds the report stage's
+# report.html byte for byte (the same records and artifacts) and writes report.md with every
+# section; run from another folder, where the dataset path does not resolve, it still writes
+# both pages with a note instead of the layer comparison.
+#
+# usage: check_report_rebuild.sh QFLOW SOURCE_DIR WORK_DIR
+set -u
+qflow=$1 source_dir=$2 work=$3
+rm -rf "$work" && mkdir -p "$work"
+cd "$source_dir" || exit 1
+failed=0
+fail() { echo "FAIL: $*"; failed=1; }
+
+out=$work/run
+if ! "$qflow" run pipelines/bpu_ptq.toml --set verify.limit=16 --out "$out" >"$work/run.log" 2>&1; then
+  echo "FAIL: bpu_ptq.toml failed: $(tail -3 "$work/run.log")"
+  exit 1
+fi
+cp "$out/report.html" "$work/stage_report.html"
+"$qflow" report "$out" >"$work/report.log" 2>&1 || fail "qflow report failed: $(tail -3 "$work/report.log")"
+cmp -s "$out/report.html" "$work/stage_report.html" || fail "qflow report's report.html differs from the stage's"
+for heading in "## Summary" "## Stages" "## Placement" "## Per-layer error" "## Histograms" "## Verify" \
+  "## Performance estimate"; do
+  grep -qx "$heading" "$out/report.md" || fail "report.md has no '$heading'"
+done
+grep -q '^| worst layer cosine | 0\.9' "$out/report.md" || fail "report.md has no worst layer cosine"
+
+mkdir -p "$work/elsewhere" && cp -r "$out" "$work/elsewhere/run"
+(cd "$work/elsewhere" && "$qflow" report run >"$work/elsewhere.log" 2>&1) ||
+  fail "qflow report from another folder failed: $(tail -3 "$work/elsewhere.log")"
+grep -q "No layer comparison: the dataset of stage 'data' cannot be opened from here" "$work/elsewhere/run/report.md" ||
+  fail "report.md from another folder has no note about the dataset"
+[ $failed = 0 ] && echo "qflow report: report.html identical to the stage's, report.md complete"
+exit $failed
