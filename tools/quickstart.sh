@@ -40,5 +40,8 @@ echo "== verify: PTQ model vs .bc simulator vs .hbm runtime on the calibration s
 cat "$out/bpu_ptq/verify_result.json"
 
 echo
+echo "the report: $out/bpu_ptq/report.html (open it in a browser)"
+
+echo
 echo "quickstart wrote:"
 find "$out" -type f | sort | sed 's/^/  /'
