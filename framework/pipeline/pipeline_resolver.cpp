@@ -74,6 +74,14 @@ const std::vector<HostStage>& host_stages() {
        {{"samples", OptionType::Int, int64_t{16}, "layer comparison on the first N samples; 0 = all"},
         {"title", OptionType::String, std::string(), "page title; \"\" = \"qflow report: <model name>\""}},
        {}},
+      {"compare",
+       StageKind::Compare,
+       {{"limit", OptionType::Int, int64_t{0}, "compare on the first N samples only; 0 = all"}},
+       {}},
+      {"sensitivity",
+       StageKind::Sensitivity,
+       {{"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"}},
+       {}},
   };
   return stages;
 }
@@ -327,6 +335,8 @@ class Resolver {
       case StageKind::Backend: return stage.id + ".bin";
       case StageKind::Verify: return "verify_result.json";
       case StageKind::Report: return "report.html";
+      case StageKind::Compare: return "compare_per_layer.json";
+      case StageKind::Sensitivity: return "sensitivity.json";
     }
     return stage.id;
   }
@@ -398,6 +408,8 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::Backend: return "backend";
     case StageKind::Verify: return "verify";
     case StageKind::Report: return "report";
+    case StageKind::Compare: return "compare";
+    case StageKind::Sensitivity: return "sensitivity";
   }
   return "unknown";
 }
@@ -427,6 +439,12 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
               {"model", ArtifactType::Model, false},    {"perf", ArtifactType::Binary, false},
               {"ptq", ArtifactType::Model, false},      {"qparams", ArtifactType::QParams, false},
               {"statistics", ArtifactType::Statistics, false}, {"verify", ArtifactType::Report, false}};
+    case StageKind::Compare:
+      return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
+              {"quantized", ArtifactType::Model, true}};
+    case StageKind::Sensitivity:
+      return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
+              {"qparams", ArtifactType::QParams, true}};
   }
   return {};
 }
@@ -441,7 +459,9 @@ ArtifactType stage_output(StageKind kind) {
     case StageKind::Calibrator: return ArtifactType::QParams;
     case StageKind::Backend: return ArtifactType::Binary;
     case StageKind::Verify:
-    case StageKind::Report: return ArtifactType::Report;
+    case StageKind::Report:
+    case StageKind::Compare:
+    case StageKind::Sensitivity: return ArtifactType::Report;
   }
   return ArtifactType::Report;
 }

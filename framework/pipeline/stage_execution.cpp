@@ -15,6 +15,8 @@ Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<s
     case StageKind::Backend: return run_backend(stage, inputs, registry);
     case StageKind::Verify: return run_verify(stage, inputs, context);
     case StageKind::Report: return run_report(stage, inputs, context);
+    case StageKind::Compare: return run_compare(stage, inputs, context);
+    case StageKind::Sensitivity: return run_sensitivity(stage, inputs, context);
   }
   return internal_error("unknown stage kind");
 }

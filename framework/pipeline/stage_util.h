@@ -57,6 +57,10 @@ Expected<StageResult> run_backend(const PipelineStage& stage, const std::map<std
                                   const ComponentRegistry& registry);
 Expected<StageResult> run_verify(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                  const StageContext& context);
+Expected<StageResult> run_compare(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                  const StageContext& context);
+Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                      const StageContext& context);
 Expected<StageResult> run_report(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                  const StageContext& context);
 

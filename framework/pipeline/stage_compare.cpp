@@ -1,0 +1,41 @@
+// compare and sensitivity: the per-layer error and the per-node sensitivity of a quantized
+// model against its float model on the samples (docs/accuracy-debugging.md).
+#include "framework/pipeline/stage_util.h"
+
+#include "framework/quant/layer_compare.h"
+#include "framework/quant/sensitivity.h"
+
+namespace qflow {
+
+Expected<StageResult> run_compare(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                  const StageContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(Model float_model, model_input(stage, *inputs.at("model")));
+  QFLOW_ASSIGN_OR_RETURN(Model quantized,
+                         import_onnx_bytes(inputs.at("quantized")->bytes, "input 'quantized' of stage '" + stage.id + "'"));
+  const int64_t limit = std::get<int64_t>(stage.options.at("limit").value);
+  QFLOW_ASSIGN_OR_RETURN(LayerComparison result, compare_layers(float_model, quantized, *inputs.at("dataset")->dataset,
+                                                                context.threads, limit));
+  StageResult out;
+  out.artifact.type = ArtifactType::Report;
+  QFLOW_ASSIGN_OR_RETURN(out.artifact.bytes, layer_comparison_json(result));
+  for (const std::string& name : result.unmatched)
+    out.warnings.push_back("compare: quantized tensor '" + name + "' is not in the float model");
+  return out;
+}
+
+Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                      const StageContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(Model float_model, model_input(stage, *inputs.at("model")));
+  const int64_t limit = std::get<int64_t>(stage.options.at("limit").value);
+  QFLOW_ASSIGN_OR_RETURN(SensitivityResult result,
+                         analyze_sensitivity(float_model, *inputs.at("qparams")->qparams, context.quantization,
+                                             *inputs.at("dataset")->dataset, context.threads, limit));
+  StageResult out;
+  out.artifact.type = ArtifactType::Report;
+  QFLOW_ASSIGN_OR_RETURN(out.artifact.bytes, sensitivity_json(result));
+  for (const std::string& node : result.skipped)
+    out.warnings.push_back("sensitivity: node '" + node + "' has no unique name and was not measured");
+  return out;
+}
+
+}  // namespace qflow
