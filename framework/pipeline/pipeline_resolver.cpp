@@ -438,7 +438,8 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
       return {{"check", ArtifactType::Binary, false},   {"dataset", ArtifactType::Dataset, false},
               {"model", ArtifactType::Model, false},    {"perf", ArtifactType::Binary, false},
               {"ptq", ArtifactType::Model, false},      {"qparams", ArtifactType::QParams, false},
-              {"statistics", ArtifactType::Statistics, false}, {"verify", ArtifactType::Report, false}};
+              {"sensitivity", ArtifactType::Report, false}, {"statistics", ArtifactType::Statistics, false},
+              {"verify", ArtifactType::Report, false}};
     case StageKind::Compare:
       return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
               {"quantized", ArtifactType::Model, true}};

@@ -76,6 +76,16 @@ struct Verify {
   std::vector<VerifyOutput> outputs;
 };
 
+// The sensitivity stage's ranking (sensitivity.json), most sensitive first.
+struct SensitivityEntry {
+  std::string node, op_type;
+  std::optional<double> weight_cosine, activation_cosine;  // absent: the node has none
+};
+struct Sensitivity {
+  int64_t samples = 0;
+  std::vector<SensitivityEntry> ranking;
+};
+
 // A threshold drawn on a histogram: "kl (chosen)" at 6.1.
 struct Threshold {
   std::string label;
@@ -102,6 +112,7 @@ struct ReportInput {
   std::vector<Histogram> histograms;
   int64_t histograms_omitted = 0;  // tensors with a histogram not drawn (the cap)
   std::optional<Verify> verify;
+  std::optional<Sensitivity> sensitivity;
   std::optional<Perf> perf;
 };
 
@@ -119,6 +130,7 @@ struct ReportSources {
   std::optional<std::string> check;   // the check stage's report, text or JSON
   std::optional<std::string> perf;    // the perf stage's report, text or JSON
   std::optional<std::string> verify;  // verify_result.json
+  std::optional<std::string> sensitivity;  // sensitivity.json
   std::size_t max_histograms = 24;
 };
 // Parses the reports and runs the layer comparison. A comparison the models do not allow
@@ -129,6 +141,7 @@ Expected<ReportInput> build_report(const ReportSources& sources);
 Expected<Placement> parse_check(std::string_view text);
 Expected<Perf> parse_perf(std::string_view text);
 Expected<Verify> parse_verify(std::string_view json);
+Expected<Sensitivity> parse_sensitivity(std::string_view json);
 
 // The percentile of a histogram of |x| (linear inside the bin), for threshold lines.
 double histogram_percentile(const std::vector<double>& counts, double range, double percentile);

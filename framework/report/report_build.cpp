@@ -43,6 +43,11 @@ Expected<ReportInput> build_report(const ReportSources& sources) {
     if (!perf) return perf.status().with_context("the performance report");
     input.perf = std::move(*perf);
   }
+  if (sources.sensitivity) {
+    Expected<Sensitivity> sensitivity = parse_sensitivity(*sources.sensitivity);
+    if (!sensitivity) return sensitivity.status().with_context("the sensitivity result");
+    input.sensitivity = std::move(*sensitivity);
+  }
   if (sources.verify) {
     Expected<Verify> verify = parse_verify(*sources.verify);
     if (!verify) return verify.status().with_context("the verify result");

@@ -280,6 +280,21 @@ Expected<Verify> parse_verify(std::string_view text) {
   return verify;
 }
 
+Expected<Sensitivity> parse_sensitivity(std::string_view text) {
+  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "sensitivity result"));
+  Sensitivity sensitivity;
+  sensitivity.samples = json_int(root.find("samples"));
+  auto cosine = [](const JsonValue* v) -> std::optional<double> {
+    if (!v || !v->is_number()) return std::nullopt;
+    return json_number(v);
+  };
+  if (const JsonValue* ranking = root.find("ranking"); ranking && ranking->is_array())
+    for (const JsonValue& r : ranking->items())
+      sensitivity.ranking.push_back({json_text(r.find("node")), json_text(r.find("op_type")),
+                                     cosine(r.find("weight_cosine")), cosine(r.find("activation_cosine"))});
+  return sensitivity;
+}
+
 double histogram_percentile(const std::vector<double>& counts, double range, double percentile) {
   double total = 0.0;
   for (double c : counts) total += c;

@@ -206,7 +206,8 @@ std::string render_html(const ReportInput& input) {
   html += "<title>" + html_escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n";
   html += "<h1>" + html_escape(title) + "</h1>\n";
   html += "<nav><a href=\"#summary\">Summary</a><a href=\"#stages\">Stages</a><a href=\"#placement\">Placement</a>"
-          "<a href=\"#layers\">Per-layer error</a><a href=\"#histograms\">Histograms</a><a href=\"#verify\">Verify</a>"
+          "<a href=\"#layers\">Per-layer error</a><a href=\"#histograms\">Histograms</a>"
+          "<a href=\"#sensitivity\">Sensitivity</a><a href=\"#verify\">Verify</a>"
           "<a href=\"#perf\">Performance</a></nav>\n";
 
   // Summary cards.
@@ -342,6 +343,27 @@ std::string render_html(const ReportInput& input) {
   }
   html += "</section>\n";
 
+  // Sensitivity.
+  html += "<section id=\"sensitivity\"><h2>Sensitivity</h2>";
+  if (!input.sensitivity) {
+    html += "<p class=\"note\">No sensitivity ranking (input 'sensitivity').</p>";
+  } else {
+    const Sensitivity& sv = *input.sensitivity;
+    html += "<p>Model-output cosine against the float model when only that node is quantized (its weights, or its "
+            "output activation), mean over " + std::to_string(sv.samples) +
+            " samples; the most sensitive nodes first (the " + std::to_string(std::min<std::size_t>(sv.ranking.size(), 20)) +
+            " of " + std::to_string(sv.ranking.size()) + " shown).</p>";
+    html += "<table><tr><th>#</th><th>node</th><th>op type</th><th>weights only</th><th>activation only</th></tr>";
+    auto cell = [&](const std::optional<double>& c) { return td(c ? fixed(*c, 6) : std::string("-"), true); };
+    for (std::size_t i = 0; i < std::min<std::size_t>(sv.ranking.size(), 20); ++i) {
+      const SensitivityEntry& e = sv.ranking[i];
+      html += "<tr>" + td(std::to_string(i + 1), true) + td("<code>" + html_escape(e.node) + "</code>") +
+              td(html_escape(e.op_type)) + cell(e.weight_cosine) + cell(e.activation_cosine) + "</tr>";
+    }
+    html += "</table>";
+  }
+  html += "</section>\n";
+
   // Verify.
   html += "<section id=\"verify\"><h2>Verify</h2>";
   if (!input.verify) {
@@ -464,6 +486,21 @@ std::string render_markdown(const ReportInput& input) {
     }
     if (input.histograms_omitted > 0)
       md += "\n" + std::to_string(input.histograms_omitted) + " more tensors have a histogram.\n";
+  }
+
+  md += "\n## Sensitivity\n\n";
+  if (!input.sensitivity) {
+    md += "No sensitivity ranking (input 'sensitivity').\n";
+  } else {
+    const Sensitivity& sv = *input.sensitivity;
+    md += "Output cosine with only that node quantized, mean over " + std::to_string(sv.samples) +
+          " samples, most sensitive first.\n\n| # | node | op type | weights only | activation only |\n|--:|---|---|--:|--:|\n";
+    auto cell = [&](const std::optional<double>& c) { return c ? fixed(*c, 6) : std::string("-"); };
+    for (std::size_t i = 0; i < std::min<std::size_t>(sv.ranking.size(), 20); ++i) {
+      const SensitivityEntry& e = sv.ranking[i];
+      md += "| " + std::to_string(i + 1) + " | " + md_escape(e.node) + " | " + md_escape(e.op_type) + " | " +
+            cell(e.weight_cosine) + " | " + cell(e.activation_cosine) + " |\n";
+    }
   }
 
   md += "\n## Verify\n\n";

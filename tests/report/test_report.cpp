@@ -48,6 +48,9 @@ ReportInput sample_input() {
   input.verify = *parse_verify(R"({"samples": 4, "bit_identical": true, "outputs": [{"name": "y\"<", "elements": 10,
       "bc_cosine_mean": 0.99, "bc_cosine_min": 0.98, "bc_max_abs_error": 0.1, "hbm_cosine_mean": 0.99,
       "hbm_cosine_min": 0.98, "hbm_max_abs_error": 0.1, "exact_matches": 40, "compared": 40}]})");
+  input.sensitivity = *parse_sensitivity(R"({"samples": 4, "nodes": 2, "ranking": [
+      {"node": "c<1>", "op_type": "Conv", "weight_cosine": 0.9912345, "activation_cosine": 0.998},
+      {"node": "r", "op_type": "Relu", "weight_cosine": null, "activation_cosine": 0.9995}], "skipped": []})");
   LayerComparison comparison;
   comparison.samples = 4;
   LayerRow row;
@@ -132,8 +135,13 @@ TEST_CASE("render_html escapes every name, needs nothing outside the file and is
   CHECK(html.find("https://") == std::string::npos);
   CHECK(html.find("src=") == std::string::npos);
   CHECK(html.find("url(") == std::string::npos);
-  for (const char* id : {"summary", "stages", "placement", "layers", "histograms", "verify", "perf"})
+  for (const char* id : {"summary", "stages", "placement", "layers", "histograms", "sensitivity", "verify", "perf"})
     CHECK(html.find("<section id=\"" + std::string(id) + "\">") != std::string::npos);
+  // The sensitivity ranking: most sensitive first, names escaped, a missing weight cosine as '-'.
+  const std::size_t conv = html.find("<code>c&lt;1&gt;</code>");
+  REQUIRE(conv != std::string::npos);
+  CHECK(conv < html.find("<code>r</code>"));
+  CHECK(html.find("0.991235", conv) != std::string::npos);
 }
 
 TEST_CASE("render_markdown has the same sections as tables, with table characters escaped") {
@@ -141,7 +149,8 @@ TEST_CASE("render_markdown has the same sections as tables, with table character
   input.comparison->rows[0].tensor = "a|b";
   const std::string md = render_markdown(input);
   CHECK(md == render_markdown(input));
-  for (const char* heading : {"## Summary", "## Stages", "## Placement", "## Per-layer error", "## Histograms", "## Verify",
+  for (const char* heading : {"## Summary", "## Stages", "## Placement", "## Per-layer error", "## Histograms",
+                              "## Sensitivity", "## Verify",
                               "## Performance estimate"})
     CHECK(md.find(heading) != std::string::npos);
   CHECK(md.find("a\\|b") != std::string::npos);
