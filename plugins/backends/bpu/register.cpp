@@ -2,8 +2,7 @@
 // estimate, lowering to .bc, compilation to .hbm) with the host.
 #include "bpu_backend.h"
 #include "bpu_check_backend.h"
-#include "bpu_compile_backend.h"
-#include "bpu_lower_backend.h"
+#include "bpu_lowered_backend.h"
 #include "bpu_perf_backend.h"
 #include "qflow/plugin/entry.h"
 #include "qflow/plugin/registrar.h"
@@ -14,8 +13,10 @@ qflow::Status register_backends(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuBackend::info(), &qflow::BpuBackend::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuCheckBackend::info(), &qflow::BpuCheckBackend::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuPerfBackend::info(), &qflow::BpuPerfBackend::create));
-  QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuLowerBackend::info(), &qflow::BpuLowerBackend::create));
-  return registrar.add_backend(qflow::BpuCompileBackend::info(), &qflow::BpuCompileBackend::create);
+  QFLOW_RETURN_IF_ERROR(registrar.add_backend(qflow::BpuLoweredBackend::info(qflow::LoweredFormat::bc),
+                                              &qflow::BpuLoweredBackend::create_bc));
+  return registrar.add_backend(qflow::BpuLoweredBackend::info(qflow::LoweredFormat::hbm),
+                               &qflow::BpuLoweredBackend::create_hbm);
 }
 
 }  // namespace
