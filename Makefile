@@ -9,7 +9,7 @@ DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
   libonnx-testdata libstb-dev python3-numpy chromium
 
-.PHONY: all deps bench-deps configure build run test bench-accuracy bench-bpu clean
+.PHONY: all deps bench-deps configure build run test test-asan bench-accuracy bench-bpu clean
 
 all: build
 
@@ -40,6 +40,20 @@ run: build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# The whole test suite built with AddressSanitizer and UndefinedBehaviorSanitizer (any UB
+# report is fatal); a separate build folder, not part of `make test`.
+ASAN_BUILD_DIR ?= build-asan
+SANITIZE_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+test-asan: deps
+	@if [ ! -f $(ASAN_BUILD_DIR)/CMakeCache.txt ]; then \
+	  cmake -S . -B $(ASAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DCMAKE_CXX_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_C_FLAGS="$(SANITIZE_FLAGS)" \
+	    -DCMAKE_EXE_LINKER_FLAGS="$(SANITIZE_FLAGS)" -DCMAKE_SHARED_LINKER_FLAGS="$(SANITIZE_FLAGS)" \
+	    -DCMAKE_MODULE_LINKER_FLAGS="$(SANITIZE_FLAGS)"; fi
+	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
+	cd $(ASAN_BUILD_DIR) && ASAN_OPTIONS=strict_string_checks=1:detect_stack_use_after_return=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
 # Top-1 / output-cosine of every calibration method vs float and vs PyTorch FX PTQ;
 # rewrites docs/accuracy.md. Not part of `make test` (it takes minutes).
