@@ -14,18 +14,14 @@
 #include "framework/quant/qdq_builder.h"
 #include "test_dataset_util.h"
 
+#include "test_model_util.h"
+
 namespace qflow {
 
 namespace {
 
-Dim d(int64_t v) { return Dim{v, "", ""}; }
-
-ValueType float_type(std::vector<Dim> dims) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  t.shape = std::move(dims);
-  return t;
-}
+using test::d;
+using test::float_type;
 
 QuantParams params(float scale) {
   QuantParams q;

@@ -3,18 +3,15 @@
 
 #include "framework/ir/model_stats.h"
 
+#include "test_model_util.h"
+
 namespace qflow {
 
 namespace {
 
-ValueType float_type(std::vector<Dim> dims) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  t.shape = std::move(dims);
-  return t;
-}
-Dim d(int64_t v) { return Dim{v, "", ""}; }
-Dim sym(const std::string& name) { return Dim{std::nullopt, name, ""}; }
+using test::d;
+using test::float_type;
+using test::sym;
 
 // x[N,3,8,8] -> Conv(W[4,3,3,3], group 1) -> c[N,4,6,6] -> Relu -> r -> Flatten -> f[N,144]
 //   -> Gemm(B[144,10] + bias) -> y[N,10]; ConvTranspose on the side without shapes.

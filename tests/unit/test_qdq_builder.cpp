@@ -18,28 +18,15 @@
 #include "framework/quant/scale_alignment.h"
 #include "framework/runtime/executor.h"
 
+#include "test_model_util.h"
+
 namespace qflow {
 
 namespace {
 
-Dim d(int64_t v) { return Dim{v, "", ""}; }
-
-ValueType float_type(std::vector<Dim> dims) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  t.shape = std::move(dims);
-  return t;
-}
-
-QuantParams params(double threshold, DType dtype = DType::Int8) {
-  QuantParams q;
-  q.dtype = dtype;
-  q.scale = {static_cast<float>(threshold / (dtype == DType::Int16 ? 32767.0 : 127.0))};
-  q.zero_point = {0};
-  q.threshold = threshold;
-  q.method = "test";
-  return q;
-}
+using test::d;
+using test::float_type;
+using test::params;
 
 // x[1,2,3,3] -> Conv(W[3,2,1,1], B[3]) -> c -> Relu -> r; Concat(r, c) -> cat -> Flatten -> f
 // -> Gemm(Wg[54,4], Bg[4]) -> y (graph output).

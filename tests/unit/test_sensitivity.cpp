@@ -13,28 +13,15 @@
 #include "framework/runtime/executor.h"
 #include "test_dataset_util.h"
 
+#include "test_model_util.h"
+
 namespace qflow {
 
 namespace {
 
-Dim d(int64_t v) { return Dim{v, "", ""}; }
-
-ValueType float_type(std::vector<Dim> dims) {
-  ValueType t;
-  t.dtype = DType::Float32;
-  t.shape = std::move(dims);
-  return t;
-}
-
-QuantParams params(double threshold) {
-  QuantParams q;
-  q.dtype = DType::Int8;
-  q.scale = {static_cast<float>(threshold / 127.0)};
-  q.zero_point = {0};
-  q.threshold = threshold;
-  q.method = "test";
-  return q;
-}
+using test::d;
+using test::float_type;
+using test::params;
 
 std::vector<float> wave(std::size_t n, double step, double amplitude) {
   std::vector<float> v(n);
