@@ -98,6 +98,7 @@ StageKind kind_of(ComponentKind kind) {
     case ComponentKind::Calibrator: return StageKind::Calibrator;
     case ComponentKind::Pass: return StageKind::Pass;
     case ComponentKind::Backend: return StageKind::Backend;
+    case ComponentKind::Metric: break;  // not a stage: stages name metrics in options
   }
   return StageKind::Pass;
 }
@@ -193,7 +194,8 @@ class Resolver {
       return Resolved{kind_of(info->kind), info->name, &info->options, {}};
     }
     if (const HostStage* host = find_host(use)) return Resolved{host->kind, use, &host->options, host->required};
-    const std::vector<const ComponentInfo*> found = catalog_.find_any(use);
+    std::vector<const ComponentInfo*> found = catalog_.find_any(use);
+    std::erase_if(found, [](const ComponentInfo* info) { return info->kind == ComponentKind::Metric; });
     if (found.empty()) return unknown_component(stage, use, std::nullopt);
     if (found.size() > 1) {
       std::vector<std::string> spellings;

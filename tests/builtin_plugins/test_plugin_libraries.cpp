@@ -34,12 +34,17 @@ class RecordingRegistrar final : public ComponentRegistrar {
     backends.push_back(std::move(factory));
     return record(std::move(info));
   }
+  Status add_metric(ComponentInfo info, ComponentFactory<Metric> factory) override {
+    metrics.push_back(std::move(factory));
+    return record(std::move(info));
+  }
 
   std::vector<ComponentInfo> infos;
   std::vector<ComponentFactory<Observer>> observers;
   std::vector<ComponentFactory<Calibrator>> calibrators;
   std::vector<ComponentFactory<Pass>> passes;
   std::vector<ComponentFactory<Backend>> backends;
+  std::vector<ComponentFactory<Metric>> metrics;
 
  private:
   Status record(ComponentInfo info) {

@@ -9,7 +9,7 @@
 
 namespace qflow {
 
-enum class ComponentKind { Observer, Calibrator, Pass, Backend };
+enum class ComponentKind { Observer, Calibrator, Pass, Backend, Metric };
 
 inline std::string_view component_kind_name(ComponentKind kind) {
   switch (kind) {
@@ -17,6 +17,7 @@ inline std::string_view component_kind_name(ComponentKind kind) {
     case ComponentKind::Calibrator: return "calibrator";
     case ComponentKind::Pass: return "pass";
     case ComponentKind::Backend: return "backend";
+    case ComponentKind::Metric: return "metric";
   }
   return "unknown";
 }

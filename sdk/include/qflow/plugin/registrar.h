@@ -8,6 +8,7 @@
 #include "qflow/plugin/backend.h"
 #include "qflow/plugin/calibrator.h"
 #include "qflow/plugin/component.h"
+#include "qflow/plugin/metric.h"
 #include "qflow/plugin/observer.h"
 #include "qflow/plugin/options.h"
 #include "qflow/plugin/pass.h"
@@ -27,6 +28,7 @@ class ComponentRegistrar {
   virtual Status add_calibrator(ComponentInfo info, ComponentFactory<Calibrator> factory) = 0;
   virtual Status add_pass(ComponentInfo info, ComponentFactory<Pass> factory) = 0;
   virtual Status add_backend(ComponentInfo info, ComponentFactory<Backend> factory) = 0;
+  virtual Status add_metric(ComponentInfo info, ComponentFactory<Metric> factory) = 0;
 };
 
 }  // namespace qflow
