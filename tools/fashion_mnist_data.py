@@ -11,7 +11,9 @@ numpy arrays. The one preprocessing every model and tool uses is `preprocess`:
 (the training set's pixel mean and standard deviation), giving float32 [N, 1, 28, 28].
 
 As a command, `--write-test-npy DIR` writes DIR/test_images.npy (10000x1x28x28 float32,
-preprocessed) and DIR/test_labels.npy (10000 int64) for tools that do not read IDX files.
+preprocessed) and DIR/test_labels.npy (10000 int64) for tools that do not read IDX files;
+`--write-calib-labels FILE` writes the labels of the calibration samples (200 int64, in
+calib_200.npy's order) after checking that the images drawn match calib_200.npy.
 Needs python3-numpy only.
 """
 import argparse
@@ -83,14 +85,33 @@ def calibration_indices(count=200, seed=20260101, total=60000):
     return np.random.default_rng(seed).choice(total, size=count, replace=False)
 
 
+def write_calib_labels(path, data_dir):
+    """Labels of the calibration draw; refuses when the drawn images differ from the committed
+    calib_200.npy (a different dataset copy or draw)."""
+    x, y = load("train", data_dir)
+    indices = calibration_indices()
+    calib = np.load(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                 "models", "fashion_mnist", "calib_200.npy"))
+    if not np.array_equal(x[indices], calib):
+        raise SystemExit("the calibration draw does not reproduce models/fashion_mnist/calib_200.npy")
+    np.save(path, y[indices].astype(np.int64))
+    print(f"wrote {path} {y[indices].shape} int64")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", default=DEFAULT_DIR, help="folder holding the IDX .gz files")
     parser.add_argument("--write-test-npy", metavar="DIR",
                         help="write DIR/test_images.npy and DIR/test_labels.npy")
+    parser.add_argument("--write-calib-labels", metavar="FILE",
+                        help="write the labels of models/fashion_mnist/calib_200.npy's samples")
     args = parser.parse_args()
+    if not args.write_test_npy and not args.write_calib_labels:
+        parser.error("nothing to do: give --write-test-npy DIR or --write-calib-labels FILE")
+    if args.write_calib_labels:
+        write_calib_labels(args.write_calib_labels, args.data_dir)
     if not args.write_test_npy:
-        parser.error("nothing to do: give --write-test-npy DIR")
+        return
     x, y = load("test", args.data_dir)
     os.makedirs(args.write_test_npy, exist_ok=True)
     np.save(os.path.join(args.write_test_npy, "test_images.npy"), x)
