@@ -104,6 +104,10 @@ struct Conv2DParams {
 };
 int64_t conv_out_h(const Conv2DParams& p);
 int64_t conv_out_w(const Conv2DParams& p);
+// Every check conv2d makes before computing, on sizes; the input values are checked only when
+// `x` is given (the fast kernels of fast_kernels.h check the weights once, the input per run).
+Status check_conv2d(const Conv2DParams& p, size_t x_size, const std::span<const int32_t>* x,
+                    std::span<const int32_t> w, std::span<const int32_t> bias, size_t y_size);
 // x [N, C, H, W], w [M, C/group, kH, kW], bias empty or [M] (int32, scale s_in * s_w[c]),
 // y [N, M, oH, oW].
 Status conv2d(const Conv2DParams& p, std::span<const int32_t> x, std::span<const int32_t> w,
@@ -132,6 +136,11 @@ struct MatMulParams {
 // a [M, K], b [K, N] (or [N, K]), bias empty or [N], y [M, N].
 Status matmul(const MatMulParams& p, std::span<const int32_t> a, std::span<const int32_t> b,
               std::span<const int32_t> bias, std::span<int32_t> y);
+// Every check matmul makes before computing (A's values only when `a` is given).
+Status check_matmul(const MatMulParams& p, size_t a_size, const std::span<const int32_t>* a,
+                    std::span<const int32_t> b, std::span<const int32_t> bias, size_t y_size);
+// An error naming `what` when a value of v is outside the range of `type`.
+Status check_range(std::span<const int32_t> v, QType type, const char* what);
 
 // ---------------------------------------------------------------------------------------------
 // Elementwise, Concat

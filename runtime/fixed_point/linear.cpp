@@ -29,15 +29,6 @@ Range output_bounds(QType type, Clamp clamp) {
   return Range{std::max(r.min, clamp.min), std::min(r.max, clamp.max)};
 }
 
-Status check_values(std::span<const int32_t> v, QType type, const char* what) {
-  const Range r = range_of(type);
-  for (const int32_t x : v)
-    if (x < r.min || x > r.max)
-      return Status::error(std::string(what) + " holds " + std::to_string(x) + ", outside its type's range [" +
-                           std::to_string(r.min) + ", " + std::to_string(r.max) + "]");
-  return Status{};
-}
-
 Status check_zero_point(const QParams& q, const char* what) {
   const Range r = range_of(q.type);
   if (q.zero_point < r.min || q.zero_point > r.max)
@@ -68,6 +59,15 @@ Status check_common(QType activation, const QParams& in, const QParams& out, QTy
 
 }  // namespace
 
+Status check_range(std::span<const int32_t> v, QType type, const char* what) {
+  const Range r = range_of(type);
+  for (const int32_t x : v)
+    if (x < r.min || x > r.max)
+      return Status::error(std::string(what) + " holds " + std::to_string(x) + ", outside its type's range [" +
+                           std::to_string(r.min) + ", " + std::to_string(r.max) + "]");
+  return Status{};
+}
+
 Status check_type_pair(QType activation, QType weight) {
   if (weight != QType::Int8 && weight != QType::Int16)
     return Status::error("weights must be int8 or int16");
@@ -93,8 +93,9 @@ int64_t conv_out_w(const Conv2DParams& p) {
   return (p.in_w + p.pads[1] + p.pads[3] - eff) / p.strides[1] + 1;
 }
 
-Status conv2d(const Conv2DParams& p, std::span<const int32_t> x, std::span<const int32_t> w,
-              std::span<const int32_t> bias, std::span<int32_t> y) {
+// x is checked only when `x` is non-null (the fast kernels check it at run time).
+Status check_conv2d(const Conv2DParams& p, size_t x_size, const std::span<const int32_t>* x,
+                    std::span<const int32_t> w, std::span<const int32_t> bias, size_t y_size) {
   if (p.batch < 1 || p.in_channels < 1 || p.in_h < 1 || p.in_w < 1 || p.out_channels < 1 || p.kernel_h < 1 ||
       p.kernel_w < 1 || p.group < 1 || p.strides[0] < 1 || p.strides[1] < 1 || p.dilations[0] < 1 ||
       p.dilations[1] < 1 || std::any_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v < 0; }))
@@ -103,18 +104,26 @@ Status conv2d(const Conv2DParams& p, std::span<const int32_t> x, std::span<const
     return Status::error("conv2d: group " + std::to_string(p.group) + " does not divide the channel counts");
   const int64_t oh = conv_out_h(p), ow = conv_out_w(p);
   if (oh < 1 || ow < 1) return Status::error("conv2d: the kernel does not fit the padded input");
-  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+  const int64_t cg = p.in_channels / p.group;
   const int64_t k = cg * p.kernel_h * p.kernel_w;
   if (Status s = check_common(p.input.type, p.input, p.output, p.weight_type, k, bias,
                               static_cast<size_t>(p.out_channels), p.multipliers.size(), p.clamp);
       !s.ok())
     return Status::error("conv2d: " + s.message);
-  if (x.size() != static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w) ||
-      w.size() != static_cast<size_t>(p.out_channels * k) ||
-      y.size() != static_cast<size_t>(p.batch * p.out_channels * oh * ow))
+  if (x_size != static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w) ||
+      w.size() != static_cast<size_t>(p.out_channels * k) || y_size != static_cast<size_t>(p.batch * p.out_channels * oh * ow))
     return Status::error("conv2d: tensor sizes do not match the parameters");
-  if (Status s = check_values(x, p.input.type, "conv2d input"); !s.ok()) return s;
-  if (Status s = check_values(w, p.weight_type, "conv2d weight"); !s.ok()) return s;
+  if (x)
+    if (Status s = check_range(*x, p.input.type, "conv2d input"); !s.ok()) return s;
+  return check_range(w, p.weight_type, "conv2d weight");
+}
+
+Status conv2d(const Conv2DParams& p, std::span<const int32_t> x, std::span<const int32_t> w,
+              std::span<const int32_t> bias, std::span<int32_t> y) {
+  if (Status s = check_conv2d(p, x.size(), &x, w, bias, y.size()); !s.ok()) return s;
+  const int64_t oh = conv_out_h(p), ow = conv_out_w(p);
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+  const int64_t k = cg * p.kernel_h * p.kernel_w;
   const Range b = output_bounds(p.output.type, p.clamp);
   const int64_t zp = p.input.zero_point;
   for (int64_t n = 0; n < p.batch; ++n)
@@ -178,8 +187,8 @@ Status conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t>
       w.size() != static_cast<size_t>(p.in_channels * mg * kk) ||
       y.size() != static_cast<size_t>(p.batch * p.out_channels * oh * ow))
     return Status::error("conv_transpose2d: tensor sizes do not match the parameters");
-  if (Status s = check_values(x, p.input.type, "conv_transpose2d input"); !s.ok()) return s;
-  if (Status s = check_values(w, p.weight_type, "conv_transpose2d weight"); !s.ok()) return s;
+  if (Status s = check_range(x, p.input.type, "conv_transpose2d input"); !s.ok()) return s;
+  if (Status s = check_range(w, p.weight_type, "conv_transpose2d weight"); !s.ok()) return s;
   const Range b = output_bounds(p.output.type, p.clamp);
   const int64_t zp = p.input.zero_point;
   std::vector<int64_t> acc(static_cast<size_t>(oh * ow));
@@ -214,8 +223,8 @@ Status conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t>
   return Status{};
 }
 
-Status matmul(const MatMulParams& p, std::span<const int32_t> a, std::span<const int32_t> bm,
-              std::span<const int32_t> bias, std::span<int32_t> y) {
+Status check_matmul(const MatMulParams& p, size_t a_size, const std::span<const int32_t>* a,
+                    std::span<const int32_t> bm, std::span<const int32_t> bias, size_t y_size) {
   if (p.m < 1 || p.k < 1 || p.n < 1) return Status::error("matmul: dimensions must be positive");
   if (Status s = check_common(p.a.type, p.a, p.output, p.b_type, p.k, bias, static_cast<size_t>(p.n),
                               p.multipliers.size(), p.clamp);
@@ -232,11 +241,17 @@ Status matmul(const MatMulParams& p, std::span<const int32_t> a, std::span<const
     if (p.k > (accumulator_limit(p.a.type) - max_bias) / (amax * bmax))
       return Status::error("matmul: reduction length " + std::to_string(p.k) + " may overflow the accumulator");
   }
-  if (a.size() != static_cast<size_t>(p.m * p.k) || bm.size() != static_cast<size_t>(p.k * p.n) ||
-      y.size() != static_cast<size_t>(p.m * p.n))
+  if (a_size != static_cast<size_t>(p.m * p.k) || bm.size() != static_cast<size_t>(p.k * p.n) ||
+      y_size != static_cast<size_t>(p.m * p.n))
     return Status::error("matmul: tensor sizes do not match the parameters");
-  if (Status s = check_values(a, p.a.type, "matmul A"); !s.ok()) return s;
-  if (Status s = check_values(bm, p.b_type, "matmul B"); !s.ok()) return s;
+  if (a)
+    if (Status s = check_range(*a, p.a.type, "matmul A"); !s.ok()) return s;
+  return check_range(bm, p.b_type, "matmul B");
+}
+
+Status matmul(const MatMulParams& p, std::span<const int32_t> a, std::span<const int32_t> bm,
+              std::span<const int32_t> bias, std::span<int32_t> y) {
+  if (Status s = check_matmul(p, a.size(), &a, bm, bias, y.size()); !s.ok()) return s;
   const Range b = output_bounds(p.output.type, p.clamp);
   const int64_t za = p.a.zero_point, zb = p.b_zero_point;
   for (int64_t i = 0; i < p.m; ++i)

@@ -1,9 +1,11 @@
 // The integer ops of the lowered model (BPU segments, and quantize / dequantize in both kinds):
 // each builds the qflow::fx parameters from the op's attributes and tensors and calls the
-// fixed-point reference (docs/lowered-model.md).
+// fixed-point reference, or the fast kernels for conv2d and matmul whose weights were packed at
+// load time (docs/lowered-model.md).
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <memory>
 
 #include "runtime/lowered/op_common.h"
 
@@ -66,8 +68,39 @@ std::array<int64_t, N> to_array(const std::vector<int64_t>& v) {
 
 class IntegerOp {
  public:
-  IntegerOp(const Model& model, const Op& op, const std::vector<const Value*>& ins, const std::vector<Value*>& outs)
-      : m_(model), op_(op), ins_(ins), outs_(outs) {}
+  IntegerOp(const Model& model, const Op& op, const std::vector<const Value*>& ins, const std::vector<Value*>& outs,
+            const PackedOp* packed)
+      : m_(model), op_(op), ins_(ins), outs_(outs), packed_(packed) {}
+
+  // Packs a conv2d's or matmul's constant weights for the fast kernels; null when the op has
+  // none, its weights are not constant or the fast kernels refuse it (the reference then runs
+  // it and reports any error).
+  std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
+    const bool bias_input = op_.inputs.size() > 2 && op_.inputs[2] >= 0;
+    if (!has(1) || (bias_input && !has(2))) return nullptr;
+    auto packed = std::make_shared<PackedOp>();
+    packed->isa = isa;
+    const I32 bias = has(2) ? I32(in(2).ints) : I32();
+    if (op_.type == "conv2d") {
+      fx::ConvTranspose2DParams p;
+      Shape produced;
+      if (!conv_params(false, p, produced) || produced != tout().shape) return nullptr;
+      fx::fast::PackedConv2D k;
+      if (!fx::fast::pack_conv2d(p, in(1).ints, bias, k).ok()) return nullptr;
+      packed->conv = std::move(k);
+      return packed;
+    }
+    if (op_.type == "matmul") {
+      fx::MatMulParams p;
+      Shape lead, produced;
+      if (in(1).shape.size() != 2 || !matmul_params(p, lead, produced) || produced != tout().shape) return nullptr;
+      fx::fast::PackedMatMul k;
+      if (!fx::fast::pack_matmul(p, in(1).ints, bias, k).ok()) return nullptr;
+      packed->matmul = std::move(k);
+      return packed;
+    }
+    return nullptr;
+  }
 
   Status run() {
     const std::string& t = op_.type;
@@ -121,10 +154,11 @@ class IntegerOp {
     return Status::ok();
   }
 
-  Status conv(bool transposed) {
-    const Shape& xs = in(0).shape;
-    const Shape& ws = in(1).shape;
-    fx::ConvTranspose2DParams p;
+  // The parameters of a conv2d / conv_transpose2d from the declared tensors (a run's values have
+  // those shapes) and the shape it produces.
+  Status conv_params(bool transposed, fx::ConvTranspose2DParams& p, Shape& produced) const {
+    const Shape& xs = tin(0).shape;
+    const Shape& ws = tin(1).shape;
     p.group = int_or(op_, "group", 1);
     const std::vector<int64_t> strides = ints_or(op_, "strides", {1, 1});
     const std::vector<int64_t> pads = ints_or(op_, "pads", {0, 0, 0, 0});
@@ -148,7 +182,6 @@ class IntegerOp {
     p.weight_type = qtype(tin(1).type);
     p.multipliers = multiplier_list(op_);
     p.clamp = clamp_of(op_);
-    Shape produced;
     if (!transposed) {
       p.out_channels = ws[0];
       if (ws[1] * p.group != p.in_channels)
@@ -162,31 +195,38 @@ class IntegerOp {
                              " input channels");
       produced = {p.batch, p.out_channels, fx::conv_transpose_out_h(p), fx::conv_transpose_out_w(p)};
     }
+    return Status::ok();
+  }
+
+  Status conv(bool transposed) {
+    fx::ConvTranspose2DParams p;
+    Shape produced;
+    if (Status s = conv_params(transposed, p, produced); !s) return s;
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    if (packed_ && packed_->conv) return fx_status(fx::fast::conv2d(*packed_->conv, packed_->isa, in(0).ints, out().ints));
     const I32 bias = has(2) ? I32(in(2).ints) : I32();
     return fx_status(transposed ? fx::conv_transpose2d(p, in(0).ints, in(1).ints, bias, out().ints)
                                 : fx::conv2d(p, in(0).ints, in(1).ints, bias, out().ints));
   }
 
-  Status matmul() {
-    const Shape& as = in(0).shape;
-    const Shape& bs = in(1).shape;
+  // The parameters of one matmul of the batch from the declared tensors, the batch's leading
+  // shape and the shape it produces.
+  Status matmul_params(fx::MatMulParams& p, Shape& lead, Shape& produced) const {
+    const Shape& as = tin(0).shape;
+    const Shape& bs = tin(1).shape;
     const bool bt = int_or(op_, "b_transposed", 0) != 0;
     const size_t ar = as.size(), br = bs.size();
-    fx::MatMulParams p;
     p.m = as[ar - 2];
     p.k = as[ar - 1];
     const int64_t bk = bt ? bs[br - 1] : bs[br - 2];
     p.n = bt ? bs[br - 2] : bs[br - 1];
     if (bk != p.k) return Status::error("a " + shape_string(as) + " and b " + shape_string(bs) + " differ in K");
-    const Shape lead(as.begin(), as.end() - 2);
-    const bool shared_b = br == 2;
-    if (!shared_b && Shape(bs.begin(), bs.end() - 2) != lead)
+    lead.assign(as.begin(), as.end() - 2);
+    if (br != 2 && Shape(bs.begin(), bs.end() - 2) != lead)
       return Status::error("b " + shape_string(bs) + " must be 2-D or have a's leading dimensions " + shape_string(as));
-    Shape produced = lead;
+    produced = lead;
     produced.push_back(p.m);
     produced.push_back(p.n);
-    if (produced != out().shape) return shape_mismatch(produced, out().shape);
     p.b_transposed = bt;
     p.a = qin(0);
     p.output = qout();
@@ -194,6 +234,15 @@ class IntegerOp {
     p.b_zero_point = tin(1).quant.zero_point;
     p.multipliers = multiplier_list(op_);
     p.clamp = clamp_of(op_);
+    return Status::ok();
+  }
+
+  Status matmul() {
+    fx::MatMulParams p;
+    Shape lead, produced;
+    if (Status s = matmul_params(p, lead, produced); !s) return s;
+    if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    const bool shared_b = in(1).shape.size() == 2;
     const I32 bias = has(2) ? I32(in(2).ints) : I32();
     const int64_t batches = element_count(lead);
     const auto a_size = static_cast<size_t>(p.m * p.k), b_size = static_cast<size_t>(p.k * p.n),
@@ -202,8 +251,11 @@ class IntegerOp {
     std::span<int32_t> y(out().ints);
     for (int64_t i = 0; i < batches; ++i) {
       const auto bi = static_cast<size_t>(i);
-      const fx::Status s = fx::matmul(p, a.subspan(bi * a_size, a_size), b.subspan(shared_b ? 0 : bi * b_size, b_size),
-                                      bias, y.subspan(bi * y_size, y_size));
+      const fx::Status s =
+          packed_ && packed_->matmul
+              ? fx::fast::matmul(*packed_->matmul, packed_->isa, a.subspan(bi * a_size, a_size), y.subspan(bi * y_size, y_size))
+              : fx::matmul(p, a.subspan(bi * a_size, a_size), b.subspan(shared_b ? 0 : bi * b_size, b_size), bias,
+                           y.subspan(bi * y_size, y_size));
       if (!s.ok()) return fx_status(s);
     }
     return Status::ok();
@@ -439,13 +491,20 @@ class IntegerOp {
   const Op& op_;
   const std::vector<const Value*>& ins_;
   const std::vector<Value*>& outs_;
+  const PackedOp* packed_;
 };
 
 }  // namespace
 
 Status run_integer_op(const Model& model, const Op& op, const std::vector<const Value*>& ins,
-                      const std::vector<Value*>& outs) {
-  return IntegerOp(model, op, ins, outs).run();
+                      const std::vector<Value*>& outs, const PackedOp* packed) {
+  return IntegerOp(model, op, ins, outs, packed).run();
+}
+
+std::shared_ptr<const PackedOp> pack_integer_op(const Model& model, const Op& op,
+                                                const std::vector<const Value*>& constants, fx::fast::Isa isa) {
+  const std::vector<Value*> no_outputs;
+  return IntegerOp(model, op, constants, no_outputs, nullptr).pack(isa);
 }
 
 }  // namespace qflow::lowered::detail

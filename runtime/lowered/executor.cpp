@@ -1,7 +1,9 @@
-// Executor: decodes the constants once, then runs the segments' ops in order on freshly
-// allocated values (docs/lowered-model.md). run() keeps no state between calls.
+// Executor: decodes the constants and packs the weights of the fast kernels once, then runs the
+// segments' ops in order on freshly allocated values (docs/lowered-model.md). run() keeps no
+// state between calls (the fast kernels' scratch is per thread).
 #include "runtime/lowered/executor.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -64,16 +66,65 @@ const char* type_name(ElemType t) {
   return "?";
 }
 
+// The kernels `requested` names (or QFLOW_RT_KERNELS names, for automatic), checked against the CPU.
+Status choose_kernels(Kernels requested, bool& reference, fx::fast::Isa& isa) {
+  using fx::fast::Isa;
+  reference = false;
+  isa = fx::fast::best_isa();
+  if (requested == Kernels::automatic) {
+    const char* env = std::getenv("QFLOW_RT_KERNELS");
+    const std::string name = env ? env : "";
+    if (name.empty() || name == "fast") return Status::ok();
+    if (name == "reference") requested = Kernels::reference;
+    else if (name == "portable") requested = Kernels::portable;
+    else if (name == "avx2") requested = Kernels::avx2;
+    else if (name == "avxvnni") requested = Kernels::avxvnni;
+    else if (name == "avx512vnni") requested = Kernels::avx512vnni;
+    else
+      return Status::error("QFLOW_RT_KERNELS=" + detail::quoted_name(name) +
+                           ": expected reference, fast, portable, avx2, avxvnni or avx512vnni");
+  }
+  switch (requested) {
+    case Kernels::automatic: break;
+    case Kernels::reference: reference = true; return Status::ok();
+    case Kernels::portable: isa = Isa::Portable; break;
+    case Kernels::avx2: isa = Isa::Avx2; break;
+    case Kernels::avxvnni: isa = Isa::AvxVnni; break;
+    case Kernels::avx512vnni: isa = Isa::Avx512Vnni; break;
+  }
+  if (!fx::fast::isa_supported(isa))
+    return Status::error(std::string("kernels ") + fx::fast::isa_name(isa) + ": this CPU lacks the instruction set");
+  return Status::ok();
+}
+
 }  // namespace
 
-Expected<Executor> Executor::create(Model model) {
+Expected<Executor> Executor::create(Model model, Kernels kernels) {
   try {
     if (Status s = validate(model); !s) return s;
+    bool reference = false;
+    fx::fast::Isa isa = fx::fast::Isa::Portable;
+    if (Status s = choose_kernels(kernels, reference, isa); !s) return s;
     Executor ex(std::move(model));
+    ex.kernels_ = reference ? "reference" : fx::fast::isa_name(isa);
     const Model& m = ex.model_;
     ex.constants_.resize(m.tensors.size());
     for (size_t i = 0; i < m.tensors.size(); ++i)
       if (m.tensors[i].constant) ex.constants_[i] = decode_constant(m.tensors[i]);
+    // Weights are packed once here, never per run.
+    std::vector<const Value*> constants;
+    for (const Segment& seg : m.segments)
+      for (const Op& op : seg.ops) {
+        std::shared_ptr<const detail::PackedOp> packed;
+        if (!reference && detail::is_integer_op(op.type)) {
+          constants.assign(op.inputs.size(), nullptr);
+          for (size_t i = 0; i < op.inputs.size(); ++i)
+            if (op.inputs[i] >= 0 && m.tensors[static_cast<size_t>(op.inputs[i])].constant)
+              constants[i] = &ex.constants_[static_cast<size_t>(op.inputs[i])];
+          packed = detail::pack_integer_op(m, op, constants, isa);
+        }
+        ex.packed_.push_back(std::move(packed));
+      }
     // Each intermediate tensor is released after the op that reads it last (or writes it,
     // when nothing reads it); model outputs are kept.
     std::vector<int64_t> last(m.tensors.size(), -1);
@@ -90,6 +141,23 @@ Expected<Executor> Executor::create(Model model) {
     ex.release_.assign(static_cast<size_t>(index), {});
     for (size_t t = 0; t < m.tensors.size(); ++t)
       if (last[t] >= 0 && !m.tensors[t].constant) ex.release_[static_cast<size_t>(last[t])].push_back(static_cast<int32_t>(t));
+    // Tensors whose lifetimes do not overlap share a buffer: a run takes an op output's storage
+    // from its thread's buffers and gives it back at the release, so repeated runs reuse memory.
+    ex.buffer_.assign(m.tensors.size(), -1);
+    std::vector<int32_t> free_buffers;
+    index = 0;
+    for (const Segment& seg : m.segments)
+      for (const Op& op : seg.ops) {
+        for (const int32_t t : op.outputs) {
+          if (t < 0 || ex.buffer_[static_cast<size_t>(t)] >= 0) continue;
+          if (free_buffers.empty()) free_buffers.push_back(ex.buffers_++);
+          ex.buffer_[static_cast<size_t>(t)] = free_buffers.back();
+          free_buffers.pop_back();
+        }
+        for (const int32_t t : ex.release_[static_cast<size_t>(index)])
+          if (ex.buffer_[static_cast<size_t>(t)] >= 0) free_buffers.push_back(ex.buffer_[static_cast<size_t>(t)]);
+        ++index;
+      }
     return ex;
   } catch (const std::bad_alloc&) {
     return Status::error("lowered model: out of memory while preparing the executor");
@@ -150,6 +218,16 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
     return Status::error(prefix + "expected " + std::to_string(m.inputs.size()) + " inputs, got " +
                          std::to_string(inputs.size()));
   std::vector<Value> values(m.tensors.size());
+  // The storage of the thread's previous runs (of any executor): swapped in and out, never copied.
+  thread_local std::vector<Value> buffers;
+  if (buffers.size() < static_cast<size_t>(buffers_)) buffers.resize(static_cast<size_t>(buffers_));
+  const auto swap_buffer = [&](size_t t) {
+    if (buffer_[t] < 0) return;
+    Value& b = buffers[static_cast<size_t>(buffer_[t])];
+    values[t].ints.swap(b.ints);
+    values[t].floats.swap(b.floats);
+    values[t].longs.swap(b.longs);
+  };
   std::vector<const Value*> slot(m.tensors.size(), nullptr);
   for (size_t i = 0; i < m.tensors.size(); ++i)
     if (m.tensors[i].constant) slot[i] = &constants_[i];
@@ -213,15 +291,17 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
         for (size_t i = 0; i < op.outputs.size(); ++i) {
           if (op.outputs[i] < 0) continue;  // an absent optional output of a CPU op
           const auto y = static_cast<size_t>(op.outputs[i]);
+          swap_buffer(y);
           allocate(values[y], m.tensors[y].type, m.tensors[y].shape);
           outs[i] = &values[y];
           slot[y] = &values[y];
         }
-        const Status s = detail::is_integer_op(op.type) ? detail::run_integer_op(m, op, ins, outs)
+        const Status s = detail::is_integer_op(op.type) ? detail::run_integer_op(m, op, ins, outs, packed_[index].get())
                                                         : detail::run_cpu_op(m, op, ins, outs);
         if (!s) return Status::error(detail::one_line(prefix + detail::op_label(op) + ": " + s.message()));
       }
       for (const int32_t t : release_[index]) {
+        swap_buffer(static_cast<size_t>(t));
         values[static_cast<size_t>(t)] = Value{};
         slot[static_cast<size_t>(t)] = nullptr;
       }
@@ -234,6 +314,11 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
     if (!v) return Status::error(prefix + "output " + std::to_string(k) + " was not computed");
     outputs[k] = v->floats;
   }
+  for (const int32_t t : m.outputs)
+    if (slot[static_cast<size_t>(t)]) {  // once per tensor, even when listed twice
+      swap_buffer(static_cast<size_t>(t));
+      slot[static_cast<size_t>(t)] = nullptr;
+    }
   return Status::ok();
 }
 

@@ -1,9 +1,11 @@
-// Executor: runs a lowered model with the fixed-point reference (runtime/fixed_point) for the
-// BPU segments and float kernels (cpu_ops.h) for the CPU segments. It is both the `.bc`
+// Executor: runs a lowered model with the fixed-point arithmetic (runtime/fixed_point: the
+// reference, or the bit-identical fast kernels) for the BPU segments and float kernels
+// (cpu_ops.h) for the CPU segments. It is both the `.bc`
 // simulator and the `.hbm` runtime, so the two give bit-identical results by construction.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,10 +33,24 @@ struct Value {
 // once and before it is read, model inputs/outputs f32. The executor and the codecs run it.
 Status validate(const Model& model);
 
+namespace detail {
+struct PackedOp;
+}
+
+// Which kernels compute the integer ops. `reference` is the scalar qflow::fx code; the others
+// are the fast kernels of conv2d and matmul (runtime/fixed_point/fast_kernels.h, bit-identical
+// to the reference) on one instruction set. `automatic` reads the environment variable
+// QFLOW_RT_KERNELS (one of the names below) and otherwise takes the best this CPU runs.
+enum class Kernels { automatic, reference, portable, avx2, avxvnni, avx512vnni };
+
 class Executor {
  public:
-  // Validates the model and prepares the constants; the model is copied.
-  static Expected<Executor> create(Model model);
+  // Validates the model, prepares the constants and packs the weights for the chosen kernels
+  // (an instruction set this CPU lacks is an error); the model is copied.
+  static Expected<Executor> create(Model model, Kernels kernels = Kernels::automatic);
+
+  // "reference", or the instruction set of the fast kernels ("avx2", ...).
+  const std::string& kernels() const { return kernels_; }
 
   const Model& model() const { return model_; }
 
@@ -58,8 +74,12 @@ class Executor {
   Status execute(std::vector<Value> inputs, std::vector<std::vector<float>>& outputs) const;
 
   Model model_;
+  std::string kernels_;
+  std::vector<std::shared_ptr<const detail::PackedOp>> packed_;  // per op in execution order, may be null
   std::vector<Value> constants_;             // decoded constants, indexed by tensor (empty otherwise)
   std::vector<std::vector<int32_t>> release_;  // per op in execution order: tensors last read there
+  std::vector<int32_t> buffer_;  // per tensor: the reused buffer an op output's storage comes from, or -1
+  int32_t buffers_ = 0;
 };
 
 }  // namespace qflow::lowered

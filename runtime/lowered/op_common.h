@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "qflow/lowered/model.h"
+#include "runtime/fixed_point/fast_kernels.h"
 #include "runtime/fixed_point/fixed_point.h"
 #include "runtime/lowered/executor.h"
 
@@ -105,10 +108,22 @@ void transpose(const T* src, const Shape& in, const std::vector<int64_t>& perm, 
   strided_gather(src, 0, strides, out, dst);
 }
 
+// Constant weights of a conv2d or matmul op packed for the fast kernels when the model is loaded.
+struct PackedOp {
+  fx::fast::Isa isa = fx::fast::Isa::Portable;
+  std::optional<fx::fast::PackedConv2D> conv;
+  std::optional<fx::fast::PackedMatMul> matmul;
+};
+// Packs `op` when the fast kernels compute it and its weights (and bias) are constant;
+// `constants[i]` is the value of constant input i, null otherwise. Null when it does not apply.
+std::shared_ptr<const PackedOp> pack_integer_op(const Model& model, const Op& op,
+                                                const std::vector<const Value*>& constants, fx::fast::Isa isa);
+
 // Kernels. `ins[i]` is null for an absent optional input; `outs` are allocated with the
 // declared type and shape. They return an error without the op label (the executor adds it).
+// `packed`, when given, comes from pack_integer_op for this op.
 Status run_integer_op(const Model& model, const Op& op, const std::vector<const Value*>& ins,
-                      const std::vector<Value*>& outs);
+                      const std::vector<Value*>& outs, const PackedOp* packed = nullptr);
 Status run_cpu_op(const Model& model, const Op& op, const std::vector<const Value*>& ins,
                   const std::vector<Value*>& outs);
 

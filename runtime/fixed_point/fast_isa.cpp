@@ -1,0 +1,46 @@
+// Run-time choice of the fast kernels' instruction set (docs/fixed-point.md, "Fast kernels").
+#include "runtime/fixed_point/fast_kernels.h"
+
+namespace qflow::fx::fast {
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::Portable: return true;
+#if defined(__x86_64__) && defined(__GNUC__)
+    case Isa::Avx2: return __builtin_cpu_supports("avx2");
+#if defined(__clang__) && __clang_major__ < 16
+    // clang before 16 has no "avxvnni" feature name (the fuzz build uses Debian's clang 14):
+    // the AVX2 kernels run instead.
+    case Isa::AvxVnni: return false;
+#else
+    case Isa::AvxVnni: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+#endif
+    case Isa::Avx512Vnni:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512vnni");
+#else
+    default: return false;
+#endif
+  }
+  return false;
+}
+
+Isa best_isa() {
+  for (const Isa isa : {Isa::Avx512Vnni, Isa::AvxVnni, Isa::Avx2})
+    if (isa_supported(isa)) return isa;
+  return Isa::Portable;
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Portable: return "portable";
+    case Isa::Avx2: return "avx2";
+    case Isa::AvxVnni: return "avxvnni";
+    case Isa::Avx512Vnni: return "avx512vnni";
+  }
+  return "?";
+}
+
+bool supports(QType activation, QType weight) { return !is_16bit(activation) && weight == QType::Int8; }
+
+}  // namespace qflow::fx::fast

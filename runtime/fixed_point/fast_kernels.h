@@ -1,0 +1,80 @@
+// Fast kernels for the 8-bit datapath of conv2d and matmul / gemm, bit-identical to the scalar
+// reference of fixed_point.h (docs/fixed-point.md, "Fast kernels").
+//
+// Why they are exact: with 8-bit activations, (x - zp) is in [-255, 255] and an int8 weight
+// (minus a B zero point) too, so both fit int16 and a pair of products fits int32; the reference
+// refuses any reduction whose accumulator could leave int32 (max_reduction), so an int32
+// accumulator never wraps. The requantize epilogue forms |acc| * mantissa exactly in 64 bits
+// (< 2^62) and rounds half away from zero with one shift, as multiply_by_multiplier does.
+//
+// Weights are packed once (pack_conv2d, pack_matmul) into int16 rows padded with zeros; a run
+// gathers the input into int16 columns (im2col, padding taps are zero) and multiplies block by
+// block. Scratch memory is per thread and reused, so runs allocate nothing once warmed up.
+// 16-bit activations stay on the reference. Standard library only (plus compiler intrinsics
+// on x86-64, selected at run time).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/fixed_point/fixed_point.h"
+
+namespace qflow::fx::fast {
+
+// Instruction sets of the inner loops, in order of preference.
+enum class Isa { Portable, Avx2, AvxVnni, Avx512Vnni };
+// The best instruction set this CPU runs.
+Isa best_isa();
+bool isa_supported(Isa isa);
+const char* isa_name(Isa isa);
+
+// Reduction lengths are padded with zeros to a multiple of this (one 256-bit row of int16).
+inline constexpr int64_t kDepthStep = 16;
+// gemm works on blocks of kRowBlock weight rows times kColBlock input columns.
+inline constexpr int64_t kRowBlock = 4;
+inline constexpr int64_t kColBlock = 2;
+
+// out[r * ld + c] = init[r] + sum_k w[r * depth + k] * x[c * depth + k] for r < rows, c < cols:
+// rows a multiple of kRowBlock, cols of kColBlock, depth of kDepthStep.
+void gemm_s16(Isa isa, const int16_t* w, int64_t rows, const int16_t* x, int64_t cols, int64_t depth,
+              const int32_t* init, int32_t* out, int64_t ld);
+
+// y[i * stride] = requantize(acc[i], m, zero_point, lo, hi) for i < n (|acc[i]| < 2^31).
+void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi,
+                    int32_t* y, int64_t stride);
+
+// True for the type pairs these kernels compute: 8-bit activations, int8 weights.
+bool supports(QType activation, QType weight);
+
+struct PackedConv2D {
+  Conv2DParams params;
+  int64_t out_h = 0, out_w = 0;
+  int64_t depth = 0;       // cg * kH * kW rounded up to kDepthStep
+  int64_t group_rows = 0;  // out_channels / group rounded up to kRowBlock
+  std::vector<int16_t> weights;           // [group][group_rows][depth]
+  std::vector<int32_t> bias;              // [group][group_rows]
+  std::vector<Multiplier> multipliers;    // [out_channels]
+  int32_t lo = 0, hi = 0;                 // output bounds (type range and clamp)
+};
+// Runs every check of fx::conv2d but the input values'; fails for unsupported type pairs.
+Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
+                   PackedConv2D& out);
+// fx::conv2d(p, x, w, bias, y) with the packed weights (the same results and errors).
+Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
+
+struct PackedMatMul {
+  MatMulParams params;
+  int64_t depth = 0;  // K rounded up to kDepthStep
+  int64_t rows = 0;   // N rounded up to kRowBlock
+  std::vector<int16_t> b;               // [rows][depth]: column j of B minus its zero point
+  std::vector<int32_t> bias;            // [rows]
+  std::vector<Multiplier> multipliers;  // [N]
+  int32_t lo = 0, hi = 0;
+};
+Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<const int32_t> bias,
+                   PackedMatMul& out);
+// fx::matmul(p, a, b, bias, y) with the packed B.
+Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y);
+
+}  // namespace qflow::fx::fast

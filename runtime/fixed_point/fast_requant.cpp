@@ -1,0 +1,88 @@
+// The requantize epilogue of the fast kernels for int32 accumulators: exact, as
+// fx::requantize (docs/fixed-point.md, "Fast kernels").
+//
+// |acc| < 2^31 and mantissa < 2^31, so |acc| * mantissa < 2^62 is exact in 64 bits. The
+// reference shifts right by s = 31 + shift with round half away from zero; for s >= 63 the
+// rounded result is 0, which a shift by 63 also gives (p + 2^62 < 2^63). Results stay below
+// 2^62, where the reference's saturation never acts; before narrowing to 32 bits they are capped
+// at 2^24, beyond every zero point and clamp bound of a 16-bit type, so the final clamp is unchanged.
+#include <algorithm>
+
+#include "runtime/fixed_point/fast_kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QFLOW_FAST_X86 1
+#endif
+
+namespace qflow::fx::fast {
+namespace {
+
+constexpr uint64_t kCap = uint64_t{1} << 24;
+
+struct Rounding {
+  uint64_t mantissa = 0;
+  int shift = 0;       // s, at most 63
+  uint64_t half = 0;   // 2^(s-1), or 0 for s = 0
+};
+
+Rounding rounding_of(Multiplier m) {
+  Rounding r;
+  r.mantissa = static_cast<uint64_t>(static_cast<uint32_t>(m.mantissa));
+  r.shift = std::min(31 + m.shift, 63);
+  r.half = r.shift > 0 ? uint64_t{1} << (r.shift - 1) : 0;
+  return r;
+}
+
+int32_t requantize_one(int32_t acc, const Rounding& r, int32_t zero_point, int32_t lo, int32_t hi) {
+  const uint64_t mag = acc < 0 ? uint64_t{0} - static_cast<uint64_t>(int64_t{acc}) : static_cast<uint64_t>(acc);
+  const uint64_t q = std::min((mag * r.mantissa + r.half) >> r.shift, kCap);
+  const int64_t v = (acc < 0 ? -static_cast<int64_t>(q) : static_cast<int64_t>(q)) + zero_point;
+  return static_cast<int32_t>(std::clamp<int64_t>(v, lo, hi));
+}
+
+void requantize_portable(const int32_t* acc, int64_t n, const Rounding& r, int32_t zero_point, int32_t lo, int32_t hi,
+                         int32_t* y, int64_t stride) {
+  for (int64_t i = 0; i < n; ++i) y[i * stride] = requantize_one(acc[i], r, zero_point, lo, hi);
+}
+
+#ifdef QFLOW_FAST_X86
+__attribute__((target("avx2"))) void requantize_avx2(const int32_t* acc, int64_t n, const Rounding& r,
+                                                     int32_t zero_point, int32_t lo, int32_t hi, int32_t* y) {
+  const __m256i mant = _mm256_set1_epi64x(static_cast<int64_t>(r.mantissa));
+  const __m256i half = _mm256_set1_epi64x(static_cast<int64_t>(r.half));
+  const __m256i count = _mm256_set1_epi64x(r.shift);
+  const __m256i cap = _mm256_set1_epi64x(static_cast<int64_t>(kCap));
+  const __m256i zp = _mm256_set1_epi32(zero_point), vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + i));
+    const __m256i mag = _mm256_abs_epi32(a);
+    // Even lanes in the low halves of the 64-bit products, odd lanes shifted down first.
+    __m256i even = _mm256_srlv_epi64(_mm256_add_epi64(_mm256_mul_epu32(mag, mant), half), count);
+    __m256i odd = _mm256_srlv_epi64(_mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(mag, 32), mant), half), count);
+    even = _mm256_blendv_epi8(even, cap, _mm256_cmpgt_epi64(even, cap));
+    odd = _mm256_blendv_epi8(odd, cap, _mm256_cmpgt_epi64(odd, cap));
+    const __m256i q = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    __m256i v = _mm256_add_epi32(_mm256_sign_epi32(q, a), zp);
+    v = _mm256_min_epi32(_mm256_max_epi32(v, vlo), vhi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), v);
+  }
+  requantize_portable(acc + i, n - i, r, zero_point, lo, hi, y + i, 1);
+}
+#endif
+
+}  // namespace
+
+void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi,
+                    int32_t* y, int64_t stride) {
+  const Rounding r = rounding_of(m);
+#ifdef QFLOW_FAST_X86
+  if (isa != Isa::Portable && stride == 1) return requantize_avx2(acc, n, r, zero_point, lo, hi, y);
+#else
+  (void)isa;
+#endif
+  requantize_portable(acc, n, r, zero_point, lo, hi, y, stride);
+}
+
+}  // namespace qflow::fx::fast

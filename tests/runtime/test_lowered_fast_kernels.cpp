@@ -1,0 +1,167 @@
+// Whole lowered models on the fast kernels against the reference kernels: random CNN-like
+// models (dense, depthwise and pointwise conv2d, a gemm head) must give bit-identical outputs,
+// and the kernel choice (option or QFLOW_RT_KERNELS) must be honoured.
+#include <cstdlib>
+#include <random>
+
+#include "runtime/fixed_point/fast_kernels.h"
+#include "tests/runtime/test_lowered_common.h"
+
+using namespace qflow::lowered;
+using namespace qflow::lowered::test;
+namespace fx = qflow::fx;
+
+namespace {
+
+int64_t pick(std::mt19937& rng, int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); }
+
+std::vector<int64_t> random_weights(std::mt19937& rng, size_t n) {
+  std::vector<int64_t> w(n);
+  for (auto& v : w) v = pick(rng, -128, 127);
+  return w;
+}
+
+ElemType random_type(std::mt19937& rng) { return rng() % 2 ? ElemType::i8 : ElemType::u8; }
+
+Quant random_quant(std::mt19937& rng, ElemType t) {
+  return Quant{0.02 + 0.01 * static_cast<double>(rng() % 5), static_cast<int32_t>(t == ElemType::u8 ? pick(rng, 0, 255) : pick(rng, -128, 127))};
+}
+
+// quantize -> conv -> depthwise conv -> pointwise conv -> reshape -> gemm -> dequantize, random
+// sizes, strides, pads, dilations, zero points, per-channel multipliers and clamps.
+Model random_model(std::mt19937& rng, std::vector<int64_t>& input_shape) {
+  Builder b;
+  const int64_t n = pick(rng, 1, 2), c = pick(rng, 1, 4), h = pick(rng, 5, 14), w = pick(rng, 5, 14);
+  input_shape = {n, c, h, w};
+  const int32_t x = b.input("x", input_shape);
+  ElemType t = random_type(rng);
+  Quant q = random_quant(rng, t);
+  int32_t cur = b.tensor("xq", t, input_shape, q);
+  b.bpu("quantize", {x}, {cur});
+  std::vector<int64_t> shape = input_shape;
+  for (int layer = 0; layer < 3; ++layer) {
+    const int64_t cin = shape[1];
+    const bool depthwise = layer == 1;
+    const int64_t group = depthwise ? cin : 1;
+    const int64_t cout = depthwise ? cin : pick(rng, 1, 12);
+    const int64_t k = layer == 2 ? 1 : pick(rng, 1, 3) * 2 - 1;
+    const int64_t stride = layer == 2 ? 1 : pick(rng, 1, 2), dil = layer == 0 ? pick(rng, 1, 2) : 1;
+    const int64_t pad = layer == 2 ? 0 : pick(rng, 0, k / 2 + 1);
+    const int64_t oh = (shape[2] + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+    const int64_t ow = (shape[3] + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+    if (oh < 1 || ow < 1) break;
+    const int64_t cg = cin / group;
+    const int32_t wt = b.constant_ints("w" + std::to_string(layer), ElemType::i8, {cout, cg, k, k},
+                                       random_weights(rng, static_cast<size_t>(cout * cg * k * k)), Quant{0.01, 0});
+    std::vector<int64_t> bias(static_cast<size_t>(cout));
+    for (auto& v : bias) v = pick(rng, -3000, 3000);
+    const int32_t bt = b.constant_ints("b" + std::to_string(layer), ElemType::i32, {cout}, bias);
+    std::vector<int64_t> mm, ms;
+    for (int64_t i = 0; i < cout; ++i) {
+      const fx::Multiplier m = make_mult(q.scale * 0.01 / 0.05 * (1.0 + 0.3 * static_cast<double>(i % 3)));
+      mm.push_back(m.mantissa);
+      ms.push_back(m.shift);
+    }
+    const ElemType yt = random_type(rng);
+    const Quant yq = random_quant(rng, yt);
+    const std::vector<int64_t> ys{shape[0], cout, oh, ow};
+    const int32_t y = b.tensor("y" + std::to_string(layer), yt, ys, yq);
+    std::vector<Attribute> attrs{ints("group", {group}), ints("strides", {stride, stride}), ints("pads", {pad, pad, pad, pad}),
+                                 ints("dilations", {dil, dil}), ints("multiplier_mantissa", mm), ints("multiplier_shift", ms)};
+    if (rng() % 2) attrs.push_back(ints("clamp", {yq.zero_point, yt == ElemType::u8 ? 255 : 127}));  // a fused Relu
+    b.bpu("conv2d", {cur, wt, bt}, {y}, attrs);
+    cur = y;
+    shape = ys;
+    t = yt;
+    q = yq;
+  }
+  const int64_t features = shape[1] * shape[2] * shape[3];
+  const int32_t flat = b.tensor("flat", t, {shape[0], features}, q);
+  b.bpu("reshape", {cur}, {flat});
+  const int64_t classes = pick(rng, 1, 13);
+  const bool transposed = rng() % 2;
+  const int32_t wm = b.constant_ints("wm", ElemType::i8, transposed ? std::vector<int64_t>{classes, features} : std::vector<int64_t>{features, classes},
+                                     random_weights(rng, static_cast<size_t>(features * classes)), Quant{0.01, 0});
+  const ElemType lt = random_type(rng);
+  const Quant lq = random_quant(rng, lt);
+  const int32_t logits = b.tensor("logits", lt, {shape[0], classes}, lq);
+  const fx::Multiplier m = make_mult(q.scale * 0.01 / lq.scale / 8.0);
+  b.bpu("matmul", {flat, wm, -1}, {logits},
+        {ints("b_transposed", {transposed ? 1 : 0}), ints("multiplier_mantissa", {m.mantissa}), ints("multiplier_shift", {m.shift})});
+  const int32_t out = b.output("out", {shape[0], classes});
+  b.bpu("dequantize", {logits}, {out});
+  return b.model;
+}
+
+std::vector<float> run_with(const Model& model, Kernels kernels, const std::vector<float>& input) {
+  auto ex = Executor::create(model, kernels);
+  REQUIRE_MESSAGE(ex.has_value(), ex.message());
+  std::vector<std::vector<float>> outputs;
+  const Status s = ex->run({std::span<const float>(input)}, outputs);
+  REQUIRE_MESSAGE(s.is_ok(), s.message());
+  return outputs.at(0);
+}
+
+}  // namespace
+
+TEST_CASE("random lowered CNNs give bit-identical outputs on the reference and the fast kernels") {
+  std::vector<Kernels> fast{Kernels::portable};
+  if (fx::fast::isa_supported(fx::fast::Isa::Avx2)) fast.push_back(Kernels::avx2);
+  if (fx::fast::isa_supported(fx::fast::Isa::AvxVnni)) fast.push_back(Kernels::avxvnni);
+  if (fx::fast::isa_supported(fx::fast::Isa::Avx512Vnni)) fast.push_back(Kernels::avx512vnni);
+  std::mt19937 rng(21);
+  for (int trial = 0; trial < 60; ++trial) {
+    CAPTURE(trial);
+    std::vector<int64_t> shape;
+    const Model model = random_model(rng, shape);
+    std::vector<float> input(static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
+    std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+    for (auto& v : input) v = d(rng);
+    const std::vector<float> want = run_with(model, Kernels::reference, input);
+    for (const Kernels k : fast) CHECK(run_with(model, k, input) == want);
+  }
+}
+
+TEST_CASE("the executor names its kernels; QFLOW_RT_KERNELS selects them; a missing instruction set is an error") {
+  std::mt19937 rng(3);
+  std::vector<int64_t> shape;
+  const Model model = random_model(rng, shape);
+  {
+    auto ex = Executor::create(model, Kernels::reference);
+    REQUIRE(ex.has_value());
+    CHECK(ex->kernels() == "reference");
+  }
+  {
+    auto ex = Executor::create(model, Kernels::portable);
+    REQUIRE(ex.has_value());
+    CHECK(ex->kernels() == "portable");
+  }
+  const char* saved = std::getenv("QFLOW_RT_KERNELS");
+  const std::string previous = saved ? saved : "";
+  setenv("QFLOW_RT_KERNELS", "reference", 1);
+  {
+    auto ex = Executor::create(model);
+    REQUIRE(ex.has_value());
+    CHECK(ex->kernels() == "reference");
+  }
+  setenv("QFLOW_RT_KERNELS", "sse9", 1);
+  {
+    auto ex = Executor::create(model);
+    REQUIRE_FALSE(ex.has_value());
+    CHECK(contains(ex.message(), "QFLOW_RT_KERNELS"));
+  }
+  unsetenv("QFLOW_RT_KERNELS");
+  {
+    auto ex = Executor::create(model);
+    REQUIRE(ex.has_value());
+    CHECK(ex->kernels() == fx::fast::isa_name(fx::fast::best_isa()));
+  }
+  if (!previous.empty()) setenv("QFLOW_RT_KERNELS", previous.c_str(), 1);
+  for (const auto& [kernels, isa] : {std::pair{Kernels::avxvnni, fx::fast::Isa::AvxVnni},
+                                     std::pair{Kernels::avx512vnni, fx::fast::Isa::Avx512Vnni}})
+    if (!fx::fast::isa_supported(isa)) {
+      auto ex = Executor::create(model, kernels);
+      REQUIRE_FALSE(ex.has_value());
+      CHECK(contains(ex.message(), "lacks"));
+    }
+}
