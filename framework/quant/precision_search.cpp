@@ -1,0 +1,500 @@
+// Precision search: greedy raises by sensitivity, measured on whole PTQ models, then pruned.
+#include "framework/quant/precision_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include "framework/core/json_writer.h"
+#include "framework/core/thread_pool.h"
+#include "framework/onnx/onnx_check.h"
+#include "framework/onnx/onnx_export.h"
+#include "framework/onnx/onnx_import.h"
+#include "framework/pipeline/quantization_settings.h"
+#include "framework/quant/output_cosine.h"
+#include "framework/quant/qdq_builder.h"
+#include "framework/quant/scale_alignment.h"
+#include "framework/runtime/executor.h"
+#include "qflow/core/json.h"
+#include "qflow/quant/quant_math.h"
+
+namespace qflow {
+
+namespace {
+
+bool is_graph_output(const Graph& graph, const Value* v) {
+  return std::find(graph.outputs.begin(), graph.outputs.end(), v) != graph.outputs.end();
+}
+
+std::vector<float> flatten(const SampleOutputs& outputs) {
+  std::vector<float> flat;
+  for (const Tensor& t : outputs) {
+    if (t.dtype() == DType::Float32) {
+      flat.insert(flat.end(), t.data<float>(), t.data<float>() + t.numel());
+    } else {
+      for (double v : t.to_doubles()) flat.push_back(static_cast<float>(v));
+    }
+  }
+  return flat;
+}
+
+// Runs models on the kept samples and scores them against the float model.
+class Evaluator {
+ public:
+  Evaluator(const Model& float_model, std::vector<Tensor> samples, std::string input_name, int threads,
+            const Metric* metric)
+      : float_model_(float_model), samples_(std::move(samples)), input_name_(std::move(input_name)),
+        pool_(std::max(1, threads)), metric_(metric) {}
+
+  Status init() {
+    QFLOW_ASSIGN_OR_RETURN(reference_, outputs_of(float_model_));
+    for (const SampleOutputs& s : reference_) flat_reference_.push_back(flatten(s));
+    if (metric_) {
+      QFLOW_ASSIGN_OR_RETURN(float_value_, score(reference_));
+    }
+    return Status::ok();
+  }
+  double float_value() const { return float_value_; }
+
+  // Mean output cosine over samples, or the metric.
+  Expected<double> value(const Model& model) {
+    QFLOW_ASSIGN_OR_RETURN(std::vector<SampleOutputs> outputs, outputs_of(model));
+    ++evaluations_;
+    return score(outputs);
+  }
+  int64_t evaluations() const { return evaluations_; }
+
+ private:
+  Expected<std::vector<SampleOutputs>> outputs_of(const Model& model) {
+    QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(model));
+    std::vector<Expected<SampleOutputs>> results(samples_.size(), internal_error("sample not run"));
+    pool_.parallel_for(static_cast<int64_t>(samples_.size()), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        auto out = executor->run({{input_name_, samples_[k]}});
+        if (!out) {
+          results[k] = out.status();
+          continue;
+        }
+        SampleOutputs ordered;
+        for (const Value* o : model.graph->outputs) {
+          auto it = out->find(o->name());
+          if (it == out->end()) {
+            results[k] = internal_error("output '" + o->name() + "' was not computed");
+            break;
+          }
+          ordered.push_back(std::move(it->second));
+        }
+        if (ordered.size() == model.graph->outputs.size()) results[k] = std::move(ordered);
+      }
+    });
+    std::vector<SampleOutputs> outputs;
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      if (!results[k]) return results[k].status().with_context("precision search: sample " + std::to_string(k));
+      outputs.push_back(std::move(*results[k]));
+    }
+    return outputs;
+  }
+
+  Expected<double> score(const std::vector<SampleOutputs>& outputs) const {
+    if (metric_) {
+      MetricInput input;
+      input.first_sample = 0;
+      input.outputs = &outputs;
+      input.reference = &reference_;
+      return metric_->evaluate(input);
+    }
+    double sum = 0.0;  // in sample order: the same for any thread count
+    for (std::size_t k = 0; k < outputs.size(); ++k) sum += cosine_similarity(flat_reference_[k], flatten(outputs[k]));
+    return sum / static_cast<double>(outputs.size());
+  }
+
+  const Model& float_model_;
+  std::vector<Tensor> samples_;
+  std::string input_name_;
+  ThreadPool pool_;
+  const Metric* metric_;
+  std::vector<SampleOutputs> reference_;
+  std::vector<std::vector<float>> flat_reference_;
+  double float_value_ = 1.0;
+  int64_t evaluations_ = 0;
+};
+
+bool same_params(const QuantParams& a, const QuantParams& b) {
+  return a.dtype == b.dtype && a.scale == b.scale && a.zero_point == b.zero_point && a.axis == b.axis;
+}
+
+std::string value_text(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6f", v);
+  return buffer;
+}
+
+// The activation tensors of `node` the PTQ model quantizes (its outputs in the table).
+std::vector<std::string> node_activations(const Graph& graph, const Node& node, const QuantTable& table) {
+  std::vector<std::string> names;
+  for (const Value* out : node.outputs()) {
+    if (!out || !table.count(out->name())) continue;
+    if (out->uses().empty() && !is_graph_output(graph, out)) continue;
+    names.push_back(out->name());
+  }
+  return names;
+}
+
+}  // namespace
+
+QuantConfig merge_quant_config(const QuantConfig& base, const QuantConfig& overrides) {
+  QuantConfig merged = base;
+  auto merge = [](QuantOverride& into, const QuantOverride& from) {
+    if (from.activation_dtype) into.activation_dtype = from.activation_dtype;
+    if (from.symmetric) into.symmetric = from.symmetric;
+    if (from.power_of_two) into.power_of_two = from.power_of_two;
+    if (from.weight_dtype) into.weight_dtype = from.weight_dtype;
+    if (from.per_channel) into.per_channel = from.per_channel;
+    if (from.quantize) into.quantize = from.quantize;
+  };
+  merge(merged.model, overrides.model);
+  for (const auto& [op, entry] : overrides.op_types) merge(merged.op_types[op], entry);
+  for (const auto& [node, entry] : overrides.nodes) merge(merged.nodes[node], entry);
+  return merged;
+}
+
+Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& table, const QuantConfig* config) {
+  const QuantConfig defaults;
+  const QuantConfig& cfg = config ? *config : defaults;
+  QuantTable out = table;
+  for (auto& [name, params] : out) {
+    const Value* v = graph.find_value(name);
+    if (!v || graph.is_initializer(v)) continue;
+    const QuantSpec spec = tensor_spec(*v, cfg);
+    if (!spec.quantize || spec.activation_dtype == params.dtype) continue;
+    if (params.scale.size() != 1 || params.zero_point.size() != 1)
+      return invalid_input("precision: tensor '" + name + "' has per-axis parameters; only per-tensor activations change type");
+    const QuantRange range = quant_range(params.dtype);
+    const double scale = params.scale[0];
+    const auto zp = static_cast<double>(params.zero_point[0]);
+    // The range the entry represents, as statistics for an asymmetric spec.
+    TensorStatistics stats;
+    stats.count = 1;
+    stats.min = (static_cast<double>(range.min) - zp) * scale;
+    stats.max = (static_cast<double>(range.max) - zp) * scale;
+    const double threshold =
+        params.threshold > 0.0 ? params.threshold : std::max(std::fabs(stats.min), std::fabs(stats.max));
+    QFLOW_ASSIGN_OR_RETURN(QuantParams changed,
+                           activation_params(spec, stats, threshold, params.method.empty() ? "precision" : params.method, name));
+    params = changed;
+  }
+  return out;
+}
+
+Expected<PrecisionSearchResult> search_precision(const Model& float_model, const QuantTable& table,
+                                                 const QuantConfig* config, const Dataset& dataset,
+                                                 const PrecisionSearchOptions& options) {
+  const Graph& graph = *float_model.graph;
+  const std::vector<Value*> inputs = graph.runtime_inputs();
+  if (inputs.size() != 1)
+    return unsupported("precision search: the model has " + std::to_string(inputs.size()) +
+                       " inputs; the dataset feeds exactly one");
+  const QuantConfig base = config ? *config : QuantConfig{};
+  PrecisionSearchResult result;
+  result.target_kind = options.metric ? (options.metric_name.empty() ? "metric" : options.metric_name) : "cosine";
+
+  // The ranking: given, or measured here.
+  SensitivityResult measured;
+  const SensitivityResult* ranking = options.sensitivity;
+  if (!ranking) {
+    QFLOW_ASSIGN_OR_RETURN(measured, analyze_sensitivity(float_model, table, &base, dataset, options.threads, options.limit));
+    ranking = &measured;
+  }
+
+  std::vector<Tensor> samples;
+  const Shape shape = feed_shape(*inputs[0], dataset.sample_shape);
+  const int64_t end = options.limit > 0 ? std::min(options.limit, dataset.count) : dataset.count;
+  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t, const Tensor& sample) -> Status {
+    samples.push_back(sample.reshaped(shape));
+    return Status::ok();
+  }));
+  if (samples.empty()) return invalid_input("precision search: the dataset has no samples");
+  result.samples = static_cast<int64_t>(samples.size());
+  Evaluator evaluator(float_model, std::move(samples), inputs[0]->name(), options.threads, options.metric);
+  QFLOW_RETURN_IF_ERROR(evaluator.init());
+  result.float_value = evaluator.float_value();
+  result.threshold = options.metric ? result.float_value - options.max_drop : options.target_cosine;
+  auto meets = [&](double v) { return v >= result.threshold; };
+
+  QFLOW_ASSIGN_OR_RETURN(const std::string bytes, export_onnx_bytes(float_model));
+  auto build = [&](const QuantConfig& overrides) -> Expected<Model> {
+    const QuantConfig cfg = merge_quant_config(base, overrides);
+    QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(bytes, "precision search: float model"));
+    (void)infer_shapes(model);  // as the quantize stage: the backend's checks need shapes
+    QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(*model.graph, table, &cfg));
+    QdqOptions qdq;
+    qdq.weights = true;
+    QFLOW_RETURN_IF_ERROR(build_qdq_model(model, adjusted, &cfg, qdq));
+    return model;
+  };
+  auto aligned = [&](const QuantConfig& overrides) -> Expected<QuantTable> {
+    const QuantConfig cfg = merge_quant_config(base, overrides);
+    QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(graph, table, &cfg));
+    return align_scales(graph, adjusted, &cfg);
+  };
+  auto evaluate = [&](const QuantConfig& overrides) -> Expected<double> {
+    QFLOW_ASSIGN_OR_RETURN(Model model, build(overrides));
+    return evaluator.value(model);
+  };
+
+  // What the plain PTQ model quantizes: the denominator of "tensors raised".
+  QFLOW_ASSIGN_OR_RETURN(const QuantTable plain_table, aligned(QuantConfig{}));
+  for (const auto& [name, params] : plain_table) {
+    (void)params;
+    const Value* v = graph.find_value(name);
+    if (!v || graph.is_initializer(v) || !tensor_spec(*v, base).quantize) continue;
+    if (!v->producer() && std::find(graph.inputs.begin(), graph.inputs.end(), v) == graph.inputs.end()) continue;
+    if (v->uses().empty() && !is_graph_output(graph, v)) continue;
+    if (!v->producer() && is_graph_output(graph, v)) continue;
+    ++result.quantized_tensors;
+  }
+  for (const auto& node : graph.nodes())
+    if (quantizable_weight(graph, *node, base.resolve(node->name(), node->op_type()))) ++result.quantized_tensors;
+
+  QFLOW_ASSIGN_OR_RETURN(result.before, evaluate(QuantConfig{}));
+  result.after = result.before;
+  if (meets(result.before)) {
+    result.evaluations = evaluator.evaluations();
+    return result;
+  }
+
+  // The overrides of a list of changes; `int16_only` leaves the CPU moves out (the oracle's
+  // model: a float node is not a placement question).
+  auto overrides_of = [](const std::vector<PrecisionChange>& changes, bool int16_only) {
+    QuantConfig o;
+    for (const PrecisionChange& c : changes) {
+      QuantOverride& entry = o.nodes[c.node];
+      if (c.to == "cpu") {
+        if (!int16_only) entry.quantize = false;
+        continue;
+      }
+      if (c.activation) entry.activation_dtype = DType::Int16;
+      if (c.weight) entry.weight_dtype = DType::Int16;
+    }
+    for (auto it = o.nodes.begin(); it != o.nodes.end();) it = it->second.empty() ? o.nodes.erase(it) : std::next(it);
+    return o;
+  };
+  std::map<std::string, std::string> placement;
+  if (options.oracle) {
+    QFLOW_ASSIGN_OR_RETURN(Model model, build(QuantConfig{}));
+    QFLOW_ASSIGN_OR_RETURN(placement, options.oracle(model));
+  }
+  std::map<std::string, const Node*> by_name;
+  for (const auto& node : graph.nodes()) by_name[node->name()] = node.get();
+
+  std::vector<PrecisionChange> kept;
+  double value = result.before;
+  bool reached = false;
+  for (const SensitivityRow& row : ranking->rows) {
+    if (options.max_changes > 0 && static_cast<int64_t>(kept.size()) >= options.max_changes)
+      return invalid_input("precision search: max-changes (" + std::to_string(options.max_changes) + ") reached with " +
+                           result.target_kind + " " + value_text(value) + ", target " + value_text(result.threshold));
+    auto node_it = by_name.find(row.node);
+    if (node_it == by_name.end()) continue;  // a ranking from another model: nothing to raise
+    const Node& node = *node_it->second;
+    const QuantSpec spec = merge_quant_config(base, overrides_of(kept, false)).resolve(node.name(), node.op_type());
+    if (!spec.quantize) continue;
+    PrecisionChange change;
+    change.node = row.node;
+    change.op_type = row.op_type;
+    change.sensitivity = row.worst();
+    // The sensitive side: the one with the lower single-node cosine, and the other one too
+    // when, with a cosine target, it misses the target on its own.
+    const bool weight_worse = row.has_weight && (!row.has_activation || row.weight_cosine < row.activation_cosine);
+    const bool cosine_target = !options.metric;
+    change.activation = row.has_activation && spec.activation_dtype != DType::Int16 &&
+                        (!weight_worse || (cosine_target && row.activation_cosine < result.threshold));
+    change.weight = row.has_weight && spec.weight_dtype != DType::Int16 &&
+                    (weight_worse || (cosine_target && row.weight_cosine < result.threshold));
+    if (!change.activation && !change.weight) continue;
+    change.from = std::string(dtype_name(change.activation ? spec.activation_dtype : spec.weight_dtype));
+    change.to = "int16";
+    const std::vector<std::string> activations = node_activations(graph, node, table);
+    const Tensor* weight = quantizable_weight(graph, node, spec);
+    if (change.activation) change.tensors = activations;
+    if (change.weight && weight) change.tensors.push_back(node.input(1)->name());
+
+    std::vector<PrecisionChange> trial = kept;
+    trial.push_back(change);
+    // A raise the scale alignment undoes (a pass-through op takes its input's parameters)
+    // changes nothing: not a candidate.
+    // A raise the alignment rules refuse (Concat members must share a type) is skipped too.
+    {
+      QFLOW_ASSIGN_OR_RETURN(const QuantTable now, aligned(overrides_of(kept, false)));
+      Expected<QuantTable> then = aligned(overrides_of(trial, false));
+      if (!then) continue;
+      bool differs = change.weight;
+      for (const auto& [name, params] : *then)
+        if (auto it = now.find(name); it == now.end() || !same_params(it->second, params)) differs = true;
+      if (!differs) continue;
+    }
+    if (options.oracle) {
+      QFLOW_ASSIGN_OR_RETURN(Model model, build(overrides_of(trial, true)));
+      QFLOW_ASSIGN_OR_RETURN(const auto after, options.oracle(model));
+      for (const auto& [name, reason] : placement) {
+        if (!reason.empty()) continue;
+        auto it = after.find(name);
+        const std::string now = it == after.end() ? "not placed" : it->second;
+        if (now.empty()) continue;
+        if (change.refusal.empty() || name == change.node) change.refusal = name + ": " + now;
+      }
+      if (!change.refusal.empty()) {
+        // The platform refuses int16 here: the node runs in float on the CPU instead.
+        change.to = "cpu";
+        change.from = std::string(dtype_name(spec.activation_dtype));
+        change.activation = change.weight = false;
+        change.tensors = activations;
+        if (weight) change.tensors.push_back(node.input(1)->name());
+        trial.back() = change;
+      } else {
+        placement = after;
+      }
+    }
+    QFLOW_ASSIGN_OR_RETURN(value, evaluate(overrides_of(trial, false)));
+    trial.back().value_after = value;
+    kept = std::move(trial);
+    if (meets(value)) {
+      reached = true;
+      break;
+    }
+  }
+  if (!reached)
+    return invalid_input("precision search: the candidates ran out after " + std::to_string(kept.size()) +
+                         " changes with " + result.target_kind + " " + value_text(value) + ", target " +
+                         value_text(result.threshold) + " (plain PTQ: " + value_text(result.before) + ")");
+
+  // Fewest changes: drop each kept change (latest first) whose removal keeps the target.
+  bool dropped = false;
+  for (std::size_t i = kept.size(); i-- > 0;) {
+    std::vector<PrecisionChange> without = kept;
+    without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+    QFLOW_ASSIGN_OR_RETURN(const double v, evaluate(overrides_of(without, false)));
+    if (!meets(v)) continue;
+    kept = std::move(without);
+    value = v;
+    dropped = true;
+  }
+  // Values after each change, in order, for what is left.
+  if (dropped)
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      const std::vector<PrecisionChange> prefix(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(i + 1));
+      if (i + 1 == kept.size()) {
+        kept[i].value_after = value;
+      } else {
+        QFLOW_ASSIGN_OR_RETURN(kept[i].value_after, evaluate(overrides_of(prefix, false)));
+      }
+    }
+  result.after = value;
+  result.overrides = overrides_of(kept, false);
+  std::set<std::string> raised;
+  for (const PrecisionChange& c : kept) raised.insert(c.tensors.begin(), c.tensors.end());
+  result.raised_tensors = static_cast<int64_t>(raised.size());
+  result.changes = std::move(kept);
+  result.evaluations = evaluator.evaluations();
+  return result;
+}
+
+std::string precision_overrides_toml(const PrecisionSearchResult& result) {
+  if (result.overrides.nodes.empty()) return "";
+  QuantConfig nodes_only;
+  nodes_only.nodes = result.overrides.nodes;
+  std::string text = format_quantization(nodes_only);
+  // format_quantization opens with the whole-model table; the fragment goes under the
+  // pipeline's own [quantization], so only the node tables are kept.
+  const std::string head = "[quantization]\n";
+  if (text.rfind(head, 0) == 0) text.erase(0, head.size());
+  return text;
+}
+
+std::string precision_overrides_file(const PrecisionSearchResult& result) {
+  std::string text = "# precision search: " + result.target_kind + " " + value_text(result.before) + " -> " +
+                     value_text(result.after) + " (target " + value_text(result.threshold) + "), " +
+                     std::to_string(result.changes.size()) + " node change" + (result.changes.size() == 1 ? "" : "s") +
+                     ", " + std::to_string(result.raised_tensors) + " of " + std::to_string(result.quantized_tensors) +
+                     " quantized tensors\n";
+  if (result.changes.empty()) return text + "# no change needed: the PTQ model meets the target as it is\n";
+  text += "# Paste under the pipeline's [quantization] table to replay without searching.\n";
+  return text + precision_overrides_toml(result);
+}
+
+Expected<std::string> precision_json(const PrecisionSearchResult& result) {
+  JsonWriter json;
+  json.begin_object();
+  write_precision_fields(json, result);
+  json.field("overrides_toml", precision_overrides_toml(result));
+  json.end_object();
+  return json.finish();
+}
+
+void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& result) {
+  json.key("target").begin_object(true);
+  json.field("kind", result.target_kind);
+  json.field("threshold", result.threshold);
+  json.field("float", result.float_value);
+  json.end_object();
+  json.field("samples", result.samples);
+  json.field("before", result.before);
+  json.field("after", result.after);
+  json.field("evaluations", result.evaluations);
+  json.field("quantized_tensors", result.quantized_tensors);
+  json.field("raised_tensors", result.raised_tensors);
+  json.key("changes").begin_array();
+  for (const PrecisionChange& c : result.changes) {
+    json.begin_object(true);
+    json.field("node", c.node);
+    json.field("op_type", c.op_type);
+    json.key("tensors").begin_array(true);
+    for (const std::string& t : c.tensors) json.value(t);
+    json.end_array();
+    json.field("from", c.from);
+    json.field("to", c.to);
+    json.field("activation", c.activation);
+    json.field("weight", c.weight);
+    json.field("sensitivity", c.sensitivity);
+    json.field("value_after", c.value_after);
+    if (!c.refusal.empty()) json.field("refusal", c.refusal);
+    json.end_object();
+  }
+  json.end_array();
+  json.key("overrides").begin_object();
+  for (const auto& [node, entry] : result.overrides.nodes) {
+    json.key(node).begin_object(true);
+    for (const auto& [key, text] : quantization_fields(entry)) {
+      json.key(key);
+      if (text == "true" || text == "false") json.value(text == "true");
+      else json.value(text.substr(1, text.size() - 2));  // "\"int16\"" -> int16
+    }
+    json.end_object();
+  }
+  json.end_object();
+}
+
+Expected<QuantConfig> precision_overrides_from_json(const std::string& text, const std::string& source) {
+  QFLOW_ASSIGN_OR_RETURN(JsonValue doc, parse_json(text, source));
+  const JsonValue* overrides = doc.find("overrides");
+  if (!overrides || !overrides->is_object()) return invalid_input(source + ": no \"overrides\" object (not a precision.json)");
+  QuantConfig config;
+  for (const auto& [node, entry] : overrides->members()) {
+    if (!entry.is_object()) return invalid_input(source + ": overrides of node '" + node + "' are not an object");
+    QuantOverride& o = config.nodes[node];
+    for (const auto& [key, value] : entry.members()) {
+      OptionValue option;
+      if (value.is_bool()) option = value.as_bool();
+      else if (value.is_string()) option = value.as_string();
+      else return invalid_input(source + ": node '" + node + "' key '" + key + "' is neither a string nor a bool");
+      if (Status s = set_quantization_key(o, key, option); !s.is_ok())
+        return s.with_context(source + ": node '" + node + "'");
+    }
+  }
+  return config;
+}
+
+}  // namespace qflow

@@ -1,0 +1,98 @@
+// Automatic precision search: the fewest per-node changes (int16, or float on the CPU) that
+// bring a PTQ model to a target output cosine or user metric (docs/accuracy-debugging.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "framework/core/json_writer.h"
+#include "framework/data/dataset.h"
+#include "framework/quant/sensitivity.h"
+#include "qflow/core/status.h"
+#include "qflow/ir/graph.h"
+#include "qflow/plugin/calibrator.h"
+#include "qflow/plugin/metric.h"
+#include "qflow/plugin/quant_config.h"
+
+namespace qflow {
+
+// Where a backend places the nodes of a PTQ model: node name -> "" on the accelerator, else
+// the reason it is not (names of the model's float view: the PTQ model without Q/DQ nodes).
+using PlacementOracle = std::function<Expected<std::map<std::string, std::string>>(const Model& ptq)>;
+
+struct PrecisionSearchOptions {
+  // Target: output cosine >= target_cosine, or, with a metric, metric(PTQ) >= metric(float) - max_drop.
+  double target_cosine = 0.99;
+  const Metric* metric = nullptr;  // not owned; null: output cosine
+  std::string metric_name;         // for messages and the artifact
+  double max_drop = 0.0;
+  int threads = 1;
+  int64_t limit = 0;        // first N samples; <= 0: all
+  int64_t max_changes = 0;  // <= 0: no limit
+  // Empty: int16 is allowed on every node. Otherwise a node is raised to int16 only when no
+  // node the oracle places on the accelerator before the change leaves it afterwards.
+  PlacementOracle oracle;
+  // The ranking to follow (a `sensitivity` stage's result); null: computed here.
+  const SensitivityResult* sensitivity = nullptr;
+};
+
+struct PrecisionChange {
+  std::string node;
+  std::string op_type;
+  std::vector<std::string> tensors;  // the activations and weight whose type changes
+  std::string from;                  // "int8" (the type before)
+  std::string to;                    // "int16" or "cpu" (float: quantize = false)
+  bool activation = false;           // activation-dtype raised (to = int16)
+  bool weight = false;               // weight-dtype raised (to = int16)
+  std::string refusal;               // to = cpu: why int16 was not taken ("" with no oracle)
+  double sensitivity = 1.0;          // the node's worst single-node output cosine
+  double value_after = 0.0;          // the target value with this and every earlier kept change
+};
+
+struct PrecisionSearchResult {
+  std::string target_kind;   // "cosine" or the metric name
+  double threshold = 0.0;    // the value the target asks for
+  double float_value = 1.0;  // the metric of the float model (1 for cosine)
+  double before = 0.0;       // the target value of the plain PTQ model
+  double after = 0.0;        // with the kept changes
+  int64_t samples = 0;
+  int64_t evaluations = 0;        // PTQ models built and run
+  int64_t quantized_tensors = 0;  // activations and weights the plain PTQ model quantizes
+  int64_t raised_tensors = 0;     // of those, the ones a kept change touches
+  std::vector<PrecisionChange> changes;  // kept, in the order they were made
+  QuantConfig overrides;                 // node entries only: what the changes set
+};
+
+// Searches as docs/accuracy-debugging.md describes: nodes ranked by sensitivity (most
+// sensitive first) are raised one at a time until the target holds, then every kept change
+// is dropped again in reverse order when the target holds without it. Fails when the
+// candidates or `max_changes` run out, naming the value reached. `config` may be null.
+Expected<PrecisionSearchResult> search_precision(const Model& float_model, const QuantTable& table,
+                                                 const QuantConfig* config, const Dataset& dataset,
+                                                 const PrecisionSearchOptions& options);
+
+// `base` with the node entries of `overrides` applied over its own (field by field).
+QuantConfig merge_quant_config(const QuantConfig& base, const QuantConfig& overrides);
+
+// `table` for `config`: an activation entry whose producer's spec asks for another dtype
+// than the entry has is recomputed for that dtype from its threshold (symmetric) or the range
+// it represents (asymmetric), as a calibrator would under that spec. Other entries are kept.
+Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& table, const QuantConfig* config);
+
+// The overrides as `[quantization.node."<name>"]` tables to paste into a pipeline ("" when none).
+std::string precision_overrides_toml(const PrecisionSearchResult& result);
+// precision_overrides.toml: a comment saying what the search reached, then the fragment
+// (or a comment that no change was needed).
+std::string precision_overrides_file(const PrecisionSearchResult& result);
+// The search as JSON members of the object `json` is in: target, values, counts, changes,
+// overrides (precision.json and the stage's manifest entry share it).
+void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& result);
+// precision.json: write_precision_fields and the TOML fragment.
+Expected<std::string> precision_json(const PrecisionSearchResult& result);
+// The overrides of a precision.json (what the quantize stage merges over [quantization]).
+Expected<QuantConfig> precision_overrides_from_json(const std::string& text, const std::string& source);
+
+}  // namespace qflow

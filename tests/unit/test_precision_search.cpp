@@ -1,0 +1,218 @@
+// Unit tests for the automatic precision search (framework/quant/precision_search).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "framework/core/npy.h"
+#include "framework/quant/precision_search.h"
+#include "test_dataset_util.h"
+#include "test_model_util.h"
+
+namespace qflow {
+
+namespace {
+
+using test::d;
+using test::float_type;
+using test::params;
+
+std::vector<float> wave(std::size_t n, double step, double amplitude) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(amplitude * std::sin(step * static_cast<double>(i) + 0.3));
+  return v;
+}
+
+// x[1,8] -> MatMul(W1) "mm1" -> a -> Add(bias) "add" -> b -> MatMul(W2) "mm2" -> y.
+Model mlp() {
+  Model model;
+  model.opset_imports.push_back({"", 13});
+  Graph& g = *model.graph;
+  g.name = "mlp";
+  Value* x = g.get_or_create_value("x");
+  x->type = float_type({d(1), d(8)});
+  g.inputs.push_back(x);
+  Value* w1 = g.get_or_create_value("W1");
+  g.set_initializer(w1, Tensor::from_vector<float>({8, 8}, wave(64, 0.53, 1.0)));
+  Value* bias = g.get_or_create_value("bias");
+  g.set_initializer(bias, Tensor::from_vector<float>({8}, wave(8, 1.3, 0.2)));
+  Value* w2 = g.get_or_create_value("W2");
+  g.set_initializer(w2, Tensor::from_vector<float>({8, 4}, wave(32, 0.77, 0.9)));
+  Value* a = g.get_or_create_value("a");
+  Value* b = g.get_or_create_value("b");
+  Value* y = g.get_or_create_value("y");
+  y->type = float_type({d(1), d(4)});
+  g.add_node("MatMul", {x, w1}, {a}, "mm1");
+  g.add_node("Add", {a, bias}, {b}, "add");
+  g.add_node("MatMul", {b, w2}, {y}, "mm2");
+  g.outputs.push_back(y);
+  return model;
+}
+
+// A good table, or one whose 'a' range is 100x too wide: int8 steps of 2.4 on values of a
+// few units ruin mm1's output; int16 steps of 0.009 do not.
+QuantTable table(bool outlier) {
+  return {{"x", params(1.5)}, {"a", params(outlier ? 300.0 : 4.0)}, {"b", params(6.0)}, {"y", params(12.0)}};
+}
+
+struct Fixture {
+  test::TempDir dir{"precision"};
+  Dataset dataset;
+  Fixture() {
+    const int64_t n = 8;
+    const std::string path = dir.file("x.npy");
+    REQUIRE(write_npy_file(path, Tensor::from_vector<float>({n, 1, 8}, wave(static_cast<std::size_t>(n * 8), 0.91, 1.5)))
+                .is_ok());
+    auto opened = open_dataset(DataSpec{path});
+    REQUIRE(opened.has_value());
+    dataset = std::move(*opened);
+  }
+};
+
+bool has_int16(const Model& model) {
+  for (const Value* v : model.graph->initializer_order())
+    if (model.graph->initializer(v)->dtype() == DType::Int16) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("precision search: a model that meets the target needs no change") {
+  Fixture f;
+  PrecisionSearchOptions options;
+  options.target_cosine = 0.99;
+  auto result = search_precision(mlp(), table(false), nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(result->before >= 0.99);
+  CHECK(result->after == result->before);
+  CHECK(result->changes.empty());
+  CHECK(result->overrides.nodes.empty());
+  CHECK(result->evaluations == 1);
+  CHECK(result->quantized_tensors == 6);  // x, a, b, y and the two weights
+  CHECK(precision_overrides_toml(*result).empty());
+  CHECK(precision_overrides_file(*result).find("no change needed") != std::string::npos);
+}
+
+TEST_CASE("precision search: the outlier activation goes to int16; replay through the JSON gives the same overrides") {
+  Fixture f;
+  PrecisionSearchOptions options;
+  options.target_cosine = 0.99;
+  auto result = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(result->before < 0.99);
+  CHECK(result->after >= 0.99);
+  REQUIRE(result->changes.size() == 1);
+  const PrecisionChange& c = result->changes[0];
+  CHECK(c.node == "mm1");
+  CHECK(c.to == "int16");
+  CHECK(c.from == "int8");
+  CHECK(c.activation);
+  CHECK_FALSE(c.weight);
+  CHECK(c.tensors == std::vector<std::string>{"a"});
+  CHECK(c.value_after == result->after);
+  CHECK(c.sensitivity < 0.99);
+  CHECK(result->raised_tensors == 1);
+  REQUIRE(result->overrides.nodes.count("mm1"));
+  CHECK(result->overrides.nodes.at("mm1").activation_dtype == DType::Int16);
+  CHECK(precision_overrides_toml(*result) == "[quantization.node.mm1]\nactivation-dtype = \"int16\"\n");
+
+  auto json = precision_json(*result);
+  REQUIRE(json.has_value());
+  auto back = precision_overrides_from_json(*json, "precision.json");
+  REQUIRE_MESSAGE(back.has_value(), back.status().message());
+  CHECK(back->nodes.size() == 1);
+  CHECK(back->nodes.at("mm1").activation_dtype == DType::Int16);
+
+  // The replayed table: 'a' recomputed for int16 from its threshold, the rest kept.
+  const QuantConfig merged = merge_quant_config(QuantConfig{}, *back);
+  const Model model = mlp();
+  auto retabled = table_for_config(*model.graph, table(true), &merged);
+  REQUIRE(retabled.has_value());
+  CHECK(retabled->at("a").dtype == DType::Int16);
+  CHECK(retabled->at("a").scale[0] == static_cast<float>(300.0 / 32767.0));
+  CHECK(retabled->at("b").scale == table(true).at("b").scale);
+}
+
+TEST_CASE("precision search: where the platform refuses int16 the node goes to the CPU") {
+  Fixture f;
+  PrecisionSearchOptions options;
+  options.target_cosine = 0.99;
+  int calls = 0;
+  options.oracle = [&](const Model& ptq) -> Expected<std::map<std::string, std::string>> {
+    ++calls;
+    return std::map<std::string, std::string>{{"mm1", has_int16(ptq) ? "MatMul input 'a' is int16 (allowed: int8)" : ""},
+                                              {"add", ""}, {"mm2", ""}};
+  };
+  auto result = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(calls >= 2);
+  REQUIRE(result->changes.size() == 1);
+  const PrecisionChange& c = result->changes[0];
+  CHECK(c.node == "mm1");
+  CHECK(c.to == "cpu");
+  CHECK(c.refusal == "mm1: MatMul input 'a' is int16 (allowed: int8)");
+  CHECK(c.tensors == std::vector<std::string>{"a", "W1"});
+  CHECK(result->overrides.nodes.at("mm1").quantize == false);
+  CHECK_FALSE(result->overrides.nodes.at("mm1").activation_dtype.has_value());
+  CHECK(result->after >= 0.99);
+  CHECK(precision_overrides_toml(*result) == "[quantization.node.mm1]\nquantize = false\n");
+}
+
+TEST_CASE("precision search: pruning drops a change the target does not need") {
+  Fixture f;
+  // A ranking that puts 'add' first: the greedy pass raises it, then mm1; only mm1 matters.
+  SensitivityResult ranking;
+  SensitivityRow add;
+  add.node = "add";
+  add.op_type = "Add";
+  add.has_activation = true;
+  add.activation_cosine = 0.5;
+  SensitivityRow mm1;
+  mm1.node = "mm1";
+  mm1.op_type = "MatMul";
+  mm1.has_activation = mm1.has_weight = true;
+  mm1.activation_cosine = 0.6;
+  mm1.weight_cosine = 0.9999;
+  ranking.rows = {add, mm1};
+  PrecisionSearchOptions options;
+  options.target_cosine = 0.99;
+  options.sensitivity = &ranking;
+  auto result = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  REQUIRE(result->changes.size() == 1);
+  CHECK(result->changes[0].node == "mm1");
+  CHECK(result->changes[0].sensitivity == 0.6);
+  CHECK(result->overrides.nodes.size() == 1);
+  CHECK(result->after >= 0.99);
+  CHECK(result->changes[0].value_after == result->after);
+
+  // The same ranking with at most one change: the search stops at the limit.
+  options.max_changes = 1;
+  auto limited = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+  REQUIRE_FALSE(limited.has_value());
+  CHECK(limited.status().message().find("max-changes (1) reached with cosine") != std::string::npos);
+}
+
+TEST_CASE("precision search: an impossible target is an error naming the value reached") {
+  Fixture f;
+  PrecisionSearchOptions options;
+  options.target_cosine = 1.5;
+  auto result = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+  REQUIRE_FALSE(result.has_value());
+  const std::string message = result.status().message();
+  CHECK(message.find("the candidates ran out after") != std::string::npos);
+  CHECK(message.find("target 1.500000") != std::string::npos);
+  CHECK(message.find("plain PTQ: ") != std::string::npos);
+}
+
+TEST_CASE("precision search: a precision.json without overrides is refused") {
+  auto bad = precision_overrides_from_json("{\"ranking\": []}", "x.json");
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.status().message().find("not a precision.json") != std::string::npos);
+  auto wrong = precision_overrides_from_json("{\"overrides\": {\"n\": {\"activation-dtype\": \"int4\"}}}", "x.json");
+  REQUIRE_FALSE(wrong.has_value());
+  CHECK(wrong.status().message().find("node 'n'") != std::string::npos);
+}
+
+}  // namespace qflow
