@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
 
 #include "state_codec.h"
 #include "value_scan.h"
@@ -71,17 +74,47 @@ Status HistogramObserver::observe(const Tensor& values) {
     inf_count_ += infs;
     return Status::ok();
   }
+  // Blocks of kBinBlock values, each in loops without per-value branches that the compiler
+  // vectorizes: the checks (counts in float), the bin indices (in double, as always), then the
+  // counting. bin = floor(|x| / top * bins): for |x| >= 0 the truncating conversion is the
+  // floor, and |x| <= top keeps it within int32 (bins <= 2^24).
+  constexpr float kInf = std::numeric_limits<float>::infinity();
   const double top = range();
-  const auto bins = static_cast<double>(bins_);
-  const auto last = static_cast<std::size_t>(bins_ - 1);
-  for (float x : values.span<float>()) {
-    if (!std::isfinite(x)) continue;  // counted in pass 0
-    const double a = std::fabs(static_cast<double>(x));
-    if (a > top)
-      return invalid_input("histogram observer: |x| = " + std::to_string(a) + " in pass 1 exceeds the pass-0 range " +
-                           std::to_string(top) + " (the samples differ between the passes)");
-    const std::size_t bin = top > 0.0 ? std::min(last, static_cast<std::size_t>(std::floor(a / top * bins))) : 0;
-    ++histogram_[bin];
+  const double divisor = top > 0.0 ? top : 1.0;
+  const double scale = top > 0.0 ? static_cast<double>(bins_) : 0.0;  // top 0: every value in bin 0
+  // The largest float <= top: for a finite float y, y > top exactly when y > top_below.
+  constexpr float kFloatMax = std::numeric_limits<float>::max();
+  float top_below = top >= static_cast<double>(kFloatMax) ? kFloatMax : static_cast<float>(top);
+  if (static_cast<double>(top_below) > top) top_below = std::nextafter(top_below, 0.0f);
+  const auto last = static_cast<int32_t>(bins_ - 1);
+  const std::span<const float> xs = values.span<float>();
+  constexpr std::size_t kBinBlock = 256;
+  int32_t bin[kBinBlock];
+  for (std::size_t start = 0; start < xs.size(); start += kBinBlock) {
+    const std::size_t m = std::min(kBinBlock, xs.size() - start);
+    const float* x = xs.data() + start;
+    int32_t over = 0, skipped = 0;
+    for (std::size_t j = 0; j < m; ++j) {
+      const float a = std::fabs(x[j]);
+      over += (a > top_below) & (a < kInf);
+      skipped += !(a < kInf);  // Inf and NaN: counted in pass 0, not binned
+    }
+    if (over) {
+      for (std::size_t j = 0; j < m; ++j) {
+        const double a = std::fabs(static_cast<double>(x[j]));
+        if (std::isfinite(a) && a > top)
+          return invalid_input("histogram observer: |x| = " + std::to_string(a) + " in pass 1 exceeds the pass-0 range " +
+                               std::to_string(top) + " (the samples differ between the passes)");
+      }
+    }
+    for (std::size_t j = 0; j < m; ++j) {
+      const double a = std::fabs(static_cast<double>(x[j]));
+      const double kept = a <= std::numeric_limits<double>::max() ? a : 0.0;
+      const auto b = static_cast<int32_t>(kept / divisor * scale);
+      bin[j] = b < last ? b : last;
+    }
+    for (std::size_t j = 0; j < m; ++j) ++histogram_[static_cast<std::size_t>(bin[j])];
+    histogram_[0] -= static_cast<uint64_t>(skipped);  // the non-finite values went to bin 0 above
   }
   return Status::ok();
 }

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -158,6 +160,66 @@ TEST_CASE("histogram: protocol violations are errors") {
   // Different bin counts.
   HistogramObserver c = make(8);
   CHECK(c.merge(a).code() == StatusCode::InvalidInput);
+}
+
+// The binning as the observer defines it, one value at a time.
+std::vector<double> reference_bins(const std::vector<float>& values, double top, int64_t bins) {
+  std::vector<double> h(static_cast<std::size_t>(bins), 0.0);
+  for (float x : values) {
+    if (!std::isfinite(x)) continue;
+    const double a = std::fabs(static_cast<double>(x));
+    const auto bin = top > 0.0 ? std::min(static_cast<std::size_t>(bins - 1),
+                                          static_cast<std::size_t>(std::floor(a / top * static_cast<double>(bins))))
+                               : std::size_t{0};
+    h[bin] += 1.0;
+  }
+  return h;
+}
+
+TEST_CASE("histogram: the blocked pass 1 equals per-value binning across block edges") {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> dist(0.0f, 1.5f);
+  for (std::size_t n : {std::size_t{1}, std::size_t{255}, std::size_t{256}, std::size_t{257}, std::size_t{1000}}) {
+    for (int64_t bins : {int64_t{1}, int64_t{7}, int64_t{2048}}) {
+      std::vector<float> v(n);
+      for (float& x : v) {
+        const unsigned r = rng() % 16;
+        x = r == 0 ? kNaN : r == 1 ? -kInf : r == 2 ? -0.0f : dist(rng);
+      }
+      const HistogramObserver obs = run_whole({floats(v)}, bins);
+      const TensorStatistics s = obs.statistics();
+      CHECK(s.histogram == reference_bins(v, s.histogram_range, bins));
+    }
+  }
+}
+
+// Pass 1 starting from a state whose range is `top` (not necessarily a float).
+HistogramObserver pass1_with_range(double top) {
+  HistogramObserver seed = make(4);
+  REQUIRE(seed.observe(floats({-0.5f, 0.5f})).is_ok());
+  std::string state = seed.serialize();
+  // Header: magic, version, pass, bins (4+4+4+8), counts (3*8), then min and max (f64).
+  std::memcpy(state.data() + 52, &top, sizeof top);
+  HistogramObserver obs = make(4);
+  REQUIRE(obs.deserialize(state).is_ok());
+  REQUIRE(obs.begin_pass(1).is_ok());
+  return obs;
+}
+
+TEST_CASE("histogram: the pass-1 range check is exact when the range is not a float") {
+  const float one_up = std::nextafter(1.0f, 2.0f);
+  const float one_down = std::nextafter(1.0f, 0.0f);
+  // top just above 1: 1 is inside, the next float is outside.
+  HistogramObserver above = pass1_with_range(1.0 + std::ldexp(1.0, -40));
+  CHECK(above.observe(floats({1.0f, -1.0f, kInf, kNaN})).is_ok());
+  CHECK(above.observe(floats({0.0f, -one_up})).code() == StatusCode::InvalidInput);
+  // top just below 1: the float below 1 is inside, 1 is outside.
+  HistogramObserver below = pass1_with_range(1.0 - std::ldexp(1.0, -40));
+  CHECK(below.observe(floats({one_down, -one_down})).is_ok());
+  CHECK(below.observe(floats({1.0f})).code() == StatusCode::InvalidInput);
+  // A range beyond the largest float holds every finite value.
+  HistogramObserver huge = pass1_with_range(1e300);
+  CHECK(huge.observe(floats({std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()})).is_ok());
 }
 
 TEST_CASE("histogram: state round trip in both passes; truncated and foreign bytes are refused") {
