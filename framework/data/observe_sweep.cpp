@@ -63,7 +63,10 @@ class Sweep {
       QFLOW_RETURN_IF_ERROR(created->begin_pass(0));
       it = observers.emplace(name, std::move(created)).first;
     }
-    return it->second->observe(tensor).with_context("observing '" + name + "'");
+    Status status = it->second->observe(tensor);
+    // The context string is built only on failure: this runs for every value of every sample.
+    if (!status.is_ok()) return status.with_context("observing '" + name + "'");
+    return status;
   }
 
   const Executor& executor_;
