@@ -1,4 +1,4 @@
-// Fast kernels for the 8-bit datapath of conv2d and matmul / gemm, bit-identical to the scalar
+// Fast kernels for the 8-bit datapath of conv2d, matmul / gemm and add / sub, bit-identical to the scalar
 // reference of fixed_point.h (docs/fixed-point.md, "Fast kernels").
 //
 // Why they are exact: with 8-bit activations, (x - zp) is in [-255, 255] and an int8 weight
@@ -9,7 +9,8 @@
 //
 // Weights are packed once (pack_conv2d, pack_matmul) into int16 rows padded with zeros; a run
 // gathers the input into int16 columns (im2col, padding taps are zero) and multiplies block by
-// block. Scratch memory is per thread and reused, so runs allocate nothing once warmed up.
+// block. Depthwise convolutions (one input channel per group) run directly on a zero-padded
+// plane instead. Scratch memory is per thread and reused, so runs allocate nothing once warmed up.
 // 16-bit activations stay on the reference. Standard library only (plus compiler intrinsics
 // on x86-64, selected at run time).
 #pragma once
@@ -52,7 +53,8 @@ struct PackedConv2D {
   int64_t out_h = 0, out_w = 0;
   int64_t depth = 0;       // cg * kH * kW rounded up to kDepthStep
   int64_t group_rows = 0;  // out_channels / group rounded up to kRowBlock
-  std::vector<int16_t> weights;           // [group][group_rows][depth]
+  std::vector<int16_t> weights;           // [group][group_rows][depth], for the block product
+  std::vector<int32_t> taps;              // [out_channels][kH * kW] instead, for one input channel per group
   std::vector<int32_t> bias;              // [group][group_rows]
   std::vector<Multiplier> multipliers;    // [out_channels]
   int32_t lo = 0, hi = 0;                 // output bounds (type range and clamp)
@@ -76,5 +78,10 @@ Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<
                    PackedMatMul& out);
 // fx::matmul(p, a, b, bias, y) with the packed B.
 Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y);
+
+// fx::add with 64-bit arithmetic when add_supported (8-bit inputs, left shift <= 20, input
+// multipliers below 1); otherwise, or on invalid input, it calls fx::add. y may alias a or b.
+bool add_supported(const AddParams& p);
+Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y);
 
 }  // namespace qflow::fx::fast

@@ -2,6 +2,7 @@
 // columns, block products and the requantize epilogue (docs/fixed-point.md, "Fast kernels").
 #include <algorithm>
 
+#include "runtime/fixed_point/fast_depthwise.h"
 #include "runtime/fixed_point/fast_kernels.h"
 
 namespace qflow::fx::fast {
@@ -9,10 +10,11 @@ namespace {
 
 int64_t round_up(int64_t v, int64_t step) { return (v + step - 1) / step * step; }
 
-// Per-thread buffers reused across runs: columns, accumulators.
+// Per-thread buffers reused across runs: columns, accumulators, the depthwise plane.
 struct Scratch {
   std::vector<int16_t> columns;
   std::vector<int32_t> acc;
+  std::vector<int32_t> plane;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -105,11 +107,13 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
   const int64_t mg = p.out_channels / p.group, k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
   out.depth = round_up(k, kDepthStep);
   out.group_rows = round_up(mg, kRowBlock);
-  out.weights.assign(static_cast<size_t>(p.group * out.group_rows * out.depth), 0);
+  const bool depthwise = p.in_channels == p.group;
+  if (depthwise) out.taps.assign(w.begin(), w.end());
+  else out.weights.assign(static_cast<size_t>(p.group * out.group_rows * out.depth), 0);
   out.bias.assign(static_cast<size_t>(p.group * out.group_rows), 0);
   for (int64_t m = 0; m < p.out_channels; ++m) {
     const int64_t row = m / mg * out.group_rows + m % mg;
-    std::copy(w.begin() + m * k, w.begin() + (m + 1) * k, out.weights.begin() + row * out.depth);
+    if (!depthwise) std::copy(w.begin() + m * k, w.begin() + (m + 1) * k, out.weights.begin() + row * out.depth);
     if (!bias.empty()) out.bias[static_cast<size_t>(row)] = bias[static_cast<size_t>(m)];
   }
   out.multipliers = expand(p.multipliers, p.out_channels);
@@ -125,9 +129,13 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
   if (x.size() != static_cast<size_t>(p.batch * plane_in) || y.size() != static_cast<size_t>(p.batch * p.out_channels * pixels))
     return Status::error("conv2d: tensor sizes do not match the parameters");
   if (Status s = check_range(x, p.input.type, "conv2d input"); !s.ok()) return s;
+  Scratch& s = scratch();
+  if (!k.taps.empty()) {
+    detail::depthwise_conv2d(k, isa, x.data(), y.data(), s.plane, s.acc);
+    return Status{};
+  }
   const int64_t mg = p.out_channels / p.group;
   const int64_t block = std::min(column_block(k.depth), round_up(pixels, kColBlock));
-  Scratch& s = scratch();
   int16_t* cols = sized(s.columns, block * k.depth);
   int32_t* acc = sized(s.acc, k.group_rows * block);
   for (int64_t n = 0; n < p.batch; ++n)

@@ -72,10 +72,15 @@ class IntegerOp {
             const PackedOp* packed)
       : m_(model), op_(op), ins_(ins), outs_(outs), packed_(packed) {}
 
-  // Packs a conv2d's or matmul's constant weights for the fast kernels; null when the op has
-  // none, its weights are not constant or the fast kernels refuse it (the reference then runs
-  // it and reports any error).
+  // Packs a conv2d's or matmul's constant weights for the fast kernels (add and sub take only
+  // the instruction set); null when the op has none, its weights are not constant or the fast
+  // kernels refuse it (the reference then runs it and reports any error).
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
+    if (op_.type == "add" || op_.type == "sub") {  // nothing to pack: the instruction set only
+      auto packed = std::make_shared<PackedOp>();
+      packed->isa = isa;
+      return packed;
+    }
     const bool bias_input = op_.inputs.size() > 2 && op_.inputs[2] >= 0;
     if (!has(1) || (bias_input && !has(2))) return nullptr;
     auto packed = std::make_shared<PackedOp>();
@@ -298,7 +303,7 @@ class IntegerOp {
     p.output_multiplier = pair_multiplier(op_, "output_multiplier");
     p.subtract = op_.type == "sub";
     p.clamp = clamp_of(op_);
-    return fx_status(fx::add(p, a, b, out().ints));
+    return fx_status(packed_ ? fx::fast::add(p, packed_->isa, a, b, out().ints) : fx::add(p, a, b, out().ints));
   }
 
   Status requantize() {

@@ -108,14 +108,16 @@ void transpose(const T* src, const Shape& in, const std::vector<int64_t>& perm, 
   strided_gather(src, 0, strides, out, dst);
 }
 
-// Constant weights of a conv2d or matmul op packed for the fast kernels when the model is loaded.
+// The fast kernels' state of an op, made when the model is loaded: the instruction set, and
+// for conv2d and matmul the packed constant weights.
 struct PackedOp {
   fx::fast::Isa isa = fx::fast::Isa::Portable;
   std::optional<fx::fast::PackedConv2D> conv;
   std::optional<fx::fast::PackedMatMul> matmul;
 };
-// Packs `op` when the fast kernels compute it and its weights (and bias) are constant;
-// `constants[i]` is the value of constant input i, null otherwise. Null when it does not apply.
+// Packs `op` when the fast kernels compute it (conv2d and matmul with constant weights and
+// bias, add, sub); `constants[i]` is the value of constant input i, null otherwise. Null when
+// it does not apply.
 std::shared_ptr<const PackedOp> pack_integer_op(const Model& model, const Op& op,
                                                 const std::vector<const Value*>& constants, fx::fast::Isa isa);
 

@@ -82,7 +82,7 @@ TEST_CASE("fast requantize equals fx::requantize on extreme and random accumulat
       for (int64_t i = 0; i < n; ++i) {
         const int32_t want = requantize(acc[static_cast<size_t>(i)], m, zp, lo, hi);
         REQUIRE_MESSAGE(got[static_cast<size_t>(i)] == want,
-                        fast::isa_name(isa) << " acc " << acc[static_cast<size_t>(i)] << " m " << m.mantissa << "/" << m.shift);
+                        std::string(fast::isa_name(isa)) << " acc " << acc[static_cast<size_t>(i)] << " m " << m.mantissa << "/" << m.shift);
         REQUIRE(strided[static_cast<size_t>(2 * i)] == want);
       }
     }
@@ -130,7 +130,11 @@ TEST_CASE("fast conv2d equals fx::conv2d on random shapes, strides, pads, dilati
     for (const fast::Isa isa : isas()) {
       std::vector<int32_t> got(want.size(), -999);
       REQUIRE(fast::conv2d(packed, isa, x, got).ok());
-      REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
+      INFO(std::string(fast::isa_name(isa)), " trial ", trial, " group ", p.group, " C ", p.in_channels, " M ",
+           p.out_channels, " H ", p.in_h, " W ", p.in_w, " k ", p.kernel_h, "x", p.kernel_w, " s ", p.strides[0], ",",
+           p.strides[1], " d ", p.dilations[0], ",", p.dilations[1], " pads ", p.pads[0], ",", p.pads[1], ",", p.pads[2],
+           ",", p.pads[3], " batch ", p.batch);
+      REQUIRE(got == want);
       ++compared;
     }
   }
@@ -165,7 +169,7 @@ TEST_CASE("fast matmul equals fx::matmul with transposed B, B zero points, bias 
     for (const fast::Isa isa : isas()) {
       std::vector<int32_t> got(want.size(), -999);
       REQUIRE(fast::matmul(packed, isa, a, got).ok());
-      REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
+      REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
     }
   }
 }
@@ -203,4 +207,42 @@ TEST_CASE("fast kernels report the reference's errors and refuse what they do no
   mp.multipliers = {Multiplier{-5, 0}};
   fast::PackedMatMul mpacked;
   CHECK_FALSE(fast::pack_matmul(mp, std::vector<int32_t>(3, 1), {}, mpacked).ok());
+}
+
+TEST_CASE("fast add / sub equals fx::add on random 8-bit operands, scales, clamps and aliasing") {
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 300; ++trial) {
+    const QType ta = random_8bit(rng), tb = random_8bit(rng), ty = random_8bit(rng);
+    const auto qparams = [&](QType t) {
+      return QParams{std::exp2(std::uniform_real_distribution<double>(-12.0, 4.0)(rng)),
+                     random_in(rng, range_of(t).min, range_of(t).max), t};
+    };
+    AddParams p;
+    REQUIRE(make_add_params(qparams(ta), qparams(tb), qparams(ty), rng() % 2 == 0, p).ok());
+    p.clamp = random_clamp(rng);
+    if (trial % 7 == 0) p.left_shift = random_in(rng, 0, 20);  // other valid encodings
+    REQUIRE(fast::add_supported(p));
+    const size_t n = static_cast<size_t>(random_in(rng, 1, 700));
+    const std::vector<int32_t> a = random_values(rng, n, ta), b = random_values(rng, n, tb);
+    std::vector<int32_t> want(n);
+    const Status ws = add(p, a, b, want);
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(n, -999);
+      const Status gs = fast::add(p, isa, a, b, got);
+      REQUIRE(gs.message == ws.message);
+      if (ws.ok()) REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
+      std::vector<int32_t> in_place = a;  // y aliasing a
+      if (ws.ok()) {
+        REQUIRE(fast::add(p, isa, in_place, b, in_place).ok());
+        REQUIRE(in_place == want);
+      }
+    }
+  }
+  AddParams wide;
+  REQUIRE(make_add_params(QParams{0.1, 0, QType::Int16}, QParams{0.1, 0, QType::Int8}, QParams{0.1, 0, QType::Int8},
+                          false, wide).ok());
+  CHECK_FALSE(fast::add_supported(wide));
+  std::vector<int32_t> y(2);
+  CHECK(fast::add(wide, fast::best_isa(), std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message ==
+        add(wide, std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message);
 }

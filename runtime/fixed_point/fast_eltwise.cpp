@@ -1,0 +1,54 @@
+// Add / Sub of 8-bit operands for the fast kernels, exact as fx::add (docs/fixed-point.md,
+// "Fast kernels"). With a left shift of at most 20 and input multipliers below 1 (what
+// make_add_params gives 8-bit inputs), |(q - z) << shift| < 2^28, every product with a mantissa
+// stays below 2^59 and every rescaled value below 2^29: 64-bit arithmetic without the
+// reference's 128-bit product and 2^62 saturation gives the same results.
+#include <algorithm>
+
+#include "runtime/fixed_point/fast_kernels.h"
+
+namespace qflow::fx::fast {
+namespace {
+
+// round_half_away(v * m) for |v| * mantissa < 2^63.
+int64_t scale(int64_t v, Multiplier m) {
+  const int s = 31 + m.shift;
+  if (s >= 64) return 0;
+  const uint64_t mag = static_cast<uint64_t>(v < 0 ? -v : v) * static_cast<uint64_t>(m.mantissa);
+  const auto r = static_cast<int64_t>((mag + (s > 0 ? uint64_t{1} << (s - 1) : 0)) >> s);
+  return v < 0 ? -r : r;
+}
+
+bool input_multiplier(Multiplier m) { return m.mantissa >= 0 && m.shift >= 0 && m.shift <= kMaxShift; }
+
+}  // namespace
+
+bool add_supported(const AddParams& p) {
+  return !is_16bit(p.a.type) && !is_16bit(p.b.type) && p.left_shift >= 0 && p.left_shift <= 20 &&
+         input_multiplier(p.a_multiplier) && input_multiplier(p.b_multiplier) && p.output_multiplier.mantissa >= 0 &&
+         p.output_multiplier.shift >= kMinShift && p.output_multiplier.shift <= kMaxShift;
+}
+
+Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y) {
+  const Range r = range_of(p.output.type);
+  const int32_t lo = std::max(r.min, p.clamp.min), hi = std::min(r.max, p.clamp.max);
+  // Anything the reference refuses goes to the reference, for its message.
+  if (!add_supported(p) || a.size() != b.size() || a.size() != y.size() || lo > hi ||
+      !check_range(a, p.a.type, "").ok() || !check_range(b, p.b.type, "").ok())
+    return fx::add(p, a, b, y);
+  constexpr int64_t kChunk = 256;
+  int32_t acc[kChunk];
+  for (size_t i0 = 0; i0 < a.size(); i0 += kChunk) {
+    const auto n = static_cast<int64_t>(std::min<size_t>(kChunk, a.size() - i0));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t xa = int64_t{a[i0 + static_cast<size_t>(i)] - p.a.zero_point} * (int64_t{1} << p.left_shift);
+      const int64_t xb = int64_t{b[i0 + static_cast<size_t>(i)] - p.b.zero_point} * (int64_t{1} << p.left_shift);
+      const int64_t ra = scale(xa, p.a_multiplier), rb = scale(xb, p.b_multiplier);
+      acc[i] = static_cast<int32_t>(p.subtract ? ra - rb : ra + rb);
+    }
+    requantize_row(isa, acc, n, p.output_multiplier, p.output.zero_point, lo, hi, y.data() + i0, 1);
+  }
+  return Status{};
+}
+
+}  // namespace qflow::fx::fast
