@@ -152,6 +152,7 @@ Status run_report(const std::vector<std::string>& args) {
     sources_of["qparams"] = last_where([](const ManifestStage& s) { return s.kind == "calibrator"; });
     sources_of["verify"] = last_where([](const ManifestStage& s) { return s.kind == "verify"; });
     sources_of["sensitivity"] = last_where([](const ManifestStage& s) { return s.kind == "sensitivity"; });
+    sources_of["precision"] = last_where([](const ManifestStage& s) { return s.kind == "precision-search"; });
     sources_of["check"] = last_where([](const ManifestStage& s) { return s.use == "backend:bpu-check"; });
     sources_of["perf"] = last_where([](const ManifestStage& s) { return s.use == "backend:bpu-perf"; });
     const ManifestStage* ptq = last_where([](const ManifestStage& s) {
@@ -230,6 +231,7 @@ Status run_report(const std::vector<std::string>& args) {
   QFLOW_ASSIGN_OR_RETURN(sources.perf, read_artifact("perf"));
   QFLOW_ASSIGN_OR_RETURN(sources.verify, read_artifact("verify"));
   QFLOW_ASSIGN_OR_RETURN(sources.sensitivity, read_artifact("sensitivity"));
+  QFLOW_ASSIGN_OR_RETURN(sources.precision, read_artifact("precision"));
 
   QFLOW_ASSIGN_OR_RETURN(report::ReportInput input, report::build_report(sources));
   if (!dataset_note.empty()) input.comparison_note = dataset_note;

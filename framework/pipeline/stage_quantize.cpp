@@ -4,13 +4,16 @@
 #include "framework/onnx/onnx_check.h"
 
 #include "framework/quant/bias_correction.h"
+#include "framework/quant/precision_search.h"
 #include "framework/quant/qdq_builder.h"
 
 namespace qflow {
 
 // weights = false: the calibrated model (activation Q/DQ pairs only); weights = true: the
 // PTQ model (also quantized weights and int32 biases), optionally with bias correction
-// measured on input 'dataset'. docs/quantization.md describes both.
+// measured on input 'dataset'. docs/quantization.md describes both. Input 'precision' (a
+// precision-search result) merges its node overrides over the pipeline's [quantization] and
+// recomputes the raised activations' table entries for their new type.
 Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                    const StageContext& context) {
   const std::string head = "stage '" + stage.id + "'";
@@ -27,6 +30,22 @@ Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<st
   // handle is still quantized, and the lowering names any value left without a shape.
   (void)infer_shapes(model);
 
+  // The settings this stage quantizes with: the pipeline's, or those with the searched overrides.
+  const QuantConfig* config = context.quantization;
+  QuantConfig searched;
+  const QuantTable* table = qparams_it->second->qparams.get();
+  QuantTable adjusted;
+  if (auto it = inputs.find("precision"); it != inputs.end()) {
+    QFLOW_ASSIGN_OR_RETURN(const QuantConfig overrides,
+                           precision_overrides_from_json(it->second->bytes, "input 'precision' of " + head));
+    searched = merge_quant_config(config ? *config : QuantConfig{}, overrides);
+    config = &searched;
+    auto retabled = table_for_config(*model.graph, *table, config);
+    if (!retabled) return retabled.status().with_context(head);
+    adjusted = std::move(*retabled);
+    table = &adjusted;
+  }
+
   QdqOptions options;
   options.weights = weights;
   if (bias_correction) {
@@ -35,11 +54,11 @@ Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<st
     auto dataset_it = inputs.find("dataset");
     if (dataset_it == inputs.end() || !dataset_it->second->dataset)
       return invalid_input(head + ": option 'bias-correction' needs input 'dataset' (the calibration samples)");
-    auto shift = measure_bias_shift(model, context.quantization, *dataset_it->second->dataset);
+    auto shift = measure_bias_shift(model, config, *dataset_it->second->dataset);
     if (!shift) return shift.status().with_context(head);
     options.bias_shift = std::move(*shift);
   }
-  const Status built = build_qdq_model(model, *qparams_it->second->qparams, context.quantization, options);
+  const Status built = build_qdq_model(model, *table, config, options);
   if (!built) return built.with_context(head);
   return model_result(model);
 }

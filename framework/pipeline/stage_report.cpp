@@ -52,6 +52,7 @@ Expected<StageResult> run_report(const PipelineStage& stage, const std::map<std:
   if (const Artifact* artifact = input("perf")) sources.perf = artifact->bytes;
   if (const Artifact* artifact = input("verify")) sources.verify = artifact->bytes;
   if (const Artifact* artifact = input("sensitivity")) sources.sensitivity = artifact->bytes;
+  if (const Artifact* artifact = input("precision")) sources.precision = artifact->bytes;
   sources.samples = std::get<int64_t>(stage.options.at("samples").value);
   sources.threads = context.threads;
   Expected<report::ReportInput> report = report::build_report(sources);

@@ -86,6 +86,24 @@ struct Sensitivity {
   std::vector<SensitivityEntry> ranking;
 };
 
+// The precision search's decisions (precision.json), in the order they were made.
+struct PrecisionDecision {
+  std::string node, op_type;
+  std::vector<std::string> tensors;
+  std::string from, to;  // "int8" -> "int16" or "cpu"
+  bool activation = false, weight = false;
+  std::string refusal;   // to = cpu: why int16 was not taken
+  double sensitivity = 1.0;
+  double value_after = 0.0;
+};
+struct Precision {
+  std::string target_kind;  // "cosine" or a metric name
+  double threshold = 0.0, before = 0.0, after = 0.0;
+  int64_t samples = 0, quantized_tensors = 0, raised_tensors = 0;
+  std::vector<PrecisionDecision> decisions;
+  std::string overrides_toml;
+};
+
 // A threshold drawn on a histogram: "kl (chosen)" at 6.1.
 struct Threshold {
   std::string label;
@@ -113,6 +131,7 @@ struct ReportInput {
   int64_t histograms_omitted = 0;  // tensors with a histogram not drawn (the cap)
   std::optional<Verify> verify;
   std::optional<Sensitivity> sensitivity;
+  std::optional<Precision> precision;
   std::optional<Perf> perf;
 };
 
@@ -131,6 +150,7 @@ struct ReportSources {
   std::optional<std::string> perf;    // the perf stage's report, text or JSON
   std::optional<std::string> verify;  // verify_result.json
   std::optional<std::string> sensitivity;  // sensitivity.json
+  std::optional<std::string> precision;    // precision.json
   std::size_t max_histograms = 24;
 };
 // Parses the reports and runs the layer comparison. A comparison the models do not allow
@@ -142,6 +162,7 @@ Expected<Placement> parse_check(std::string_view text);
 Expected<Perf> parse_perf(std::string_view text);
 Expected<Verify> parse_verify(std::string_view json);
 Expected<Sensitivity> parse_sensitivity(std::string_view json);
+Expected<Precision> parse_precision(std::string_view json);
 
 // The percentile of a histogram of |x| (linear inside the bin), for threshold lines.
 double histogram_percentile(const std::vector<double>& counts, double range, double percentile);

@@ -48,6 +48,11 @@ Expected<ReportInput> build_report(const ReportSources& sources) {
     if (!sensitivity) return sensitivity.status().with_context("the sensitivity result");
     input.sensitivity = std::move(*sensitivity);
   }
+  if (sources.precision) {
+    Expected<Precision> precision = parse_precision(*sources.precision);
+    if (!precision) return precision.status().with_context("the precision search result");
+    input.precision = std::move(*precision);
+  }
   if (sources.verify) {
     Expected<Verify> verify = parse_verify(*sources.verify);
     if (!verify) return verify.status().with_context("the verify result");

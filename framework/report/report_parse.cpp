@@ -295,6 +295,42 @@ Expected<Sensitivity> parse_sensitivity(std::string_view text) {
   return sensitivity;
 }
 
+Expected<Precision> parse_precision(std::string_view text) {
+  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "precision search result"));
+  const JsonValue* changes = root.find("changes");
+  if (!changes || !changes->is_array()) return invalid_input("precision search result: no \"changes\" array");
+  Precision precision;
+  if (const JsonValue* target = root.find("target")) {
+    precision.target_kind = json_text(target->find("kind"));
+    precision.threshold = json_number(target->find("threshold"));
+  }
+  precision.before = json_number(root.find("before"));
+  precision.after = json_number(root.find("after"));
+  precision.samples = json_int(root.find("samples"));
+  precision.quantized_tensors = json_int(root.find("quantized_tensors"));
+  precision.raised_tensors = json_int(root.find("raised_tensors"));
+  precision.overrides_toml = json_text(root.find("overrides_toml"));
+  for (const JsonValue& c : changes->items()) {
+    PrecisionDecision d;
+    d.node = json_text(c.find("node"));
+    d.op_type = json_text(c.find("op_type"));
+    if (const JsonValue* tensors = c.find("tensors"); tensors && tensors->is_array())
+      for (const JsonValue& t : tensors->items())
+        if (t.is_string()) d.tensors.push_back(t.as_string());
+    d.from = json_text(c.find("from"));
+    d.to = json_text(c.find("to"));
+    const JsonValue* activation = c.find("activation");
+    const JsonValue* weight = c.find("weight");
+    d.activation = activation && activation->is_bool() && activation->as_bool();
+    d.weight = weight && weight->is_bool() && weight->as_bool();
+    d.refusal = json_text(c.find("refusal"));
+    d.sensitivity = json_number(c.find("sensitivity"));
+    d.value_after = json_number(c.find("value_after"));
+    precision.decisions.push_back(std::move(d));
+  }
+  return precision;
+}
+
 double histogram_percentile(const std::vector<double>& counts, double range, double percentile) {
   double total = 0.0;
   for (double c : counts) total += c;

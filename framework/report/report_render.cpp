@@ -166,6 +166,21 @@ std::string card(const std::string& value, const std::string& label, const std::
          label + "</span></div>";
 }
 
+// "int8 -> int16 (activation, weight)" or "int8 -> CPU (float)".
+std::string decision_change(const PrecisionDecision& d) {
+  if (d.to == "cpu") return d.from + " \u2192 CPU (float)";
+  std::string sides = d.activation ? "activation" : "";
+  if (d.weight) sides += std::string(sides.empty() ? "" : ", ") + "weight";
+  return d.from + " \u2192 " + d.to + (sides.empty() ? "" : " (" + sides + ")");
+}
+
+std::string precision_summary(const Precision& p) {
+  return p.target_kind + " " + fixed(p.before, 6) + " \u2192 " + fixed(p.after, 6) + " (target " + fixed(p.threshold, 6) +
+         ", " + std::to_string(p.samples) + " samples): " + std::to_string(p.decisions.size()) + " node change" +
+         (p.decisions.size() == 1 ? "" : "s") + ", " + std::to_string(p.raised_tensors) + " of " +
+         std::to_string(p.quantized_tensors) + " quantized tensors raised";
+}
+
 std::pair<int64_t, int64_t> placement_counts(const Placement& placement) {
   int64_t bpu = 0, cpu = 0;
   for (const PlacementNode& node : placement.nodes) (node.placement == "BPU" ? bpu : cpu) += 1;
@@ -207,7 +222,7 @@ std::string render_html(const ReportInput& input) {
   html += "<h1>" + html_escape(title) + "</h1>\n";
   html += "<nav><a href=\"#summary\">Summary</a><a href=\"#stages\">Stages</a><a href=\"#placement\">Placement</a>"
           "<a href=\"#layers\">Per-layer error</a><a href=\"#histograms\">Histograms</a>"
-          "<a href=\"#sensitivity\">Sensitivity</a><a href=\"#verify\">Verify</a>"
+          "<a href=\"#sensitivity\">Sensitivity</a><a href=\"#precision\">Precision</a><a href=\"#verify\">Verify</a>"
           "<a href=\"#perf\">Performance</a></nav>\n";
 
   // Summary cards.
@@ -364,6 +379,34 @@ std::string render_html(const ReportInput& input) {
   }
   html += "</section>\n";
 
+  // Precision decisions.
+  html += "<section id=\"precision\"><h2>Precision decisions</h2>";
+  if (!input.precision) {
+    html += "<p class=\"note\">No precision search (input 'precision').</p>";
+  } else {
+    const Precision& p = *input.precision;
+    html += "<p>" + html_escape(precision_summary(p)) + ".</p>";
+    if (p.decisions.empty()) {
+      html += "<p class=\"ok\">No change needed: the PTQ model meets the target as it is.</p>";
+    } else {
+      html += "<table><tr><th>#</th><th>node</th><th>op type</th><th>change</th><th>tensors</th>"
+              "<th>why: sensitivity</th><th>" + html_escape(p.target_kind) + " after</th></tr>";
+      for (std::size_t i = 0; i < p.decisions.size(); ++i) {
+        const PrecisionDecision& d = p.decisions[i];
+        std::string tensors;
+        for (const std::string& t : d.tensors) tensors += (tensors.empty() ? "" : ", ") + ("<code>" + html_escape(t) + "</code>");
+        std::string change = html_escape(decision_change(d));
+        if (!d.refusal.empty()) change += "<br><span class=\"note\">int16 refused: " + html_escape(d.refusal) + "</span>";
+        html += "<tr>" + td(std::to_string(i + 1), true) + td("<code>" + html_escape(d.node) + "</code>") +
+                td(html_escape(d.op_type)) + td(change) + td(tensors) + td(fixed(d.sensitivity, 6), true) +
+                td(fixed(d.value_after, 6), true) + "</tr>";
+      }
+      html += "</table><h3>Replay</h3><p>Paste under the pipeline's <code>[quantization]</code> table "
+              "(precision_overrides.toml):</p><pre><code>" + html_escape(p.overrides_toml) + "</code></pre>";
+    }
+  }
+  html += "</section>\n";
+
   // Verify.
   html += "<section id=\"verify\"><h2>Verify</h2>";
   if (!input.verify) {
@@ -500,6 +543,32 @@ std::string render_markdown(const ReportInput& input) {
       const SensitivityEntry& e = sv.ranking[i];
       md += "| " + std::to_string(i + 1) + " | " + md_escape(e.node) + " | " + md_escape(e.op_type) + " | " +
             cell(e.weight_cosine) + " | " + cell(e.activation_cosine) + " |\n";
+    }
+  }
+
+  md += "\n## Precision decisions\n\n";
+  if (!input.precision) {
+    md += "No precision search (input 'precision').\n";
+  } else {
+    const Precision& p = *input.precision;
+    md += precision_summary(p) + ".\n";
+    if (p.decisions.empty()) {
+      md += "\nNo change needed: the PTQ model meets the target as it is.\n";
+    } else {
+      md += "\n| # | node | op type | change | tensors | why: sensitivity | " + md_escape(p.target_kind) +
+            " after |\n|--:|---|---|---|---|--:|--:|\n";
+      for (std::size_t i = 0; i < p.decisions.size(); ++i) {
+        const PrecisionDecision& d = p.decisions[i];
+        std::string tensors;
+        for (const std::string& t : d.tensors) tensors += (tensors.empty() ? "" : ", ") + md_escape(t);
+        std::string change = decision_change(d);
+        if (!d.refusal.empty()) change += "; int16 refused: " + d.refusal;
+        md += "| " + std::to_string(i + 1) + " | " + md_escape(d.node) + " | " + md_escape(d.op_type) + " | " +
+              md_escape(change) + " | " + tensors + " | " + fixed(d.sensitivity, 6) + " | " + fixed(d.value_after, 6) +
+              " |\n";
+      }
+      md += "\nReplay: paste under the pipeline's `[quantization]` table (precision_overrides.toml):\n\n```toml\n" +
+            p.overrides_toml + "```\n";
     }
   }
 

@@ -48,7 +48,7 @@ if ! "$qflow" run pipelines/bpu_ptq.toml --set verify.limit=16 --out "$out" >"$w
 fi
 html=$out/report.html
 [ -s "$html" ] || { echo "FAIL: $html missing"; exit 1; }
-for section in summary stages placement layers histograms sensitivity verify perf; do
+for section in summary stages placement layers histograms sensitivity precision verify perf; do
   grep -q "<section id=\"$section\">" "$html" || fail "section '$section' missing"
 done
 grep -qi '<script' "$html" && fail "report.html has a script"

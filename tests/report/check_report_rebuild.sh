@@ -20,7 +20,8 @@ fi
 cp "$out/report.html" "$work/stage_report.html"
 "$qflow" report "$out" >"$work/report.log" 2>&1 || fail "qflow report failed: $(tail -3 "$work/report.log")"
 cmp -s "$out/report.html" "$work/stage_report.html" || fail "qflow report's report.html differs from the stage's"
-for heading in "## Summary" "## Stages" "## Placement" "## Per-layer error" "## Histograms" "## Sensitivity" "## Verify" \
+for heading in "## Summary" "## Stages" "## Placement" "## Per-layer error" "## Histograms" "## Sensitivity" \
+  "## Precision decisions" "## Verify" \
   "## Performance estimate"; do
   grep -qx "$heading" "$out/report.md" || fail "report.md has no '$heading'"
 done
