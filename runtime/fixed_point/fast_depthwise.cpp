@@ -30,6 +30,28 @@ namespace {
   }
 }
 
+// Stride 1: the accumulators take the plane's row pitch, so each tap is one long contiguous
+// update over oh * pw values (columns ox >= ow are computed and dropped; the plane has a zero
+// tail for their reads), then the valid columns are compacted to rows of ow.
+[[gnu::always_inline]] inline void depthwise_flat(const int32_t* plane, int64_t pw, const int32_t* taps, int64_t kh,
+                                                  int64_t kw, int64_t dy, int64_t dx, int64_t oh, int64_t ow,
+                                                  int32_t bias, int32_t* wide, int32_t* acc) {
+  const int64_t n = oh * pw;
+  std::fill(wide, wide + n, bias);
+  for (int64_t ky = 0; ky < kh; ++ky)
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      const int32_t w = taps[ky * kw + kx];
+      const int32_t* src = plane + ky * dy * pw + kx * dx;
+      for (int64_t i = 0; i < n; ++i) wide[i] += w * src[i];
+    }
+  for (int64_t oy = 0; oy < oh; ++oy) std::copy(wide + oy * pw, wide + oy * pw + ow, acc + oy * ow);
+}
+
+void depthwise_flat_portable(const int32_t* plane, int64_t pw, const int32_t* taps, int64_t kh, int64_t kw,
+                             int64_t dy, int64_t dx, int64_t oh, int64_t ow, int32_t bias, int32_t* wide, int32_t* acc) {
+  depthwise_flat(plane, pw, taps, kh, kw, dy, dx, oh, ow, bias, wide, acc);
+}
+
 void depthwise_portable(const int32_t* plane, int64_t pw, const int32_t* taps, int64_t kh, int64_t kw, int64_t sy,
                         int64_t sx, int64_t dy, int64_t dx, int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
   depthwise_plane(plane, pw, taps, kh, kw, sy, sx, dy, dx, oh, ow, bias, acc);
@@ -37,6 +59,12 @@ void depthwise_portable(const int32_t* plane, int64_t pw, const int32_t* taps, i
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // The same loops, vectorized by the compiler for AVX2.
+__attribute__((target("avx2"))) void depthwise_flat_avx2(const int32_t* plane, int64_t pw, const int32_t* taps,
+                                                         int64_t kh, int64_t kw, int64_t dy, int64_t dx, int64_t oh,
+                                                         int64_t ow, int32_t bias, int32_t* wide, int32_t* acc) {
+  depthwise_flat(plane, pw, taps, kh, kw, dy, dx, oh, ow, bias, wide, acc);
+}
+
 __attribute__((target("avx2"))) void depthwise_avx2(const int32_t* plane, int64_t pw, const int32_t* taps,
                                                     int64_t kh, int64_t kw, int64_t sy, int64_t sx, int64_t dy,
                                                     int64_t dx, int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
@@ -55,10 +83,14 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
   const int64_t pw = std::max(p.in_w + p.pads[1] + p.pads[3], (k.out_w - 1) * p.strides[1] + (p.kernel_w - 1) * p.dilations[1] + 1);
   const int64_t pixels = k.out_h * k.out_w, mg = p.out_channels / p.group, taps = p.kernel_h * p.kernel_w;
   const int32_t zp = p.input.zero_point;
-  if (plane.size() < static_cast<size_t>(ph * pw)) plane.resize(static_cast<size_t>(ph * pw));
-  if (acc.size() < static_cast<size_t>(pixels)) acc.resize(static_cast<size_t>(pixels));
+  const bool flat = p.strides[0] == 1 && p.strides[1] == 1;
+  // A zero tail of one row for the dropped columns of the flat path.
+  const int64_t plane_size = ph * pw + pw, wide_size = flat ? k.out_h * pw : 0;
+  if (plane.size() < static_cast<size_t>(plane_size)) plane.resize(static_cast<size_t>(plane_size));
+  if (acc.size() < static_cast<size_t>(pixels + wide_size)) acc.resize(static_cast<size_t>(pixels + wide_size));
+  int32_t* wide = acc.data() + pixels;
   // The border stays zero for the whole call: only the interior is rewritten per channel.
-  std::fill(plane.begin(), plane.begin() + ph * pw, 0);
+  std::fill(plane.begin(), plane.begin() + plane_size, 0);
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t g = 0; g < p.group; ++g) {
       const int32_t* xc = x + (n * p.in_channels + g) * p.in_h * p.in_w;
@@ -71,12 +103,22 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
         const int64_t m = g * mg + r;
         const int32_t* w = k.taps.data() + m * taps;
         const int32_t bias = k.bias[static_cast<size_t>(g * k.group_rows + r)];
+        const bool avx2 = isa != Isa::Portable;
 #if defined(__x86_64__) && defined(__GNUC__)
-        if (isa != Isa::Portable)
+        if (flat && avx2)
+          depthwise_flat_avx2(plane.data(), pw, w, p.kernel_h, p.kernel_w, p.dilations[0], p.dilations[1], k.out_h,
+                              k.out_w, bias, wide, acc.data());
+        else if (avx2)
           depthwise_avx2(plane.data(), pw, w, p.kernel_h, p.kernel_w, p.strides[0], p.strides[1], p.dilations[0],
                          p.dilations[1], k.out_h, k.out_w, bias, acc.data());
         else
+#else
+        (void)avx2;
 #endif
+        if (flat)
+          depthwise_flat_portable(plane.data(), pw, w, p.kernel_h, p.kernel_w, p.dilations[0], p.dilations[1], k.out_h,
+                                  k.out_w, bias, wide, acc.data());
+        else
           depthwise_portable(plane.data(), pw, w, p.kernel_h, p.kernel_w, p.strides[0], p.strides[1], p.dilations[0],
                              p.dilations[1], k.out_h, k.out_w, bias, acc.data());
         requantize_row(isa, acc.data(), pixels, k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo, k.hi,
