@@ -33,13 +33,14 @@ std::string_view artifact_type_name(ArtifactType type);
 // Host stages (import-onnx, load-data, quantize, verify, report) are built into the runner; the
 // others are plugin components.
 enum class StageKind {
-  ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Backend, Verify, Report, Compare, Sensitivity
+  ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Backend, Verify, Report, Compare, Sensitivity,
+  PrecisionSearch
 };
 std::string_view stage_kind_name(StageKind kind);
 inline bool is_host_stage(StageKind kind) {
   return kind == StageKind::ImportOnnx || kind == StageKind::LoadData || kind == StageKind::Quantize ||
          kind == StageKind::Verify || kind == StageKind::Report || kind == StageKind::Compare ||
-         kind == StageKind::Sensitivity;
+         kind == StageKind::Sensitivity || kind == StageKind::PrecisionSearch;
 }
 
 // A [vars] entry: string, int, float or bool (OptionValue without the list alternative).

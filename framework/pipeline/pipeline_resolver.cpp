@@ -82,6 +82,19 @@ const std::vector<HostStage>& host_stages() {
        StageKind::Sensitivity,
        {{"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"}},
        {}},
+      {"precision-search",
+       StageKind::PrecisionSearch,
+       {{"backend", OptionType::String, std::string(),
+         "backend asked whether a node may run in int16 (e.g. bpu-check); \"\" = int16 allowed everywhere"},
+        {"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"},
+        {"max-changes", OptionType::Int, int64_t{0}, "fail when the target needs more node changes; 0 = no limit"},
+        {"max-drop", OptionType::Float, 0.01, "with a metric: the largest drop below the float model's score"},
+        {"metric", OptionType::String, std::string(), "a metric component for the target; \"\" = output cosine"},
+        {"metric-options", OptionType::StringList, std::vector<std::string>{},
+         "the metric's options as \"key=value\" strings"},
+        {"platform", OptionType::String, std::string(), "the backend's platform option; \"\" = its default"},
+        {"target-cosine", OptionType::Float, 0.99, "without a metric: the output cosine the PTQ model must reach"}},
+       {}},
   };
   return stages;
 }
@@ -339,6 +352,7 @@ class Resolver {
       case StageKind::Report: return "report.html";
       case StageKind::Compare: return "compare_per_layer.json";
       case StageKind::Sensitivity: return "sensitivity.json";
+      case StageKind::PrecisionSearch: return "precision.json";
     }
     return stage.id;
   }
@@ -412,6 +426,7 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::Report: return "report";
     case StageKind::Compare: return "compare";
     case StageKind::Sensitivity: return "sensitivity";
+    case StageKind::PrecisionSearch: return "precision-search";
   }
   return "unknown";
 }
@@ -429,6 +444,7 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
     case StageKind::Quantize:
       return {{"dataset", ArtifactType::Dataset, false},
               {"model", ArtifactType::Model, true},
+              {"precision", ArtifactType::Report, false},
               {"qparams", ArtifactType::QParams, true}};
     case StageKind::Backend: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, false}};
     case StageKind::Verify:
@@ -439,7 +455,8 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
     case StageKind::Report:
       return {{"check", ArtifactType::Binary, false},   {"dataset", ArtifactType::Dataset, false},
               {"model", ArtifactType::Model, false},    {"perf", ArtifactType::Binary, false},
-              {"ptq", ArtifactType::Model, false},      {"qparams", ArtifactType::QParams, false},
+              {"precision", ArtifactType::Report, false}, {"ptq", ArtifactType::Model, false},
+              {"qparams", ArtifactType::QParams, false},
               {"sensitivity", ArtifactType::Report, false}, {"statistics", ArtifactType::Statistics, false},
               {"verify", ArtifactType::Report, false}};
     case StageKind::Compare:
@@ -448,6 +465,9 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
     case StageKind::Sensitivity:
       return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
               {"qparams", ArtifactType::QParams, true}};
+    case StageKind::PrecisionSearch:
+      return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
+              {"qparams", ArtifactType::QParams, true}, {"sensitivity", ArtifactType::Report, false}};
   }
   return {};
 }
@@ -464,7 +484,8 @@ ArtifactType stage_output(StageKind kind) {
     case StageKind::Verify:
     case StageKind::Report:
     case StageKind::Compare:
-    case StageKind::Sensitivity: return ArtifactType::Report;
+    case StageKind::Sensitivity:
+    case StageKind::PrecisionSearch: return ArtifactType::Report;
   }
   return ArtifactType::Report;
 }

@@ -94,6 +94,16 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
     }
     json.end_object();
     if (stage.kind == StageKind::Pass) json.field("pass_seconds", c.result.pass_seconds);
+    if (c.result.precision) {
+      json.key("precision").begin_object();
+      write_precision_fields(json, *c.result.precision);
+      json.end_object();
+    }
+    if (!c.result.side_files.empty()) {
+      json.key("side_files").begin_array(true);
+      for (const auto& [name, bytes] : c.result.side_files) json.value(name);
+      json.end_array();
+    }
     json.field("seconds", c.seconds);
     json.field("use", canonical_use(stage));
     if (!c.result.warnings.empty()) {
@@ -205,6 +215,7 @@ class Scheduler {
           const PipelineStage& stage = pipeline_.stages[index];
           const StageResult& result = done_[index]->result;
           options_.progress(summary_line(stage, result, (std::filesystem::path(options_.out_dir) / stage.output).string()));
+          if (!result.printed.empty()) options_.progress(result.printed.substr(0, result.printed.find_last_not_of('\n') + 1));
           if (!result.graph_text.empty()) {
             options_.progress(result.graph_text.substr(0, result.graph_text.find_last_not_of('\n') + 1));
           }
@@ -251,6 +262,10 @@ class Scheduler {
     const std::string path = (std::filesystem::path(options_.out_dir) / stage.output).string();
     const Status written = write_file_atomic(path, result->artifact.bytes);
     if (!written.is_ok()) return written.with_context(context);
+    for (const auto& [name, bytes] : result->side_files) {
+      const Status side = write_file_atomic((std::filesystem::path(options_.out_dir) / name).string(), bytes);
+      if (!side.is_ok()) return side.with_context(context);
+    }
     Completed completed;
     completed.sha256 = sha256_hex(result->artifact.bytes);
     completed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/data/dataset.h"
+#include "framework/quant/precision_search.h"
 #include "framework/pipeline/pipeline.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/tensor.h"
@@ -43,6 +44,13 @@ struct StageResult {
   // Things the user should know that did not stop the stage (NaN samples, skipped
   // tensors); printed on stderr and listed in the manifest.
   std::vector<std::string> warnings;
+  // Files written next to the artifact (name -> bytes), e.g. the text form of a report
+  // artifact; listed in the manifest with the stage.
+  std::map<std::string, std::string> side_files;
+  // Text the run prints after the stage's summary line (a comparison table).
+  std::string printed;
+  // Precision-search stages: the decisions, for the manifest.
+  std::optional<PrecisionSearchResult> precision;
 };
 
 // A stage the run has completed, as the manifest records it (the report stage's run summary).

@@ -2,7 +2,7 @@
 # The standard BPU pipeline (pipelines/bpu_ptq.toml) on the Fashion-MNIST sample for every
 # bundled platform: every artifact present, verify reports the .hbm runtime bit-identical to
 # the .bc simulator and close to the PTQ model, `qflow hbm run` and `qflow infer x.bc` give
-# byte-identical outputs, and (on bernoulli2, which has both BPU and CPU segments) a second
+# byte-identical outputs, the precision search finds nothing to change, and (on bernoulli2, which has both BPU and CPU segments) a second
 # run with another thread count writes byte-identical .bc and .hbm files.
 #
 # usage: check_bpu_ptq.sh QFLOW SOURCE_DIR WORK_DIR
@@ -16,7 +16,7 @@ fail() { echo "FAIL: $*"; failed=1; }
 artifacts="fashion_mnist_original_float_model.onnx fashion_mnist_optimized_float_model.onnx
   calibration_table.json fashion_mnist_calibrated_model.onnx fashion_mnist_ptq_model.onnx
   model_check_result.txt fashion_mnist_quantized_model.bc fashion_mnist.hbm verify_result.json
-  model_perf.txt manifest.json"
+  model_perf.txt sensitivity.json precision.json precision_overrides.toml report.html manifest.json"
 samples=$work/samples.npy
 # The first 16 calibration samples, for the CLI comparisons (plain python3, no numpy).
 python3 - models/fashion_mnist/calib_200.npy "$samples" <<'PY' || exit 1
@@ -41,6 +41,9 @@ for platform in bernoulli2 bayes nash; do
   for artifact in $artifacts; do
     [ -s "$out/$artifact" ] || fail "$platform: $artifact missing or empty"
   done
+  # The sample meets the default target-cosine as plain int8: the search changes nothing.
+  grep -q "precision search: cosine .* no change needed" "$out.log" ||
+    fail "$platform: the precision search changed the sample: $(grep "precision search" "$out.log")"
   python3 - "$out/verify_result.json" "$platform" <<'PY' || fail "$platform: verify result out of bounds"
 import json, sys
 result = json.load(open(sys.argv[1]))

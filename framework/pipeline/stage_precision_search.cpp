@@ -1,0 +1,167 @@
+// precision-search: the fewest per-node precision changes that bring the PTQ model to a target
+// (docs/accuracy-debugging.md); the quantize stage replays them through its input 'precision'.
+#include "framework/pipeline/stage_util.h"
+
+#include <cstdio>
+
+#include "framework/pipeline/pipeline_text.h"
+#include "framework/plugin/component_registry.h"
+#include "framework/quant/precision_search.h"
+#include "qflow/core/json.h"
+
+namespace qflow {
+
+namespace {
+
+// A sensitivity.json back into the ranking (rows in file order: worst first).
+Expected<SensitivityResult> read_sensitivity(const std::string& text, const std::string& source) {
+  QFLOW_ASSIGN_OR_RETURN(JsonValue doc, parse_json(text, source));
+  const JsonValue* ranking = doc.find("ranking");
+  if (!ranking || !ranking->is_array()) return invalid_input(source + ": no \"ranking\" array (not a sensitivity.json)");
+  SensitivityResult result;
+  if (const JsonValue* samples = doc.find("samples"); samples && samples->is_integer()) result.samples = samples->as_int();
+  for (const JsonValue& item : ranking->items()) {
+    const JsonValue* node = item.find("node");
+    const JsonValue* op = item.find("op_type");
+    if (!node || !node->is_string() || !op || !op->is_string())
+      return invalid_input(source + ": a ranking row without \"node\" and \"op_type\"");
+    SensitivityRow row;
+    row.node = node->as_string();
+    row.op_type = op->as_string();
+    if (const JsonValue* w = item.find("weight_cosine"); w && w->is_number()) {
+      row.has_weight = true;
+      row.weight_cosine = w->as_number();
+    }
+    if (const JsonValue* a = item.find("activation_cosine"); a && a->is_number()) {
+      row.has_activation = true;
+      row.activation_cosine = a->as_number();
+    }
+    result.rows.push_back(row);
+  }
+  return result;
+}
+
+// The placement a backend gives a PTQ model. A backend that writes the BPU check report as
+// JSON (option `format`) is asked through it, as the lowering places the model (dtype
+// refusals included); any other backend through capability().
+Expected<PlacementOracle> make_oracle(const ComponentRegistry& registry, const std::string& name,
+                                      const std::string& platform, const std::string& head) {
+  const ComponentInfo* info = registry.find(ComponentKind::Backend, name);
+  if (!info) return not_found(head + ": option 'backend': no backend component '" + name + "'");
+  Options values;
+  bool report = false;
+  for (const OptionSpec& spec : info->options) {
+    if (spec.name == "platform" && !platform.empty()) values.set("platform", platform);
+    if (spec.name == "format") {
+      values.set("format", std::string("json"));
+      report = true;
+    }
+  }
+  if (!platform.empty() && !values.has("platform"))
+    return invalid_input(head + ": backend '" + name + "' has no option 'platform'");
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Backend> backend, registry.make_backend(name, values));
+  return PlacementOracle([backend, report, name](const Model& ptq) -> Expected<std::map<std::string, std::string>> {
+    std::map<std::string, std::string> placement;
+    if (report) {
+      QFLOW_ASSIGN_OR_RETURN(const std::string text, backend->compile(ptq, QuantTable{}));
+      QFLOW_ASSIGN_OR_RETURN(JsonValue doc, parse_json(text, "backend '" + name + "' report"));
+      const JsonValue* nodes = doc.find("nodes");
+      if (!nodes || !nodes->is_array()) return invalid_input("backend '" + name + "' report has no \"nodes\" array");
+      for (const JsonValue& n : nodes->items()) {
+        const JsonValue* node = n.find("name");
+        const JsonValue* where = n.find("placement");
+        const JsonValue* reason = n.find("reason");
+        if (!node || !node->is_string() || !where || !where->is_string()) continue;
+        placement[node->as_string()] =
+            where->as_string() == "bpu" ? std::string()
+                                        : (reason && reason->is_string() && !reason->as_string().empty() ? reason->as_string()
+                                                                                                          : "cpu");
+      }
+      return placement;
+    }
+    QFLOW_ASSIGN_OR_RETURN(const std::vector<NodeCapability> caps, backend->capability(ptq));
+    for (const NodeCapability& cap : caps)
+      placement[cap.node] = cap.supported ? std::string() : (cap.reason.empty() ? "unsupported" : cap.reason);
+    return placement;
+  });
+}
+
+}  // namespace
+
+Expected<StageResult> run_precision_search(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                           const ComponentRegistry& registry, const StageContext& context) {
+  const std::string head = "stage '" + stage.id + "'";
+  QFLOW_ASSIGN_OR_RETURN(Model float_model, model_input(stage, *inputs.at("model")));
+  PrecisionSearchOptions options;
+  options.target_cosine = std::get<double>(stage.options.at("target-cosine").value);
+  options.max_drop = std::get<double>(stage.options.at("max-drop").value);
+  options.limit = std::get<int64_t>(stage.options.at("limit").value);
+  options.max_changes = std::get<int64_t>(stage.options.at("max-changes").value);
+  options.threads = context.threads;
+
+  std::shared_ptr<Metric> metric;
+  const std::string metric_name = string_option(stage, "metric");
+  const auto& metric_options = std::get<std::vector<std::string>>(stage.options.at("metric-options").value);
+  if (!metric_name.empty()) {
+    const ComponentInfo* info = registry.find(ComponentKind::Metric, metric_name);
+    if (!info) return not_found(head + ": option 'metric': no metric component '" + metric_name + "'");
+    Options values;
+    for (const std::string& item : metric_options) {
+      const std::size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return invalid_input(head + ": metric-options entry '" + item + "' is not key=value");
+      const std::string key = item.substr(0, eq);
+      const OptionSpec* spec = nullptr;
+      for (const OptionSpec& s : info->options)
+        if (s.name == key) spec = &s;
+      if (!spec) {
+        std::string allowed;
+        for (const OptionSpec& s : info->options) allowed += (allowed.empty() ? "" : ", ") + s.name;
+        return invalid_input(head + ": metric '" + metric_name + "' has no option '" + key + "' (allowed: " +
+                             (allowed.empty() ? std::string("none") : allowed) + ")");
+      }
+      auto value = parse_option_text(item.substr(eq + 1), spec->type);
+      if (!value) return value.status().with_context(head + ": metric-options '" + key + "'");
+      values.set(key, *value);
+    }
+    QFLOW_ASSIGN_OR_RETURN(metric, registry.make_metric(metric_name, values));
+    options.metric = metric.get();
+    options.metric_name = metric_name;
+  } else if (!metric_options.empty()) {
+    return invalid_input(head + ": metric-options given without a metric");
+  }
+
+  const std::string backend = string_option(stage, "backend");
+  const std::string platform = string_option(stage, "platform");
+  if (!backend.empty()) {
+    QFLOW_ASSIGN_OR_RETURN(options.oracle, make_oracle(registry, backend, platform, head));
+  } else if (!platform.empty()) {
+    return invalid_input(head + ": option 'platform' needs option 'backend'");
+  }
+
+  SensitivityResult ranking;
+  if (auto it = inputs.find("sensitivity"); it != inputs.end()) {
+    QFLOW_ASSIGN_OR_RETURN(ranking, read_sensitivity(it->second->bytes, "input 'sensitivity' of " + head));
+    options.sensitivity = &ranking;
+  }
+  QFLOW_ASSIGN_OR_RETURN(PrecisionSearchResult result,
+                         search_precision(float_model, *inputs.at("qparams")->qparams, context.quantization,
+                                          *inputs.at("dataset")->dataset, options));
+  StageResult out;
+  out.artifact.type = ArtifactType::Report;
+  QFLOW_ASSIGN_OR_RETURN(out.artifact.bytes, precision_json(result));
+  out.side_files["precision_overrides.toml"] = precision_overrides_file(result);
+  char line[160];
+  std::snprintf(line, sizeof line, "%s %.6f -> %.6f (target %.6f), ", result.target_kind.c_str(), result.before,
+                result.after, result.threshold);
+  out.printed = "precision search: " + std::string(line) +
+                (result.changes.empty() ? std::string("no change needed")
+                                        : std::to_string(result.changes.size()) + " node change(s), " +
+                                              std::to_string(result.raised_tensors) + " of " +
+                                              std::to_string(result.quantized_tensors) + " quantized tensors raised; " +
+                                              "overrides in precision_overrides.toml");
+  out.precision = std::move(result);
+  return out;
+}
+
+}  // namespace qflow
