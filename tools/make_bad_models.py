@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the fixtures of the CLI golden tests into tests/cli/data/.
+"""Writes the fixtures of the CLI golden tests into tests/cli/data/ and tests/hostile/data/.
 
 Small valid models (tiny*.onnx) and .npy inputs with their expected outputs, malformed
 models (one defect each) and .npy files NumPy writes in every format version. Values are
@@ -8,6 +8,7 @@ summation order. Needs python3-onnx and python3-numpy; the outputs are committed
 """
 import argparse
 import os
+import zlib
 
 import numpy as np
 import onnx
@@ -97,10 +98,151 @@ def npy_fixtures(folder):
     np.save(os.path.join(folder, "big_endian.npy"), np.arange(3, dtype=">f4"))
 
 
+def hostile_models():
+    """Models that import refuses (or the interpreter refuses), one defect each."""
+    out = {}
+    # Two nodes write the same value: a graph where "a" has two producers.
+    out["duplicate_value.onnx"] = relu_model([
+        helper.make_node("Relu", ["x"], ["a"], name="first"),
+        helper.make_node("Neg", ["x"], ["a"], name="second"),
+        helper.make_node("Identity", ["a"], ["y"], name="third")]).SerializeToString()
+    # An ONNX opset far beyond what the interpreter implements.
+    m = relu_model([helper.make_node("Relu", ["x"], ["y"], name="relu")])
+    m.opset_import[0].version = 99
+    out["opset99.onnx"] = m.SerializeToString()
+    # Static input shapes: 4 TiB of float32, and more elements than fit in 64 bits.
+    for name, dims in (("input_4tib.onnx", [1 << 20, 1 << 20]), ("input_overflow.onnx", [1 << 40, 1 << 40])):
+        out[name] = model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)]).SerializeToString()
+    # A 4 KiB initializer: refused under --max-memory 1K, accepted otherwise.
+    w = numpy_helper.from_array(np.full((1, 1024), 0.5, np.float32), "w")
+    out["init_4k.onnx"] = model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1])],
+                                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "M"])],
+                                [w]).SerializeToString()
+    return out
+
+
+def npy_header_only(path, shape):
+    """A .npy file whose header declares `shape` (float32) and that holds no data at all."""
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % (repr(tuple(shape)),)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1"))
+
+
+def hostile_npy(folder):
+    npy_header_only(os.path.join(folder, "header_4tib.npy"), (1 << 40,))
+    npy_header_only(os.path.join(folder, "header_overflow.npy"), (1 << 62, 8))
+    # Calibration data for tiny.onnx (x [N, 3]): wrong sample shape, NaN/Inf, no samples.
+    np.save(os.path.join(folder, "calib_4x5.npy"), np.zeros((4, 5), np.float32))
+    nan = np.ones((4, 3), np.float32)
+    nan[2, 1] = np.nan
+    nan[3, 0] = np.inf
+    np.save(os.path.join(folder, "calib_nan.npy"), nan)
+    np.save(os.path.join(folder, "calib_empty.npy"), np.zeros((0, 3), np.float32))
+    np.save(os.path.join(folder, "calib_4x3.npy"), (np.arange(12, dtype=np.float32).reshape(4, 3) - 5) / 4)
+    np.save(os.path.join(folder, "x_1x4.npy"), np.array([[1, -2, 3, -4]], np.float32) / 4)
+    np.save(os.path.join(folder, "x_1x1x4x4.npy"), (np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4) - 8) / 8)
+
+
+def crc32_table_header(b):
+    """Recomputes header_crc32 (header with the CRC field zeroed, then the section table)."""
+    header_size = int.from_bytes(b[16:20], "little")
+    count = int.from_bytes(b[20:24], "little")
+    table = int.from_bytes(b[24:32], "little")
+    entry = int.from_bytes(b[88:92], "little")
+    covered = bytes(b[:92]) + b"\0\0\0\0" + bytes(b[96:header_size]) + bytes(b[table:table + count * entry])
+    b[92:96] = (zlib.crc32(covered) & 0xFFFFFFFF).to_bytes(4, "little")
+
+
+def hbm_section(b, index):
+    table = int.from_bytes(b[24:32], "little")
+    entry = int.from_bytes(b[88:92], "little")
+    at = table + index * entry
+    return at, int.from_bytes(b[at + 8:at + 16], "little"), int.from_bytes(b[at + 16:at + 24], "little")
+
+
+def patch_tensor_dim(b, section, name, dim):
+    """Sets the first dimension of tensor `name` in the inputs section (section 1, a tensor
+    list) or the tensors section (section 3, the lowered tensor table) and fixes its CRC."""
+    at, offset, size = hbm_section(b, section)
+    p = offset
+    count = int.from_bytes(b[p:p + 4], "little")
+    p += 4
+    for _ in range(count):
+        n = int.from_bytes(b[p:p + 4], "little")
+        tensor = bytes(b[p + 4:p + 4 + n]).decode()
+        p += 4 + n
+        if section == 1:  # dtype, layout, quant_kind, shape, [axis, scales, zero points]
+            quant = b[p + 2]
+            p += 3
+        else:  # type, flags, shape, scale (f64), zero point (i32), [weight offset, size]
+            constant = b[p + 1] & 1
+            p += 2
+        rank = int.from_bytes(b[p:p + 4], "little")
+        if tensor == name:
+            b[p + 4:p + 12] = dim.to_bytes(8, "little", signed=True)
+        p += 4 + 8 * rank
+        if section == 1 and quant:
+            p += 4
+            p += 4 + 4 * int.from_bytes(b[p:p + 4], "little")
+            p += 4 + 4 * int.from_bytes(b[p:p + 4], "little")
+        elif section != 1:
+            p += 8 + 4 + (16 if constant else 0)
+    b[at + 28:at + 32] = (zlib.crc32(bytes(b[offset:offset + size])) & 0xFFFFFFFF).to_bytes(4, "little")
+
+
+def hostile_hbm(source, folder):
+    """Broken copies of a valid .hbm, each with one defect behind valid CRCs unless the CRC is the defect."""
+    good = open(source, "rb").read()
+    out = {}
+    b = bytearray(good)
+    _, offset, size = hbm_section(b, 0)
+    b[offset + size - 1] ^= 0x01  # last byte of the metadata section: its CRC no longer matches
+    out["hbm_bad_crc.hbm"] = b
+    b = bytearray(good)
+    at, _, _ = hbm_section(b, 1)
+    b[at + 8:at + 16] = (len(good) + 4096).to_bytes(8, "little")  # the inputs section starts past the end
+    crc32_table_header(b)
+    out["hbm_offset_out_of_range.hbm"] = b
+    b = bytearray(good)
+    b[40:56] = b"x9".ljust(16, b"\0")
+    crc32_table_header(b)
+    out["hbm_unknown_platform.hbm"] = b
+    # Input x declares 2^40 as its first dimension, in the inputs section and in the tensor
+    # table alike, so the reader gets past their consistency check to the size check.
+    b = bytearray(good)
+    for section in (1, 3):
+        patch_tensor_dim(b, section, "x", 1 << 40)
+    crc32_table_header(b)
+    out["hbm_huge_input.hbm"] = b
+    for name, data in out.items():
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(bytes(data))
+
+
+def write_hostile(folder, hbm_source, tiny_bytes):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "tiny.onnx"), "wb") as f:
+        f.write(tiny_bytes)
+    for name, data in hostile_models().items():
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+    hostile_npy(folder)
+    if hbm_source:
+        hostile_hbm(hbm_source, folder)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser.add_argument("--out-dir", default=os.path.join(root, "tests", "cli", "data"))
+    parser.add_argument("--hostile-dir", default=os.path.join(root, "tests", "hostile", "data"),
+                        help="where the fixtures of the hostile-input tests go")
+    parser.add_argument("--hbm", help="a valid .hbm to derive the broken .hbm fixtures from "
+                        "(default: tiny.hbm in the hostile folder, when present)")
     args = parser.parse_args()
     d = args.out_dir
     os.makedirs(d, exist_ok=True)
@@ -129,6 +271,9 @@ def main():
             f.write(data)
     npy_fixtures(os.path.join(d, "npy"))
     print("wrote", d)
+    hbm = args.hbm or os.path.join(args.hostile_dir, "tiny.hbm")
+    write_hostile(args.hostile_dir, hbm if os.path.exists(hbm) else None, tiny_n.SerializeToString())
+    print("wrote", args.hostile_dir)
 
 
 if __name__ == "__main__":

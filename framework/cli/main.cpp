@@ -8,6 +8,7 @@
 #include "framework/cli/cli_error.h"
 #include "framework/cli/command.h"
 #include "framework/cli/plugin_options.h"
+#include "framework/core/memory_limit.h"
 #include "qflow/version.h"
 
 namespace qflow::cli {
@@ -46,6 +47,8 @@ void print_main_help() {
   std::cout << "\nglobal options (accepted by every command, anywhere on the line):\n"
                "  --plugin FILE         load a plugin library (repeatable)\n"
                "  --no-default-plugins  skip the built-in plugins and QFLOW_PLUGIN_PATH\n"
+               "  --max-memory SIZE     refuse data and stop runs above SIZE bytes (K, M, G suffixes;\n"
+               "                        default: half of the physical memory)\n"
                "\nRun 'qflow <command> --help' for a command's options.\n"
                "Exit codes: 0 success, 2 invalid input or command line, 3 internal error.\n";
 }
@@ -54,6 +57,33 @@ const Command* find_command(const std::string& name) {
   for (const Command& c : kCommands)
     if (c.name == name) return &c;
   return nullptr;
+}
+
+// `--max-memory SIZE` / `--max-memory=SIZE`, global like --plugin: taken out before dispatch
+// (up to a `--`) and put in force for every size check of the process.
+Status extract_max_memory(std::vector<std::string>& args) {
+  constexpr std::string_view kOption = "--max-memory";
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string text;
+    if (args[i] == "--") {
+      rest.insert(rest.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    } else if (args[i] == kOption) {
+      if (i + 1 == args.size()) return invalid_input("option '--max-memory' needs a size (--max-memory SIZE)");
+      text = args[++i];
+    } else if (args[i].rfind(std::string(kOption) + "=", 0) == 0) {
+      text = args[i].substr(kOption.size() + 1);
+    } else {
+      rest.push_back(args[i]);
+      continue;
+    }
+    Expected<int64_t> bytes = parse_byte_size(text);
+    if (!bytes) return invalid_input("--max-memory: " + bytes.status().message());
+    set_memory_limit(*bytes);
+  }
+  args = std::move(rest);
+  return Status::ok();
 }
 
 Status unknown_command(const std::string& name) {
@@ -65,6 +95,7 @@ int run_main(int argc, char** argv) {
   // Taken out before dispatch so that every subcommand accepts them without declaring them.
   Expected<PluginOptions> plugin_options = extract_plugin_options(args);
   if (!plugin_options) return report_error(plugin_options.status());
+  if (Status memory = extract_max_memory(args); !memory.is_ok()) return report_error(memory);
   const bool plugins_named = !plugin_options->files.empty();
   set_plugin_options(std::move(plugin_options).value());
   if (args.empty()) return report_error(invalid_input("no command given (see 'qflow --help')"));

@@ -1,11 +1,15 @@
 // `qflow run`: validates a pipeline file, then prints it in canonical form or runs its stages.
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
+#include "framework/cli/cli_error.h"
 #include "framework/cli/command.h"
 #include "framework/cli/plugin_options.h"
+#include "framework/core/memory_limit.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_runner.h"
 
@@ -26,7 +30,10 @@ constexpr std::string_view kDescription =
     "Each pass stage prints its node count before -> after, its counters and its time; the\n"
     "manifest records them. --print-after NAME prints the graph after every pass stage with\n"
     "that id or component name; --verify-each checks every pass's result (graph structure\n"
-    "and the ONNX checker) and stops at the first pass that breaks the model. See docs/passes.md.";
+    "and the ONNX checker) and stops at the first pass that breaks the model. See docs/passes.md.\n\n"
+    "A stage running longer than --stage-timeout, or a process above --max-memory (a global\n"
+    "option), stops the run: the manifest keeps the finished stages and names the failed one.\n"
+    "See docs/hostile-inputs.md.";
 
 }  // namespace
 
@@ -41,19 +48,27 @@ Status run_run(const std::vector<std::string>& args) {
       ("dry-run", "print the resolved pipeline and run nothing")
       ("print-after", po::value<std::vector<std::string>>()->composing(),
        "print the graph after pass stages with this id or component name; repeatable")
-      ("verify-each", "check the model after every pass stage");
+      ("verify-each", "check the model after every pass stage")
+      ("stage-timeout", po::value<double>()->default_value(0),
+       "stop the run when a stage takes longer than this many seconds (0: no limit)");
   po::positional_options_description positional;
   positional.add("pipeline", 1);
   QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("run", args, options, positional));
   if (cmd.help) {
     print_command_help("run PIPELINE.toml [--set VAR=VALUE]... [--out DIR] [--threads N] [--dry-run]"
-                       " [--print-after NAME]... [--verify-each]",
+                       " [--print-after NAME]... [--verify-each] [--stage-timeout SECONDS]",
                        kDescription, options);
     return Status::ok();
   }
   int threads = cmd.values["threads"].as<int>();
   if (threads < 0) return invalid_input("run: --threads must not be negative, got " + std::to_string(threads));
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const double stage_timeout = cmd.values["stage-timeout"].as<double>();
+  if (!(stage_timeout >= 0)) {
+    std::ostringstream text;
+    text << stage_timeout;
+    return invalid_input("run: --stage-timeout must not be negative, got " + text.str());
+  }
   const std::vector<std::string> sets =
       cmd.values.count("set") ? cmd.values["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
 
@@ -71,6 +86,14 @@ Status run_run(const std::vector<std::string>& args) {
   run.threads = threads;
   if (cmd.values.count("print-after")) run.print_after = cmd.values["print-after"].as<std::vector<std::string>>();
   run.verify_each = cmd.values.count("verify-each") > 0;
+  run.stage_timeout = stage_timeout;
+  run.max_memory = memory_limit();
+  // The watchdog has written the manifest; stage threads may still compute, so the process
+  // ends here with the usual one-line error instead of unwinding through them.
+  run.stop_process = [](const Status& status) {
+    std::cout.flush();
+    std::_Exit(report_error(status));
+  };
   run.progress = [](const std::string& line) { std::cout << line << std::endl; };
   run.warning = [](const std::string& line) { std::cerr << "qflow: warning: " << line << std::endl; };
   return run_pipeline(pipeline, *registry, run);

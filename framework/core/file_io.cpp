@@ -2,7 +2,10 @@
 #include "framework/core/file_io.h"
 
 #include <cerrno>
+#include <cctype>
+#include <dirent.h>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -50,6 +53,37 @@ Expected<std::string> read_file(const std::string& path, int64_t max_bytes) {
   return bytes;
 }
 
+Expected<std::string> read_file_prefix(const std::string& path, int64_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? not_found(os_error("cannot open", path)) : io_error(os_error("cannot open", path));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    Status s = io_error(os_error("cannot stat", path));
+    ::close(fd);
+    return s;
+  }
+  if (S_ISDIR(info.st_mode)) {
+    ::close(fd);
+    return invalid_input("'" + path + "' is a directory, not a file");
+  }
+  std::string bytes(static_cast<std::size_t>(std::min<int64_t>(info.st_size, max_bytes)), '\0');
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      Status s = io_error(os_error("cannot read", path));
+      ::close(fd);
+      return s;
+    }
+    if (n == 0) break;  // the file shrank meanwhile: what was there
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(done);
+  return bytes;
+}
+
 Status write_file_atomic(const std::string& path, std::string_view bytes) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -76,7 +110,38 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
     ::unlink(tmp.c_str());
     return s;
   }
+  // The rename itself is durable only once the folder is synced.
+  const std::string::size_type slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
   return Status::ok();
+}
+
+bool is_atomic_temp_name(std::string_view file_name) {
+  const std::string_view::size_type at = file_name.rfind(".tmp.");
+  if (at == std::string_view::npos || at == 0 || at + 5 == file_name.size()) return false;
+  for (char c : file_name.substr(at + 5))
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+int remove_stale_temp_files(const std::string& folder) {
+  DIR* dir = ::opendir(folder.c_str());
+  if (!dir) return 0;
+  const std::string own = ".tmp." + std::to_string(::getpid());
+  int removed = 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (!is_atomic_temp_name(name)) continue;
+    if (name.size() >= own.size() && name.compare(name.size() - own.size(), own.size(), own) == 0) continue;
+    if (::unlink((folder + "/" + name).c_str()) == 0) ++removed;
+  }
+  ::closedir(dir);
+  return removed;
 }
 
 }  // namespace qflow

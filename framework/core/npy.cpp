@@ -208,7 +208,7 @@ Expected<Tensor> parse_npy(std::string_view bytes, const std::string& source_nam
   const int64_t needed = header.data_bytes;
   if (needed > max_bytes)
     return invalid_input(source_name + ": shape " + shape_literal(header.shape) + " needs " + std::to_string(needed) +
-                         " bytes, more than the limit of " + std::to_string(max_bytes));
+                         " bytes, more than the memory limit of " + std::to_string(max_bytes) + " bytes (--max-memory)");
   const std::size_t data_start = header.data_offset;
   const std::size_t available = bytes.size() - data_start;
   if (static_cast<uint64_t>(needed) != available)
@@ -227,6 +227,14 @@ Expected<Tensor> parse_npy(std::string_view bytes, const std::string& source_nam
 }
 
 Expected<Tensor> read_npy_file(const std::string& path, int64_t max_bytes) {
+  // The header first, so a file is refused by what it declares before it is read whole.
+  {
+    QFLOW_ASSIGN_OR_RETURN(std::string prefix, read_file_prefix(path, kNpyMaxPrefixBytes));
+    QFLOW_ASSIGN_OR_RETURN(NpyHeader header, parse_npy_header(prefix, path));
+    if (header.data_bytes > max_bytes)
+      return invalid_input(path + ": shape " + shape_literal(header.shape) + " needs " + std::to_string(header.data_bytes) +
+                           " bytes, more than the memory limit of " + std::to_string(max_bytes) + " bytes (--max-memory)");
+  }
   QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path, max_bytes + kMaxHeaderBytes + 64));
   return parse_npy(bytes, path, max_bytes);
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "framework/core/memory_limit.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/tensor.h"
 
@@ -13,10 +14,10 @@ namespace qflow {
 // Only little-endian, C-order arrays of float32/64, float16, (u)int8/16/32, int64, uint64
 // and bool are accepted; anything else is refused with a message naming the source.
 // Sizes from the header are checked (overflow, `max_bytes`, actual data length) before
-// any allocation.
+// any allocation; the default bound is the memory limit in force (--max-memory).
 Expected<Tensor> parse_npy(std::string_view bytes, const std::string& source_name,
-                           int64_t max_bytes = Tensor::kDefaultMaxBytes);
-Expected<Tensor> read_npy_file(const std::string& path, int64_t max_bytes = Tensor::kDefaultMaxBytes);
+                           int64_t max_bytes = memory_limit());
+Expected<Tensor> read_npy_file(const std::string& path, int64_t max_bytes = memory_limit());
 
 // The header of a .npy file, for readers that fetch the data piecewise (by file offset).
 struct NpyHeader {

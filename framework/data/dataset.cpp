@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "framework/core/json_writer.h"
+#include "framework/core/memory_limit.h"
 #include "framework/data/image_decode.h"
 #include "framework/data/npy_stream.h"
 #include "framework/data/preprocess.h"
@@ -180,8 +181,9 @@ Status describe_file(Dataset& dataset, const std::string& path) {
                            ", " + dataset.files[0].path + " holds " + std::string(dtype_name(dataset.dtype)) + " " +
                            shape_to_string(dataset.sample_shape));
     }
-    QFLOW_ASSIGN_OR_RETURN(Tensor probe, Tensor::make(header.dtype, sample));
-    (void)probe;  // a sample must fit the tensor size limit
+    // A sample must fit the memory limit; checked from the header, before any allocation.
+    QFLOW_RETURN_IF_ERROR(check_memory(shape_numel(sample) * static_cast<int64_t>(dtype_size(header.dtype)),
+                                       path + ": a sample of shape " + shape_to_string(sample)));
     file.samples = header.shape[0];
     file.rows = header.shape[0];
     file.data_offset = static_cast<int64_t>(header.data_offset);

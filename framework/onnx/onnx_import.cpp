@@ -9,8 +9,10 @@
 #include <filesystem>
 
 #include <onnx/checker.h>
+#include <onnx/defs/schema.h>
 
 #include "framework/core/file_io.h"
+#include "framework/core/memory_limit.h"
 #include "framework/onnx/proto_convert.h"
 #include "framework/onnx/tensor_pb.h"
 
@@ -148,6 +150,23 @@ Expected<Attribute> attribute_from_proto(const onnx::AttributeProto& p, const st
   return a;
 }
 
+// A fully static declared shape is refused when it cannot be held (overflow, memory limit):
+// the interpreter would allocate it later, so the model fails here, before anything runs.
+Status check_declared_size(const ValueType& type, const std::string& what, int64_t max_bytes) {
+  const std::optional<Shape> shape = type.static_shape();
+  if (!shape || type.dtype == DType::Undefined) return Status::ok();
+  for (int64_t d : *shape)
+    if (d < 0) return Status::ok();  // negative dims are the checker's to report
+  const int64_t numel = shape_numel(*shape);
+  const int64_t elem = static_cast<int64_t>(dtype_size(type.dtype));
+  if (numel < 0 || (elem > 0 && numel > INT64_MAX / elem))
+    return invalid_input(what + ": declared shape " + shape_to_string(*shape) + " has more elements than fit in 64 bits");
+  if (numel * elem > max_bytes)
+    return invalid_input(what + ": declared shape " + shape_to_string(*shape) + " needs " + std::to_string(numel * elem) +
+                         " bytes, more than the memory limit of " + std::to_string(max_bytes) + " bytes (--max-memory)");
+  return Status::ok();
+}
+
 Status graph_from_proto(const onnx::GraphProto& proto, Graph& graph, const ImportOptions& options) {
   const std::string graph_what = "graph '" + proto.name() + "'";
   if (proto.sparse_initializer_size() > 0) {
@@ -167,6 +186,8 @@ Status graph_from_proto(const onnx::GraphProto& proto, Graph& graph, const Impor
       auto type = onnx_proto::value_type_from_proto(info.type());
       if (!type) return type.status().with_context(std::string(role) + " '" + info.name() + "'");
       value->type = std::move(type).value();
+      QFLOW_RETURN_IF_ERROR(check_declared_size(*value->type, std::string(role) + " '" + info.name() + "'",
+                                                options.max_tensor_bytes));
     }
     value->doc_string = info.doc_string();
     return value;
@@ -216,6 +237,21 @@ Status run_checker(const onnx::ModelProto& proto, const std::string& source_name
   return Status::ok();
 }
 
+// Operator semantics are defined per opset; a default-domain opset newer than libonnx's
+// schemas has ops whose meaning neither the checker nor the interpreter knows.
+Status check_opset_known(const onnx::ModelProto& proto, const std::string& source_name) {
+  const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  const auto known = ranges.find(onnx::ONNX_DOMAIN);
+  if (known == ranges.end()) return Status::ok();
+  for (const auto& opset : proto.opset_import()) {
+    if ((opset.domain().empty() || opset.domain() == "ai.onnx") && opset.version() > known->second.second)
+      return unsupported(source_name + ": default-domain opset " + std::to_string(opset.version()) +
+                         " is newer than the operator definitions qflow knows (up to opset " +
+                         std::to_string(known->second.second) + ")");
+  }
+  return Status::ok();
+}
+
 Status check_proto_size(uint64_t size, const std::string& source_name) {
   if (size > static_cast<uint64_t>(kMaxProtoBytes))
     return invalid_input("'" + source_name + "' is " + std::to_string(size) +
@@ -231,6 +267,7 @@ Expected<Model> import_bytes_unguarded(std::string_view bytes, const std::string
     return invalid_input("'" + source_name + "' is not a valid ONNX model (protobuf parse failed)");
   if (!proto.has_graph())
     return invalid_input("'" + source_name + "' is not a valid ONNX model (it has no graph)");
+  QFLOW_RETURN_IF_ERROR(check_opset_known(proto, source_name));
   auto model = onnx_proto::model_from_proto(proto, options);
   if (!model) return model.status().with_context(source_name);
   // qflow's own structural check runs before libonnx's checker: its messages name the
@@ -276,9 +313,11 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
   const int64_t numel = shape_numel(shape);
   if (numel < 0) return invalid_input(what + ": declared shape " + shape_text + " has more elements than fit in 64 bits");
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
-  if (numel > max_bytes / elem)
-    return invalid_input(what + ": declared shape " + shape_text + " needs more than the limit of " +
-                         std::to_string(max_bytes) + " bytes");
+  if (numel > INT64_MAX / elem)
+    return invalid_input(what + ": declared shape " + shape_text + " has more bytes than fit in 64 bits");
+  if (numel * elem > max_bytes)
+    return invalid_input(what + ": declared shape " + shape_text + " needs " + std::to_string(numel * elem) +
+                         " bytes, more than the memory limit of " + std::to_string(max_bytes) + " bytes (--max-memory)");
   const int64_t nbytes = numel * elem;
 
   if (p.has_raw_data()) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 
+#include "framework/core/memory_limit.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/ir/tensor.h"
@@ -11,8 +12,9 @@
 namespace qflow {
 
 struct ImportOptions {
-  // Upper bound for any single tensor read from the file.
-  int64_t max_tensor_bytes = Tensor::kDefaultMaxBytes;
+  // Upper bound for any single tensor read from the file or declared with a static shape:
+  // the memory limit in force (--max-memory) when the options are made.
+  int64_t max_tensor_bytes = memory_limit();
   // Run libonnx's checker on the proto before converting.
   bool run_checker = true;
 };

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -13,6 +14,7 @@
 
 #include "framework/core/file_io.h"
 #include "framework/core/json_writer.h"
+#include "framework/core/memory_limit.h"
 #include "framework/core/sha256.h"
 #include "framework/pipeline/stage_execution.h"
 
@@ -41,10 +43,16 @@ void write_option(JsonWriter& json, const OptionValue& value) {
 }
 
 Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<std::optional<Completed>>& done,
-                                    bool complete) {
+                                    bool complete, const std::map<std::size_t, Status>& failures) {
   JsonWriter json;
   json.begin_object();
   json.field("complete", complete);
+  if (!failures.empty()) {
+    json.key("failed").begin_object();
+    json.field("message", failures.begin()->second.message());
+    json.field("stage", pipeline.stages[failures.begin()->first].id);
+    json.end_object();
+  }
   json.field("pipeline", pipeline.path);
   json.key("plugins").begin_array();
   for (const std::string& plugin : pipeline.plugins) json.value(plugin);
@@ -176,22 +184,71 @@ class Scheduler {
   }
 
   Status run() {
+    // Replaces a manifest an earlier run left: from now on it describes this run only.
+    QFLOW_RETURN_IF_ERROR(write_manifest(false));
     const int workers = std::max(1, std::min<int>(options_.threads, static_cast<int>(pipeline_.stages.size())));
     {
+      std::jthread watchdog;
+      if (options_.stage_timeout > 0 || options_.max_memory > 0)
+        watchdog = std::jthread([this](std::stop_token stop) { watch(stop); });
       std::vector<std::jthread> threads;
       for (int i = 1; i < workers; ++i) threads.emplace_back([this] { work(); });
       work();
     }
-    QFLOW_ASSIGN_OR_RETURN(std::string manifest, manifest_json(pipeline_, done_, failures_.empty()));
-    const std::string manifest_path = (std::filesystem::path(options_.out_dir) / "manifest.json").string();
-    const Status written = write_file_atomic(manifest_path, manifest);
+    std::lock_guard lock(mutex_);
+    const Status written = write_manifest(failures_.empty());
     if (!failures_.empty()) return failures_.begin()->second;
     QFLOW_RETURN_IF_ERROR(written);
-    if (options_.progress) options_.progress("wrote " + manifest_path);
+    if (options_.progress) options_.progress("wrote " + manifest_path());
     return Status::ok();
   }
 
  private:
+  std::string manifest_path() const { return (std::filesystem::path(options_.out_dir) / "manifest.json").string(); }
+
+  // Callers hold mutex_ (or no other thread runs): the manifest reflects done_ and failures_.
+  Status write_manifest(bool complete) {
+    QFLOW_ASSIGN_OR_RETURN(std::string manifest, manifest_json(pipeline_, done_, complete, failures_));
+    return write_file_atomic(manifest_path(), manifest);
+  }
+
+  // Enforces --stage-timeout and --max-memory on running stages. A stage cannot be stopped
+  // from outside while it computes (plugins run arbitrary loops), so on a breach the
+  // watchdog records the failure, writes the manifest (completed artifacts only, the failed
+  // stage named) while holding the lock, so no stage completes after it, and ends the process.
+  void watch(std::stop_token stop) {
+    std::unique_lock lock(mutex_);
+    while (!stop.stop_requested()) {
+      watchdog_wake_.wait_for(lock, stop, std::chrono::milliseconds(10), [] { return false; });
+      if (stop.stop_requested() || started_.empty()) continue;
+      const auto now = std::chrono::steady_clock::now();
+      std::optional<std::pair<std::size_t, std::string>> breach;
+      for (const auto& [index, since] : started_) {
+        if (options_.stage_timeout > 0 && std::chrono::duration<double>(now - since).count() > options_.stage_timeout) {
+          breach.emplace(index, "exceeded its " + seconds_text(options_.stage_timeout) + " s timeout (--stage-timeout)");
+          break;
+        }
+      }
+      // The resident size when polled is not in the message: it varies from run to run.
+      if (!breach && options_.max_memory > 0 && resident_bytes() > options_.max_memory)
+        breach.emplace(started_.begin()->first,
+                       "exceeded the memory limit of " + std::to_string(options_.max_memory) + " bytes (--max-memory)");
+      if (!breach) continue;
+      const PipelineStage& stage = pipeline_.stages[breach->first];
+      const Status status = invalid_input("stage '" + stage.id + "' (" + canonical_use(stage) + ") " + breach->second);
+      failures_.emplace(breach->first, status);
+      const Status written = write_manifest(false);
+      if (options_.stop_process) options_.stop_process(written.is_ok() ? status : written);
+      std::_Exit(2);
+    }
+  }
+
+  static std::string seconds_text(double seconds) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%g", seconds);
+    return buffer;
+  }
+
   void work() {
     std::unique_lock lock(mutex_);
     while (true) {
@@ -201,12 +258,16 @@ class Scheduler {
       const std::size_t index = *ready_.begin();
       ready_.erase(ready_.begin());
       ++running_;
+      started_[index] = std::chrono::steady_clock::now();
       lock.unlock();
       Expected<Completed> outcome = execute(index);
       lock.lock();
       --running_;
+      started_.erase(index);
       if (outcome) {
         done_[index] = std::move(*outcome);
+        // A failed manifest write fails the run; the artifact itself is complete.
+        if (Status written = write_manifest(false); !written.is_ok()) failures_.emplace(index, written);
         for (std::size_t j = 0; j < pipeline_.stages.size(); ++j) {
           const auto& deps = pipeline_.stages[j].dependencies;
           if (std::find(deps.begin(), deps.end(), index) != deps.end() && --waiting_on_[j] == 0) ready_.insert(j);
@@ -278,6 +339,8 @@ class Scheduler {
   const RunOptions& options_;
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable_any watchdog_wake_;
+  std::map<std::size_t, std::chrono::steady_clock::time_point> started_;  // running stages
   std::vector<std::optional<Completed>> done_;
   std::vector<std::size_t> waiting_on_;
   std::set<std::size_t> ready_;
@@ -292,6 +355,7 @@ Status run_pipeline(const Pipeline& pipeline, const ComponentRegistry& registry,
   std::error_code ec;
   std::filesystem::create_directories(options.out_dir, ec);
   if (ec) return io_error("cannot create output folder '" + options.out_dir + "': " + ec.message());
+  remove_stale_temp_files(options.out_dir);
   return Scheduler(pipeline, registry, options).run();
 }
 

@@ -28,12 +28,22 @@ struct RunOptions {
   // Check every pass stage's result (Graph::validate, libonnx's checker); a failure fails
   // that stage with the problem.
   bool verify_each = false;
+  // A stage running longer than this many seconds stops the run (0: no limit).
+  double stage_timeout = 0.0;
+  // The run stops when the process's resident memory exceeds this many bytes (0: no limit).
+  int64_t max_memory = 0;
+  // Called by the watchdog that enforces the two limits, after it wrote the manifest naming
+  // the failed stage. A stage thread in the middle of a computation cannot be interrupted
+  // safely, so this ends the process and must not return; when empty, std::_Exit(2).
+  std::function<void(const Status& status)> stop_process;
 };
 
-// Runs every stage in dependency order, writing each artifact atomically into out_dir and
-// then manifest.json. The first failure (in file order, when several fail at once) stops
-// the run with a message naming the stage; completed artifacts stay and the manifest
-// lists exactly those.
+// Runs every stage in dependency order, writing each artifact atomically into out_dir.
+// manifest.json is rewritten atomically before the first stage (empty) and after each
+// stage completes, so at any moment it lists only complete artifacts. The first failure
+// (in file order, when several fail at once) stops the run with a message naming the
+// stage; completed artifacts stay, the manifest lists exactly those and names the failed
+// stage. Temporary files a killed earlier run left in out_dir are removed first.
 Status run_pipeline(const Pipeline& pipeline, const ComponentRegistry& registry, const RunOptions& options);
 
 }  // namespace qflow

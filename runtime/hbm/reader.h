@@ -19,4 +19,8 @@ namespace qflow::hbm {
 Expected<HbmFile> parse(std::span<const uint8_t> bytes,
                         std::span<const std::string_view> supported_platforms = {});
 
+// The platforms this runtime executes: the BPU platforms qflow compiles for
+// (plugins/backends/bpu/platforms/*.toml). The C API refuses a file for any other.
+std::span<const std::string_view> runtime_platforms();
+
 }  // namespace qflow::hbm

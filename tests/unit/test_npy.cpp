@@ -134,7 +134,7 @@ TEST_CASE("npy: bad files are refused with messages naming them") {
 
   auto too_big = parse_npy(npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1000,), }", ""),
                            "big.npy", 100);
-  CHECK(too_big.status().message() == "big.npy: shape (1000,) needs 4000 bytes, more than the limit of 100");
+  CHECK(too_big.status().message() == "big.npy: shape (1000,) needs 4000 bytes, more than the memory limit of 100 bytes (--max-memory)");
 
   auto huge_dim = parse_npy(
       npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", ""), "d.npy");

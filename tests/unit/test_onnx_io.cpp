@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "framework/core/file_io.h"
+#include "framework/core/memory_limit.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
@@ -368,7 +369,8 @@ TEST_CASE("onnx_io: malformed tensors are refused with a message naming them") {
   SUBCASE("dims beyond the byte limit") {
     Pb t = tensor("w", {int64_t{1} << 40}, 1);
     CHECK(import_error(model_with_initializer(t)) ==
-          "bad.onnx: initializer 'w': declared shape [1099511627776] needs more than the limit of 17179869184 bytes");
+          "bad.onnx: initializer 'w': declared shape [1099511627776] needs 4398046511104 bytes, more than the memory "
+          "limit of " + std::to_string(memory_limit()) + " bytes (--max-memory)");
   }
   SUBCASE("negative dim") {
     Pb t = tensor("w", {3, -4}, 1);
