@@ -1,4 +1,4 @@
-// Loads the four built-in plugin modules through their C entry point, as the host does.
+// Loads the built-in plugin modules through their C entry point, as the host does.
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
@@ -110,6 +110,15 @@ TEST_CASE("plugin modules: each exports one entry point that registers its compo
     RecordingRegistrar r;
     check_library("libqflow_passes.so", "passes", ComponentKind::Pass, "dead-code-elimination", r, lib);
     REQUIRE(r.passes.at(0)(defaults(r.infos[0])).has_value());
+  }
+  {
+    auto lib = std::make_shared<Library>(std::string(QFLOW_PLUGIN_DIR) + "/libqflow_metrics.so");
+    RecordingRegistrar r;
+    check_library("libqflow_metrics.so", "metrics", ComponentKind::Metric, "top1", r, lib);
+    // A top-k metric needs its labels file: the defaults are refused with the option's name.
+    auto made = r.metrics.at(0)(defaults(r.infos[0]));
+    REQUIRE_FALSE(made.has_value());
+    CHECK(made.status().message().find("'labels'") != std::string::npos);
   }
 }
 
