@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "framework/cli/command.h"
-#include "framework/cli/plugin_options.h"
+#include "framework/cli/quantization_options.h"
 #include "framework/core/file_io.h"
 #include "framework/data/data_options.h"
 #include "framework/onnx/onnx_import.h"
@@ -18,12 +18,15 @@ namespace po = boost::program_options;
 constexpr std::string_view kDescription =
     "For every node that the QDQ model built from FLOAT.onnx and the calibration table\n"
     "quantizes, builds two models in which only that node is quantized (its weights alone,\n"
-    "its output activations alone, default quantization settings) and runs them and the\n"
+    "its output activations alone) and runs them and the\n"
     "float model on every sample of DATA (an .npy batch, a folder of .npy files or of images,\n"
     "as the load-data stage reads them with default options). Reports the mean over samples\n"
     "of the cosine between all float outputs and all outputs of each model, worst node first.\n"
-    "The table is read by the load calibrator. The text goes to stdout (--json: the JSON) and\n"
-    "both to OUT/sensitivity.{txt,json} (docs/accuracy-debugging.md).";
+    "The table is read by the load calibrator. Quantization settings are the defaults, or\n"
+    "--pipeline's [quantization] table and --set quantization.KEY=VALUE as `qflow run` applies\n"
+    "them; table entries of another activation type than the settings ask are re-derived\n"
+    "from their threshold. The text goes to stdout (--json: the JSON) and both to\n"
+    "OUT/sensitivity.{txt,json} (docs/accuracy-debugging.md).";
 
 }  // namespace
 
@@ -39,32 +42,28 @@ Status run_sensitivity(const std::vector<std::string>& args) {
       ("top", po::value<int64_t>()->default_value(0), "show only the N most sensitive nodes; 0 = all")
       ("out", po::value<std::string>()->default_value("."), "folder for sensitivity.{txt,json}")
       ("json", "print the JSON instead of the text");
+  add_quantization_options(options);
   po::positional_options_description positional;
   positional.add("model", 1);
   QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("sensitivity", args, options, positional));
   if (cmd.help) {
     print_command_help("sensitivity FLOAT.onnx --qparams TABLE.json --data PATH [--limit N] [--threads N]\n"
-                       "                         [--out DIR] [--json] [--top N]",
+                       "                         [--out DIR] [--json] [--top N] [--pipeline P.toml]\n"
+                       "                         [--set quantization.KEY=VALUE]...",
                        kDescription, options);
     return Status::ok();
   }
+  QFLOW_ASSIGN_OR_RETURN(const QuantConfig config, quantization_settings(cmd.values));
   QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_file(cmd.values["model"].as<std::string>()));
   // The table as a pipeline would load it: the `load` calibrator parses and checks it.
-  QFLOW_ASSIGN_OR_RETURN(ComponentRegistry * registry, plugin_registry());
-  Options load_options;
-  load_options.set("path", cmd.values["qparams"].as<std::string>());
-  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Calibrator> loader, registry->make_calibrator("load", load_options));
-  const std::map<std::string, TensorStatistics> no_statistics;
-  CalibrationRequest request;
-  request.statistics = &no_statistics;
-  request.model = &model;
-  QFLOW_ASSIGN_OR_RETURN(QuantTable table, loader->calibrate(request));
+  QFLOW_ASSIGN_OR_RETURN(QuantTable table, load_calibration_table(model, cmd.values["qparams"].as<std::string>()));
+  QFLOW_RETURN_IF_ERROR(retype_activations(model, table, config));
   Options data_options;
   data_options.set("path", cmd.values["data"].as<std::string>());
   QFLOW_ASSIGN_OR_RETURN(DataSpec spec, data_spec_from_options(data_options));
   QFLOW_ASSIGN_OR_RETURN(Dataset dataset, open_dataset(spec));
   QFLOW_ASSIGN_OR_RETURN(SensitivityResult result,
-                         analyze_sensitivity(model, table, nullptr, dataset, cmd.values["threads"].as<int>(),
+                         analyze_sensitivity(model, table, &config, dataset, cmd.values["threads"].as<int>(),
                                              cmd.values["limit"].as<int64_t>()));
   const int64_t top = cmd.values["top"].as<int64_t>();
   const std::string text = sensitivity_text(result, top);

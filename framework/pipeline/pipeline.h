@@ -34,13 +34,14 @@ std::string_view artifact_type_name(ArtifactType type);
 // others are plugin components.
 enum class StageKind {
   ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Backend, Verify, Report, Compare, Sensitivity,
-  PrecisionSearch
+  CompareCalibrators, PrecisionSearch
 };
 std::string_view stage_kind_name(StageKind kind);
 inline bool is_host_stage(StageKind kind) {
   return kind == StageKind::ImportOnnx || kind == StageKind::LoadData || kind == StageKind::Quantize ||
          kind == StageKind::Verify || kind == StageKind::Report || kind == StageKind::Compare ||
-         kind == StageKind::Sensitivity || kind == StageKind::PrecisionSearch;
+         kind == StageKind::Sensitivity || kind == StageKind::CompareCalibrators ||
+         kind == StageKind::PrecisionSearch;
 }
 
 // A [vars] entry: string, int, float or bool (OptionValue without the list alternative).
@@ -116,10 +117,13 @@ Status resolve_pipeline(Pipeline& pipeline, const ComponentCatalog& catalog, con
 std::string format_pipeline(const Pipeline& pipeline);
 
 // The ports of a stage kind: inputs with their type and whether they are required.
+// A port family takes any number of inputs named "<name>.<label>" (label an identifier);
+// a required family needs at least one.
 struct InputPort {
   std::string_view name;
   ArtifactType type;
   bool required;
+  bool family = false;
 };
 std::vector<InputPort> stage_inputs(StageKind kind);
 ArtifactType stage_output(StageKind kind);

@@ -252,22 +252,34 @@ class Parser {
 
   Status read_inputs(const toml::value& inputs, const std::string& where, PipelineStage& stage) const {
     if (!inputs.is_table()) return error_at(inputs, "'inputs' of " + where + " must be a table, got " + toml_type_text(inputs));
-    for (const std::string& port : sorted_keys(inputs.as_table())) {
-      const toml::value& ref = inputs.as_table().at(port);
-      if (!ref.is_string())
-        return error_at(ref, "input '" + port + "' of " + where + " must be a string \"stage-id.port\", got " +
-                                 toml_type_text(ref));
-      const std::string text = ref.as_string().str;
-      const std::size_t dot = text.find('.');
-      StageInput input;
-      input.stage = text.substr(0, dot);
-      input.port = dot == std::string::npos ? std::string() : text.substr(dot + 1);
-      input.pos = pos_of(ref, path_);
-      if (!is_identifier(input.stage) || (dot != std::string::npos && !is_identifier(input.port)))
-        return error_at(ref, "input '" + port + "' of " + where + " must be \"stage-id.port\" or \"stage-id\", got '" +
-                                 text + "'");
-      stage.inputs[port] = std::move(input);
+    for (const std::string& key : sorted_keys(inputs.as_table())) {
+      const toml::value& value = inputs.as_table().at(key);
+      // A dotted key (qparams.kl = "...") is a member of a port family: TOML reads it as a
+      // nested table, the port is named "qparams.kl".
+      if (value.is_table()) {
+        for (const std::string& label : sorted_keys(value.as_table()))
+          QFLOW_RETURN_IF_ERROR(read_input(key + "." + label, value.as_table().at(label), where, stage));
+        continue;
+      }
+      QFLOW_RETURN_IF_ERROR(read_input(key, value, where, stage));
     }
+    return Status::ok();
+  }
+
+  Status read_input(const std::string& port, const toml::value& ref, const std::string& where, PipelineStage& stage) const {
+    if (!ref.is_string())
+      return error_at(ref, "input '" + port + "' of " + where + " must be a string \"stage-id.port\", got " +
+                               toml_type_text(ref));
+    const std::string text = ref.as_string().str;
+    const std::size_t dot = text.find('.');
+    StageInput input;
+    input.stage = text.substr(0, dot);
+    input.port = dot == std::string::npos ? std::string() : text.substr(dot + 1);
+    input.pos = pos_of(ref, path_);
+    if (!is_identifier(input.stage) || (dot != std::string::npos && !is_identifier(input.port)))
+      return error_at(ref, "input '" + port + "' of " + where + " must be \"stage-id.port\" or \"stage-id\", got '" +
+                               text + "'");
+    stage.inputs[port] = std::move(input);
     return Status::ok();
   }
 

@@ -6,6 +6,7 @@
 #include <boost/graph/strong_components.hpp>
 #include <boost/graph/topological_sort.hpp>
 
+#include "framework/pipeline/metric_options.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
 #include "framework/plugin/component_registry.h"
@@ -81,6 +82,15 @@ const std::vector<HostStage>& host_stages() {
       {"sensitivity",
        StageKind::Sensitivity,
        {{"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"}},
+       {}},
+      {"compare-calibrators",
+       StageKind::CompareCalibrators,
+       {{"limit", OptionType::Int, int64_t{0}, "evaluate on the first N samples only; 0 = all"},
+        {"metric", OptionType::String, std::string(), "a metric component scored beside the output cosine; \"\" = none"},
+        {"metric-options", OptionType::StringList, std::vector<std::string>{},
+         "the metric's options as \"key=value\" strings"},
+        {"weights", OptionType::Bool, true,
+         "evaluate the PTQ model (weights and activations quantized); false: the calibrated model (activations only)"}},
        {}},
       {"precision-search",
        StageKind::PrecisionSearch,
@@ -158,6 +168,7 @@ class Resolver {
       stage.component = resolved.name;
       stage.output_type = stage_output(stage.kind);
       QFLOW_RETURN_IF_ERROR(resolve_options(stage, resolved, stage_sets[stage.id]));
+      if (stage.options.count("metric")) QFLOW_RETURN_IF_ERROR(check_metric(stage));
     }
     for (PipelineStage& stage : pipeline_.stages) QFLOW_RETURN_IF_ERROR(resolve_inputs(stage));
     QFLOW_RETURN_IF_ERROR(resolve_outputs());
@@ -275,13 +286,40 @@ class Resolver {
     return Status::ok();
   }
 
+  // Host stages that score models name a metric component and its options as strings; both
+  // are checked here so that a typo fails before the first stage runs.
+  Status check_metric(const PipelineStage& stage) const {
+    const StageOption& metric = stage.options.at("metric");
+    const std::string& name = std::get<std::string>(metric.value);
+    const StageOption& items = stage.options.at("metric-options");
+    const std::string head = "stage '" + stage.id + "': ";
+    if (name.empty()) {
+      if (std::get<std::vector<std::string>>(items.value).empty()) return Status::ok();
+      return invalid_input(items.pos.prefix() + head + "option 'metric-options' is given without a 'metric'");
+    }
+    const ComponentInfo* info = catalog_.find(ComponentKind::Metric, name);
+    if (!info) {
+      std::vector<std::string> names;
+      for (const ComponentInfo& c : catalog_.components())
+        if (c.kind == ComponentKind::Metric) names.push_back(c.name);
+      std::sort(names.begin(), names.end());
+      return not_found(metric.pos.prefix() + head + "unknown metric '" + name + "' (metrics: " +
+                       (names.empty() ? std::string("none installed") : join(names, ", ")) + ")");
+    }
+    Expected<Options> parsed = parse_metric_options(*info, std::get<std::vector<std::string>>(items.value));
+    if (!parsed) return invalid_input(items.pos.prefix() + head + parsed.status().message());
+    return Status::ok();
+  }
+
   Status resolve_inputs(PipelineStage& stage) {
     const std::vector<InputPort> ports = stage_inputs(stage.kind);
     std::vector<std::string> port_names;
-    for (const InputPort& port : ports) port_names.push_back(std::string(port.name));
+    for (const InputPort& port : ports) port_names.push_back(std::string(port.name) + (port.family ? ".<label>" : ""));
     std::set<std::size_t> dependencies;
     for (auto& [name, input] : stage.inputs) {
-      auto port = std::find_if(ports.begin(), ports.end(), [&](const InputPort& p) { return p.name == name; });
+      auto port = std::find_if(ports.begin(), ports.end(), [&input_name = name](const InputPort& p) {
+        return port_matches(p, input_name);  // an init-capture: clang before 16 cannot capture a binding
+      });
       const std::string head = input.pos.prefix() + "input '" + name + "' of stage '" + stage.id + "'";
       if (port == ports.end())
         return invalid_input(input.pos.prefix() + "stage '" + stage.id + "': " + describe(stage) + " has no input '" +
@@ -303,11 +341,19 @@ class Resolver {
       dependencies.insert(*source);
     }
     for (const InputPort& port : ports)
-      if (port.required && !stage.inputs.count(std::string(port.name)))
+      if (port.required && std::none_of(stage.inputs.begin(), stage.inputs.end(),
+                                        [&](const auto& input) { return port_matches(port, input.first); }))
         return invalid_input(stage.pos.prefix() + "stage '" + stage.id + "': missing input '" + std::string(port.name) +
                              "' (" + describe(stage) + " needs " + required_text(ports) + ")");
     stage.dependencies.assign(dependencies.begin(), dependencies.end());
     return Status::ok();
+  }
+
+  // "qparams" names a plain port; "qparams.kl" a member of the family "qparams".
+  static bool port_matches(const InputPort& port, const std::string& name) {
+    if (!port.family) return port.name == name;
+    return name.size() > port.name.size() + 1 && name.starts_with(port.name) && name[port.name.size()] == '.' &&
+           is_identifier(std::string_view(name).substr(port.name.size() + 1));
   }
 
   StageKind producer_kind_of(std::size_t index) const {
@@ -318,7 +364,7 @@ class Resolver {
   static std::string required_text(const std::vector<InputPort>& ports) {
     std::vector<std::string> names;
     for (const InputPort& port : ports)
-      if (port.required) names.push_back(std::string(port.name));
+      if (port.required) names.push_back(port.family ? "at least one " + std::string(port.name) + ".<label>" : std::string(port.name));
     return join_and(names);
   }
 
@@ -352,6 +398,7 @@ class Resolver {
       case StageKind::Report: return "report.html";
       case StageKind::Compare: return "compare_per_layer.json";
       case StageKind::Sensitivity: return "sensitivity.json";
+      case StageKind::CompareCalibrators: return "calibrators_compare.json";
       case StageKind::PrecisionSearch: return "precision.json";
     }
     return stage.id;
@@ -426,6 +473,7 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::Report: return "report";
     case StageKind::Compare: return "compare";
     case StageKind::Sensitivity: return "sensitivity";
+    case StageKind::CompareCalibrators: return "compare-calibrators";
     case StageKind::PrecisionSearch: return "precision-search";
   }
   return "unknown";
@@ -465,6 +513,9 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
     case StageKind::Sensitivity:
       return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
               {"qparams", ArtifactType::QParams, true}};
+    case StageKind::CompareCalibrators:
+      return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
+              {"qparams", ArtifactType::QParams, true, true}};
     case StageKind::PrecisionSearch:
       return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
               {"qparams", ArtifactType::QParams, true}, {"sensitivity", ArtifactType::Report, false}};
@@ -485,6 +536,7 @@ ArtifactType stage_output(StageKind kind) {
     case StageKind::Report:
     case StageKind::Compare:
     case StageKind::Sensitivity:
+    case StageKind::CompareCalibrators:
     case StageKind::PrecisionSearch: return ArtifactType::Report;
   }
   return ArtifactType::Report;

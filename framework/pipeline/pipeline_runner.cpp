@@ -302,7 +302,7 @@ class Scheduler {
       for (const auto& [port, input] : stage.inputs)
         for (std::size_t j = 0; j < pipeline_.stages.size(); ++j)
           if (pipeline_.stages[j].id == input.stage) inputs[port] = &done_[j]->result.artifact;
-      if (stage.kind == StageKind::Report)
+      if (stage.kind == StageKind::Report || stage.kind == StageKind::CompareCalibrators)
         for (std::size_t j = 0; j < pipeline_.stages.size(); ++j)
           if (done_[j]) {
             const PipelineStage& other = pipeline_.stages[j];
@@ -316,7 +316,7 @@ class Scheduler {
     stage_context.print_graph = prints_after(stage, options_.print_after);
     stage_context.threads = options_.threads;
     stage_context.quantization = &pipeline_.quantization;
-    if (stage.kind == StageKind::Report) stage_context.finished = &finished;
+    if (stage.kind == StageKind::Report || stage.kind == StageKind::CompareCalibrators) stage_context.finished = &finished;
     Expected<StageResult> result = execute_stage(stage, inputs, registry_, stage_context);
     const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
     if (!result) return result.status().with_context(context);

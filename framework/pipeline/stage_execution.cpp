@@ -17,6 +17,7 @@ Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<s
     case StageKind::Report: return run_report(stage, inputs, context);
     case StageKind::Compare: return run_compare(stage, inputs, context);
     case StageKind::Sensitivity: return run_sensitivity(stage, inputs, context);
+    case StageKind::CompareCalibrators: return run_compare_calibrators(stage, inputs, registry, context);
     case StageKind::PrecisionSearch: return run_precision_search(stage, inputs, registry, context);
   }
   return internal_error("unknown stage kind");

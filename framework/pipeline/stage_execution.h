@@ -74,8 +74,9 @@ struct StageContext {
   int threads = 1;
   // The pipeline's [quantization] table; null means all defaults.
   const QuantConfig* quantization = nullptr;
-  // Report stages only: the stages completed before this one started, in file order (with
-  // one worker, every earlier stage of the file); null outside a run.
+  // Report and compare-calibrators stages only: the stages completed before this one
+  // started, in file order (with one worker, every earlier stage of the file; always every
+  // stage it depends on); null outside a run.
   const std::vector<FinishedStage>* finished = nullptr;
 };
 

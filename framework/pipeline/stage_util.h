@@ -61,6 +61,8 @@ Expected<StageResult> run_compare(const PipelineStage& stage, const std::map<std
                                   const StageContext& context);
 Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                       const StageContext& context);
+Expected<StageResult> run_compare_calibrators(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                              const ComponentRegistry& registry, const StageContext& context);
 Expected<StageResult> run_precision_search(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                            const ComponentRegistry& registry, const StageContext& context);
 Expected<StageResult> run_report(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
