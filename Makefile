@@ -9,7 +9,7 @@ DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
   libonnx-testdata libstb-dev python3-numpy chromium
 
-.PHONY: all deps bench-deps configure build run test test-asan bench-accuracy bench-bpu clean
+.PHONY: all deps bench-deps fuzz-deps configure build run test test-asan fuzz bench-accuracy bench-bpu clean
 
 all: build
 
@@ -17,9 +17,13 @@ all: build
 # PP-OCR part also uses node and npm, skipped with a message when they are missing).
 BENCH_PACKAGES := python3-torch python3-onnx dataset-fashion-mnist
 
+# What `make fuzz` needs on top: clang and its libFuzzer/sanitizer runtimes.
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+
 # Installs only what is missing; a no-op when everything is present.
-deps bench-deps: PACKAGES = $(if $(filter bench-deps,$@),$(DEB_PACKAGES) $(BENCH_PACKAGES),$(DEB_PACKAGES))
-deps bench-deps:
+deps bench-deps fuzz-deps: PACKAGES = $(DEB_PACKAGES) $(if $(filter bench-deps,$@),$(BENCH_PACKAGES)) \
+  $(if $(filter fuzz-deps,$@),$(FUZZ_PACKAGES))
+deps bench-deps fuzz-deps:
 	@missing=$$(for p in $(PACKAGES); do \
 	    dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	  done); \
@@ -54,6 +58,20 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
 	cd $(ASAN_BUILD_DIR) && ASAN_OPTIONS=strict_string_checks=1:detect_stack_use_after_return=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer targets of fuzz/ (docs/fuzzing.md), built with clang + ASan + UBSan in their own
+# folder; each runs FUZZ_SECONDS from its committed seeds. Not part of `make test` (the
+# seeds and crash inputs are replayed there by the fuzz.* tests).
+FUZZ_BUILD_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= onnx_import pipeline_toml calibration_table npy bc hbm
+fuzz: fuzz-deps
+	@if [ ! -f $(FUZZ_BUILD_DIR)/CMakeCache.txt ]; then \
+	  CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD_DIR) -DQFLOW_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+	    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only"; fi
+	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target $(addprefix qflow_fuzz_,$(FUZZ_TARGETS))
+	./fuzz/run_fuzzers.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # Top-1 / output-cosine of every calibration method vs float and vs PyTorch FX PTQ;
 # rewrites docs/accuracy.md. Not part of `make test` (it takes minutes).
