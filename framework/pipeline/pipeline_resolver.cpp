@@ -344,7 +344,8 @@ class Resolver {
       if (port.required && std::none_of(stage.inputs.begin(), stage.inputs.end(),
                                         [&](const auto& input) { return port_matches(port, input.first); }))
         return invalid_input(stage.pos.prefix() + "stage '" + stage.id + "': missing input '" + std::string(port.name) +
-                             "' (" + describe(stage) + " needs " + required_text(ports) + ")");
+                             (port.family ? ".<label>" : "") + "' (" + describe(stage) + " needs " +
+                             required_text(ports) + ")");
     stage.dependencies.assign(dependencies.begin(), dependencies.end());
     return Status::ok();
   }
