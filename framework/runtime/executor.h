@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,28 +28,55 @@ struct ExecutorOptions {
 
 class Executor {
  public:
-  // Resolves a kernel for every node and plans the run. The model must outlive the
-  // executor. Fails naming the first node with no kernel for its op/opset.
+  // Resolves a kernel for every node and plans the run: nodes whose inputs are all
+  // constant (e.g. DequantizeLinear of weights) are computed here once, activations are
+  // fused into the Conv/Gemm producing their input, values get dense slots and free
+  // points. The model must outlive the executor. Fails naming the first node with no
+  // kernel for its op/opset.
   static Expected<std::unique_ptr<Executor>> create(const Model& model,
                                                     const ExecutorOptions& options = {},
                                                     const KernelRegistry& registry = KernelRegistry::builtin());
   ~Executor();
 
   // Runs once. Inputs are checked against the declared dtype and static dimensions of
-  // the graph's inputs. Returns graph outputs (and extra_outputs) by name.
+  // the graph's inputs. Returns graph outputs (and extra_outputs) by name. With a hook,
+  // every node runs on its own (no fusion, no buffer reuse) so the hook sees every value.
   Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
                                               const ValueHook& hook = {}) const;
 
   const Model& model() const { return model_; }
   const std::vector<Node*>& order() const { return order_; }
+  // Number of activation nodes a hook-less run computes inside their producer.
+  std::size_t fused_count() const;
+  // Number of nodes computed once by create() instead of on every run.
+  std::size_t folded_count() const;
 
  private:
+  // An activation node computed by the kernel of an earlier step.
+  struct Fusion {
+    std::size_t activation_step = 0;
+    Epilogue epilogue;
+  };
+  struct Step {
+    std::unique_ptr<Kernel> kernel;
+    int64_t opset = 0;
+    std::vector<int> inputs;   // slot per node input, -1 when absent
+    std::vector<int> outputs;  // slot per node output, -1 when absent
+    std::vector<int> frees;    // slots whose last use is this step
+    std::optional<std::vector<Tensor>> folded;  // outputs computed by create()
+    std::optional<Fusion> fusion;
+  };
+
   Executor(const Model& model, const ExecutorOptions& options);
+  void plan_fusions(const KernelRegistry& registry);
   const Model& model_;
   ExecutorOptions options_;
   std::vector<Node*> order_;
-  std::vector<std::unique_ptr<Kernel>> kernels_;    // parallel to order_
-  std::vector<int64_t> node_opsets_;                // parallel to order_
+  std::vector<Step> steps_;                  // parallel to order_
+  std::vector<const Value*> slot_values_;    // slot -> value
+  std::vector<const Tensor*> constants_;     // slot -> initializer or folded output, or null
+  std::vector<int> overridable_;             // slots of initializers that are also graph inputs
+  std::vector<int> keep_;                    // slots returned by run()
   std::unique_ptr<ThreadPool> pool_;
 };
 

@@ -2,6 +2,7 @@
 #include "framework/runtime/kernel.h"
 
 #include "framework/core/thread_pool.h"
+#include "framework/runtime/tensor_arena.h"
 
 namespace qflow {
 
@@ -17,6 +18,12 @@ void KernelContext::parallel_for(int64_t n, const std::function<void(int64_t, in
   } else if (n > 0) {
     body(0, n);
   }
+}
+
+Expected<Tensor> KernelContext::allocate(DType dtype, const Shape& shape) const {
+  Expected<Tensor> made = arena ? arena->acquire(dtype, shape) : Tensor::make(dtype, shape);
+  if (!made) return error(made.status().message());
+  return made;
 }
 
 Status KernelContext::error(const std::string& message) const {

@@ -14,6 +14,16 @@
 namespace qflow {
 
 class ThreadPool;
+class TensorArena;
+
+// An activation a Conv or Gemm kernel applies to its float32 output while storing it, when
+// the executor fused the activation node that was that output's only consumer.
+struct Epilogue {
+  enum class Kind { None, Relu, Clip, Sigmoid, HardSigmoid, HardSwish };
+  Kind kind = Kind::None;
+  float lo = 0, hi = 0;        // Clip bounds (absent bounds already resolved)
+  double alpha = 0, beta = 0;  // HardSigmoid
+};
 
 // What a kernel sees while computing one node. Inputs are borrowed; the kernel assigns
 // outputs[i] for every output the node declares (missing optional outputs stay empty).
@@ -23,6 +33,12 @@ struct KernelContext {
   std::vector<const Tensor*> inputs;  // nullptr for a missing optional input
   std::vector<Tensor> outputs;
   ThreadPool* threads = nullptr;      // never null inside Executor::run
+  // Set on a step the executor fused with its activation; a kernel that applied it to its
+  // output sets epilogue_applied (otherwise the activation node runs on its own).
+  const Epilogue* epilogue = nullptr;
+  bool epilogue_applied = false;
+  // Buffers of dead values of this run, or null (then allocate() makes fresh tensors).
+  TensorArena* arena = nullptr;
 
   std::size_t input_count() const { return inputs.size(); }
   // Input i or nullptr when absent or out of range.
@@ -31,6 +47,9 @@ struct KernelContext {
   Expected<const Tensor*> required_input(std::size_t i) const;
   // Splits [0, n) into chunks run on the pool; serial when the pool has one thread.
   void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body) const;
+  // An output tensor whose contents are unspecified: the kernel must write every element.
+  // Reuses the buffer of a dead value of the same dtype and size when the run has one.
+  Expected<Tensor> allocate(DType dtype, const Shape& shape) const;
   // "Conv 'conv1': <message>" with InvalidInput code.
   Status error(const std::string& message) const;
 };
@@ -41,6 +60,8 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual Status compute(KernelContext& context) const = 0;
+  // True when compute honours KernelContext::epilogue (the executor may then fuse).
+  virtual bool supports_epilogue() const { return false; }
 };
 
 // Creates the kernel for a node; `constant_inputs[i]` is the initializer bound to input i,

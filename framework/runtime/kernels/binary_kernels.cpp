@@ -51,7 +51,7 @@ KernelFunction arithmetic(MakeOp make_op) {
       QFLOW_ASSIGN_OR_RETURN(Shape out_shape, output_shape(ctx, a->shape(), b_shape));
       auto op = make_op(ctx.node);
       return dispatch_numeric(a->dtype(), [&]<typename T>() -> Status {
-        Tensor out(a->dtype(), out_shape);
+        QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(a->dtype(), out_shape));
         binary_broadcast(ctx, a->data<T>(), a->shape(), b->data<T>(), b_shape, out.data<T>(), out_shape,
                          [&op](T x, T y) { return static_cast<T>(op(x, y)); });
         ctx.outputs[0] = std::move(out);

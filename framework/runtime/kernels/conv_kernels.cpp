@@ -1,24 +1,40 @@
-// Float reference kernels for Conv and ConvTranspose: im2col / col2im around an Eigen GEMM.
+// Float kernels for Conv and ConvTranspose: direct depthwise, im2col / col2im around an Eigen
+// GEMM, bias and fused activation applied per tile while it is in cache.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
+#include "framework/runtime/kernels/activation.h"
 #include "framework/runtime/kernels/conv_geometry.h"
 #include "framework/runtime/kernels/eigen_maps.h"
+#include "framework/runtime/kernels/sgemm.h"
 
 namespace qflow {
 
 namespace {
 
-// Upper bound on the column buffer of one work unit, in elements. The tile width derives
+// Upper bound on the column buffer of one work unit, in elements: a quarter of a typical L2,
+// so the panel im2col writes is still cached when the GEMM packs it. The tile width derives
 // from the shape alone, never from the thread count, so every output element is produced
 // by the same GEMM call (same summation order) however the units are spread over threads.
-constexpr int64_t kColumnBudget = int64_t{1} << 20;
+constexpr int64_t kColumnBudget = int64_t{1} << 16;
+// Narrower tiles than this make the GEMM call overhead dominate.
+constexpr int64_t kMinTile = 64;
 
 int64_t column_tile(int64_t rows, int64_t out_size) {
-  const int64_t tile = std::max<int64_t>(64, kColumnBudget / std::max<int64_t>(1, rows));
+  const int64_t tile = std::max<int64_t>(kMinTile, kColumnBudget / std::max<int64_t>(1, rows));
   return std::max<int64_t>(1, std::min(out_size, tile));
+}
+
+// The calling thread's scratch buffer of at least n elements, kept between calls so a
+// worker allocates it once, not on every node.
+template <typename T>
+T* scratch(std::size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
 }
 
 Status check_bias(const KernelContext& context, const Tensor* bias, int64_t channels, DType dtype) {
@@ -28,6 +44,50 @@ Status check_bias(const KernelContext& context, const Tensor* bias, int64_t chan
     return context.error("bias shape " + shape_to_string(bias->shape()) + " should be [" + std::to_string(channels) +
                          "]");
   return Status::ok();
+}
+
+// Adds the bias and applies the fused activation to `count` values of one output channel.
+template <typename T>
+void finish_row(T* row, int64_t count, const T* bias, const Epilogue* epilogue) {
+  if (bias) {
+    const T b = *bias;
+    for (int64_t i = 0; i < count; ++i) row[i] += b;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (epilogue) activation::apply(*epilogue, row, count);
+  }
+}
+
+// One output plane of a 2-D depthwise convolution (one input channel per group). Each
+// output row accumulates the kernel taps in (ky, kx) order; a tap touches the contiguous run
+// of output columns whose input column is inside the image, so padding costs no branch.
+template <typename T>
+void depthwise_plane(const T* __restrict image, const T* __restrict weights, T* __restrict out,
+                     const ConvGeometry& g) {
+  const int64_t ih = g.in_spatial[0], iw = g.in_spatial[1], oh = g.out_spatial[0], ow = g.out_spatial[1];
+  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
+  const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pads_begin[0], pw = g.pads_begin[1];
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    T* __restrict row = out + oy * ow;
+    std::fill(row, row + ow, T(0));
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      const int64_t iy = oy * sh - ph + ky * dh;
+      if (iy < 0 || iy >= ih) continue;
+      const T* __restrict line = image + iy * iw;
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const T w = weights[ky * kw + kx];
+        const int64_t offset = kx * dw - pw;  // input column of output column ox: ox * sw + offset
+        const int64_t first = offset >= 0 ? 0 : (-offset + sw - 1) / sw;
+        const int64_t last = iw - 1 - offset < 0 ? 0 : std::min(ow, (iw - 1 - offset) / sw + 1);
+        if (sw == 1) {
+          const T* __restrict src = line + offset;
+          for (int64_t ox = first; ox < last; ++ox) row[ox] += w * src[ox];
+        } else {
+          for (int64_t ox = first; ox < last; ++ox) row[ox] += w * line[ox * sw + offset];
+        }
+      }
+    }
+  }
 }
 
 template <typename T>
@@ -41,37 +101,51 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs) {
   const ConvGeometry& g = *geometry;
   QFLOW_RETURN_IF_ERROR(check_bias(context, bias, g.out_channels, x->dtype()));
 
-  auto made = Tensor::make(x->dtype(), g.column_shape());
-  if (!made) return context.error(made.status().message());
-  Tensor y = std::move(made).value();
+  QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(x->dtype(), g.column_shape()));
   const int64_t groups = g.group, cg = g.in_channels_per_group(), mg = g.out_channels_per_group();
   const int64_t k = g.kernel_size(), rows = cg * k, in_size = g.in_size(), out_size = g.out_size();
-  const bool pointwise = g.is_pointwise();
-  const int64_t tile = column_tile(rows, out_size);
-  const int64_t tiles = out_size > 0 ? (out_size + tile - 1) / tile : 0;
   const T* xd = x->data<T>();
   const T* wd = w->data<T>();
   const T* bd = bias ? bias->data<T>() : nullptr;
   T* yd = y.data<T>();
+  const Epilogue* epilogue = std::is_same_v<T, float> ? context.epilogue : nullptr;
 
-  context.parallel_for(g.batch * groups * tiles, [&](int64_t begin, int64_t end) {
-    std::vector<T> columns(pointwise ? 0 : static_cast<std::size_t>(rows * tile));
-    for (int64_t unit = begin; unit < end; ++unit) {
-      const int64_t n = unit / (groups * tiles), gi = (unit / tiles) % groups, t = unit % tiles;
-      const int64_t col_begin = t * tile, count = std::min(out_size, col_begin + tile) - col_begin;
-      const T* image = xd + (n * g.in_channels + gi * cg) * in_size;
-      auto weights = matrix_view(wd + gi * mg * rows, mg, rows, rows);
-      auto out = matrix_view(yd + (n * g.out_channels + gi * mg) * out_size + col_begin, mg, count, out_size);
-      if (pointwise) {
-        out.noalias() = weights * matrix_view(image + col_begin, cg, count, in_size);
-      } else {
-        im2col(image, g, cg, T(0), col_begin, col_begin + count, columns.data());
-        out.noalias() = weights * matrix_view(static_cast<const T*>(columns.data()), rows, count, count);
+  if (cg == 1 && groups > 1 && g.rank() == 2) {
+    // Depthwise: a GEMM per channel would be a 1 x k row times a k x out_size panel.
+    context.parallel_for(g.batch * g.out_channels, [&](int64_t begin, int64_t end) {
+      for (int64_t unit = begin; unit < end; ++unit) {
+        const int64_t n = unit / g.out_channels, oc = unit % g.out_channels, gi = oc / mg;
+        T* out = yd + unit * out_size;
+        depthwise_plane(xd + (n * g.in_channels + gi) * in_size, wd + oc * k, out, g);
+        finish_row(out, out_size, bd ? bd + oc : nullptr, epilogue);
       }
-      if (bd)
-        for (int64_t m = 0; m < mg; ++m) out.row(m).array() += bd[gi * mg + m];
-    }
-  });
+    });
+  } else {
+    const bool pointwise = g.is_pointwise();
+    const int64_t tile = column_tile(rows, out_size);
+    const int64_t tiles = out_size > 0 ? (out_size + tile - 1) / tile : 0;
+    context.parallel_for(g.batch * groups * tiles, [&](int64_t begin, int64_t end) {
+      T* columns = pointwise ? nullptr : scratch<T>(static_cast<std::size_t>(rows * tile));
+      for (int64_t unit = begin; unit < end; ++unit) {
+        const int64_t n = unit / (groups * tiles), gi = (unit / tiles) % groups, t = unit % tiles;
+        const int64_t col_begin = t * tile, count = std::min(out_size, col_begin + tile) - col_begin;
+        const T* image = xd + (n * g.in_channels + gi * cg) * in_size;
+        T* out_data = yd + (n * g.out_channels + gi * mg) * out_size + col_begin;
+        if (!pointwise) im2col(image, g, cg, T(0), col_begin, col_begin + count, columns);
+        const T* panel = pointwise ? image + col_begin : columns;
+        const int64_t pitch = pointwise ? in_size : count;
+        if constexpr (std::is_same_v<T, float>) {
+          sgemm(mg, count, rows, wd + gi * mg * rows, rows, panel, pitch, out_data, out_size);
+        } else {
+          matrix_view(out_data, mg, count, out_size).noalias() =
+              matrix_view(wd + gi * mg * rows, mg, rows, rows) * matrix_view(panel, rows, count, pitch);
+        }
+        for (int64_t m = 0; m < mg; ++m)
+          finish_row(out_data + m * out_size, count, bd ? bd + gi * mg + m : nullptr, epilogue);
+      }
+    });
+  }
+  if (epilogue) context.epilogue_applied = true;
   context.outputs[0] = std::move(y);
   return Status::ok();
 }
@@ -103,15 +177,15 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
   // Each (batch, group) unit owns a disjoint slice of the output, so col2im's scattered
   // additions never race and their order is fixed.
   context.parallel_for(g.batch * groups, [&](int64_t begin, int64_t end) {
-    std::vector<T> columns(static_cast<std::size_t>(rows * in_size));
+    T* columns = scratch<T>(static_cast<std::size_t>(rows * in_size));
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t n = unit / groups, gi = unit % groups;
       auto input = matrix_view(xd + (n * g.out_channels + gi * cg) * in_size, cg, in_size, in_size);
       auto weights = matrix_view(wd + gi * cg * rows, cg, rows, rows);
-      auto cols = matrix_view(columns.data(), rows, in_size, in_size);
+      auto cols = matrix_view(columns, rows, in_size, in_size);
       cols.noalias() = weights.transpose() * input;
       T* image = yd + (n * g.in_channels + gi * mg) * out_size;
-      col2im(static_cast<const T*>(columns.data()), g, mg, image);
+      col2im(static_cast<const T*>(columns), g, mg, image);
       if (bd)
         for (int64_t m = 0; m < mg; ++m) {
           const T b = bd[gi * mg + m];
@@ -123,11 +197,19 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
   return Status::ok();
 }
 
-Status conv(KernelContext& context) {
-  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
-  const ConvAttributes attrs = read_conv_attributes(context.node);
-  return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv<T>(context, attrs); });
-}
+// Conv reads its attributes once and can fuse the activation that follows it.
+class ConvKernel final : public Kernel {
+ public:
+  explicit ConvKernel(ConvAttributes attrs) : attrs_(std::move(attrs)) {}
+  bool supports_epilogue() const override { return true; }
+  Status compute(KernelContext& context) const override {
+    QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
+    return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv<T>(context, attrs_); });
+  }
+
+ private:
+  ConvAttributes attrs_;
+};
 
 Status conv_transpose(KernelContext& context) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
@@ -138,7 +220,10 @@ Status conv_transpose(KernelContext& context) {
 }  // namespace
 
 void register_conv_kernels(KernelRegistry& registry) {
-  registry.add_function("", "Conv", 1, kLatestOpset, conv);
+  registry.add("", "Conv", 1, kLatestOpset,
+               [](const Node& node, int64_t, const std::vector<const Tensor*>&) -> Expected<std::unique_ptr<Kernel>> {
+                 return std::unique_ptr<Kernel>(new ConvKernel(read_conv_attributes(node)));
+               });
   registry.add_function("", "ConvTranspose", 1, kLatestOpset, conv_transpose);
 }
 

@@ -1,9 +1,12 @@
-// Reference kernels for Gemm and MatMul on Eigen products, split into fixed row blocks.
+// Kernels for Gemm and MatMul on Eigen products, split into fixed row blocks; Gemm applies a
+// fused activation per block.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
+#include "framework/runtime/kernels/activation.h"
 #include "framework/runtime/kernels/eigen_maps.h"
 
 namespace qflow {
@@ -55,12 +58,13 @@ Status run_gemm(KernelContext& context) {
   }
   const T alpha = static_cast<T>(node.attr_float("alpha", 1.0f));
   const T beta = static_cast<T>(node.attr_float("beta", 1.0f));
-  Tensor y(a->dtype(), out_shape);
+  QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(a->dtype(), out_shape));
   const T* ad = a->data<T>();
   const T* bd = b->data<T>();
   T* yd = y.data<T>();
   const std::vector<int64_t> c_strides = c ? broadcast_strides(c->shape(), out_shape) : std::vector<int64_t>{};
   const T* cd = c ? c->data<T>() : nullptr;
+  const Epilogue* epilogue = std::is_same_v<T, float> ? context.epilogue : nullptr;
 
   const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
   context.parallel_for(n > 0 ? blocks : 0, [&](int64_t begin, int64_t end) {
@@ -77,20 +81,29 @@ Status run_gemm(KernelContext& context) {
         if (trans_b) out.noalias() = alpha * (am * bm.transpose());
         else out.noalias() = alpha * (am * bm);
       }
-      if (!cd || beta == T(0)) continue;
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < n; ++j)
-          out(i, j) += beta * cd[(r0 + i) * c_strides[0] + j * c_strides[1]];
+      if (cd && beta != T(0))
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            out(i, j) += beta * cd[(r0 + i) * c_strides[0] + j * c_strides[1]];
+      if constexpr (std::is_same_v<T, float>) {
+        if (epilogue) activation::apply(*epilogue, yd + r0 * n, rows * n);
+      }
     }
   });
+  if (epilogue) context.epilogue_applied = true;
   context.outputs[0] = std::move(y);
   return Status::ok();
 }
 
-Status gemm(KernelContext& context) {
-  QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
-  return dispatch_gemm_types(a->dtype(), [&]<typename T>() { return run_gemm<T>(context); });
-}
+// Gemm can fuse the activation that follows it (a classifier's hidden layers).
+class GemmKernel final : public Kernel {
+ public:
+  bool supports_epilogue() const override { return true; }
+  Status compute(KernelContext& context) const override {
+    QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
+    return dispatch_gemm_types(a->dtype(), [&]<typename T>() { return run_gemm<T>(context); });
+  }
+};
 
 template <typename T>
 Status run_matmul(KernelContext& context) {
@@ -115,9 +128,7 @@ Status run_matmul(KernelContext& context) {
   Shape out_shape = *batch;
   if (!a_vector) out_shape.push_back(m);
   if (!b_vector) out_shape.push_back(n);
-  auto made = Tensor::make(a->dtype(), out_shape);
-  if (!made) return context.error(made.status().message());
-  Tensor y = std::move(made).value();
+  QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(a->dtype(), out_shape));
 
   const int64_t batches = shape_numel(*batch);
   // Matrix index of A and B for each output batch, walking the broadcast batch shape.
@@ -152,7 +163,10 @@ Status matmul(KernelContext& context) {
 }  // namespace
 
 void register_gemm_kernels(KernelRegistry& registry) {
-  registry.add_function("", "Gemm", 1, kLatestOpset, gemm);
+  registry.add("", "Gemm", 1, kLatestOpset,
+               [](const Node&, int64_t, const std::vector<const Tensor*>&) -> Expected<std::unique_ptr<Kernel>> {
+                 return std::unique_ptr<Kernel>(new GemmKernel());
+               });
   registry.add_function("", "MatMul", 1, kLatestOpset, matmul);
 }
 

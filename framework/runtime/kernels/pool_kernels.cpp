@@ -63,6 +63,48 @@ void visit_window(const ConvGeometry& g, const Window& w, std::vector<int64_t>& 
   }
 }
 
+// One plane of a 2-D max or average pool without indices: the same windows, taps and
+// arithmetic as the generic loop, with the taps of a window row read straight from the
+// input row instead of through visit_window's index vector.
+template <typename T>
+void pool_plane_2d(const T* in, T* out, const ConvGeometry& g, bool max, bool count_include_pad, Window& w,
+                   std::vector<int64_t>& out_pos) {
+  const int64_t iw = g.in_spatial[1], dy = g.dilations[0], dx = g.dilations[1];
+  for (int64_t oy = 0; oy < g.out_spatial[0]; ++oy) {
+    for (int64_t ox = 0; ox < g.out_spatial[1]; ++ox) {
+      out_pos[0] = oy;
+      out_pos[1] = ox;
+      place_window(g, out_pos, w);
+      const bool empty = w.lo[0] >= w.hi[0] || w.lo[1] >= w.hi[1];
+      if (max) {
+        T best = std::numeric_limits<T>::lowest();
+        bool any = false;
+        for (int64_t ty = empty ? w.hi[0] : w.lo[0]; ty < w.hi[0]; ++ty) {
+          const T* row = in + (w.start[0] + ty * dy) * iw + w.start[1];
+          for (int64_t tx = w.lo[1]; tx < w.hi[1]; ++tx) {
+            const T v = row[tx * dx];
+            if (!any || v > best) {
+              best = v;
+              any = true;
+            }
+          }
+        }
+        *out++ = best;
+      } else {
+        double sum = 0;
+        int64_t count = 0;
+        for (int64_t ty = empty ? w.hi[0] : w.lo[0]; ty < w.hi[0]; ++ty) {
+          const T* row = in + (w.start[0] + ty * dy) * iw + w.start[1];
+          for (int64_t tx = w.lo[1]; tx < w.hi[1]; ++tx) sum += static_cast<double>(row[tx * dx]);
+          count += w.hi[1] - w.lo[1];
+        }
+        const int64_t divisor = count_include_pad ? w.padded_count : count;
+        *out++ = divisor > 0 ? static_cast<T>(sum / static_cast<double>(divisor)) : T(0);
+      }
+    }
+  }
+}
+
 // Row-major plane index to the column-major one MaxPool reports for storage_order = 1.
 int64_t to_column_major(const ConvGeometry& g, int64_t index) {
   int64_t result = 0, stride = 1;
@@ -97,6 +139,11 @@ Status run_pool(KernelContext& context, const ConvGeometry& g, const PoolOptions
     std::vector<int64_t> out_pos(rank), tap(rank);
     for (int64_t plane = begin; plane < end; ++plane) {
       const T* in = xd + plane * in_size;
+      if (rank == 2 && !id && options.kind != PoolKind::Lp) {
+        pool_plane_2d(in, yd + plane * out_size, g, options.kind == PoolKind::Max, options.count_include_pad, w,
+                      out_pos);
+        continue;
+      }
       std::fill(out_pos.begin(), out_pos.end(), 0);
       for (int64_t o = 0; o < out_size; ++o) {
         place_window(g, out_pos, w);

@@ -114,15 +114,22 @@ Expected<AxisParams> resolve_axis_params(const KernelContext& context, const Sha
   return params;
 }
 
+// Elements per work unit: long runs (a per-tensor activation is one run) are cut into
+// pieces of this size so they spread over the pool; each element is still written once.
+constexpr int64_t kRunPiece = 1 << 14;
+
 // Visits every element with its parameter index, outer loops outside so the per-channel
 // parameters are loaded once per run of `inner` elements.
 template <typename F>
 void for_each_channel_run(const KernelContext& context, const AxisParams& p, F&& f) {
-  context.parallel_for(p.outer * p.channels, [&](int64_t begin, int64_t end) {
-    for (int64_t run = begin; run < end; ++run) {
+  const int64_t pieces = std::max<int64_t>(1, (p.inner + kRunPiece - 1) / kRunPiece);
+  context.parallel_for(p.outer * p.channels * pieces, [&](int64_t begin, int64_t end) {
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t run = unit / pieces, piece = unit % pieces;
       const int64_t c = run % p.channels;
-      f(run * p.inner, (run + 1) * p.inner, p.scale[static_cast<std::size_t>(c)],
-        p.zero_point[static_cast<std::size_t>(c)]);
+      const int64_t first = run * p.inner + piece * kRunPiece;
+      const int64_t last = std::min((run + 1) * p.inner, first + kRunPiece);
+      f(first, last, p.scale[static_cast<std::size_t>(c)], p.zero_point[static_cast<std::size_t>(c)]);
     }
   });
 }
@@ -144,7 +151,7 @@ Status quantize_linear(KernelContext& context) {
   QFLOW_ASSIGN_OR_RETURN(const DType out_dtype, quantize_output_dtype(context, zero_point));
   QFLOW_RETURN_IF_ERROR(with_node(context, dispatch_quantized(out_dtype, []<typename>() { return Status::ok(); })));
   QFLOW_ASSIGN_OR_RETURN(const AxisParams params, resolve_axis_params(context, x->shape(), *scale, zero_point));
-  Tensor y(out_dtype, x->shape());
+  QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(out_dtype, x->shape()));
   const Status status = dispatch_quantized(out_dtype, [&]<typename Q>() -> Status {
     Q* out = y.data<Q>();
     switch (x->dtype()) {
@@ -197,7 +204,7 @@ Status dequantize_linear(KernelContext& context) {
   // From opset 19 the output follows the scale's type; before, scale and output are float.
   const DType out_dtype =
       scale->dtype() == DType::Float16 || scale->dtype() == DType::BFloat16 ? scale->dtype() : DType::Float32;
-  Tensor y(DType::Float32, x->shape());
+  QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(DType::Float32, x->shape()));
   float* out = y.data<float>();
   auto body = [&]<typename T>() -> Status {
     const T* in = x->data<T>();

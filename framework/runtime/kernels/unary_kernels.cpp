@@ -3,6 +3,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "framework/runtime/kernels/activation.h"
 #include "framework/runtime/kernels/elementwise_common.h"
 
 namespace qflow {
@@ -21,7 +22,7 @@ KernelFunction float_unary(MakeOp make_op) {
       QFLOW_ASSIGN_OR_RETURN(const Tensor* x, ctx.required_input(0));
       auto op = make_op(ctx.node);
       return dispatch_float(x->dtype(), [&]<typename T>() -> Status {
-        Tensor out(x->dtype(), x->shape());
+        QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(x->dtype(), x->shape()));
         unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [&op](T v) { return static_cast<T>(op(v)); });
         ctx.outputs[0] = std::move(out);
         return Status::ok();
@@ -38,7 +39,7 @@ KernelFunction numeric_unary(MakeOp make_op) {
       QFLOW_ASSIGN_OR_RETURN(const Tensor* x, ctx.required_input(0));
       auto op = make_op(ctx.node);
       return dispatch_numeric(x->dtype(), [&]<typename T>() -> Status {
-        Tensor out(x->dtype(), x->shape());
+        QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(x->dtype(), x->shape()));
         unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [&op](T v) { return static_cast<T>(op(v)); });
         ctx.outputs[0] = std::move(out);
         return Status::ok();
@@ -99,14 +100,8 @@ Status clip(KernelContext& context) {
         lo = clip_bound<T>(ctx.input(1), lo);
         hi = clip_bound<T>(ctx.input(2), hi);
       }
-      Tensor out(x->dtype(), x->shape());
-      // min(max(x, lo), hi): when lo > hi every element becomes hi, as numpy.clip does.
-      unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [lo, hi](T v) {
-        if constexpr (std::is_floating_point_v<T>) {
-          if (std::isnan(v)) return v;
-        }
-        return v < lo ? (lo > hi ? hi : lo) : (v > hi ? hi : v);
-      });
+      QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(x->dtype(), x->shape()));
+      unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [lo, hi](T v) { return activation::clip(v, lo, hi); });
       ctx.outputs[0] = std::move(out);
       return Status::ok();
     });
@@ -129,7 +124,7 @@ void register_unary_kernels(KernelRegistry& r) {
   const int64_t L = kLatestOpset;
 
   // Activations.
-  r.add_function(d, "Relu", 1, L, numeric_unary(plain([](auto v) { return v > 0 ? v : decltype(v){0}; })));
+  r.add_function(d, "Relu", 1, L, numeric_unary(plain([](auto v) { return activation::relu(v); })));
   r.add_function(d, "LeakyRelu", 1, L, float_unary([](const Node& n) {
     const double alpha = n.attr_float("alpha", 0.01f);
     return [alpha](auto v) { return v >= 0 ? v : static_cast<decltype(v)>(alpha * v); };
@@ -156,22 +151,13 @@ void register_unary_kernels(KernelRegistry& r) {
     const double alpha = n.attr_float("alpha", 1.0f);
     return [alpha](auto v) { return v > alpha ? v : decltype(v){0}; };
   }));
-  r.add_function(d, "Sigmoid", 1, L, float_unary(plain([](auto v) {
-    using T = decltype(v);
-    // Split by sign so exp never overflows.
-    if (v >= 0) return T(1) / (T(1) + std::exp(-v));
-    const T e = std::exp(v);
-    return e / (T(1) + e);
-  })));
+  r.add_function(d, "Sigmoid", 1, L, float_unary(plain([](auto v) { return activation::sigmoid(v); })));
   r.add_function(d, "HardSigmoid", 1, L, float_unary([](const Node& n) {
     const double alpha = n.attr_float("alpha", 0.2f);
     const double beta = n.attr_float("beta", 0.5f);
-    return [alpha, beta](auto v) { return static_cast<decltype(v)>(std::clamp(alpha * v + beta, 0.0, 1.0)); };
+    return [alpha, beta](auto v) { return activation::hard_sigmoid(v, alpha, beta); };
   }));
-  r.add_function(d, "HardSwish", 1, L, float_unary(plain([](auto v) {
-    using T = decltype(v);
-    return v * std::clamp(v / T(6) + T(0.5), T(0), T(1));
-  })));
+  r.add_function(d, "HardSwish", 1, L, float_unary(plain([](auto v) { return activation::hard_swish(v); })));
   r.add_function(d, "Softplus", 1, L, float_unary(plain([](auto v) {
     using T = decltype(v);
     // log(1 + e^v) = max(v, 0) + log1p(e^-|v|), without overflow for large v.
