@@ -324,6 +324,9 @@ class Bench:
                 self.skip("PyTorch FX PTQ", first_line(e))
             if "det" in self.args.model_list and not self.args.quick:
                 self.det_640()
+        if self.args.skip_pipelines:
+            self.skip("pipelines (bpu_ptq.toml, PyTorch FX PTQ, det 640x640) and the .bc/.hbm they make",
+                      "--skip-pipelines was given")
         elapsed = time.monotonic() - started
         text = document(info, self, elapsed)
         if not self.args.no_doc:

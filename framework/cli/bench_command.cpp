@@ -86,7 +86,7 @@ bool ends_with(const std::string& text, std::string_view suffix) {
 
 Status check_float_sample(const std::string& engine, const Tensor& sample, std::size_t expected) {
   if (sample.dtype() != DType::Float32 || static_cast<std::size_t>(sample.numel()) != expected)
-    return invalid_input(engine + " input takes " + std::to_string(expected) + " float32 values per sample, --data gives " +
+    return invalid_input(engine + " input takes " + std::to_string(expected) + " float values per sample, --data gives " +
                          std::string(dtype_name(sample.dtype())) + " " + shape_to_string(sample.shape()));
   return Status::ok();
 }
