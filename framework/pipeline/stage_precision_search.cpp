@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "framework/pipeline/pipeline_text.h"
+#include "framework/pipeline/metric_options.h"
 #include "framework/plugin/component_registry.h"
 #include "framework/quant/precision_search.h"
 #include "qflow/core/json.h"
@@ -105,26 +105,9 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
   if (!metric_name.empty()) {
     const ComponentInfo* info = registry.find(ComponentKind::Metric, metric_name);
     if (!info) return not_found(head + ": option 'metric': no metric component '" + metric_name + "'");
-    Options values;
-    for (const std::string& item : metric_options) {
-      const std::size_t eq = item.find('=');
-      if (eq == std::string::npos || eq == 0)
-        return invalid_input(head + ": metric-options entry '" + item + "' is not key=value");
-      const std::string key = item.substr(0, eq);
-      const OptionSpec* spec = nullptr;
-      for (const OptionSpec& s : info->options)
-        if (s.name == key) spec = &s;
-      if (!spec) {
-        std::string allowed;
-        for (const OptionSpec& s : info->options) allowed += (allowed.empty() ? "" : ", ") + s.name;
-        return invalid_input(head + ": metric '" + metric_name + "' has no option '" + key + "' (allowed: " +
-                             (allowed.empty() ? std::string("none") : allowed) + ")");
-      }
-      auto value = parse_option_text(item.substr(eq + 1), spec->type);
-      if (!value) return value.status().with_context(head + ": metric-options '" + key + "'");
-      values.set(key, *value);
-    }
-    QFLOW_ASSIGN_OR_RETURN(metric, registry.make_metric(metric_name, values));
+    Expected<Options> values = parse_metric_options(*info, metric_options);
+    if (!values) return values.status().with_context(head);
+    QFLOW_ASSIGN_OR_RETURN(metric, registry.make_metric(metric_name, *values));
     options.metric = metric.get();
     options.metric_name = metric_name;
   } else if (!metric_options.empty()) {
