@@ -1,4 +1,6 @@
-// Add / Sub of 8-bit operands for the fast kernels, exact as fx::add (docs/fixed-point.md,
+// Add / Sub and Mul for the fast kernels. Mul: the product of the centered operands fits int32
+// unless both are 16-bit, and goes through the exact int32 requantize epilogue.
+// Add / Sub of 8-bit operands, exact as fx::add (docs/fixed-point.md,
 // "Fast kernels"). With a left shift of at most 20 and input multipliers below 1 (what
 // make_add_params gives 8-bit inputs), |(q - z) << shift| < 2^28, every product with a mantissa
 // stays below 2^59 and every rescaled value below 2^29: 64-bit arithmetic without the
@@ -47,6 +49,35 @@ Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<co
       acc[i] = static_cast<int32_t>(p.subtract ? ra - rb : ra + rb);
     }
     requantize_row(isa, acc, n, p.output_multiplier, p.output.zero_point, lo, hi, y.data() + i0, 1);
+  }
+  return Status{};
+}
+
+bool mul_supported(const MulParams& p) {
+  // |(a - z_a) * (b - z_b)| < 2^31: an int32 accumulator for the exact requantize epilogue.
+  const auto offset = [](const QParams& q) {
+    const Range r = range_of(q.type);
+    return std::max<int64_t>(int64_t{q.zero_point} - r.min, int64_t{r.max} - q.zero_point);
+  };
+  return offset(p.a) * offset(p.b) < (int64_t{1} << 31) && p.multiplier.mantissa >= 0 &&
+         p.multiplier.shift >= kMinShift && p.multiplier.shift <= kMaxShift;
+}
+
+Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y) {
+  const Range r = range_of(p.output.type);
+  const int32_t lo = std::max(r.min, p.clamp.min), hi = std::min(r.max, p.clamp.max);
+  if (!mul_supported(p) || a.size() != b.size() || a.size() != y.size() || lo > hi ||
+      !check_range(a, p.a.type, "").ok() || !check_range(b, p.b.type, "").ok())
+    return fx::mul(p, a, b, y);
+  constexpr int64_t kChunk = 256;
+  int32_t acc[kChunk];
+  for (size_t i0 = 0; i0 < a.size(); i0 += kChunk) {
+    const auto n = static_cast<int64_t>(std::min<size_t>(kChunk, a.size() - i0));
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = i0 + static_cast<size_t>(i);
+      acc[i] = (a[k] - p.a.zero_point) * (b[k] - p.b.zero_point);
+    }
+    requantize_row(isa, acc, n, p.multiplier, p.output.zero_point, lo, hi, y.data() + i0, 1);
   }
   return Status{};
 }

@@ -1,4 +1,4 @@
-// Fast kernels for the 8-bit datapath of conv2d, matmul / gemm and add / sub, bit-identical to the scalar
+// Fast kernels for the 8-bit datapath of conv2d, matmul / gemm, add / sub and mul, bit-identical to the scalar
 // reference of fixed_point.h (docs/fixed-point.md, "Fast kernels").
 //
 // Why they are exact: with 8-bit activations, (x - zp) is in [-255, 255] and an int8 weight
@@ -83,5 +83,10 @@ Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::s
 // multipliers below 1); otherwise, or on invalid input, it calls fx::add. y may alias a or b.
 bool add_supported(const AddParams& p);
 Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y);
+
+// fx::mul when mul_supported (|(a - z_a) * (b - z_b)| < 2^31: not both operands 16-bit);
+// otherwise, or on invalid input, it calls fx::mul. y may alias a or b.
+bool mul_supported(const MulParams& p);
+Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y);
 
 }  // namespace qflow::fx::fast

@@ -72,11 +72,11 @@ class IntegerOp {
             const PackedOp* packed)
       : m_(model), op_(op), ins_(ins), outs_(outs), packed_(packed) {}
 
-  // Packs a conv2d's or matmul's constant weights for the fast kernels (add and sub take only
-  // the instruction set); null when the op has none, its weights are not constant or the fast
+  // Packs a conv2d's or matmul's constant weights for the fast kernels (add, sub and mul take
+  // only the instruction set); null when the op has none, its weights are not constant or the fast
   // kernels refuse it (the reference then runs it and reports any error).
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
-    if (op_.type == "add" || op_.type == "sub") {  // nothing to pack: the instruction set only
+    if (op_.type == "add" || op_.type == "sub" || op_.type == "mul") {  // the instruction set only
       auto packed = std::make_shared<PackedOp>();
       packed->isa = isa;
       return packed;
@@ -291,7 +291,7 @@ class IntegerOp {
       p.output = qout();
       p.multiplier = pair_multiplier(op_, "multiplier");
       p.clamp = clamp_of(op_);
-      return fx_status(fx::mul(p, a, b, out().ints));
+      return fx_status(packed_ ? fx::fast::mul(p, packed_->isa, a, b, out().ints) : fx::mul(p, a, b, out().ints));
     }
     fx::AddParams p;
     p.a = qin(0);

@@ -116,7 +116,7 @@ struct PackedOp {
   std::optional<fx::fast::PackedMatMul> matmul;
 };
 // Packs `op` when the fast kernels compute it (conv2d and matmul with constant weights and
-// bias, add, sub); `constants[i]` is the value of constant input i, null otherwise. Null when
+// bias, add, sub, mul); `constants[i]` is the value of constant input i, null otherwise. Null when
 // it does not apply.
 std::shared_ptr<const PackedOp> pack_integer_op(const Model& model, const Op& op,
                                                 const std::vector<const Value*>& constants, fx::fast::Isa isa);

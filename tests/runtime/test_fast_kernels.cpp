@@ -246,3 +246,35 @@ TEST_CASE("fast add / sub equals fx::add on random 8-bit operands, scales, clamp
   CHECK(fast::add(wide, fast::best_isa(), std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message ==
         add(wide, std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message);
 }
+
+TEST_CASE("fast mul equals fx::mul on random operands of 8 and 16 bits, clamps and aliasing") {
+  std::mt19937 rng(19);
+  const std::vector<QType> types{QType::Int8, QType::UInt8, QType::Int16, QType::UInt16};
+  for (int trial = 0; trial < 300; ++trial) {
+    const QType ta = types[rng() % 4], tb = types[rng() % 4], ty = types[rng() % 4];
+    const auto qparams = [&](QType t) {
+      return QParams{std::exp2(std::uniform_real_distribution<double>(-12.0, 2.0)(rng)),
+                     random_in(rng, range_of(t).min, range_of(t).max), t};
+    };
+    MulParams p;
+    REQUIRE(make_mul_params(qparams(ta), qparams(tb), qparams(ty), p).ok());
+    p.clamp = random_clamp(rng);
+    const size_t n = static_cast<size_t>(random_in(rng, 1, 700));
+    const std::vector<int32_t> a = random_values(rng, n, ta), b = random_values(rng, n, tb);
+    std::vector<int32_t> want(n);
+    const Status ws = mul(p, a, b, want);
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(n, -999);
+      REQUIRE(fast::mul(p, isa, a, b, got).message == ws.message);
+      if (!ws.ok()) continue;
+      REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
+      std::vector<int32_t> in_place = b;
+      REQUIRE(fast::mul(p, isa, a, in_place, in_place).ok());
+      REQUIRE(in_place == want);
+    }
+  }
+  MulParams both16;
+  REQUIRE(make_mul_params(QParams{0.1, 0, QType::UInt16}, QParams{0.1, 0, QType::UInt16}, QParams{0.1, 0, QType::Int8},
+                          both16).ok());
+  CHECK_FALSE(fast::mul_supported(both16));
+}
