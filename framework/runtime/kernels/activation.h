@@ -34,10 +34,11 @@ T hard_swish(T v) {
 }
 
 // min(max(v, lo), hi): when lo > hi every element becomes hi, as numpy.clip does. NaN
-// fails both comparisons and stays NaN.
+// fails both comparisons and stays NaN. Written with std::max/std::min (whose operand
+// order keeps exactly these results) so the loop becomes vector max/min instructions.
 template <typename T>
 T clip(T v, T lo, T hi) {
-  return v < lo ? (lo > hi ? hi : lo) : (v > hi ? hi : v);
+  return std::min(std::max(v, lo), hi);
 }
 
 // Applies `epilogue` to n floats in place.

@@ -67,7 +67,7 @@ Status batchnorm_inference(KernelContext& context, const Tensor& x, float epsilo
   std::vector<T> k(static_cast<std::size_t>(params));
   for (int64_t p = 0; p < params; ++p)
     k[static_cast<std::size_t>(p)] = scale[p] / std::sqrt(var[p] + static_cast<T>(epsilon));
-  Tensor y(x.dtype(), x.shape());
+  QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(x.dtype(), x.shape()));
   const T* in = x.data<T>();
   T* out = y.data<T>();
   context.parallel_for(batch * channels, [&](int64_t begin, int64_t end) {
@@ -75,9 +75,16 @@ Status batchnorm_inference(KernelContext& context, const Tensor& x, float epsilo
       const int64_t c = row % channels;
       const T* src = in + row * inner;
       T* dst = out + row * inner;
-      for (int64_t i = 0; i < inner; ++i) {
-        const std::size_t p = static_cast<std::size_t>(per_position ? c * inner + i : c);
-        dst[i] = (src[i] - mean[p]) * k[p] + bias[p];
+      if (per_position) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const std::size_t p = static_cast<std::size_t>(c * inner + i);
+          dst[i] = (src[i] - mean[p]) * k[p] + bias[p];
+        }
+      } else {
+        // Per-channel parameters hoisted out of the row: the loop vectorises.
+        const std::size_t p = static_cast<std::size_t>(c);
+        const T m = mean[p], kp = k[p], b = bias[p];
+        for (int64_t i = 0; i < inner; ++i) dst[i] = (src[i] - m) * kp + b;
       }
     }
   });
