@@ -19,10 +19,38 @@ namespace {
 
 using Table = toml::value::table_type;
 
-SourcePos pos_of(const toml::value& value, const std::string& file) {
-  const toml::source_location loc = value.location();
-  return SourcePos{file, static_cast<uint32_t>(loc.line()), static_cast<uint32_t>(loc.column())};
-}
+// Line and column of values. toml11's value.location() counts the newlines from the start
+// of the file on every call, which makes a parse quadratic in the file size; this index
+// finds the line by binary search in the newline offsets of toml11's own copy of the text.
+class PositionIndex {
+ public:
+  explicit PositionIndex(std::string file) : file_(std::move(file)) {}
+
+  SourcePos operator()(const toml::value& value) const {
+    const auto* region = dynamic_cast<const toml::detail::region*>(toml::detail::get_region(value));
+    if (!region) {
+      const toml::source_location loc = value.location();
+      return SourcePos{file_, static_cast<uint32_t>(loc.line()), static_cast<uint32_t>(loc.column())};
+    }
+    if (region->source() != source_) index(*region);
+    const auto offset = static_cast<std::size_t>(region->first() - region->begin());
+    const auto line = std::upper_bound(newlines_.begin(), newlines_.end(), offset) - newlines_.begin();
+    return SourcePos{file_, static_cast<uint32_t>(line + 1), static_cast<uint32_t>(region->before() + 1)};
+  }
+
+ private:
+  void index(const toml::detail::region& region) const {
+    source_ = region.source();
+    newlines_.clear();
+    for (auto it = region.begin(); it != region.end(); ++it)
+      if (*it == '\n') newlines_.push_back(static_cast<std::size_t>(it - region.begin()));
+  }
+
+  std::string file_;
+  // The text newlines_ indexes, held so that its address cannot be reused by another text.
+  mutable toml::detail::region::source_ptr source_;
+  mutable std::vector<std::size_t> newlines_;  // offsets of '\n', ascending
+};
 
 std::string toml_type_text(const toml::value& value) {
   switch (value.type()) {
@@ -46,7 +74,7 @@ std::vector<std::string> sorted_keys(const Table& table) {
 
 class Parser {
  public:
-  Parser(std::string path) : path_(std::move(path)) {}
+  Parser(std::string path) : path_(std::move(path)), pos_of_(path_) {}
 
   Expected<Pipeline> parse(std::string_view text, const std::vector<std::string>& sets) {
     toml::value root;
@@ -82,7 +110,7 @@ class Parser {
   }
 
   Status error_at(const toml::value& value, const std::string& message) const {
-    return invalid_input(pos_of(value, path_).prefix() + message);
+    return invalid_input(pos_of_(value).prefix() + message);
   }
 
   Expected<Pipeline> build(const toml::value& root, const std::vector<std::string>& sets) {
@@ -125,7 +153,7 @@ class Parser {
       std::optional<OptionValue> scalar = scalar_value(value);
       if (!scalar)
         return error_at(value, "var '" + name + "' must be a string, int, float or bool, got " + toml_type_text(value));
-      pipeline.vars[name] = PipelineVar{*scalar, pos_of(value, path_)};
+      pipeline.vars[name] = PipelineVar{*scalar, pos_of_(value)};
     }
     return Status::ok();
   }
@@ -223,7 +251,7 @@ class Parser {
     if (!id.is_string()) return error_at(id, "'id' of " + which + " must be a string, got " + toml_type_text(id));
     PipelineStage stage;
     stage.id = id.as_string().str;
-    stage.pos = pos_of(id, path_);
+    stage.pos = pos_of_(id);
     if (!is_identifier(stage.id))
       return error_at(id, "stage id '" + stage.id + "' must be " + std::string(kIdentifierRule));
     const std::string where = "stage '" + stage.id + "'";
@@ -234,13 +262,13 @@ class Parser {
     const toml::value& use = table.at("use");
     if (!use.is_string()) return error_at(use, "'use' of " + where + " must be a string, got " + toml_type_text(use));
     QFLOW_ASSIGN_OR_RETURN(stage.use, substitute_text(use, "'use' of " + where));
-    stage.use_pos = pos_of(use, path_);
+    stage.use_pos = pos_of_(use);
     if (table.count("output")) {
       const toml::value& output = table.at("output");
       if (!output.is_string())
         return error_at(output, "'output' of " + where + " must be a string, got " + toml_type_text(output));
       QFLOW_ASSIGN_OR_RETURN(stage.output, substitute_text(output, "'output' of " + where));
-      stage.output_pos = pos_of(output, path_);
+      stage.output_pos = pos_of_(output);
       if (stage.output.empty() || stage.output == "." || stage.output == ".." ||
           stage.output.find('/') != std::string::npos || stage.output.find('\\') != std::string::npos)
         return error_at(output, "'output' of " + where + " must be a file name without folders, got '" + stage.output + "'");
@@ -275,7 +303,7 @@ class Parser {
     StageInput input;
     input.stage = text.substr(0, dot);
     input.port = dot == std::string::npos ? std::string() : text.substr(dot + 1);
-    input.pos = pos_of(ref, path_);
+    input.pos = pos_of_(ref);
     if (!is_identifier(input.stage) || (dot != std::string::npos && !is_identifier(input.port)))
       return error_at(ref, "input '" + port + "' of " + where + " must be \"stage-id.port\" or \"stage-id\", got '" +
                                text + "'");
@@ -290,7 +318,7 @@ class Parser {
       const toml::value& value = options.as_table().at(name);
       const std::string context = "option '" + name + "' of " + where;
       StageOption option;
-      option.pos = pos_of(value, path_);
+      option.pos = pos_of_(value);
       if (value.is_string()) {
         QFLOW_ASSIGN_OR_RETURN(option.value, substitute(value, context));
       } else if (value.is_array()) {
@@ -358,6 +386,7 @@ class Parser {
   }
 
   std::string path_;
+  PositionIndex pos_of_;
   const std::map<std::string, PipelineVar>* vars_ = nullptr;
 };
 
