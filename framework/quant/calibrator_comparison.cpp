@@ -46,18 +46,6 @@ Expected<std::vector<SampleOutputs>> run_outputs(const Model& model, const std::
   return outputs;
 }
 
-std::vector<float> flatten(const SampleOutputs& outputs) {
-  std::vector<float> flat;
-  for (const Tensor& t : outputs) {
-    if (t.dtype() == DType::Float32) {
-      flat.insert(flat.end(), t.data<float>(), t.data<float>() + t.numel());
-    } else {
-      for (double v : t.to_doubles()) flat.push_back(static_cast<float>(v));
-    }
-  }
-  return flat;
-}
-
 std::string fixed(double value, int decimals) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
@@ -96,7 +84,7 @@ Expected<CalibratorComparison> compare_calibrators(const Model& float_model, con
   QFLOW_ASSIGN_OR_RETURN(const std::vector<SampleOutputs> reference,
                          run_outputs(float_model, input_name, samples, pool, dataset));
   std::vector<std::vector<float>> reference_flat;
-  for (const SampleOutputs& outputs : reference) reference_flat.push_back(flatten(outputs));
+  for (const SampleOutputs& outputs : reference) reference_flat.push_back(flatten_sample_outputs(outputs));
   auto score = [&](const std::vector<SampleOutputs>& outputs) -> Expected<double> {
     MetricInput input;
     input.first_sample = 0;
@@ -122,7 +110,8 @@ Expected<CalibratorComparison> compare_calibrators(const Model& float_model, con
     if (!outputs) return outputs.status().with_context(head);
     CalibratorScore row{branch.label, branch.stage, branch.method, branch.seconds, 0.0, std::nullopt};
     double sum = 0.0;
-    for (std::size_t k = 0; k < outputs->size(); ++k) sum += cosine_similarity(reference_flat[k], flatten((*outputs)[k]));
+    for (std::size_t k = 0; k < outputs->size(); ++k)
+      sum += cosine_similarity(reference_flat[k], flatten_sample_outputs((*outputs)[k]));
     row.cosine = sum / static_cast<double>(outputs->size());
     if (metric) {
       Expected<double> value = score(*outputs);

@@ -30,6 +30,18 @@ Expected<std::vector<float>> flatten_outputs(const Graph& graph, const std::map<
 
 }  // namespace
 
+std::vector<float> flatten_sample_outputs(const std::vector<Tensor>& outputs) {
+  std::vector<float> flat;
+  for (const Tensor& t : outputs) {
+    if (t.dtype() == DType::Float32) {
+      flat.insert(flat.end(), t.data<float>(), t.data<float>() + t.numel());
+    } else {
+      for (double v : t.to_doubles()) flat.push_back(static_cast<float>(v));
+    }
+  }
+  return flat;
+}
+
 double cosine_similarity(const std::vector<float>& a, const std::vector<float>& b) {
   double dot = 0.0, na = 0.0, nb = 0.0;
   const std::size_t n = std::min(a.size(), b.size());

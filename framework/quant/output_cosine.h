@@ -53,4 +53,8 @@ class OutputCosine {
 // cos(a, b) accumulated in double in index order; 1 when both are zero, 0 when one is.
 double cosine_similarity(const std::vector<float>& a, const std::vector<float>& b);
 
+// One sample's outputs flattened and concatenated in output order, as float (other dtypes
+// converted), the vectors cosine_similarity compares.
+std::vector<float> flatten_sample_outputs(const std::vector<Tensor>& outputs);
+
 }  // namespace qflow

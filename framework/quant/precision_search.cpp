@@ -28,18 +28,6 @@ bool is_graph_output(const Graph& graph, const Value* v) {
   return std::find(graph.outputs.begin(), graph.outputs.end(), v) != graph.outputs.end();
 }
 
-std::vector<float> flatten(const SampleOutputs& outputs) {
-  std::vector<float> flat;
-  for (const Tensor& t : outputs) {
-    if (t.dtype() == DType::Float32) {
-      flat.insert(flat.end(), t.data<float>(), t.data<float>() + t.numel());
-    } else {
-      for (double v : t.to_doubles()) flat.push_back(static_cast<float>(v));
-    }
-  }
-  return flat;
-}
-
 // Runs models on the kept samples and scores them against the float model.
 class Evaluator {
  public:
@@ -50,7 +38,7 @@ class Evaluator {
 
   Status init() {
     QFLOW_ASSIGN_OR_RETURN(reference_, outputs_of(float_model_));
-    for (const SampleOutputs& s : reference_) flat_reference_.push_back(flatten(s));
+    for (const SampleOutputs& s : reference_) flat_reference_.push_back(flatten_sample_outputs(s));
     if (metric_) {
       QFLOW_ASSIGN_OR_RETURN(float_value_, score(reference_));
     }
@@ -107,7 +95,8 @@ class Evaluator {
       return metric_->evaluate(input);
     }
     double sum = 0.0;  // in sample order: the same for any thread count
-    for (std::size_t k = 0; k < outputs.size(); ++k) sum += cosine_similarity(flat_reference_[k], flatten(outputs[k]));
+    for (std::size_t k = 0; k < outputs.size(); ++k)
+      sum += cosine_similarity(flat_reference_[k], flatten_sample_outputs(outputs[k]));
     return sum / static_cast<double>(outputs.size());
   }
 
