@@ -13,6 +13,9 @@ qflow=$1 src=$2 work=$3
 check=$src/tests/hostile/check_outputs.py
 fail() { echo "FAIL killed_runs: $*"; exit 1; }
 run() { "$qflow" run pipelines/bpu_ptq.toml --threads 2 --out "$1" >/dev/null 2>&1; }
+# In the background with $pid = qflow's own pid: `run ... &` would give the pid of a subshell,
+# and killing that would leave qflow running and writing into the next run's folder.
+start_run() { "$qflow" run pipelines/bpu_ptq.toml --threads 2 --out "$1" >/dev/null 2>&1 & pid=$!; }
 listed() { /usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["stages"]))' "$1/manifest.json" 2>/dev/null || echo none; }
 
 rm -rf "$work" && mkdir -p "$work" || exit 1
@@ -34,7 +37,7 @@ kill_and_check() {  # label; the run's pid is in $pid
 }
 
 for percent in 2 5 10 20 35 50 65 80 95; do
-  run "$out" & pid=$!
+  start_run "$out"
   sleep "$(awk -v t="$total_ms" -v p="$percent" 'BEGIN { printf "%.3f", t * p / 100000 }')"
   kill_and_check "at ${percent}% of the reference time"
 done
@@ -42,7 +45,7 @@ done
 # As soon as an artifact appears (polled every 5 ms): the kill lands just after its rename.
 for artifact in fashion_mnist_optimized_float_model.onnx calibration_table.json fashion_mnist.hbm; do
   rm -rf "$out"
-  run "$out" & pid=$!
+  start_run "$out"
   for _ in $(seq 1 20000); do
     [ -e "$out/$artifact" ] && break
     kill -0 "$pid" 2>/dev/null || break
@@ -53,7 +56,7 @@ for artifact in fashion_mnist_optimized_float_model.onnx calibration_table.json 
 done
 
 # A run over the debris of a killed one: no temporary file stays, artifacts as the reference.
-run "$out" & pid=$!
+start_run "$out"
 sleep "$(awk -v t="$total_ms" 'BEGIN { printf "%.3f", t * 0.5 / 1000 }')"
 kill -KILL "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 run "$out" || fail "the run after the kills failed"
