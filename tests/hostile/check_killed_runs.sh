@@ -32,7 +32,7 @@ kill_and_check() {  # label; the run's pid is in $pid
   kill -KILL "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   /usr/bin/python3 "$check" "$qflow" "$out" --killed || fail "after the kill $1"
-  temps=$(find "$out" -name '*.tmp.*' | wc -l)
+  temps=$(find "$out" -name '*.tmp.*' 2>/dev/null | wc -l)
   echo "killed $1: manifest lists $(listed "$out") artifacts, $temps temporary files"
 }
 
