@@ -19,69 +19,45 @@ std::string os_error(const std::string& what, const std::string& path) {
 }
 }  // namespace
 
-Expected<std::string> read_file(const std::string& path, int64_t max_bytes) {
+namespace {
+
+// Closes the descriptor on every return path.
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+// Reads `path`: the whole file (`whole`: a file over `max_bytes` is refused, a short read is
+// an error) or its first `max_bytes` bytes (a file that shrank meanwhile gives what was there).
+Expected<std::string> read_bytes(const std::string& path, int64_t max_bytes, bool whole) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno == ENOENT ? not_found(os_error("cannot open", path)) : io_error(os_error("cannot open", path));
+  const FdCloser closer{fd};
   struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    Status s = io_error(os_error("cannot stat", path));
-    ::close(fd);
-    return s;
-  }
-  if (S_ISDIR(info.st_mode)) {
-    ::close(fd);
-    return invalid_input("'" + path + "' is a directory, not a file");
-  }
-  if (info.st_size > max_bytes) {
-    ::close(fd);
+  if (::fstat(fd, &info) != 0) return io_error(os_error("cannot stat", path));
+  if (S_ISDIR(info.st_mode)) return invalid_input("'" + path + "' is a directory, not a file");
+  if (whole && info.st_size > max_bytes)
     return invalid_input("'" + path + "' is " + std::to_string(info.st_size) + " bytes, more than the limit of " +
                          std::to_string(max_bytes));
-  }
-  std::string bytes(static_cast<std::size_t>(info.st_size), '\0');
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Status s = io_error(os_error("cannot read", path));
-      ::close(fd);
-      return s;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  return bytes;
-}
-
-Expected<std::string> read_file_prefix(const std::string& path, int64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? not_found(os_error("cannot open", path)) : io_error(os_error("cannot open", path));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) {
-    Status s = io_error(os_error("cannot stat", path));
-    ::close(fd);
-    return s;
-  }
-  if (S_ISDIR(info.st_mode)) {
-    ::close(fd);
-    return invalid_input("'" + path + "' is a directory, not a file");
-  }
   std::string bytes(static_cast<std::size_t>(std::min<int64_t>(info.st_size, max_bytes)), '\0');
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = io_error(os_error("cannot read", path));
-      ::close(fd);
-      return s;
-    }
-    if (n == 0) break;  // the file shrank meanwhile: what was there
+    if (n < 0 || (n == 0 && whole)) return io_error(os_error("cannot read", path));
+    if (n == 0) break;
     done += static_cast<std::size_t>(n);
   }
-  ::close(fd);
   bytes.resize(done);
   return bytes;
+}
+
+}  // namespace
+
+Expected<std::string> read_file(const std::string& path, int64_t max_bytes) { return read_bytes(path, max_bytes, true); }
+
+Expected<std::string> read_file_prefix(const std::string& path, int64_t max_bytes) {
+  return read_bytes(path, max_bytes, false);
 }
 
 Status write_file_atomic(const std::string& path, std::string_view bytes) {
