@@ -1,6 +1,7 @@
 // Builders the unit tests share for hand-made models and quantization tables.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,40 @@ inline QuantParams params(double threshold, DType dtype = DType::Int8) {
   q.threshold = threshold;
   q.method = "test";
   return q;
+}
+
+// amplitude * sin(step * i + 0.3) for i in [0, n): deterministic, varied test values.
+inline std::vector<float> wave(std::size_t n, double step, double amplitude) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(amplitude * std::sin(step * static_cast<double>(i) + 0.3));
+  return v;
+}
+
+// x[1,8] -> MatMul(W1[8,8]) "mm1" -> a -> Add(bias) "add" -> b -> MatMul(W2[8,4]) "mm2" -> y,
+// bias and W2 from wave().
+inline Model mlp_model(const Tensor& w1) {
+  Model model;
+  model.opset_imports.push_back({"", 13});
+  Graph& g = *model.graph;
+  g.name = "mlp";
+  Value* x = g.get_or_create_value("x");
+  x->type = float_type({d(1), d(8)});
+  g.inputs.push_back(x);
+  Value* w1v = g.get_or_create_value("W1");
+  g.set_initializer(w1v, w1);
+  Value* bias = g.get_or_create_value("bias");
+  g.set_initializer(bias, Tensor::from_vector<float>({8}, wave(8, 1.3, 0.2)));
+  Value* w2 = g.get_or_create_value("W2");
+  g.set_initializer(w2, Tensor::from_vector<float>({8, 4}, wave(32, 0.77, 0.9)));
+  Value* a = g.get_or_create_value("a");
+  Value* b = g.get_or_create_value("b");
+  Value* y = g.get_or_create_value("y");
+  y->type = float_type({d(1), d(4)});
+  g.add_node("MatMul", {x, w1v}, {a}, "mm1");
+  g.add_node("Add", {a, bias}, {b}, "add");
+  g.add_node("MatMul", {b, w2}, {y}, "mm2");
+  g.outputs.push_back(y);
+  return model;
 }
 
 }  // namespace qflow::test

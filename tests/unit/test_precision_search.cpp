@@ -17,38 +17,9 @@ namespace {
 using test::d;
 using test::float_type;
 using test::params;
+using test::wave;
 
-std::vector<float> wave(std::size_t n, double step, double amplitude) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(amplitude * std::sin(step * static_cast<double>(i) + 0.3));
-  return v;
-}
-
-// x[1,8] -> MatMul(W1) "mm1" -> a -> Add(bias) "add" -> b -> MatMul(W2) "mm2" -> y.
-Model mlp() {
-  Model model;
-  model.opset_imports.push_back({"", 13});
-  Graph& g = *model.graph;
-  g.name = "mlp";
-  Value* x = g.get_or_create_value("x");
-  x->type = float_type({d(1), d(8)});
-  g.inputs.push_back(x);
-  Value* w1 = g.get_or_create_value("W1");
-  g.set_initializer(w1, Tensor::from_vector<float>({8, 8}, wave(64, 0.53, 1.0)));
-  Value* bias = g.get_or_create_value("bias");
-  g.set_initializer(bias, Tensor::from_vector<float>({8}, wave(8, 1.3, 0.2)));
-  Value* w2 = g.get_or_create_value("W2");
-  g.set_initializer(w2, Tensor::from_vector<float>({8, 4}, wave(32, 0.77, 0.9)));
-  Value* a = g.get_or_create_value("a");
-  Value* b = g.get_or_create_value("b");
-  Value* y = g.get_or_create_value("y");
-  y->type = float_type({d(1), d(4)});
-  g.add_node("MatMul", {x, w1}, {a}, "mm1");
-  g.add_node("Add", {a, bias}, {b}, "add");
-  g.add_node("MatMul", {b, w2}, {y}, "mm2");
-  g.outputs.push_back(y);
-  return model;
-}
+Model mlp() { return test::mlp_model(Tensor::from_vector<float>({8, 8}, wave(64, 0.53, 1.0))); }
 
 // A good table, or one whose 'a' range is 100x too wide: int8 steps of 2.4 on values of a
 // few units ruin mm1's output; int16 steps of 0.009 do not.

@@ -22,38 +22,7 @@ namespace {
 using test::d;
 using test::float_type;
 using test::params;
-
-std::vector<float> wave(std::size_t n, double step, double amplitude) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(amplitude * std::sin(step * static_cast<double>(i) + 0.3));
-  return v;
-}
-
-// x[1,8] -> MatMul(W1[8,8]) "mm1" -> a -> Add(bias) "add" -> b -> MatMul(W2[8,4]) "mm2" -> y.
-Model mlp(const Tensor& w1) {
-  Model model;
-  model.opset_imports.push_back({"", 13});
-  Graph& g = *model.graph;
-  g.name = "mlp";
-  Value* x = g.get_or_create_value("x");
-  x->type = float_type({d(1), d(8)});
-  g.inputs.push_back(x);
-  Value* w1v = g.get_or_create_value("W1");
-  g.set_initializer(w1v, w1);
-  Value* bias = g.get_or_create_value("bias");
-  g.set_initializer(bias, Tensor::from_vector<float>({8}, wave(8, 1.3, 0.2)));
-  Value* w2 = g.get_or_create_value("W2");
-  g.set_initializer(w2, Tensor::from_vector<float>({8, 4}, wave(32, 0.77, 0.9)));
-  Value* a = g.get_or_create_value("a");
-  Value* b = g.get_or_create_value("b");
-  Value* y = g.get_or_create_value("y");
-  y->type = float_type({d(1), d(4)});
-  g.add_node("MatMul", {x, w1v}, {a}, "mm1");
-  g.add_node("Add", {a, bias}, {b}, "add");
-  g.add_node("MatMul", {b, w2}, {y}, "mm2");
-  g.outputs.push_back(y);
-  return model;
-}
+using test::wave;
 
 Tensor w1_float() { return Tensor::from_vector<float>({8, 8}, wave(64, 0.53, 1.0)); }
 
@@ -86,7 +55,7 @@ TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match indepe
 
   // a's threshold clips it to a tenth of its range: mm1's activation is the bad one.
   const QuantTable table = {{"x", params(1.5)}, {"a", params(0.3)}, {"b", params(12.0)}, {"y", params(30.0)}};
-  const Model model = mlp(w1_float());
+  const Model model = test::mlp_model(w1_float());
   auto result = analyze_sensitivity(model, table, nullptr, *dataset, 1, 0);
   REQUIRE_MESSAGE(result.has_value(), result.status().message());
   CHECK(result->samples == n);
@@ -107,7 +76,7 @@ TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match indepe
   // quantize_weight and put back as float; and mm1's output clipped and rounded by hand.
   auto quantized = quantize_weight(w1_float(), 1, DType::Int8);
   REQUIRE(quantized.has_value());
-  const Model weight_only = mlp(dequantize_weight(*quantized));
+  const Model weight_only = test::mlp_model(dequantize_weight(*quantized));
   const float sa = static_cast<float>(0.3 / 127.0);
   double weight_sum = 0.0, act_sum = 0.0;
   for (int64_t s = 0; s < n; ++s) {
@@ -223,7 +192,7 @@ TEST_CASE("sensitivity: quantize = false nodes are not tested; unknown tensors a
   REQUIRE(write_npy_file(path, Tensor::from_vector<float>({2, 1, 8}, samples)).is_ok());
   auto dataset = open_dataset(DataSpec{path});
   REQUIRE(dataset.has_value());
-  const Model model = mlp(w1_float());
+  const Model model = test::mlp_model(w1_float());
   QuantConfig config;
   config.nodes["mm2"].quantize = false;
   const QuantTable table = {{"x", params(1.5)}, {"a", params(3.0)}, {"b", params(12.0)}, {"y", params(30.0)}};
