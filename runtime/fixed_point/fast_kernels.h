@@ -1,5 +1,5 @@
-// Fast kernels for the 8-bit datapath of conv2d, matmul / gemm, add / sub and mul, bit-identical to the scalar
-// reference of fixed_point.h (docs/fixed-point.md, "Fast kernels").
+// Fast kernels for the 8-bit datapath of conv2d, matmul / gemm, add / sub and mul, and for lut and
+// the pools, bit-identical to the scalar reference of fixed_point.h (docs/fixed-point.md, "Fast kernels").
 //
 // Why they are exact: with 8-bit activations, (x - zp) is in [-255, 255] and an int8 weight
 // (minus a B zero point) too, so both fit int16 and a pair of products fits int32; the reference
@@ -41,6 +41,15 @@ inline constexpr int64_t kColBlock = 2;
 void gemm_s16(Isa isa, const int16_t* w, int64_t rows, const int16_t* x, int64_t cols, int64_t depth,
               const int32_t* init, int32_t* out, int64_t ld);
 
+// The pixel-major product of conv2d: out[r * ld + c] = init[r] + sum_k (w pair k of row r) . (x pair k
+// of column c) for r < rows (a multiple of kRowBlock) and c < cols (a multiple of kPixelBlock). w holds,
+// per block of kRowBlock rows, [pairs][kRowBlock][2] int16; x holds [pairs][cols][2] int16.
+inline constexpr int64_t kPixelBlock = 16;
+void gemm_pairs_s16(Isa isa, const int16_t* w, int64_t rows, const int16_t* x, int64_t cols, int64_t pairs,
+                    const int32_t* init, int32_t* out, int64_t ld);
+// out[2i] = a[i], out[2i + 1] = b[i] for i < n (n a multiple of kPixelBlock).
+void interleave_s16(Isa isa, const int16_t* a, const int16_t* b, int64_t n, int16_t* out);
+
 // y[i * stride] = requantize(acc[i], m, zero_point, lo, hi) for i < n (|acc[i]| < 2^31).
 void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi,
                     int32_t* y, int64_t stride);
@@ -51,9 +60,9 @@ bool supports(QType activation, QType weight);
 struct PackedConv2D {
   Conv2DParams params;
   int64_t out_h = 0, out_w = 0;
-  int64_t depth = 0;       // cg * kH * kW rounded up to kDepthStep
+  int64_t pairs = 0;       // cg * kH * kW reduction indices, in pairs (the last one zero padded)
   int64_t group_rows = 0;  // out_channels / group rounded up to kRowBlock
-  std::vector<int16_t> weights;           // [group][group_rows][depth], for the block product
+  std::vector<int16_t> weights;           // [group][group_rows / kRowBlock][pairs][kRowBlock][2], for gemm_pairs_s16
   std::vector<int32_t> taps;              // [out_channels][kH * kW] instead, for one input channel per group
   std::vector<int32_t> bias;              // [group][group_rows]
   std::vector<Multiplier> multipliers;    // [out_channels]
@@ -79,6 +88,22 @@ Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<
 // fx::matmul(p, a, b, bias, y) with the packed B.
 Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y);
 
+struct PackedConvTranspose2D {
+  ConvTranspose2DParams params;
+  int64_t out_h = 0, out_w = 0;
+  int64_t depth = 0;       // in_channels / group rounded up to kDepthStep
+  int64_t group_rows = 0;  // out_channels / group * kH * kW rounded up to kRowBlock
+  std::vector<int16_t> weights;         // [group][group_rows][depth]: row (m, tap), column input channel
+  std::vector<int32_t> bias;            // [out_channels]
+  std::vector<Multiplier> multipliers;  // [out_channels]
+  int32_t lo = 0, hi = 0;
+};
+// Runs every check of fx::conv_transpose2d but the input values'; fails for unsupported type pairs.
+Status pack_conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
+                             PackedConvTranspose2D& out);
+// fx::conv_transpose2d(p, x, w, bias, y) with the packed weights (the same results and errors).
+Status conv_transpose2d(const PackedConvTranspose2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
+
 // fx::add with 64-bit arithmetic when add_supported (8-bit inputs, left shift <= 20, input
 // multipliers below 1); otherwise, or on invalid input, it calls fx::add. y may alias a or b.
 bool add_supported(const AddParams& p);
@@ -88,5 +113,15 @@ Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<co
 // otherwise, or on invalid input, it calls fx::mul. y may alias a or b.
 bool mul_supported(const MulParams& p);
 Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y);
+
+// fx::apply_lut with the range checked once per tensor and the lookup inlined (any table).
+Status apply_lut(const Lut& lut, std::span<const int32_t> x, std::span<int32_t> y);
+
+// fx::max_pool, fx::average_pool and fx::global_average_pool on a padded copy of each channel
+// (any type); parameters or values the reference refuses go to the reference.
+Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
+Status average_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
+Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w, const QParams& input,
+                           const QParams& output, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
 
 }  // namespace qflow::fx::fast

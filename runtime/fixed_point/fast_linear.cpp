@@ -1,5 +1,6 @@
-// Conv2D and MatMul on the fast kernels: weight packing at load time, per-run im2col into int16
-// columns, block products and the requantize epilogue (docs/fixed-point.md, "Fast kernels").
+// Conv2D and MatMul on the fast kernels: weight packing at load time, per-run im2col (conv2d: into
+// pixel-major rows of int16 pairs; matmul: into int16 columns), block products and the requantize
+// epilogue (docs/fixed-point.md, "Fast kernels").
 #include <algorithm>
 
 #include "runtime/fixed_point/fast_depthwise.h"
@@ -12,7 +13,7 @@ int64_t round_up(int64_t v, int64_t step) { return (v + step - 1) / step * step;
 
 // Per-thread buffers reused across runs: columns, accumulators, the depthwise plane.
 struct Scratch {
-  std::vector<int16_t> columns;
+  std::vector<int16_t> columns, rows;  // matmul columns; conv2d's interleaved tile and two rows
   std::vector<int32_t> acc;
   std::vector<int32_t> plane;
 };
@@ -47,45 +48,58 @@ std::vector<Multiplier> expand(const std::vector<Multiplier>& ms, int64_t n) {
   return ms;
 }
 
-// Columns [c0, c0 + count) of the im2col matrix of image n, group g: column p holds the cg * kH * kW
-// taps (x - zp) of output pixel p, zero for padding taps and beyond the reduction length.
-void gather_columns(const PackedConv2D& k, const int32_t* image, int64_t g, int64_t c0, int64_t count, int16_t* cols) {
+// Pixels per tile of the conv2d: about 64 KiB of interleaved int16 pairs, a multiple of kPixelBlock.
+int64_t pixel_tile(int64_t pairs, int64_t pixels) {
+  const int64_t by_cache = std::clamp<int64_t>(16384 / std::max<int64_t>(pairs, 1) / kPixelBlock * kPixelBlock,
+                                               kPixelBlock, 1024);
+  return std::min(by_cache, round_up(pixels, kPixelBlock));
+}
+
+// Row r of the im2col matrix of image n, group g (r = (c, ky, kx) in the weights' order) over output
+// pixels [p0, p0 + count): x - zp at each tap, 0 for padding taps; zeros up to `tile`. Output rows
+// are copied segment by segment, so the loop over pixels is contiguous (stride 1) or strided.
+void im2col_row(const PackedConv2D& k, const int32_t* image, int64_t g, int64_t r, int64_t p0, int64_t count,
+                int64_t tile, int16_t* dst) {
   const Conv2DParams& p = k.params;
-  const int64_t cg = p.in_channels / p.group, kh = p.kernel_h, kw = p.kernel_w;
-  const int64_t sy = p.strides[0], sx = p.strides[1], dy = p.dilations[0], dx = p.dilations[1];
-  const int64_t plane = p.in_h * p.in_w, zp = p.input.zero_point;
-  const int32_t* xg = image + g * cg * plane;
-  const bool pointwise = kh == 1 && kw == 1 && sy == 1 && sx == 1 && p.pads[0] == 0 && p.pads[1] == 0 &&
-                         p.pads[2] == 0 && p.pads[3] == 0;
-  for (int64_t j = 0; j < count; ++j) {
-    int16_t* col = cols + j * k.depth;
-    const int64_t pix = c0 + j;
-    int64_t t = 0;
-    if (pix < k.out_h * k.out_w) {
-      if (pointwise) {
-        for (int64_t c = 0; c < cg; ++c) col[t++] = static_cast<int16_t>(xg[c * plane + pix] - zp);
-      } else {
-        const int64_t oy = pix / k.out_w, ox = pix % k.out_w;
-        const int64_t iy0 = oy * sy - p.pads[0], ix0 = ox * sx - p.pads[1];
-        for (int64_t c = 0; c < cg; ++c) {
-          const int32_t* xc = xg + c * plane;
-          for (int64_t ky = 0; ky < kh; ++ky) {
-            const int64_t iy = iy0 + ky * dy;
-            if (iy < 0 || iy >= p.in_h) {
-              std::fill(col + t, col + t + kw, int16_t{0});
-              t += kw;
-              continue;
-            }
-            const int32_t* row = xc + iy * p.in_w;
-            for (int64_t kx = 0; kx < kw; ++kx) {
-              const int64_t ix = ix0 + kx * dx;
-              col[t++] = ix < 0 || ix >= p.in_w ? int16_t{0} : static_cast<int16_t>(row[ix] - zp);
-            }
-          }
-        }
-      }
+  const int64_t kh = p.kernel_h, kw = p.kernel_w, cg = p.in_channels / p.group;
+  const int64_t plane = p.in_h * p.in_w;
+  const int32_t zp = p.input.zero_point;
+  std::fill(dst + count, dst + tile, int16_t{0});
+  if (r >= cg * kh * kw) {  // the zero row that completes the last pair
+    std::fill(dst, dst + count, int16_t{0});
+    return;
+  }
+  const int64_t c = r / (kh * kw), ky = r % (kh * kw) / kw, kx = r % kw;
+  const int32_t* xc = image + (g * cg + c) * plane;
+  const int64_t sy = p.strides[0], sx = p.strides[1];
+  if (kh == 1 && kw == 1 && sy == 1 && sx == 1 && p.pads[0] == 0 && p.pads[1] == 0 && p.pads[2] == 0 && p.pads[3] == 0) {
+    for (int64_t t = 0; t < count; ++t) dst[t] = static_cast<int16_t>(xc[p0 + t] - zp);
+    return;
+  }
+  // The output columns whose tap column ix = ox * sx - pad_left + kx * dx lies inside the input.
+  const int64_t off = kx * p.dilations[1] - p.pads[1];
+  const int64_t ox_lo = off >= 0 ? 0 : (-off + sx - 1) / sx;
+  const int64_t ox_hi = p.in_w - 1 - off < 0 ? 0 : std::min(k.out_w, (p.in_w - 1 - off) / sx + 1);
+  int64_t t = 0;
+  while (t < count) {
+    const int64_t pix = p0 + t, oy = pix / k.out_w, ox0 = pix % k.out_w;
+    const int64_t run = std::min(k.out_w - ox0, count - t);
+    const int64_t iy = oy * sy - p.pads[0] + ky * p.dilations[0];
+    int16_t* d = dst + t;  // d[ox - ox0] for ox in [ox0, ox0 + run)
+    const int64_t end = ox0 + run;
+    if (iy < 0 || iy >= p.in_h || ox_lo >= ox_hi) {
+      std::fill(d, d + run, int16_t{0});
+    } else {
+      const int64_t lo = std::clamp(ox_lo, ox0, end), hi = std::clamp(ox_hi, lo, end);
+      std::fill(d, d + (lo - ox0), int16_t{0});
+      const int32_t* row = xc + iy * p.in_w;
+      if (sx == 1)
+        for (int64_t ox = lo; ox < hi; ++ox) d[ox - ox0] = static_cast<int16_t>(row[ox + off] - zp);
+      else
+        for (int64_t ox = lo; ox < hi; ++ox) d[ox - ox0] = static_cast<int16_t>(row[ox * sx + off] - zp);
+      std::fill(d + (hi - ox0), d + run, int16_t{0});
     }
-    std::fill(col + t, col + k.depth, int16_t{0});
+    t += run;
   }
 }
 
@@ -105,15 +119,19 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
   out.out_h = oh;
   out.out_w = ow;
   const int64_t mg = p.out_channels / p.group, k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
-  out.depth = round_up(k, kDepthStep);
+  out.pairs = (k + 1) / 2;
   out.group_rows = round_up(mg, kRowBlock);
   const bool depthwise = p.in_channels == p.group;
   if (depthwise) out.taps.assign(w.begin(), w.end());
-  else out.weights.assign(static_cast<size_t>(p.group * out.group_rows * out.depth), 0);
+  else out.weights.assign(static_cast<size_t>(p.group * out.group_rows * out.pairs * 2), 0);
   out.bias.assign(static_cast<size_t>(p.group * out.group_rows), 0);
   for (int64_t m = 0; m < p.out_channels; ++m) {
     const int64_t row = m / mg * out.group_rows + m % mg;
-    if (!depthwise) std::copy(w.begin() + m * k, w.begin() + (m + 1) * k, out.weights.begin() + row * out.depth);
+    // Row `row` sits in block row / kRowBlock at lane row % kRowBlock: [pairs][kRowBlock][2].
+    int16_t* block = out.weights.data() + row / kRowBlock * kRowBlock * out.pairs * 2;
+    if (!depthwise)
+      for (int64_t t = 0; t < k; ++t)
+        block[(t / 2 * kRowBlock + row % kRowBlock) * 2 + t % 2] = static_cast<int16_t>(w[static_cast<size_t>(m * k + t)]);
     if (!bias.empty()) out.bias[static_cast<size_t>(row)] = bias[static_cast<size_t>(m)];
   }
   out.multipliers = expand(p.multipliers, p.out_channels);
@@ -135,21 +153,28 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
     return Status{};
   }
   const int64_t mg = p.out_channels / p.group;
-  const int64_t block = std::min(column_block(k.depth), round_up(pixels, kColBlock));
-  int16_t* cols = sized(s.columns, block * k.depth);
-  int32_t* acc = sized(s.acc, k.group_rows * block);
+  const int64_t tile = pixel_tile(k.pairs, pixels);
+  int16_t* pairs = sized(s.columns, k.pairs * tile * 2);
+  int16_t* even = sized(s.rows, 2 * tile);
+  int16_t* odd = even + tile;
+  int32_t* acc = sized(s.acc, k.group_rows * tile);
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t g = 0; g < p.group; ++g) {
-      const int16_t* wg = k.weights.data() + g * k.group_rows * k.depth;
+      const int32_t* image = x.data() + n * plane_in;
+      const int16_t* wg = k.weights.data() + g * k.group_rows * k.pairs * 2;
       const int32_t* bg = k.bias.data() + g * k.group_rows;
-      for (int64_t c0 = 0; c0 < pixels; c0 += block) {
-        const int64_t count = std::min(block, pixels - c0), padded = round_up(count, kColBlock);
-        gather_columns(k, x.data() + n * plane_in, g, c0, padded, cols);
-        gemm_s16(isa, wg, k.group_rows, cols, padded, k.depth, bg, acc, block);
+      for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
+        const int64_t count = std::min(tile, pixels - p0), cols = round_up(count, kPixelBlock);
+        for (int64_t q = 0; q < k.pairs; ++q) {
+          im2col_row(k, image, g, 2 * q, p0, count, cols, even);
+          im2col_row(k, image, g, 2 * q + 1, p0, count, cols, odd);
+          interleave_s16(isa, even, odd, cols, pairs + q * cols * 2);
+        }
+        gemm_pairs_s16(isa, wg, k.group_rows, pairs, cols, k.pairs, bg, acc, tile);
         for (int64_t r = 0; r < mg; ++r) {
           const int64_t m = g * mg + r;
-          requantize_row(isa, acc + r * block, count, k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo,
-                         k.hi, y.data() + (n * p.out_channels + m) * pixels + c0, 1);
+          requantize_row(isa, acc + r * tile, count, k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo,
+                         k.hi, y.data() + (n * p.out_channels + m) * pixels + p0, 1);
         }
       }
     }

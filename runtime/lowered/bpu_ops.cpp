@@ -1,7 +1,7 @@
 // The integer ops of the lowered model (BPU segments, and quantize / dequantize in both kinds):
 // each builds the qflow::fx parameters from the op's attributes and tensors and calls the
-// fixed-point reference, or the fast kernels for conv2d and matmul whose weights were packed at
-// load time (docs/lowered-model.md).
+// fixed-point reference, or the fast kernels (conv2d and matmul with weights packed at load time,
+// eltwise, lut and pools) (docs/lowered-model.md).
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -72,11 +72,13 @@ class IntegerOp {
             const PackedOp* packed)
       : m_(model), op_(op), ins_(ins), outs_(outs), packed_(packed) {}
 
-  // Packs a conv2d's or matmul's constant weights for the fast kernels (add, sub and mul take
-  // only the instruction set); null when the op has none, its weights are not constant or the fast
-  // kernels refuse it (the reference then runs it and reports any error).
+  // Packs a conv2d's, conv_transpose2d's or matmul's constant weights for the fast kernels (add,
+  // sub, mul, lut and the pools take only the instruction set); null when the op has none, its
+  // weights are not constant or the fast kernels refuse it (the reference then runs it and
+  // reports any error).
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
-    if (op_.type == "add" || op_.type == "sub" || op_.type == "mul") {  // the instruction set only
+    if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
+        op_.type == "average_pool" || op_.type == "global_average_pool") {  // the instruction set only
       auto packed = std::make_shared<PackedOp>();
       packed->isa = isa;
       return packed;
@@ -93,6 +95,15 @@ class IntegerOp {
       fx::fast::PackedConv2D k;
       if (!fx::fast::pack_conv2d(p, in(1).ints, bias, k).ok()) return nullptr;
       packed->conv = std::move(k);
+      return packed;
+    }
+    if (op_.type == "conv_transpose2d") {
+      fx::ConvTranspose2DParams p;
+      Shape produced;
+      if (!conv_params(true, p, produced) || produced != tout().shape) return nullptr;
+      fx::fast::PackedConvTranspose2D k;
+      if (!fx::fast::pack_conv_transpose2d(p, in(1).ints, bias, k).ok()) return nullptr;
+      packed->conv_transpose = std::move(k);
       return packed;
     }
     if (op_.type == "matmul") {
@@ -209,6 +220,8 @@ class IntegerOp {
     if (Status s = conv_params(transposed, p, produced); !s) return s;
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     if (packed_ && packed_->conv) return fx_status(fx::fast::conv2d(*packed_->conv, packed_->isa, in(0).ints, out().ints));
+    if (packed_ && packed_->conv_transpose)
+      return fx_status(fx::fast::conv_transpose2d(*packed_->conv_transpose, packed_->isa, in(0).ints, out().ints));
     const I32 bias = has(2) ? I32(in(2).ints) : I32();
     return fx_status(transposed ? fx::conv_transpose2d(p, in(0).ints, in(1).ints, bias, out().ints)
                                 : fx::conv2d(p, in(0).ints, in(1).ints, bias, out().ints));
@@ -367,6 +380,9 @@ class IntegerOp {
     p.output = qout();
     const Shape produced{p.batch, p.channels, fx::pool_out_h(p), fx::pool_out_w(p)};
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    if (packed_)
+      return fx_status(max ? fx::fast::max_pool(p, packed_->isa, in(0).ints, out().ints)
+                           : fx::fast::average_pool(p, packed_->isa, in(0).ints, out().ints));
     return fx_status(max ? fx::max_pool(p, in(0).ints, out().ints) : fx::average_pool(p, in(0).ints, out().ints));
   }
 
@@ -374,6 +390,9 @@ class IntegerOp {
     const Shape& xs = in(0).shape;
     const Shape produced{xs[0], xs[1], 1, 1};
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
+    if (packed_)
+      return fx_status(fx::fast::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), packed_->isa, in(0).ints,
+                                                     out().ints));
     return fx_status(fx::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), in(0).ints, out().ints));
   }
 
@@ -416,7 +435,7 @@ class IntegerOp {
     const fx::Range r = fx::range_of(l.output.type);
     for (const int32_t e : l.entries)
       if (e < r.min || e > r.max) return Status::error("table entry " + std::to_string(e) + " is outside the output type");
-    return fx_status(fx::apply_lut(l, in(0).ints, out().ints));
+    return fx_status(packed_ ? fx::fast::apply_lut(l, in(0).ints, out().ints) : fx::apply_lut(l, in(0).ints, out().ints));
   }
 
   Status softmax() {

@@ -15,13 +15,16 @@ namespace {
 
 using detail::element_count;
 
-// Allocates the storage a value of `type` and `shape` needs.
-void allocate(Value& v, ElemType type, const detail::Shape& shape) {
+// Allocates the storage a value of `type` and `shape` needs, zero-filled unless `overwritten`
+// (an integer op writes every element of its output, so clearing a reused buffer first would
+// only cost a pass over memory).
+void allocate(Value& v, ElemType type, const detail::Shape& shape, bool overwritten = false) {
   v.type = type;
   v.shape = shape;
   const auto n = static_cast<size_t>(element_count(shape));
   if (type == ElemType::f32) v.floats.assign(n, 0.0f);
   else if (type == ElemType::i64) v.longs.assign(n, 0);
+  else if (overwritten) v.ints.resize(n);
   else v.ints.assign(n, 0);
 }
 
@@ -288,15 +291,16 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
         for (size_t i = 0; i < op.inputs.size(); ++i)
           if (op.inputs[i] >= 0) ins[i] = slot[static_cast<size_t>(op.inputs[i])];
         outs.assign(op.outputs.size(), nullptr);
+        const bool integer = detail::is_integer_op(op.type);
         for (size_t i = 0; i < op.outputs.size(); ++i) {
           if (op.outputs[i] < 0) continue;  // an absent optional output of a CPU op
           const auto y = static_cast<size_t>(op.outputs[i]);
           swap_buffer(y);
-          allocate(values[y], m.tensors[y].type, m.tensors[y].shape);
+          allocate(values[y], m.tensors[y].type, m.tensors[y].shape, integer);
           outs[i] = &values[y];
           slot[y] = &values[y];
         }
-        const Status s = detail::is_integer_op(op.type) ? detail::run_integer_op(m, op, ins, outs, packed_[index].get())
+        const Status s = integer ? detail::run_integer_op(m, op, ins, outs, packed_[index].get())
                                                         : detail::run_cpu_op(m, op, ins, outs);
         if (!s) return Status::error(detail::one_line(prefix + detail::op_label(op) + ": " + s.message()));
       }

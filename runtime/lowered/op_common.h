@@ -114,10 +114,11 @@ struct PackedOp {
   fx::fast::Isa isa = fx::fast::Isa::Portable;
   std::optional<fx::fast::PackedConv2D> conv;
   std::optional<fx::fast::PackedMatMul> matmul;
+  std::optional<fx::fast::PackedConvTranspose2D> conv_transpose;
 };
 // Packs `op` when the fast kernels compute it (conv2d and matmul with constant weights and
-// bias, add, sub, mul); `constants[i]` is the value of constant input i, null otherwise. Null when
-// it does not apply.
+// bias, add, sub, mul, lut and the pools); `constants[i]` is the value of constant input i,
+// null otherwise. Null when it does not apply.
 std::shared_ptr<const PackedOp> pack_integer_op(const Model& model, const Op& op,
                                                 const std::vector<const Value*>& constants, fx::fast::Isa isa);
 

@@ -278,3 +278,199 @@ TEST_CASE("fast mul equals fx::mul on random operands of 8 and 16 bits, clamps a
                           both16).ok());
   CHECK_FALSE(fast::mul_supported(both16));
 }
+
+TEST_CASE("fast lut equals fx::apply_lut on 8-bit and segmented 16-bit tables, and reports its errors") {
+  std::mt19937 rng(23);
+  const std::vector<QType> types{QType::Int8, QType::UInt8, QType::Int16, QType::UInt16};
+  for (int trial = 0; trial < 200; ++trial) {
+    Lut lut;
+    lut.input = QParams{0.05, 0, types[rng() % 4]};
+    lut.output = QParams{0.05, 0, types[rng() % 4]};
+    const Range r = range_of(lut.input.type);
+    lut.segment_bits = is_16bit(lut.input.type) ? (rng() % 2 ? 7 : 8) : 0;
+    const size_t count = lut.segment_bits == 0 ? 256 : (size_t{1} << (16 - lut.segment_bits)) + 1;
+    // Any int32 entries, not only the output type's: the interpolation must not wrap.
+    lut.entries = trial % 5 == 0 ? std::vector<int32_t>(count) : random_values(rng, count, lut.output.type);
+    if (trial % 5 == 0)
+      for (auto& e : lut.entries) e = static_cast<int32_t>(rng());
+    const size_t n = static_cast<size_t>(random_in(rng, 1, 900));
+    std::vector<int32_t> x = random_values(rng, n, lut.input.type);
+    x[0] = r.min;
+    x[n - 1] = r.max;
+    if (trial % 9 == 0) x[n / 2] = r.max + 1;  // outside the type: the reference's message
+    std::vector<int32_t> want(n), got(n, -999);
+    const Status ws = apply_lut(lut, x, want);
+    const Status gs = fast::apply_lut(lut, x, got);
+    REQUIRE(gs.message == ws.message);
+    if (ws.ok()) REQUIRE_MESSAGE(got == want, "trial " << trial);
+  }
+  Lut short_table;
+  short_table.entries.assign(10, 0);
+  std::vector<int32_t> y(1);
+  CHECK(fast::apply_lut(short_table, std::vector<int32_t>{0}, y).message ==
+        apply_lut(short_table, std::vector<int32_t>{0}, y).message);
+}
+
+namespace {
+
+Pool2DParams random_pool(std::mt19937& rng, bool dilated) {
+  const std::vector<QType> types{QType::Int8, QType::UInt8, QType::Int16, QType::UInt16};
+  Pool2DParams p;
+  p.batch = random_in(rng, 1, 2);
+  p.channels = random_in(rng, 1, 5);
+  p.in_h = random_in(rng, 1, 17);
+  p.in_w = random_in(rng, 1, 17);
+  p.kernel_h = random_in(rng, 1, 5);
+  p.kernel_w = random_in(rng, 1, 5);
+  p.strides = {random_in(rng, 1, 3), random_in(rng, 1, 3)};
+  if (dilated) p.dilations = {random_in(rng, 1, 2), random_in(rng, 1, 2)};
+  p.pads = {random_in(rng, 0, static_cast<int32_t>(p.kernel_h) - 1), random_in(rng, 0, static_cast<int32_t>(p.kernel_w) - 1),
+            random_in(rng, 0, static_cast<int32_t>(p.kernel_h) - 1), random_in(rng, 0, static_cast<int32_t>(p.kernel_w) - 1)};
+  p.count_include_pad = rng() % 2;
+  p.input = QParams{0.1, 0, types[rng() % 4]};
+  p.input.zero_point = random_in(rng, range_of(p.input.type).min, range_of(p.input.type).max);
+  p.output = p.input;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("fast max_pool and average_pool equal the reference on random windows, pads, strides and types") {
+  std::mt19937 rng(29);
+  int compared = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const bool max = trial % 2 == 0;
+    Pool2DParams p = random_pool(rng, max);
+    if (!max && rng() % 3 != 0) {  // rescaled averages, or the same parameters
+      p.output = QParams{p.input.scale * std::exp2(std::uniform_real_distribution<double>(-3.0, 3.0)(rng)), 0,
+                         rng() % 2 ? QType::Int8 : QType::UInt16};
+      p.output.zero_point = random_in(rng, range_of(p.output.type).min, range_of(p.output.type).max);
+    }
+    if (pool_out_h(p) < 1 || pool_out_w(p) < 1) continue;
+    std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.batch * p.channels * p.in_h * p.in_w), p.input.type);
+    if (trial % 11 == 0) x[0] = range_of(p.input.type).max + 1;  // the reference's message
+    if (trial % 13 == 0)  // the extremes of the type
+      for (size_t i = 0; i < x.size(); ++i) x[i] = i % 2 ? range_of(p.input.type).min : range_of(p.input.type).max;
+    std::vector<int32_t> want(static_cast<size_t>(p.batch * p.channels * pool_out_h(p) * pool_out_w(p)));
+    const Status ws = max ? max_pool(p, x, want) : average_pool(p, x, want);
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(want.size(), -999);
+      const Status gs = max ? fast::max_pool(p, isa, x, got) : fast::average_pool(p, isa, x, got);
+      INFO(std::string(fast::isa_name(isa)), " trial ", trial, " max ", max, " H ", p.in_h, " W ", p.in_w, " k ",
+           p.kernel_h, "x", p.kernel_w, " s ", p.strides[0], ",", p.strides[1], " pads ", p.pads[0], ",", p.pads[1],
+           ",", p.pads[2], ",", p.pads[3], " include_pad ", p.count_include_pad);
+      REQUIRE(gs.message == ws.message);
+      if (ws.ok()) {
+        REQUIRE(got == want);
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 300);
+  // Parameters the reference refuses: the same messages.
+  Pool2DParams bad;
+  bad.in_h = bad.in_w = 4;
+  bad.kernel_h = bad.kernel_w = 2;
+  bad.pads = {2, 0, 0, 0};
+  std::vector<int32_t> x(16, 0), y(25), y_ref(25);
+  CHECK(fast::max_pool(bad, fast::best_isa(), x, y).message == max_pool(bad, x, y_ref).message);
+  CHECK(fast::average_pool(bad, fast::best_isa(), x, y).message == average_pool(bad, x, y_ref).message);
+  Pool2DParams dilated;
+  dilated.in_h = dilated.in_w = 4;
+  dilated.kernel_h = dilated.kernel_w = 2;
+  dilated.dilations = {2, 1};
+  std::vector<int32_t> y2(6), y2_ref(6);
+  CHECK(fast::average_pool(dilated, fast::best_isa(), x, y2).message == average_pool(dilated, x, y2_ref).message);
+}
+
+TEST_CASE("fast global_average_pool equals the reference, rescaled or not") {
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 120; ++trial) {
+    const QType t = rng() % 2 ? QType::UInt8 : QType::Int16;
+    const QParams in{0.02, random_in(rng, range_of(t).min, range_of(t).max), t};
+    QParams out = in;
+    if (trial % 3 != 0) out = QParams{0.02 * std::exp2(std::uniform_real_distribution<double>(-4.0, 4.0)(rng)), 3, QType::Int8};
+    const int64_t n = random_in(rng, 1, 2), c = random_in(rng, 1, 6), h = random_in(rng, 1, 40), w = random_in(rng, 1, 40);
+    const std::vector<int32_t> x = random_values(rng, static_cast<size_t>(n * c * h * w), t);
+    std::vector<int32_t> want(static_cast<size_t>(n * c)), got(want.size(), -999);
+    const Status ws = global_average_pool(n, c, h, w, in, out, x, want);
+    for (const fast::Isa isa : isas()) {
+      REQUIRE(fast::global_average_pool(n, c, h, w, in, out, isa, x, got).message == ws.message);
+      if (ws.ok()) REQUIRE_MESSAGE(got == want, "trial " << trial);
+    }
+  }
+  std::vector<int32_t> y(1), y_ref(1);
+  const QParams zero_scale{0.0, 0, QType::Int8};
+  CHECK(fast::global_average_pool(1, 1, 2, 2, zero_scale, zero_scale, fast::best_isa(), std::vector<int32_t>(4, 0), y).message ==
+        global_average_pool(1, 1, 2, 2, zero_scale, zero_scale, std::vector<int32_t>(4, 0), y_ref).message);
+}
+
+TEST_CASE("fast conv_transpose2d equals fx::conv_transpose2d on random strides, pads, dilations and groups") {
+  std::mt19937 rng(37);
+  int compared = 0;
+  for (int trial = 0; trial < 250; ++trial) {
+    ConvTranspose2DParams p;
+    p.batch = random_in(rng, 1, 2);
+    p.group = trial % 3 == 0 ? random_in(rng, 2, 3) : 1;
+    p.in_channels = p.group * random_in(rng, 1, 6);
+    p.out_channels = p.group * random_in(rng, 1, 5);
+    p.in_h = random_in(rng, 1, 11);
+    p.in_w = random_in(rng, 1, 11);
+    p.kernel_h = random_in(rng, 1, 4);
+    p.kernel_w = random_in(rng, 1, 4);
+    p.strides = {random_in(rng, 1, 3), random_in(rng, 1, 3)};
+    p.dilations = {random_in(rng, 1, 2), random_in(rng, 1, 2)};
+    p.pads = {random_in(rng, 0, 2), random_in(rng, 0, 2), random_in(rng, 0, 2), random_in(rng, 0, 2)};
+    p.output_padding = {random_in(rng, 0, static_cast<int32_t>(p.strides[0]) - 1),
+                        random_in(rng, 0, static_cast<int32_t>(p.strides[1]) - 1)};
+    if (conv_transpose_out_h(p) < 1 || conv_transpose_out_w(p) < 1) continue;
+    p.input = QParams{0.1, 0, random_8bit(rng)};
+    p.input.zero_point = random_in(rng, range_of(p.input.type).min, range_of(p.input.type).max);
+    p.output = QParams{0.1, 0, random_8bit(rng)};
+    p.output.zero_point = random_in(rng, range_of(p.output.type).min, range_of(p.output.type).max);
+    p.clamp = random_clamp(rng);
+    if (std::max(range_of(p.output.type).min, p.clamp.min) > std::min(range_of(p.output.type).max, p.clamp.max)) continue;
+    const int64_t mg = p.out_channels / p.group, k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
+    const size_t per_channel = rng() % 2 ? static_cast<size_t>(p.out_channels) : 1;
+    for (size_t i = 0; i < per_channel; ++i) p.multipliers.push_back(random_multiplier(rng));
+    std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w), p.input.type);
+    std::vector<int32_t> w = random_values(rng, static_cast<size_t>(p.in_channels * mg * p.kernel_h * p.kernel_w), QType::Int8);
+    if (trial % 10 == 0) {  // the largest products the accumulator takes
+      for (auto& v : x) v = range_of(p.input.type).min;
+      for (auto& v : w) v = -128;
+    }
+    const std::vector<int32_t> bias =
+        rng() % 4 == 0 ? std::vector<int32_t>{} : random_bias(rng, static_cast<size_t>(p.out_channels), k, 255 * 128);
+    std::vector<int32_t> want(static_cast<size_t>(p.batch * p.out_channels * conv_transpose_out_h(p) * conv_transpose_out_w(p)));
+    const Status ws = conv_transpose2d(p, x, w, bias, want);
+    fast::PackedConvTranspose2D packed;
+    const Status ps = fast::pack_conv_transpose2d(p, w, bias, packed);
+    REQUIRE(ps.message == ws.message);
+    if (!ws.ok()) continue;
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(want.size(), -999);
+      REQUIRE(fast::conv_transpose2d(packed, isa, x, got).ok());
+      INFO(std::string(fast::isa_name(isa)), " trial ", trial, " group ", p.group, " C ", p.in_channels, " M ",
+           p.out_channels, " H ", p.in_h, " W ", p.in_w, " k ", p.kernel_h, "x", p.kernel_w, " s ", p.strides[0], ",",
+           p.strides[1], " d ", p.dilations[0], ",", p.dilations[1], " pads ", p.pads[0], ",", p.pads[1], ",", p.pads[2],
+           ",", p.pads[3]);
+      REQUIRE(got == want);
+      ++compared;
+    }
+  }
+  CHECK(compared > 150);
+  // An input value outside its type: the reference's message; 16-bit inputs are not packed.
+  ConvTranspose2DParams p;
+  p.in_h = p.in_w = 2;
+  p.kernel_h = p.kernel_w = 2;
+  p.strides = {2, 2};
+  p.multipliers = {Multiplier{1 << 30, 0}};
+  const std::vector<int32_t> w(4, 1);
+  fast::PackedConvTranspose2D packed;
+  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).ok());
+  const std::vector<int32_t> x{0, 0, 200, 0};
+  std::vector<int32_t> y(16), y_ref(16);
+  CHECK(fast::conv_transpose2d(packed, fast::best_isa(), x, y).message == conv_transpose2d(p, x, w, {}, y_ref).message);
+  p.input.type = QType::Int16;
+  CHECK_FALSE(fast::pack_conv_transpose2d(p, w, {}, packed).ok());
+}

@@ -1,0 +1,196 @@
+// MaxPool, AveragePool and GlobalAveragePool on the fast kernels. Per channel the input is copied
+// once into a padded plane (the type's minimum around it for max pooling, where padded taps never
+// win; x - zp with zeros around it for averaging, where a padded tap adds 0), so the window loops
+// run without bounds checks and vectorize across output pixels. The divisor of a window is the
+// product of its valid rows and columns (or the whole kernel with count_include_pad), and its
+// multiplier is derived only for the divisors that occur. Results and errors equal fx::max_pool,
+// fx::average_pool and fx::global_average_pool: anything the reference refuses goes to it.
+#include <algorithm>
+#include <climits>
+
+#include "runtime/fixed_point/fast_kernels.h"
+
+namespace qflow::fx::fast {
+namespace {
+
+struct PoolScratch {
+  std::vector<int32_t> plane, acc;
+  std::vector<int64_t> rows, cols;  // valid taps per output row / column
+  std::vector<Multiplier> per_count;
+  std::vector<char> made;
+};
+PoolScratch& pool_scratch() {
+  thread_local PoolScratch s;
+  return s;
+}
+
+bool same_params(const QParams& a, const QParams& b) {
+  return a.scale == b.scale && a.zero_point == b.zero_point && a.type == b.type;
+}
+
+// Every check of the reference's check_pool, as a yes / no.
+bool pool_ok(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
+  if (p.batch < 1 || p.channels < 1 || p.in_h < 1 || p.in_w < 1 || p.kernel_h < 1 || p.kernel_w < 1 ||
+      p.strides[0] < 1 || p.strides[1] < 1 || p.dilations[0] < 1 || p.dilations[1] < 1 ||
+      std::any_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v < 0; }))
+    return false;
+  if (p.pads[0] >= p.kernel_h || p.pads[2] >= p.kernel_h || p.pads[1] >= p.kernel_w || p.pads[3] >= p.kernel_w)
+    return false;
+  const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
+  if (oh < 1 || ow < 1) return false;
+  if (x.size() != static_cast<size_t>(p.batch * p.channels * p.in_h * p.in_w) ||
+      y.size() != static_cast<size_t>(p.batch * p.channels * oh * ow))
+    return false;
+  const Range r = range_of(p.input.type), ro = range_of(p.output.type);
+  if (p.input.zero_point < r.min || p.input.zero_point > r.max || p.output.zero_point < ro.min ||
+      p.output.zero_point > ro.max)
+    return false;
+  return check_range(x, p.input.type, "").ok();
+}
+
+// Copies channel plane xc (in_h x in_w) into the interior of `plane` (row pitch pw), offset by
+// `offset`; the border keeps its fill value.
+void fill_interior(const Pool2DParams& p, const int32_t* xc, int32_t offset, int64_t pw, int32_t* plane) {
+  for (int64_t iy = 0; iy < p.in_h; ++iy) {
+    int32_t* dst = plane + (iy + p.pads[0]) * pw + p.pads[1];
+    const int32_t* src = xc + iy * p.in_w;
+    for (int64_t ix = 0; ix < p.in_w; ++ix) dst[ix] = src[ix] - offset;
+  }
+}
+
+// acc[ox] = op over the window of output row oy (taps at plane[(oy*sy + ky*dy) * pw + ox*sx + kx*dx]).
+template <typename Op>
+[[gnu::always_inline]] inline void window_row(const Pool2DParams& p, const int32_t* plane, int64_t pw, int64_t oy,
+                                              int64_t ow, int32_t init, int32_t* acc, Op op) {
+  const int64_t sy = p.strides[0], sx = p.strides[1], dy = p.dilations[0], dx = p.dilations[1];
+  std::fill(acc, acc + ow, init);
+  for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+    const int32_t* row = plane + (oy * sy + ky * dy) * pw;
+    if (ow == 1) {  // a global window: one long row sum
+      int32_t a = acc[0];
+      for (int64_t kx = 0; kx < p.kernel_w; ++kx) a = op(a, row[kx * dx]);
+      acc[0] = a;
+      continue;
+    }
+    for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+      const int32_t* src = row + kx * dx;
+      if (sx == 1)
+        for (int64_t ox = 0; ox < ow; ++ox) acc[ox] = op(acc[ox], src[ox]);
+      else
+        for (int64_t ox = 0; ox < ow; ++ox) acc[ox] = op(acc[ox], src[ox * sx]);
+    }
+  }
+}
+
+struct Max {
+  int32_t operator()(int32_t a, int32_t b) const { return std::max(a, b); }
+};
+struct Sum {
+  int32_t operator()(int32_t a, int32_t b) const { return a + b; }
+};
+
+// Runs `op` windows over every channel, handing each output row's accumulators to `emit`;
+// `fill` is the padding value and the accumulators' start (the identity of `op`).
+template <typename Op, typename Emit>
+void run_planes(const Pool2DParams& p, std::span<const int32_t> x, int32_t fill, int32_t offset, Op op, Emit emit) {
+  PoolScratch& s = pool_scratch();
+  const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
+  // The padded input, extended with `fill` to every tap read: pool_out_h truncates toward zero,
+  // so a window taller than the padded input may still make one output row.
+  const int64_t ph = std::max(p.in_h + p.pads[0] + p.pads[2], (oh - 1) * p.strides[0] + (p.kernel_h - 1) * p.dilations[0] + 1);
+  const int64_t pw = std::max(p.in_w + p.pads[1] + p.pads[3], (ow - 1) * p.strides[1] + (p.kernel_w - 1) * p.dilations[1] + 1);
+  if (s.plane.size() < static_cast<size_t>(ph * pw)) s.plane.resize(static_cast<size_t>(ph * pw));
+  if (s.acc.size() < static_cast<size_t>(ow)) s.acc.resize(static_cast<size_t>(ow));
+  int32_t* plane = s.plane.data();
+  std::fill(plane, plane + ph * pw, fill);  // the border stays as filled: only the interior is rewritten
+  for (int64_t nc = 0; nc < p.batch * p.channels; ++nc) {
+    fill_interior(p, x.data() + nc * p.in_h * p.in_w, offset, pw, plane);
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      window_row(p, plane, pw, oy, ow, fill, s.acc.data(), op);
+      emit(nc, oy, s.acc.data());
+    }
+  }
+}
+
+// Valid taps of each window along one axis (dilation 1).
+void valid_counts(int64_t out, int64_t in, int64_t kernel, int64_t stride, int64_t pad, std::vector<int64_t>& v) {
+  v.resize(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t b = o * stride - pad;
+    v[static_cast<size_t>(o)] = std::min(b + kernel, in) - std::max<int64_t>(b, 0);
+  }
+}
+
+}  // namespace
+
+Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
+  (void)isa;
+  if (!pool_ok(p, x, y) || !same_params(p.input, p.output)) return fx::max_pool(p, x, y);
+  const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
+  const int32_t lowest = range_of(p.input.type).min;
+  run_planes(p, x, lowest, 0, Max{}, [&](int64_t nc, int64_t oy, const int32_t* acc) {
+    std::copy(acc, acc + ow, y.data() + (nc * oh + oy) * ow);
+  });
+  return Status{};
+}
+
+Status average_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
+  (void)isa;
+  if (!pool_ok(p, x, y) || p.dilations[0] != 1 || p.dilations[1] != 1 || !(p.input.scale > 0.0) ||
+      !(p.output.scale > 0.0))
+    return fx::average_pool(p, x, y);
+  const Range r = range_of(p.input.type), ro = range_of(p.output.type);
+  const int64_t offset = std::max<int64_t>(int64_t{p.input.zero_point} - r.min, int64_t{r.max} - p.input.zero_point);
+  const int64_t window = p.kernel_h * p.kernel_w;
+  if (window > INT32_MAX / std::max<int64_t>(offset, 1)) return fx::average_pool(p, x, y);
+  const bool same = same_params(p.input, p.output);
+  const double ratio = p.input.scale / p.output.scale;
+  // ratio / c shrinks with c: when the reference can derive the multiplier of divisor 1 it can
+  // derive every one, so a failure there is the only one it reports.
+  Multiplier probe;
+  if (!same && !make_multiplier(ratio, probe).ok()) return fx::average_pool(p, x, y);
+  PoolScratch& s = pool_scratch();
+  const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
+  valid_counts(oh, p.in_h, p.kernel_h, p.strides[0], p.pads[0], s.rows);
+  valid_counts(ow, p.in_w, p.kernel_w, p.strides[1], p.pads[1], s.cols);
+  s.per_count.assign(static_cast<size_t>(window + 1), Multiplier{});
+  s.made.assign(static_cast<size_t>(window + 1), 0);
+  const int32_t zo = p.output.zero_point;
+  run_planes(p, x, 0, p.input.zero_point, Sum{}, [&](int64_t nc, int64_t oy, const int32_t* acc) {
+    int32_t* out = y.data() + (nc * oh + oy) * ow;
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      const int64_t count = p.count_include_pad ? window : s.rows[static_cast<size_t>(oy)] * s.cols[static_cast<size_t>(ox)];
+      if (same) {
+        out[ox] = static_cast<int32_t>(std::clamp<int64_t>(rounding_divide(acc[ox], count) + zo, ro.min, ro.max));
+        continue;
+      }
+      const auto c = static_cast<size_t>(count);
+      if (!s.made[c]) {
+        (void)make_multiplier(ratio / static_cast<double>(count), s.per_count[c]);  // cannot fail, see above
+        s.made[c] = 1;
+      }
+      out[ox] = requantize(acc[ox], s.per_count[c], zo, ro.min, ro.max);
+    }
+  });
+  return Status{};
+}
+
+Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w, const QParams& input,
+                           const QParams& output, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
+  Pool2DParams p;
+  p.batch = batch;
+  p.channels = channels;
+  p.in_h = h;
+  p.in_w = w;
+  p.kernel_h = h;
+  p.kernel_w = w;
+  p.input = input;
+  p.output = output;
+  // The reference's own checks and message prefix when anything is refused.
+  if (!pool_ok(p, x, y) || !(input.scale > 0.0) || !(output.scale > 0.0))
+    return fx::global_average_pool(batch, channels, h, w, input, output, x, y);
+  if (Status s = average_pool(p, isa, x, y); !s.ok()) return Status::error("global_" + s.message);
+  return Status{};
+}
+
+}  // namespace qflow::fx::fast

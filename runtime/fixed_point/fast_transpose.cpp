@@ -1,0 +1,148 @@
+// ConvTranspose2D on the fast kernels, as a block product followed by a scatter (col2im): for
+// each input pixel, its centered channels (one int16 column) times the packed weights give the
+// contribution of that pixel to all mg * kH * kW (output channel, tap) pairs; these are added
+// into int32 output accumulators initialised with the bias, then requantized row by row.
+//
+// Exact as fx::conv_transpose2d: every output sums at most cg * kH * kW products, and the
+// reference refuses any length whose sum could leave int32 (max_reduction); every partial sum is
+// bounded by the same sum of magnitudes, so int32 accumulation in any order equals the
+// reference's int64 sum, and the epilogue is the exact requantize of fast_requant.cpp.
+#include <algorithm>
+
+#include "runtime/fixed_point/fast_kernels.h"
+
+namespace qflow::fx::fast {
+namespace {
+
+int64_t round_up(int64_t v, int64_t step) { return (v + step - 1) / step * step; }
+
+struct TransposeScratch {
+  std::vector<int16_t> columns;
+  std::vector<int32_t> products, acc, zeros;
+};
+TransposeScratch& transpose_scratch() {
+  thread_local TransposeScratch s;
+  return s;
+}
+
+template <typename T>
+T* sized(std::vector<T>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+// Input rows per block: about 32K int16 of columns, at least one row.
+int64_t rows_per_block(const PackedConvTranspose2D& k) {
+  const int64_t in_w = k.params.in_w;
+  return std::max<int64_t>(1, 32768 / (k.depth * in_w));
+}
+
+}  // namespace
+
+Status pack_conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
+                             PackedConvTranspose2D& out) {
+  if (!supports(p.input.type, p.weight_type)) return Status::error("conv_transpose2d: no fast kernel for this type pair");
+  for (const Multiplier m : p.multipliers)
+    if (m.mantissa < 0 || m.shift < kMinShift || m.shift > kMaxShift)
+      return Status::error("conv_transpose2d: a multiplier is outside the mantissa and shift ranges");
+  // Every check of the reference but the input values': the reference itself on an input of zero
+  // points (in range once the zero point is), which skips all products.
+  const int64_t oh = conv_transpose_out_h(p), ow = conv_transpose_out_w(p);
+  if (p.batch < 1 || p.in_channels < 1 || p.in_h < 1 || p.in_w < 1 || oh < 1 || ow < 1 || p.out_channels < 1)
+    return Status::error("conv_transpose2d: dimensions must be positive");
+  {
+    ConvTranspose2DParams one = p;
+    one.batch = 1;
+    std::vector<int32_t> x(static_cast<size_t>(p.in_channels * p.in_h * p.in_w), p.input.zero_point);
+    std::vector<int32_t> y(static_cast<size_t>(p.out_channels * oh * ow));
+    if (Status s = conv_transpose2d(one, x, w, bias, y); !s.ok()) return s;
+  }
+  out = PackedConvTranspose2D{};
+  out.params = p;
+  out.out_h = oh;
+  out.out_w = ow;
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group, kk = p.kernel_h * p.kernel_w;
+  out.depth = round_up(cg, kDepthStep);
+  out.group_rows = round_up(mg * kk, kRowBlock);
+  out.weights.assign(static_cast<size_t>(p.group * out.group_rows * out.depth), 0);
+  // Row (mm, tap) of group g holds w[g * cg + c][mm][tap] over c.
+  for (int64_t g = 0; g < p.group; ++g)
+    for (int64_t r = 0; r < mg * kk; ++r)
+      for (int64_t c = 0; c < cg; ++c)
+        out.weights[static_cast<size_t>((g * out.group_rows + r) * out.depth + c)] =
+            static_cast<int16_t>(w[static_cast<size_t>((g * cg + c) * mg * kk + r)]);
+  out.bias.assign(static_cast<size_t>(p.out_channels), 0);
+  if (!bias.empty()) std::copy(bias.begin(), bias.end(), out.bias.begin());
+  out.multipliers = p.multipliers.size() == 1 ? std::vector<Multiplier>(static_cast<size_t>(p.out_channels), p.multipliers[0])
+                                              : p.multipliers;
+  const Range r = range_of(p.output.type);
+  out.lo = std::max(r.min, p.clamp.min);
+  out.hi = std::min(r.max, p.clamp.max);
+  return Status{};
+}
+
+Status conv_transpose2d(const PackedConvTranspose2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
+  const ConvTranspose2DParams& p = k.params;
+  const int64_t oh = k.out_h, ow = k.out_w, plane_in = p.in_h * p.in_w, plane_out = oh * ow;
+  if (x.size() != static_cast<size_t>(p.batch * p.in_channels * plane_in) ||
+      y.size() != static_cast<size_t>(p.batch * p.out_channels * plane_out))
+    return Status::error("conv_transpose2d: tensor sizes do not match the parameters");
+  if (Status s = check_range(x, p.input.type, "conv_transpose2d input"); !s.ok()) return s;
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group, kk = p.kernel_h * p.kernel_w;
+  const int64_t sy = p.strides[0], sx = p.strides[1], dy = p.dilations[0], dx = p.dilations[1];
+  const int64_t rows_block = rows_per_block(k), block = round_up(rows_block * p.in_w, kColBlock);
+  TransposeScratch& s = transpose_scratch();
+  int16_t* cols = sized(s.columns, block * k.depth);
+  int32_t* products = sized(s.products, k.group_rows * block);
+  int32_t* acc = sized(s.acc, mg * plane_out);
+  const int32_t* zeros = sized(s.zeros, k.group_rows);
+  std::fill(s.zeros.begin(), s.zeros.begin() + k.group_rows, 0);
+  const int32_t zp = p.input.zero_point;
+  for (int64_t n = 0; n < p.batch; ++n)
+    for (int64_t g = 0; g < p.group; ++g) {
+      for (int64_t mm = 0; mm < mg; ++mm)
+        std::fill(acc + mm * plane_out, acc + (mm + 1) * plane_out, k.bias[static_cast<size_t>(g * mg + mm)]);
+      const int32_t* xg = x.data() + (n * p.in_channels + g * cg) * plane_in;
+      const int16_t* wg = k.weights.data() + g * k.group_rows * k.depth;
+      for (int64_t iy0 = 0; iy0 < p.in_h; iy0 += rows_block) {
+        const int64_t rows = std::min(rows_block, p.in_h - iy0), count = rows * p.in_w;
+        const int64_t padded = round_up(count, kColBlock), pix0 = iy0 * p.in_w;
+        for (int64_t j = 0; j < padded; ++j) {
+          int16_t* col = cols + j * k.depth;
+          int64_t c = 0;
+          if (j < count)
+            for (; c < cg; ++c) col[c] = static_cast<int16_t>(xg[c * plane_in + pix0 + j] - zp);
+          std::fill(col + c, col + k.depth, int16_t{0});
+        }
+        gemm_s16(isa, wg, k.group_rows, cols, padded, k.depth, zeros, products, block);
+        // Scatter row (mm, ky, kx): input (iy, ix) lands on (iy * sy - pad_top + ky * dy, ix * sx - pad_left + kx * dx).
+        for (int64_t r = 0; r < mg * kk; ++r) {
+          const int64_t mm = r / kk, ky = r % kk / p.kernel_w, kx = r % p.kernel_w;
+          const int64_t ox0 = kx * dx - p.pads[1];
+          // The ix whose ox = ix * sx + ox0 lies in [0, ow).
+          const int64_t ix_lo = ox0 >= 0 ? 0 : (-ox0 + sx - 1) / sx;
+          const int64_t ix_hi = ow - 1 - ox0 < 0 ? 0 : std::min(p.in_w, (ow - 1 - ox0) / sx + 1);
+          const int32_t* prod = products + r * block;
+          int32_t* am = acc + mm * plane_out;
+          for (int64_t i = 0; i < rows; ++i) {
+            const int64_t oy = (iy0 + i) * sy - p.pads[0] + ky * dy;
+            if (oy < 0 || oy >= oh) continue;
+            const int32_t* src = prod + i * p.in_w;
+            int32_t* dst = am + oy * ow;
+            if (sx == 1)
+              for (int64_t ix = ix_lo; ix < ix_hi; ++ix) dst[ix + ox0] += src[ix];
+            else
+              for (int64_t ix = ix_lo; ix < ix_hi; ++ix) dst[ix * sx + ox0] += src[ix];
+          }
+        }
+      }
+      for (int64_t mm = 0; mm < mg; ++mm) {
+        const int64_t m = g * mg + mm;
+        requantize_row(isa, acc + mm * plane_out, plane_out, k.multipliers[static_cast<size_t>(m)], p.output.zero_point,
+                       k.lo, k.hi, y.data() + (n * p.out_channels + m) * plane_out, 1);
+      }
+    }
+  return Status{};
+}
+
+}  // namespace qflow::fx::fast
