@@ -114,6 +114,10 @@ Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<co
 bool mul_supported(const MulParams& p);
 Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y);
 
+// y[i] = fx::quantize(x[i], q) for every i, inlined; returns the index of the first NaN in x
+// (y is then unspecified) or -1.
+int64_t quantize(const QParams& q, Isa isa, std::span<const float> x, std::span<int32_t> y);
+
 // fx::apply_lut with the range checked once per tensor and the lookup inlined (any table).
 Status apply_lut(const Lut& lut, std::span<const int32_t> x, std::span<int32_t> y);
 

@@ -73,12 +73,13 @@ class IntegerOp {
       : m_(model), op_(op), ins_(ins), outs_(outs), packed_(packed) {}
 
   // Packs a conv2d's, conv_transpose2d's or matmul's constant weights for the fast kernels (add,
-  // sub, mul, lut and the pools take only the instruction set); null when the op has none, its
+  // sub, mul, lut, the pools and quantize take only the instruction set); null when the op has none, its
   // weights are not constant or the fast kernels refuse it (the reference then runs it and
   // reports any error).
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
     if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
-        op_.type == "average_pool" || op_.type == "global_average_pool") {  // the instruction set only
+        op_.type == "average_pool" || op_.type == "global_average_pool" ||
+        op_.type == "quantize") {  // the instruction set only
       auto packed = std::make_shared<PackedOp>();
       packed->isa = isa;
       return packed;
@@ -155,6 +156,11 @@ class IntegerOp {
     const fx::QParams q = qout();
     const std::vector<float>& x = in(0).floats;
     std::vector<int32_t>& y = out().ints;
+    if (packed_) {
+      const int64_t nan = fx::fast::quantize(q, packed_->isa, x, y);
+      if (nan >= 0) return Status::error("input element " + std::to_string(nan) + " is NaN");
+      return Status::ok();
+    }
     for (size_t i = 0; i < x.size(); ++i) {
       if (std::isnan(x[i])) return Status::error("input element " + std::to_string(i) + " is NaN");
       y[i] = fx::quantize(static_cast<double>(x[i]), q);

@@ -3,6 +3,7 @@
 // errors must be identical.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -473,4 +474,35 @@ TEST_CASE("fast conv_transpose2d equals fx::conv_transpose2d on random strides, 
   CHECK(fast::conv_transpose2d(packed, fast::best_isa(), x, y).message == conv_transpose2d(p, x, w, {}, y_ref).message);
   p.input.type = QType::Int16;
   CHECK_FALSE(fast::pack_conv_transpose2d(p, w, {}, packed).ok());
+}
+
+TEST_CASE("fast quantize equals fx::quantize on ties, extremes, infinities and random floats, and finds the NaN") {
+  std::mt19937 rng(41);
+  const std::vector<QType> types{QType::Int8, QType::UInt8, QType::Int16, QType::UInt16};
+  for (int trial = 0; trial < 200; ++trial) {
+    const QType t = types[rng() % 4];
+    const QParams q{std::exp2(std::uniform_real_distribution<double>(-12.0, 2.0)(rng)),
+                    random_in(rng, range_of(t).min, range_of(t).max), t};
+    std::vector<float> x(static_cast<size_t>(random_in(rng, 1, 500)));
+    for (auto& v : x) {
+      switch (rng() % 4) {
+        case 0: v = static_cast<float>((random_in(rng, -70000, 70000) + 0.5) * q.scale); break;  // ties
+        case 1: v = std::uniform_real_distribution<float>(-1e6f, 1e6f)(rng); break;
+        default: v = static_cast<float>(std::uniform_real_distribution<double>(-300.0, 300.0)(rng) * q.scale);
+      }
+    }
+    x[0] = INFINITY;
+    if (x.size() > 1) x[1] = -INFINITY;
+    if (x.size() > 2) x[2] = -0.0f;
+    std::vector<int32_t> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want[i] = quantize(static_cast<double>(x[i]), q);
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(x.size(), -999);
+      REQUIRE(fast::quantize(q, isa, x, got) == -1);
+      REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
+    }
+  }
+  std::vector<float> x{1.0f, 2.0f, NAN, 3.0f, NAN};
+  std::vector<int32_t> y(x.size());
+  CHECK(fast::quantize(QParams{0.1, 0, QType::Int8}, fast::best_isa(), x, y) == 2);
 }
