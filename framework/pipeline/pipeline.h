@@ -70,6 +70,8 @@ struct PipelineStage {
   std::map<std::string, StageOption> options;  // as written; after resolve: every declared option
   std::string output;                          // artifact file name; "" until resolved when not given
   SourcePos output_pos;
+  double timeout = 0.0;  // seconds from the stage's `timeout` key, over --stage-timeout; 0: not set
+  SourcePos timeout_pos;
 
   // Filled by resolve_pipeline.
   StageKind kind = StageKind::Pass;

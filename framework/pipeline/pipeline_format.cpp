@@ -1,4 +1,7 @@
 // Canonical TOML of a resolved pipeline: what `qflow run --dry-run` prints and parses back.
+#include <cstdio>
+#include <cstdlib>
+
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
 #include "framework/pipeline/quantization_settings.h"
@@ -72,6 +75,16 @@ std::string format_pipeline(const Pipeline& pipeline) {
       out += "options = { " + join(items, ", ") + " }\n";
     }
     out += "output = " + toml_quote(escape_dollars(stage.output)) + "\n";
+    if (stage.timeout > 0) {
+      // Shortest text that reads back as the same double, so the canonical form is a fixed point.
+      char buffer[32];
+      for (int digits = 6; digits <= 17; ++digits) {
+        std::snprintf(buffer, sizeof buffer, "%.*g", digits, stage.timeout);
+        if (std::strtod(buffer, nullptr) == stage.timeout) break;
+      }
+      // "90", "1.5", "1e+20": each is a TOML integer or float.
+      out += "timeout = " + std::string(buffer) + "\n";
+    }
   }
   return out;
 }

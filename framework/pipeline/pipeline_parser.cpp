@@ -1,8 +1,10 @@
 // Pipeline files: TOML -> Pipeline with source positions, var overrides and ${var} substitution.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <exception>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -70,6 +72,20 @@ std::vector<std::string> sorted_keys(const Table& table) {
   for (const auto& [key, value] : table) keys.push_back(key);
   std::sort(keys.begin(), keys.end());
   return keys;
+}
+
+// A stage's `timeout`: seconds as a number or a string with a unit ("90s", "1.5m", "2h").
+// nullopt when the text is not such a duration; the caller names the key and position.
+std::optional<double> parse_duration(std::string_view text) {
+  double scale = 1.0;
+  if (!text.empty() && (text.back() == 's' || text.back() == 'm' || text.back() == 'h')) {
+    scale = text.back() == 's' ? 1.0 : text.back() == 'm' ? 60.0 : 3600.0;
+    text.remove_suffix(1);
+  }
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value * scale;
 }
 
 class Parser {
@@ -256,8 +272,9 @@ class Parser {
       return error_at(id, "stage id '" + stage.id + "' must be " + std::string(kIdentifierRule));
     const std::string where = "stage '" + stage.id + "'";
     for (const std::string& key : sorted_keys(table))
-      if (key != "id" && key != "use" && key != "inputs" && key != "options" && key != "output")
-        return error_at(table.at(key), "unknown key '" + key + "' in " + where + " (allowed: id, use, inputs, options, output)");
+      if (key != "id" && key != "use" && key != "inputs" && key != "options" && key != "output" && key != "timeout")
+        return error_at(table.at(key),
+                        "unknown key '" + key + "' in " + where + " (allowed: id, use, inputs, options, output, timeout)");
     if (!table.count("use")) return error_at(id, where + " has no 'use'");
     const toml::value& use = table.at("use");
     if (!use.is_string()) return error_at(use, "'use' of " + where + " must be a string, got " + toml_type_text(use));
@@ -273,9 +290,36 @@ class Parser {
           stage.output.find('/') != std::string::npos || stage.output.find('\\') != std::string::npos)
         return error_at(output, "'output' of " + where + " must be a file name without folders, got '" + stage.output + "'");
     }
+    if (table.count("timeout")) QFLOW_RETURN_IF_ERROR(read_timeout(table.at("timeout"), where, stage));
     if (table.count("inputs")) QFLOW_RETURN_IF_ERROR(read_inputs(table.at("inputs"), where, stage));
     if (table.count("options")) QFLOW_RETURN_IF_ERROR(read_options(table.at("options"), where, stage));
     return stage;
+  }
+
+  // `timeout = 90`, `timeout = 1.5` or `timeout = "90s"` ("m", "h"): overrides --stage-timeout.
+  Status read_timeout(const toml::value& value, const std::string& where, PipelineStage& stage) const {
+    const std::string what = "'timeout' of " + where;
+    std::optional<double> seconds;
+    if (value.is_integer()) {
+      seconds = static_cast<double>(value.as_integer());
+    } else if (value.is_floating()) {
+      seconds = value.as_floating();
+    } else if (value.is_string()) {
+      QFLOW_ASSIGN_OR_RETURN(std::string text, substitute_text(value, what));
+      seconds = parse_duration(text);
+      if (!seconds)
+        return error_at(value, what + ": '" + text + "' is not a duration (seconds, or a number with s, m or h: \"90s\")");
+    } else {
+      return error_at(value, what + " must be a number of seconds or a string like \"90s\", got " + toml_type_text(value));
+    }
+    if (!(*seconds > 0.0) || !std::isfinite(*seconds)) {
+      std::ostringstream text;
+      text << *seconds;
+      return error_at(value, what + " must be a positive number of seconds, got " + text.str());
+    }
+    stage.timeout = *seconds;
+    stage.timeout_pos = pos_of_(value);
+    return Status::ok();
   }
 
   Status read_inputs(const toml::value& inputs, const std::string& where, PipelineStage& stage) const {

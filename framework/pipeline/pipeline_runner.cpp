@@ -189,7 +189,9 @@ class Scheduler {
     const int workers = std::max(1, std::min<int>(options_.threads, static_cast<int>(pipeline_.stages.size())));
     {
       std::jthread watchdog;
-      if (options_.stage_timeout > 0 || options_.max_memory > 0)
+      const bool stage_timeouts = std::any_of(pipeline_.stages.begin(), pipeline_.stages.end(),
+                                              [](const PipelineStage& stage) { return stage.timeout > 0; });
+      if (options_.stage_timeout > 0 || stage_timeouts || options_.max_memory > 0)
         watchdog = std::jthread([this](std::stop_token stop) { watch(stop); });
       std::vector<std::jthread> threads;
       for (int i = 1; i < workers; ++i) threads.emplace_back([this] { work(); });
@@ -212,10 +214,11 @@ class Scheduler {
     return write_file_atomic(manifest_path(), manifest);
   }
 
-  // Enforces --stage-timeout and --max-memory on running stages. A stage cannot be stopped
-  // from outside while it computes (plugins run arbitrary loops), so on a breach the
-  // watchdog records the failure, writes the manifest (completed artifacts only, the failed
-  // stage named) while holding the lock, so no stage completes after it, and ends the process.
+  // Enforces --stage-timeout (or a stage's own timeout key) and --max-memory on running
+  // stages. A stage cannot be stopped from outside while it computes (plugins run arbitrary
+  // loops), so on a breach the watchdog records the failure, writes the manifest (completed
+  // artifacts only, the failed stage named) while holding the lock, so no stage completes
+  // after it, and ends the process.
   void watch(std::stop_token stop) {
     std::unique_lock lock(mutex_);
     while (!stop.stop_requested()) {
@@ -224,8 +227,15 @@ class Scheduler {
       const auto now = std::chrono::steady_clock::now();
       std::optional<std::pair<std::size_t, std::string>> breach;
       for (const auto& [index, since] : started_) {
-        if (options_.stage_timeout > 0 && std::chrono::duration<double>(now - since).count() > options_.stage_timeout) {
-          breach.emplace(index, "exceeded its " + seconds_text(options_.stage_timeout) + " s timeout (--stage-timeout)");
+        // The stage's own `timeout` key wins over --stage-timeout.
+        const PipelineStage& stage = pipeline_.stages[index];
+        const double limit = stage.timeout > 0 ? stage.timeout : options_.stage_timeout;
+        if (limit > 0 && std::chrono::duration<double>(now - since).count() > limit) {
+          const std::string source = stage.timeout > 0 ? "'timeout' at " + stage.timeout_pos.file + ":" +
+                                                             std::to_string(stage.timeout_pos.line) + ":" +
+                                                             std::to_string(stage.timeout_pos.column)
+                                                       : std::string("--stage-timeout");
+          breach.emplace(index, "exceeded its " + seconds_text(limit) + " s timeout (" + source + ")");
           break;
         }
       }

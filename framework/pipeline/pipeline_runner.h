@@ -28,7 +28,8 @@ struct RunOptions {
   // Check every pass stage's result (Graph::validate, libonnx's checker); a failure fails
   // that stage with the problem.
   bool verify_each = false;
-  // A stage running longer than this many seconds stops the run (0: no limit).
+  // A stage running longer than this many seconds stops the run (0: no limit); a stage's
+  // `timeout` key in the pipeline file overrides it for that stage.
   double stage_timeout = 0.0;
   // The run stops when the process's resident memory exceeds this many bytes (0: no limit).
   int64_t max_memory = 0;
