@@ -7,6 +7,8 @@
 #include <new>
 #include <type_traits>
 
+#include "framework/core/memory_limit.h"
+
 namespace qflow {
 
 int64_t shape_numel(const Shape& shape) {
@@ -53,6 +55,14 @@ Expected<Tensor> Tensor::make(DType dtype, Shape shape, int64_t max_bytes) {
   const int64_t size = static_cast<int64_t>(dtype_size(dtype));
   if (n < 0 || (n > 0 && n > std::numeric_limits<int64_t>::max() / size)) {
     return invalid_input("tensor shape " + shape_to_string(shape) + " overflows 64-bit element count");
+  }
+  // The process-wide --max-memory bounds every checked allocation, so sizes computed at run
+  // time (kernel outputs, arena buffers) are refused before allocating, like sizes from files.
+  const int64_t limit = memory_limit();
+  if (n * size > limit && limit <= max_bytes) {
+    return invalid_input("tensor shape " + shape_to_string(shape) + " of " + std::string(dtype_name(dtype)) +
+                         " needs " + std::to_string(n * size) + " bytes, more than the memory limit of " +
+                         std::to_string(limit) + " bytes (--max-memory)");
   }
   if (n * size > max_bytes) {
     return invalid_input("tensor shape " + shape_to_string(shape) + " needs " + std::to_string(n * size) +
