@@ -6,6 +6,7 @@
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/quant_util.h"
+#include "framework/runtime/kernels/quantize_run.h"
 
 namespace qflow {
 
@@ -123,7 +124,8 @@ constexpr int64_t kRunPiece = 1 << 14;
 template <typename F>
 void for_each_channel_run(const KernelContext& context, const AxisParams& p, F&& f) {
   const int64_t pieces = std::max<int64_t>(1, (p.inner + kRunPiece - 1) / kRunPiece);
-  context.parallel_for(p.outer * p.channels * pieces, [&](int64_t begin, int64_t end) {
+  const int64_t piece_cost = 4 * std::min(p.inner, kRunPiece);
+  context.parallel_for(p.outer * p.channels * pieces, piece_cost, [&](int64_t begin, int64_t end) {
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t run = unit / pieces, piece = unit % pieces;
       const int64_t c = run % p.channels;
@@ -159,7 +161,7 @@ Status quantize_linear(KernelContext& context) {
         // The reference divides in float32 and rounds the float32 quotient.
         const float* in = x->data<float>();
         for_each_channel_run(context, params, [&](int64_t b, int64_t e, float s, int32_t zp) {
-          for (int64_t i = b; i < e; ++i) out[i] = saturate_round<Q>(in[i] / s, zp);
+          quant_detail::quantize_float_run<Q>(in + b, out + b, e - b, s, zp);
         });
         return Status::ok();
       }
@@ -242,7 +244,7 @@ Status dynamic_quantize_linear(KernelContext& context) {
   const auto zero_point = static_cast<uint8_t>(std::nearbyint(std::clamp(initial_zero_point, qmin, qmax)));
   Tensor y(DType::UInt8, x->shape());
   uint8_t* out = y.data<uint8_t>();
-  context.parallel_for(n, [&](int64_t b, int64_t e) {
+  context.parallel_for(n, 4, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) out[i] = saturate_round<uint8_t>(in[i] / scale, zero_point);
   });
   context.outputs[0] = std::move(y);

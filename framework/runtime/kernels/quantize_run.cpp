@@ -1,0 +1,65 @@
+// QuantizeLinear's float32 loop, scalar and AVX2 (chosen at run time).
+#include "framework/runtime/kernels/quantize_run.h"
+
+#include <limits>
+
+#include "framework/runtime/kernels/quant_util.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QFLOW_QUANTIZE_AVX2 1
+#endif
+
+namespace qflow::quant_detail {
+
+namespace {
+
+#ifdef QFLOW_QUANTIZE_AVX2
+bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
+
+// Eight values at a time. The scalar path adds the zero point in double and clamps to the
+// type's range; here the rounded quotient is clamped to [lo - zp, hi - zp] first, so adding the
+// zero point stays within +-2^17 where float32 arithmetic on integers is exact: same result.
+template <typename Q>
+__attribute__((target("avx2"))) int64_t quantize_avx2(const float* in, Q* out, int64_t n, float scale,
+                                                      int32_t zero_point) {
+  const float zp = static_cast<float>(zero_point);
+  const __m256 s = _mm256_set1_ps(scale);
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::lowest()) - zp);
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::max()) - zp);
+  const __m256 zpv = _mm256_set1_ps(zp);
+  alignas(32) int32_t lanes[8];
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 q = _mm256_div_ps(_mm256_loadu_ps(in + i), s);
+    q = _mm256_andnot_ps(_mm256_cmp_ps(q, q, _CMP_UNORD_Q), q);  // NaN -> 0
+    q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    q = _mm256_add_ps(_mm256_min_ps(_mm256_max_ps(q, lo), hi), zpv);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_cvtps_epi32(q));
+    for (int k = 0; k < 8; ++k) out[i + k] = static_cast<Q>(lanes[k]);
+  }
+  return i;
+}
+#endif
+
+}  // namespace
+
+template <typename Q>
+void quantize_float_run(const float* in, Q* out, int64_t n, float scale, int32_t zero_point) {
+  int64_t i = 0;
+#ifdef QFLOW_QUANTIZE_AVX2
+  static const bool avx2 = cpu_has_avx2();
+  if (avx2) i = quantize_avx2(in, out, n, scale, zero_point);
+#endif
+  for (; i < n; ++i) out[i] = saturate_round<Q>(in[i] / scale, zero_point);
+}
+
+template void quantize_float_run<int8_t>(const float*, int8_t*, int64_t, float, int32_t);
+template void quantize_float_run<uint8_t>(const float*, uint8_t*, int64_t, float, int32_t);
+template void quantize_float_run<int16_t>(const float*, int16_t*, int64_t, float, int32_t);
+template void quantize_float_run<uint16_t>(const float*, uint16_t*, int64_t, float, int32_t);
+
+}  // namespace qflow::quant_detail
