@@ -31,6 +31,8 @@ class Tensor {
   // Checked constructor for sizes that come from files or users: refuses negative
   // dimensions, overflow and element counts above `max_bytes`.
   static Expected<Tensor> make(DType dtype, Shape shape, int64_t max_bytes = kDefaultMaxBytes);
+  // As make(), but the contents are unspecified: for buffers the writer fills completely.
+  static Expected<Tensor> make_uninitialized(DType dtype, Shape shape, int64_t max_bytes = kDefaultMaxBytes);
   // Tensor holding a copy of `values` with the given shape (sizes must agree).
   template <typename T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);
@@ -46,6 +48,8 @@ class Tensor {
   int64_t numel() const { return numel_; }
   std::size_t nbytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
   bool empty() const { return dtype_ == DType::Undefined; }
+  // Number of tensors sharing this storage (0 for an empty tensor).
+  long use_count() const { return data_.use_count(); }
 
   std::byte* raw_data() { return data_.get(); }
   const std::byte* raw_data() const { return data_.get(); }
@@ -73,6 +77,9 @@ class Tensor {
   Shape shape_;
   int64_t numel_ = 0;
   std::shared_ptr<std::byte[]> data_;
+
+  static Expected<Tensor> checked(DType dtype, Shape shape, int64_t max_bytes, bool zero);
+  Tensor(DType dtype, Shape shape, bool zero);
 };
 
 template <typename T>
