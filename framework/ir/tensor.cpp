@@ -31,22 +31,32 @@ std::string shape_to_string(const Shape& shape) {
 }
 
 namespace {
-std::shared_ptr<std::byte[]> allocate(std::size_t bytes) {
+std::shared_ptr<std::byte[]> allocate(std::size_t bytes, bool zero) {
   // At least one byte so data() is never null; 64-byte alignment for vector loads.
   const std::size_t size = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
   auto* raw = static_cast<std::byte*>(::operator new[](size, std::align_val_t{64}));
-  std::memset(raw, 0, size);
+  if (zero) std::memset(raw, 0, size);
   return std::shared_ptr<std::byte[]>(raw, [](std::byte* p) { ::operator delete[](p, std::align_val_t{64}); });
 }
 }  // namespace
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), true) {}
+
+Tensor::Tensor(DType dtype, Shape shape, bool zero) : dtype_(dtype), shape_(std::move(shape)) {
   numel_ = shape_numel(shape_);
   if (numel_ < 0) numel_ = 0;
-  data_ = allocate(nbytes());
+  data_ = allocate(nbytes(), zero);
 }
 
 Expected<Tensor> Tensor::make(DType dtype, Shape shape, int64_t max_bytes) {
+  return checked(dtype, std::move(shape), max_bytes, true);
+}
+
+Expected<Tensor> Tensor::make_uninitialized(DType dtype, Shape shape, int64_t max_bytes) {
+  return checked(dtype, std::move(shape), max_bytes, false);
+}
+
+Expected<Tensor> Tensor::checked(DType dtype, Shape shape, int64_t max_bytes, bool zero) {
   if (dtype == DType::Undefined) return invalid_input("tensor element type is undefined");
   for (int64_t d : shape) {
     if (d < 0) return invalid_input("tensor shape " + shape_to_string(shape) + " has a negative dimension");
@@ -68,7 +78,7 @@ Expected<Tensor> Tensor::make(DType dtype, Shape shape, int64_t max_bytes) {
     return invalid_input("tensor shape " + shape_to_string(shape) + " needs " + std::to_string(n * size) +
                          " bytes, more than the limit of " + std::to_string(max_bytes));
   }
-  return Tensor(dtype, std::move(shape));
+  return Tensor(dtype, std::move(shape), zero);
 }
 
 Tensor Tensor::reshaped(Shape shape) const {
