@@ -1,6 +1,7 @@
 // ThreadPool: a fixed set of workers that kernels split loops across.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -12,6 +13,11 @@ namespace qflow {
 
 class ThreadPool {
  public:
+  // Work below this many cost units runs on the calling thread: handing a chunk to a
+  // worker and waiting for it costs about as much as computing it (a cost unit is about
+  // one arithmetic operation or one element copied).
+  static constexpr int64_t kMinParallelCost = 32768;
+
   // `threads` counts the calling thread: 1 means no workers, everything runs inline.
   explicit ThreadPool(int threads);
   ~ThreadPool();
@@ -19,24 +25,31 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
-  // Runs body(begin, end) over a static partition of [0, n) into size() chunks, the
-  // caller taking the first; returns when all are done. The partition depends only on n
-  // and size(), so results that are reduced per chunk stay deterministic. Calls from
-  // several threads are serialised; a call from inside a body runs inline.
+  // Runs body(begin, end) over a static partition of [0, n), the caller taking the first
+  // chunk; returns when all are done. There are as many chunks as threads, fewer when
+  // n * cost_per_unit leaves less than kMinParallelCost per chunk, and one (run inline)
+  // below kMinParallelCost. The partition depends only on n, cost_per_unit and size(), so
+  // results that are reduced per chunk stay deterministic. Calls from several threads are
+  // serialised; a call from inside a body runs inline.
+  void parallel_for(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& body);
+  // Every unit is substantial work (a sample, a model run): always split.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body);
 
  private:
+  void run_chunks(int64_t n, int chunks, const std::function<void(int64_t, int64_t)>& body);
   void worker_loop(int index);
   std::vector<std::thread> workers_;
-  std::mutex run_mutex_;
-  std::mutex mutex_;
+  std::mutex run_mutex_;  // one job at a time
+  std::mutex mutex_;      // guards the sleeps on wake_ and done_
   std::condition_variable wake_;
   std::condition_variable done_;
+  // The current job, published by a release store of generation_.
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_size_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  int job_chunks_ = 0;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};  // workers still running the current job
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace qflow

@@ -12,6 +12,15 @@ Expected<const Tensor*> KernelContext::required_input(std::size_t i) const {
   return t;
 }
 
+void KernelContext::parallel_for(int64_t n, int64_t cost_per_unit,
+                                 const std::function<void(int64_t, int64_t)>& body) const {
+  if (threads) {
+    threads->parallel_for(n, cost_per_unit, body);
+  } else if (n > 0) {
+    body(0, n);
+  }
+}
+
 void KernelContext::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body) const {
   if (threads) {
     threads->parallel_for(n, body);

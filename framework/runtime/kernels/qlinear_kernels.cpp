@@ -37,12 +37,13 @@ void gemm_s32(const int32_t* a, int64_t lda, const int32_t* b, int64_t ldb, int3
 void gemm_s32_parallel(const KernelContext& context, const int32_t* a, int64_t lda, const int32_t* b, int64_t ldb,
                        int32_t* c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
   if (m >= n) {
-    context.parallel_for(m, [&](int64_t begin, int64_t end) {
+    context.parallel_for(m, 2 * k * n, [&](int64_t begin, int64_t end) {
       gemm_s32(a + begin * lda, lda, b, ldb, c + begin * ldc, ldc, end - begin, k, n);
     });
   } else {
     context.parallel_for(
-        n, [&](int64_t begin, int64_t end) { gemm_s32(a, lda, b + begin, ldb, c + begin, ldc, m, k, end - begin); });
+        n, 2 * k * m,
+        [&](int64_t begin, int64_t end) { gemm_s32(a, lda, b + begin, ldb, c + begin, ldc, m, k, end - begin); });
   }
 }
 
@@ -254,7 +255,7 @@ Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t
   const Status convolved = dispatch_quantized(x.dtype(), [&]<typename T>() {
     for (int64_t n = 0; n < g.batch; ++n) {
       const T* px = x.data<T>() + n * g.in_channels * in_size;
-      context.parallel_for(static_cast<int64_t>(image.size()), [&](int64_t b, int64_t e) {
+      context.parallel_for(static_cast<int64_t>(image.size()), 1, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) image[static_cast<std::size_t>(i)] = static_cast<int32_t>(px[i]) - x_zero_point;
       });
       for (int64_t grp = 0; grp < g.group; ++grp) {
@@ -266,7 +267,7 @@ Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t
           continue;
         }
         // Each chunk of output positions unfolds only its own columns, bounding memory.
-        context.parallel_for(out_size, [&](int64_t b, int64_t e) {
+        context.parallel_for(out_size, 2 * kc * mg, [&](int64_t b, int64_t e) {
           constexpr int64_t kBlock = 4096;
           std::vector<int32_t> columns(static_cast<std::size_t>(kc * std::min(kBlock, e - b)));
           for (int64_t c0 = b; c0 < e; c0 += kBlock) {
@@ -357,7 +358,7 @@ Status qlinear_conv(KernelContext& context) {
     const int32_t* in = acc.data<int32_t>();
     const int32_t* b = bias ? bias->data<int32_t>() : nullptr;
     Q* out = y.data<Q>();
-    context.parallel_for(acc.dim(0) * m, [&](int64_t begin, int64_t end) {
+    context.parallel_for(acc.dim(0) * m, 4 * plane, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         const int64_t oc = row % m;
         const int32_t add = b ? b[oc] : 0;

@@ -243,7 +243,7 @@ Status reduce_kernel(KernelContext& ctx) {
         };
         const int64_t row_count = plan.out_count / inner;
         if (input.numel() >= kParallelGrain && row_count > 1) {
-          ctx.parallel_for(row_count, rows);
+          ctx.parallel_for(row_count, count * inner, rows);
         } else {
           rows(0, row_count);
         }
@@ -259,7 +259,7 @@ Status reduce_kernel(KernelContext& ctx) {
       }
     };
     if (input.numel() >= kParallelGrain && plan.out_count > 1) {
-      ctx.parallel_for(plan.out_count, body);
+      ctx.parallel_for(plan.out_count, count, body);
     } else {
       body(0, plan.out_count);
     }
@@ -312,7 +312,7 @@ Status arg_kernel(KernelContext& ctx) {
       }
     };
     if (input.numel() >= kParallelGrain && outer * inner > 1) {
-      ctx.parallel_for(outer * inner, body);
+      ctx.parallel_for(outer * inner, n, body);
     } else {
       body(0, outer * inner);
     }

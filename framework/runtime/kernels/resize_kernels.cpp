@@ -192,7 +192,7 @@ void resize_nearest(const KernelContext& context, const Tensor& x, Tensor& y, co
   const int64_t row_len = out_shape.back();
   const int64_t rows = y.numel() / row_len;
   const T fill = static_cast<T>(extrapolation);
-  context.parallel_for(rows, [&](int64_t begin, int64_t end) {
+  context.parallel_for(rows, 4 * row_len, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       int64_t rest = row, base = 0;
       bool outside = false;
@@ -228,7 +228,8 @@ void resize_interpolate(const KernelContext& context, const Tensor& x, Tensor& y
     for (std::size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
     std::vector<double> next(static_cast<std::size_t>(outer * plan.out_len * inner));
     const std::size_t taps = static_cast<std::size_t>(plan.taps);
-    context.parallel_for(outer * plan.out_len, [&](int64_t begin, int64_t end) {
+    const int64_t row_cost = 2 * plan.taps * inner;
+    context.parallel_for(outer * plan.out_len, row_cost, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         const int64_t b = row / plan.out_len, o = row % plan.out_len;
         double* dst = next.data() + row * inner;

@@ -55,7 +55,7 @@ Status remap_axes(const KernelContext& context, const Tensor& in, Tensor& out,
     const int64_t inner = out_shape[rank - 1];
     const std::vector<int64_t>& inner_map = maps[rank - 1];
     const int64_t rows = n / inner;
-    context.parallel_for(rows, [&](int64_t begin, int64_t end) {
+    context.parallel_for(rows, inner, [&](int64_t begin, int64_t end) {
       std::vector<int64_t> index(rank, 0);
       int64_t rest = begin;
       for (std::size_t d = rank - 1; d-- > 0;) {
@@ -107,7 +107,7 @@ void transpose_tiled(const KernelContext& context, const std::byte* src, std::by
   for (std::size_t d : outer_axes) outer *= out_shape[d];
   const int64_t rows = out_shape[unit], cols = out_shape[last];
   const int64_t row_out = out_strides[unit], col_in = in_strides[last];
-  context.parallel_for(outer, [&](int64_t begin, int64_t end) {
+  context.parallel_for(outer, rows * cols, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       int64_t rest = p, in_base = 0, out_base = 0;
       for (std::size_t k = outer_axes.size(); k-- > 0;) {
@@ -161,7 +161,7 @@ Expected<Tensor> transpose(const KernelContext& context, const Tensor& in, const
     const int64_t inner = out_shape[rank - 1];
     const int64_t inner_stride = strides[rank - 1];
     const int64_t rows = n / inner;
-    context.parallel_for(rows, [&](int64_t begin, int64_t end) {
+    context.parallel_for(rows, inner, [&](int64_t begin, int64_t end) {
       std::vector<int64_t> index(rank, 0);
       int64_t rest = begin, base = 0;
       for (std::size_t d = rank - 1; d-- > 0;) {
