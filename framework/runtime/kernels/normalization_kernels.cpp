@@ -8,6 +8,7 @@
 
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
+#include "framework/runtime/kernels/bound_kernel.h"
 
 namespace qflow {
 namespace {
@@ -70,7 +71,7 @@ Status batchnorm_inference(KernelContext& context, const Tensor& x, float epsilo
   QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(x.dtype(), x.shape()));
   const T* in = x.data<T>();
   T* out = y.data<T>();
-  context.parallel_for(batch * channels, [&](int64_t begin, int64_t end) {
+  context.parallel_for(batch * channels, 2 * inner, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t c = row % channels;
       const T* src = in + row * inner;
@@ -153,14 +154,11 @@ Status batchnorm_training(KernelContext& context, const Tensor& x, float epsilon
   return Status::ok();
 }
 
-Status batch_normalization(KernelContext& context) {
+Status batch_normalization(KernelContext& context, float epsilon, bool training, float momentum) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
   QFLOW_RETURN_IF_ERROR(check_float_input(context, *x));
   if (x->rank() < 2) return context.error("input must have rank >= 2, got " + shape_to_string(x->shape()));
-  const float epsilon = context.node.attr_float("epsilon", 1e-5f);
-  const bool training = context.opset >= 14 && context.node.attr_int("training_mode", 0) != 0;
   if (training) {
-    const float momentum = context.node.attr_float("momentum", 0.9f);
     return dispatch_float(x->dtype(), [&]<typename T>() { return batchnorm_training<T>(context, *x, epsilon, momentum); });
   }
   // Before opset 14 the extra outputs only exist in training graphs; an inference
@@ -170,6 +168,14 @@ Status batch_normalization(KernelContext& context) {
       return unsupported(context.node.op_type() + " '" + context.node.name() + "': output " + std::to_string(i) +
                          " (training statistics) is only computed with training_mode=1 at opset 14 or later");
   return dispatch_float(x->dtype(), [&]<typename T>() { return batchnorm_inference<T>(context, *x, epsilon); });
+}
+
+// The attributes are read once, when the node's kernel is created.
+KernelFunction bind_batch_normalization(const Node& node, int64_t opset) {
+  const float epsilon = node.attr_float("epsilon", 1e-5f);
+  const bool training = opset >= 14 && node.attr_int("training_mode", 0) != 0;
+  const float momentum = node.attr_float("momentum", 0.9f);
+  return [=](KernelContext& context) { return batch_normalization(context, epsilon, training, momentum); };
 }
 
 // InstanceNormalization --------------------------------------------------------------------
@@ -184,7 +190,7 @@ Status instance_norm_typed(KernelContext& context, const Tensor& x, const Tensor
   T* out = y.data<T>();
   const T* s = scale.data<T>();
   const T* b = bias.data<T>();
-  context.parallel_for(batch * channels, [&](int64_t begin, int64_t end) {
+  context.parallel_for(batch * channels, 4 * inner, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t c = row % channels;
       const T* src = in + row * inner;
@@ -232,7 +238,7 @@ Status lp_norm_typed(KernelContext& context, const Tensor& x, int64_t axis, int6
   Tensor y(x.dtype(), x.shape());
   const T* in = x.data<T>();
   T* out = y.data<T>();
-  context.parallel_for(outer * inner, [&](int64_t begin, int64_t end) {
+  context.parallel_for(outer * inner, 3 * len, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t base = (row / inner) * len * inner + row % inner;
       double norm = 0.0;
@@ -284,7 +290,7 @@ Status layer_norm_typed(KernelContext& context, const Tensor& x, int64_t axis, f
   T* out = y.data<T>();
   U* mean_data = mean_out.data<U>();
   U* inv_data = inv_std_out.data<U>();
-  context.parallel_for(outer, [&](int64_t begin, int64_t end) {
+  context.parallel_for(outer, 8 * inner, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const T* src = in + row * inner;
       T* dst = out + row * inner;
@@ -421,12 +427,11 @@ void softmax_row(SoftmaxKind kind, const T* src, T* dst, int64_t len, int64_t st
   }
 }
 
-Status softmax_family(KernelContext& context, SoftmaxKind kind) {
+Status softmax_family(KernelContext& context, SoftmaxKind kind, int64_t axis_attr) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
   QFLOW_RETURN_IF_ERROR(check_float_input(context, *x));
   const bool coerce_2d = context.opset < 13;
   const int64_t rank = x->rank();
-  const int64_t axis_attr = context.node.attr_int("axis", coerce_2d ? 1 : -1);
   int64_t axis = 0;
   if (rank == 0) {
     if (axis_attr != 0 && axis_attr != -1 && !(coerce_2d && axis_attr == 1))
@@ -456,7 +461,7 @@ Status softmax_family(KernelContext& context, SoftmaxKind kind) {
     Tensor y(x->dtype(), x->shape());
     const T* in = x->data<T>();
     T* out = y.data<T>();
-    context.parallel_for(outer * inner, [&](int64_t begin, int64_t end) {
+    context.parallel_for(outer * inner, 8 * len, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         const int64_t base = (row / inner) * len * inner + row % inner;
         softmax_row<T>(kind, in + base, out + base, len, inner);
@@ -467,20 +472,25 @@ Status softmax_family(KernelContext& context, SoftmaxKind kind) {
   });
 }
 
+// The axis attribute is read once, when the node's kernel is created.
+KernelFactory softmax_kernel(SoftmaxKind kind) {
+  return bound_kernel([kind](const Node& node, int64_t opset) -> KernelFunction {
+    const int64_t axis = node.attr_int("axis", opset < 13 ? 1 : -1);
+    return [kind, axis](KernelContext& context) { return softmax_family(context, kind, axis); };
+  });
+}
+
 }  // namespace
 
 void register_normalization_kernels(KernelRegistry& registry) {
-  registry.add_function("", "BatchNormalization", 1, kLatestOpset, batch_normalization);
+  registry.add("", "BatchNormalization", 1, kLatestOpset, bound_kernel(bind_batch_normalization));
   registry.add_function("", "InstanceNormalization", 1, kLatestOpset, instance_normalization);
   registry.add_function("", "LpNormalization", 1, kLatestOpset, lp_normalization);
   registry.add_function("", "LayerNormalization", 17, kLatestOpset, layer_normalization);
   registry.add_function("", "MeanVarianceNormalization", 9, kLatestOpset, mean_variance_normalization);
-  registry.add_function("", "Softmax", 1, kLatestOpset,
-                        [](KernelContext& c) { return softmax_family(c, SoftmaxKind::Softmax); });
-  registry.add_function("", "LogSoftmax", 1, kLatestOpset,
-                        [](KernelContext& c) { return softmax_family(c, SoftmaxKind::LogSoftmax); });
-  registry.add_function("", "Hardmax", 1, kLatestOpset,
-                        [](KernelContext& c) { return softmax_family(c, SoftmaxKind::Hardmax); });
+  registry.add("", "Softmax", 1, kLatestOpset, softmax_kernel(SoftmaxKind::Softmax));
+  registry.add("", "LogSoftmax", 1, kLatestOpset, softmax_kernel(SoftmaxKind::LogSoftmax));
+  registry.add("", "Hardmax", 1, kLatestOpset, softmax_kernel(SoftmaxKind::Hardmax));
 }
 
 }  // namespace qflow

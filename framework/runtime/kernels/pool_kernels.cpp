@@ -5,6 +5,7 @@
 
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
+#include "framework/runtime/kernels/bound_kernel.h"
 #include "framework/runtime/kernels/conv_geometry.h"
 
 namespace qflow {
@@ -134,7 +135,8 @@ Status run_pool(KernelContext& context, const ConvGeometry& g, const PoolOptions
   int64_t* id = want_indices ? indices.data<int64_t>() : nullptr;
 
   // One (batch, channel) plane per unit: each output has a single writer.
-  context.parallel_for(g.batch * g.in_channels, [&](int64_t begin, int64_t end) {
+  const int64_t plane_cost = out_size * g.kernel_size();
+  context.parallel_for(g.batch * g.in_channels, plane_cost, [&](int64_t begin, int64_t end) {
     Window w{std::vector<int64_t>(rank), std::vector<int64_t>(rank), std::vector<int64_t>(rank), 1};
     std::vector<int64_t> out_pos(rank), tap(rank);
     for (int64_t plane = begin; plane < end; ++plane) {
@@ -197,30 +199,33 @@ double lp_norm_order(const Node& node) {
   return p->type == AttributeType::Float ? static_cast<double>(p->f) : static_cast<double>(p->i);
 }
 
-Status pool(KernelContext& context, PoolKind kind, bool global) {
+Status pool(KernelContext& context, PoolKind kind, bool global, ConvAttributes attrs, const PoolOptions& options) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
-  const Node& node = context.node;
-  ConvAttributes attrs;
   if (global) {
     if (x->rank() < 3) return context.error("input shape " + shape_to_string(x->shape()) + " needs rank 3 or more");
     attrs.kernel_shape.assign(x->shape().begin() + 2, x->shape().end());
-  } else {
-    attrs = read_conv_attributes(node);
-    if (attrs.kernel_shape.empty()) return context.error("attribute kernel_shape is required");
+  } else if (attrs.kernel_shape.empty()) {
+    return context.error("attribute kernel_shape is required");
   }
   auto geometry = make_pool_geometry(attrs, x->shape());
   if (!geometry) return context.error(geometry.status().message());
-  PoolOptions options;
-  options.kind = kind;
-  options.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
-  options.column_major_indices = node.attr_int("storage_order", 0) != 0;
-  if (kind == PoolKind::Lp) {
-    options.p = lp_norm_order(node);
-    if (!(options.p > 0)) return context.error("p must be positive");
-  }
+  if (kind == PoolKind::Lp && !(options.p > 0)) return context.error("p must be positive");
   if (kind == PoolKind::Max)
     return dispatch_numeric(x->dtype(), [&]<typename T>() { return run_pool<T>(context, *geometry, options); });
   return dispatch_float(x->dtype(), [&]<typename T>() { return run_pool<T>(context, *geometry, options); });
+}
+
+// The node's attributes are read once, when its kernel is created.
+KernelFactory pool_kernel(PoolKind kind, bool global) {
+  return bound_kernel([kind, global](const Node& node, int64_t) -> KernelFunction {
+    const ConvAttributes attrs = global ? ConvAttributes{} : read_conv_attributes(node);
+    PoolOptions options;
+    options.kind = kind;
+    options.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
+    options.column_major_indices = node.attr_int("storage_order", 0) != 0;
+    if (kind == PoolKind::Lp) options.p = lp_norm_order(node);
+    return [=](KernelContext& context) { return pool(context, kind, global, attrs, options); };
+  });
 }
 
 // MaxUnpool scatters pooled values back to the positions MaxPool's indices name. Indices
@@ -292,16 +297,12 @@ Status max_unpool(KernelContext& context) {
 }  // namespace
 
 void register_pool_kernels(KernelRegistry& registry) {
-  registry.add_function("", "MaxPool", 1, kLatestOpset, [](KernelContext& c) { return pool(c, PoolKind::Max, false); });
-  registry.add_function("", "AveragePool", 1, kLatestOpset,
-                        [](KernelContext& c) { return pool(c, PoolKind::Average, false); });
-  registry.add_function("", "LpPool", 1, kLatestOpset, [](KernelContext& c) { return pool(c, PoolKind::Lp, false); });
-  registry.add_function("", "GlobalMaxPool", 1, kLatestOpset,
-                        [](KernelContext& c) { return pool(c, PoolKind::Max, true); });
-  registry.add_function("", "GlobalAveragePool", 1, kLatestOpset,
-                        [](KernelContext& c) { return pool(c, PoolKind::Average, true); });
-  registry.add_function("", "GlobalLpPool", 1, kLatestOpset,
-                        [](KernelContext& c) { return pool(c, PoolKind::Lp, true); });
+  registry.add("", "MaxPool", 1, kLatestOpset, pool_kernel(PoolKind::Max, false));
+  registry.add("", "AveragePool", 1, kLatestOpset, pool_kernel(PoolKind::Average, false));
+  registry.add("", "LpPool", 1, kLatestOpset, pool_kernel(PoolKind::Lp, false));
+  registry.add("", "GlobalMaxPool", 1, kLatestOpset, pool_kernel(PoolKind::Max, true));
+  registry.add("", "GlobalAveragePool", 1, kLatestOpset, pool_kernel(PoolKind::Average, true));
+  registry.add("", "GlobalLpPool", 1, kLatestOpset, pool_kernel(PoolKind::Lp, true));
   registry.add_function("", "MaxUnpool", 9, kLatestOpset, max_unpool);
 }
 

@@ -7,6 +7,7 @@
 
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
+#include "framework/runtime/kernels/bound_kernel.h"
 #include "framework/runtime/kernels/shape_kernel_util.h"
 
 namespace qflow {
@@ -17,7 +18,7 @@ using shape_detail::make_output;
 using shape_detail::normalize_axes;
 using shape_detail::read_ints;
 
-Status reshape(KernelContext& context) {
+Status reshape(KernelContext& context, bool allow_zero) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* data, context.required_input(0));
   std::vector<int64_t> target;
   if (context.opset < 5) {
@@ -28,7 +29,6 @@ Status reshape(KernelContext& context) {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* shape, context.required_input(1));
     QFLOW_ASSIGN_OR_RETURN(target, read_ints(context, *shape, "shape"));
   }
-  const bool allow_zero = context.opset >= 14 && context.node.attr_int("allowzero", 0) != 0;
   Shape out(target.size());
   int64_t infer = -1, known = 1;
   for (std::size_t i = 0; i < target.size(); ++i) {
@@ -60,10 +60,14 @@ Status reshape(KernelContext& context) {
   return Status::ok();
 }
 
-Status flatten(KernelContext& context) {
+KernelFunction bind_reshape(const Node& node, int64_t opset) {
+  const bool allow_zero = opset >= 14 && node.attr_int("allowzero", 0) != 0;
+  return [allow_zero](KernelContext& context) { return reshape(context, allow_zero); };
+}
+
+Status flatten(KernelContext& context, int64_t axis) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* data, context.required_input(0));
   const int64_t rank = data->rank();
-  int64_t axis = context.node.attr_int("axis", 1);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis > rank) return context.error("axis is out of range for rank " + std::to_string(rank));
   int64_t outer = 1;
@@ -72,6 +76,11 @@ Status flatten(KernelContext& context) {
                                    : data->numel() / outer;
   context.outputs[0] = data->reshaped({outer, inner});
   return Status::ok();
+}
+
+KernelFunction bind_flatten(const Node& node, int64_t) {
+  const int64_t axis = node.attr_int("axis", 1);
+  return [axis](KernelContext& context) { return flatten(context, axis); };
 }
 
 // Squeeze/Unsqueeze axes come from an attribute before opset 13 and from input 1 after.
@@ -213,19 +222,29 @@ Tensor cast_any(const Tensor& in, DType target) {
   return out;
 }
 
-Status cast(KernelContext& context) {
-  QFLOW_ASSIGN_OR_RETURN(const Tensor* data, context.required_input(0));
-  const Attribute* to = context.node.find_attribute("to");
-  if (!to) return context.error("attribute 'to' is missing");
+// The target type is resolved once, when the node's kernel is created.
+KernelFunction bind_cast(const Node& node, int64_t) {
+  // A node that cannot be cast still reports a missing input first.
+  auto refuse = [](Status refused) -> KernelFunction {
+    return [refused](KernelContext& context) -> Status {
+      if (!context.input(0)) return context.required_input(0).status();
+      return refused;
+    };
+  };
+  const Attribute* to = node.find_attribute("to");
+  if (!to) return refuse(invalid_input(node.op_type() + " '" + node.name() + "': attribute 'to' is missing"));
   const DType target = to->type == AttributeType::String ? dtype_from_name(to->s)
                                                           : dtype_from_onnx(static_cast<int32_t>(to->i));
   if (target == DType::Undefined) {
     const std::string name = to->type == AttributeType::String ? to->s : std::to_string(to->i);
-    return unsupported(context.node.op_type() + " '" + context.node.name() + "': cast to ONNX type " + name +
-                       " is not supported (strings and non-numeric types cannot be held)");
+    return refuse(unsupported(node.op_type() + " '" + node.name() + "': cast to ONNX type " + name +
+                              " is not supported (strings and non-numeric types cannot be held)"));
   }
-  context.outputs[0] = cast_any(*data, target);
-  return Status::ok();
+  return [target](KernelContext& context) -> Status {
+    QFLOW_ASSIGN_OR_RETURN(const Tensor* data, context.required_input(0));
+    context.outputs[0] = cast_any(*data, target);
+    return Status::ok();
+  };
 }
 
 Status cast_like(KernelContext& context) {
@@ -235,8 +254,7 @@ Status cast_like(KernelContext& context) {
   return Status::ok();
 }
 
-Status constant(KernelContext& context) {
-  const Node& node = context.node;
+Expected<Tensor> constant_value(const Node& node) {
   for (const char* name : {"sparse_value", "value_string", "value_strings"}) {
     if (node.find_attribute(name))
       return unsupported(node.op_type() + " '" + node.name() + "': attribute '" + name + "' is not supported");
@@ -244,19 +262,31 @@ Status constant(KernelContext& context) {
   if (const Attribute* a = node.find_attribute("value")) {
     if (a->type != AttributeType::Tensor || a->t.empty())
       return unsupported(node.op_type() + " '" + node.name() + "': attribute 'value' holds no numeric tensor");
-    context.outputs[0] = a->t;
+    return a->t;
   } else if (const Attribute* a = node.find_attribute("value_float")) {
-    context.outputs[0] = Tensor::scalar<float>(a->f);
+    return Tensor::scalar<float>(a->f);
   } else if (const Attribute* a = node.find_attribute("value_floats")) {
-    context.outputs[0] = Tensor::from_vector<float>({static_cast<int64_t>(a->floats.size())}, a->floats);
+    return Tensor::from_vector<float>({static_cast<int64_t>(a->floats.size())}, a->floats);
   } else if (const Attribute* a = node.find_attribute("value_int")) {
-    context.outputs[0] = Tensor::scalar<int64_t>(a->i);
+    return Tensor::scalar<int64_t>(a->i);
   } else if (const Attribute* a = node.find_attribute("value_ints")) {
-    context.outputs[0] = Tensor::from_vector<int64_t>({static_cast<int64_t>(a->ints.size())}, a->ints);
+    return Tensor::from_vector<int64_t>({static_cast<int64_t>(a->ints.size())}, a->ints);
   } else {
-    return context.error("no value attribute");
+    return invalid_input(node.op_type() + " '" + node.name() + "': no value attribute");
   }
-  return Status::ok();
+}
+
+// The value is built once, when the node's kernel is created; every run hands out the
+// same storage (kernels never write to their inputs).
+KernelFunction bind_constant(const Node& node, int64_t) {
+  Expected<Tensor> made = constant_value(node);
+  const Status status = made ? Status::ok() : made.status();
+  const Tensor value = made ? *made : Tensor();
+  return [status, value](KernelContext& context) -> Status {
+    if (!status.is_ok()) return status;
+    context.outputs[0] = value;
+    return Status::ok();
+  };
 }
 
 Status constant_of_shape(KernelContext& context) {
@@ -328,17 +358,17 @@ Status eye_like(KernelContext& context) {
 }  // namespace
 
 void register_shape_kernels(KernelRegistry& registry) {
-  registry.add_function("", "Reshape", 1, kLatestOpset, reshape);
-  registry.add_function("", "Flatten", 1, kLatestOpset, flatten);
+  registry.add("", "Reshape", 1, kLatestOpset, bound_kernel(bind_reshape));
+  registry.add("", "Flatten", 1, kLatestOpset, bound_kernel(bind_flatten));
   registry.add_function("", "Squeeze", 1, kLatestOpset, squeeze);
   registry.add_function("", "Unsqueeze", 1, kLatestOpset, unsqueeze);
   registry.add_function("", "Identity", 1, kLatestOpset, identity);
   registry.add_function("", "Dropout", 1, kLatestOpset, dropout);
   registry.add_function("", "Shape", 1, kLatestOpset, shape_of);
   registry.add_function("", "Size", 1, kLatestOpset, size_of);
-  registry.add_function("", "Cast", 1, kLatestOpset, cast);
+  registry.add("", "Cast", 1, kLatestOpset, bound_kernel(bind_cast));
   registry.add_function("", "CastLike", 15, kLatestOpset, cast_like);
-  registry.add_function("", "Constant", 1, kLatestOpset, constant);
+  registry.add("", "Constant", 1, kLatestOpset, bound_kernel(bind_constant));
   registry.add_function("", "ConstantOfShape", 9, kLatestOpset, constant_of_shape);
   registry.add_function("", "Range", 11, kLatestOpset, range);
   registry.add_function("", "EyeLike", 9, kLatestOpset, eye_like);
