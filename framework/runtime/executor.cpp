@@ -1,8 +1,10 @@
-// Executor: kernel resolution, constant folding, activation fusion, dense value slots,
+// Executor: kernel resolution, constant folding, epilogue fusion, dense value slots,
 // input checking, execution in topological order, early frees with buffer reuse.
 #include "framework/runtime/executor.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -53,48 +55,117 @@ bool is_random(const Node& node) {
   return random.count(node.op_type()) > 0;
 }
 
-// Clip's bound i (opset >= 11) as a constant float, or `fallback` when absent; nullopt when
-// the bound is not a float32 constant the plan can read.
-std::optional<float> clip_bound(const Graph& graph, const Node& node, std::size_t i, float fallback) {
-  if (i >= node.inputs().size() || !node.inputs()[i]) return fallback;
-  const Value* bound = node.inputs()[i];
-  const Tensor* t = graph.initializer(bound);
-  if (!t || t->dtype() != DType::Float32) return std::nullopt;
-  if (std::find(graph.inputs.begin(), graph.inputs.end(), bound) != graph.inputs.end()) return std::nullopt;
-  return t->numel() > 0 ? t->data<float>()[0] : fallback;
+// The constant a value holds at every run (an initializer that is not also a graph input,
+// or a folded output), or null.
+using ConstantOf = std::function<const Tensor*(const Value*)>;
+
+// Clip's bounds as constant floats, absent ones resolved as the Clip kernel resolves them;
+// nullopt when a bound is not a float32 constant the plan can read.
+std::optional<std::pair<float, float>> clip_bounds(const ConstantOf& constant_of, const Node& node, int64_t opset) {
+  const float lowest = std::numeric_limits<float>::lowest(), highest = std::numeric_limits<float>::max();
+  if (opset < 11) return std::make_pair(node.attr_float("min", lowest), node.attr_float("max", highest));
+  float bounds[2] = {lowest, highest};
+  for (std::size_t i = 1; i <= 2; ++i) {
+    if (i >= node.inputs().size() || !node.inputs()[i]) continue;
+    const Tensor* t = constant_of(node.inputs()[i]);
+    if (!t || t->dtype() != DType::Float32) return std::nullopt;
+    if (t->numel() > 0) bounds[i - 1] = t->data<float>()[0];
+  }
+  return std::make_pair(bounds[0], bounds[1]);
 }
 
-// The epilogue computing activation `node` on float32 values, or nullopt when it is not
-// one the Conv/Gemm kernels can apply.
-std::optional<Epilogue> activation_epilogue(const Graph& graph, const Node& node, int64_t opset) {
-  if (!is_default_domain(node) || node.outputs().size() != 1 || !node.outputs()[0]) return std::nullopt;
-  Epilogue e;
+// The stage computing activation `node` on float32 values, or nullopt when it is not one
+// the Conv/Gemm epilogue can apply.
+std::optional<EpilogueStage> activation_stage(const ConstantOf& constant_of, const Node& node, int64_t opset) {
+  using Kind = EpilogueStage::Kind;
+  EpilogueStage e;
   const std::string& op = node.op_type();
   if (op == "Relu") {
-    e.kind = Epilogue::Kind::Relu;
+    e.kind = Kind::Relu;
   } else if (op == "Sigmoid") {
-    e.kind = Epilogue::Kind::Sigmoid;
+    e.kind = Kind::Sigmoid;
   } else if (op == "HardSwish") {
-    e.kind = Epilogue::Kind::HardSwish;
+    e.kind = Kind::HardSwish;
   } else if (op == "HardSigmoid") {
-    e.kind = Epilogue::Kind::HardSigmoid;
+    e.kind = Kind::HardSigmoid;
     e.alpha = node.attr_float("alpha", 0.2f);
     e.beta = node.attr_float("beta", 0.5f);
   } else if (op == "Clip") {
-    e.kind = Epilogue::Kind::Clip;
-    const float lowest = std::numeric_limits<float>::lowest(), highest = std::numeric_limits<float>::max();
-    if (opset < 11) {
-      e.lo = node.attr_float("min", lowest);
-      e.hi = node.attr_float("max", highest);
-    } else {
-      const auto lo = clip_bound(graph, node, 1, lowest), hi = clip_bound(graph, node, 2, highest);
-      if (!lo || !hi) return std::nullopt;
-      e.lo = *lo;
-      e.hi = *hi;
-    }
+    e.kind = Kind::Clip;
+    const auto bounds = clip_bounds(constant_of, node, opset);
+    if (!bounds) return std::nullopt;
+    e.lo = bounds->first;
+    e.hi = bounds->second;
   } else {
     return std::nullopt;
   }
+  return e;
+}
+
+// A float32 constant of one element: broadcasting it never changes the other operand's
+// shape as long as its rank does not exceed that operand's.
+struct Scalar {
+  float value = 0;
+  std::size_t rank = 0;
+};
+
+std::optional<Scalar> scalar_constant(const ConstantOf& constant_of, const Value* v) {
+  const Tensor* t = v ? constant_of(v) : nullptr;
+  if (!t || t->dtype() != DType::Float32 || t->numel() != 1) return std::nullopt;
+  return Scalar{t->data<float>()[0], static_cast<std::size_t>(t->rank())};
+}
+
+// Add/Sub/Mul/Div of `x` and a scalar constant as a stage, raising `min_rank` to the
+// constant's rank. Before opset 7 these ops broadcast only on request: not fused.
+std::optional<EpilogueStage> binary_stage(const ConstantOf& constant_of, const Node& node, int64_t opset,
+                                          const Value* x, std::size_t& min_rank) {
+  using Kind = EpilogueStage::Kind;
+  const std::string& op = node.op_type();
+  if (opset < 7 || node.inputs().size() != 2 || (op != "Add" && op != "Sub" && op != "Mul" && op != "Div"))
+    return std::nullopt;
+  const bool x_first = node.inputs()[0] == x;
+  if (x_first == (node.inputs()[1] == x)) return std::nullopt;
+  const auto scalar = scalar_constant(constant_of, node.inputs()[x_first ? 1 : 0]);
+  if (!scalar) return std::nullopt;
+  EpilogueStage e;
+  // a + b and a * b are commutative in IEEE arithmetic; Sub and Div keep their side.
+  if (op == "Add") e.kind = Kind::Add;
+  else if (op == "Mul") e.kind = Kind::Mul;
+  else if (op == "Sub") e.kind = x_first ? Kind::Sub : Kind::SubFrom;
+  else e.kind = x_first ? Kind::Div : Kind::DivInto;
+  e.constant = scalar->value;
+  min_rank = std::max(min_rank, scalar->rank);
+  return e;
+}
+
+// Inference BatchNormalization with per-channel float32 constants of shape [C] as a stage
+// with its factors k = scale / sqrt(var + epsilon) computed once, as the kernel computes
+// them (in float). Sets `channels` to C.
+std::optional<EpilogueStage> batchnorm_stage(const ConstantOf& constant_of, const Node& node, int64_t opset,
+                                             int64_t& channels) {
+  if (node.op_type() != "BatchNormalization" || node.inputs().size() != 5) return std::nullopt;
+  if (opset >= 14 && node.attr_int("training_mode", 0) != 0) return std::nullopt;
+  const Tensor* params[4];
+  for (std::size_t i = 0; i < 4; ++i) {
+    const Value* v = node.inputs()[i + 1];
+    params[i] = v ? constant_of(v) : nullptr;
+    if (!params[i] || params[i]->dtype() != DType::Float32 || params[i]->rank() != 1) return std::nullopt;
+    if (params[i]->numel() != params[0]->numel()) return std::nullopt;
+  }
+  const int64_t c = params[0]->numel();
+  if (c == 0 || (channels != 0 && channels != c)) return std::nullopt;
+  const float epsilon = node.attr_float("epsilon", 1e-5f);
+  const float* scale = params[0]->data<float>();
+  const float* bias = params[1]->data<float>();
+  const float* mean = params[2]->data<float>();
+  const float* var = params[3]->data<float>();
+  EpilogueStage e;
+  e.kind = EpilogueStage::Kind::BatchNorm;
+  e.mean.assign(mean, mean + c);
+  e.bias.assign(bias, bias + c);
+  e.factor.resize(static_cast<std::size_t>(c));
+  for (int64_t p = 0; p < c; ++p) e.factor[static_cast<std::size_t>(p)] = scale[p] / std::sqrt(var[p] + epsilon);
+  channels = c;
   return e;
 }
 
@@ -104,7 +175,10 @@ Executor::Executor(const Model& model, const ExecutorOptions& options) : model_(
 Executor::~Executor() = default;
 
 std::size_t Executor::fused_count() const {
-  return static_cast<std::size_t>(std::count_if(steps_.begin(), steps_.end(), [](const Step& s) { return s.fusion.has_value(); }));
+  std::size_t n = 0;
+  for (const Step& s : steps_)
+    if (s.fusion) n += s.fusion->steps.size();
+  return n;
 }
 
 std::size_t Executor::folded_count() const {
@@ -150,7 +224,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
     Step step;
     step.opset = opset;
     std::vector<const Tensor*> constants;
-    bool all_constant = !node->inputs().empty();
+    bool all_constant = true;
     bool any_input = false;
     for (const Value* in : node->inputs()) {
       const int slot = in ? slot_of(in) : -1;
@@ -166,8 +240,10 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
     step.kernel = std::move(kernel).value();
 
     // A node of constants gives the same outputs on every run (DequantizeLinear of weights,
-    // shape arithmetic): compute it once here. A failure is left for run() to report.
-    if (all_constant && any_input && is_default_domain(*node) && !is_random(*node)) {
+    // shape arithmetic, Constant): compute it once here, so later kernels can prepack it and
+    // the fusion plan can read it. A failure is left for run() to report.
+    const bool fixed = any_input || node->op_type() == "Constant";
+    if (all_constant && fixed && is_default_domain(*node) && !is_random(*node)) {
       KernelContext context{*node, opset, constants, {}, ex.pool_.get()};
       context.outputs.resize(node->outputs().size());
       bool complete = step.kernel->compute(context).is_ok();
@@ -202,47 +278,118 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
     if (overridable.count(static_cast<int>(slot))) continue;
     ex.steps_[static_cast<std::size_t>(last_use[slot])].frees.push_back(static_cast<int>(slot));
   }
-  for (const Value* v : graph.inputs) {
-    auto it = slots.find(v);
-    ex.input_slots_.emplace_back(v, it == slots.end() ? -1 : it->second);
-  }
   ex.plan_fusions(registry);
   return executor;
 }
 
-std::unique_ptr<TensorArena> Executor::take_arena() const {
-  std::lock_guard<std::mutex> lock(arenas_mutex_);
-  if (arenas_.empty()) return std::make_unique<TensorArena>();
-  std::unique_ptr<TensorArena> arena = std::move(arenas_.back());
-  arenas_.pop_back();
-  return arena;
-}
-
-void Executor::return_arena(std::unique_ptr<TensorArena> arena) const {
-  std::lock_guard<std::mutex> lock(arenas_mutex_);
-  arenas_.push_back(std::move(arena));
-}
-
 void Executor::plan_fusions(const KernelRegistry& registry) {
-  const Graph& graph = *model_.graph;
   std::unordered_map<const Node*, std::size_t> step_of;
   for (std::size_t s = 0; s < order_.size(); ++s) step_of[order_[s]] = s;
+  std::unordered_map<const Value*, int> slot_of;
+  for (std::size_t slot = 0; slot < slot_values_.size(); ++slot) slot_of.emplace(slot_values_[slot], static_cast<int>(slot));
   const std::unordered_set<int> keep(keep_.begin(), keep_.end());
+  const std::unordered_set<int> overridable(overridable_.begin(), overridable_.end());
+  const ConstantOf constant_of = [&](const Value* v) -> const Tensor* {
+    auto it = slot_of.find(v);
+    if (it == slot_of.end() || overridable.count(it->second)) return nullptr;
+    return constants_[static_cast<std::size_t>(it->second)];
+  };
+  auto kept = [&](const Value* v) {
+    auto it = slot_of.find(v);
+    return it != slot_of.end() && keep.count(it->second) > 0;
+  };
+  // The step of a node the epilogue may compute: one output, the built-in kernel (only it
+  // is known to compute what the stage computes), not folded.
+  auto absorbable = [&](const Node& node) -> std::optional<std::size_t> {
+    if (!is_default_domain(node) || node.outputs().empty() || !node.outputs()[0]) return std::nullopt;
+    for (std::size_t i = 1; i < node.outputs().size(); ++i)
+      if (node.outputs()[i]) return std::nullopt;
+    const int64_t opset = model_.opset(node.domain());
+    const KernelFactory* factory = registry.find(node.domain(), node.op_type(), opset);
+    if (!factory || factory != KernelRegistry::builtin().find(node.domain(), node.op_type(), opset)) return std::nullopt;
+    auto at = step_of.find(&node);
+    if (at == step_of.end() || steps_[at->second].folded) return std::nullopt;
+    return at->second;
+  };
+  // The only use of `v` when it has exactly one and that is as input `input`.
+  auto sole_use = [](const Value* v, int input) -> const Node* {
+    if (v->uses().size() != 1 || v->uses()[0].second != input) return nullptr;
+    return v->uses()[0].first;
+  };
+
   for (std::size_t s = 0; s < steps_.size(); ++s) {
     Step& step = steps_[s];
     if (step.folded || !step.kernel->supports_epilogue() || step.outputs.size() != 1 || step.outputs[0] < 0) continue;
-    const Value* out = slot_values_[static_cast<std::size_t>(step.outputs[0])];
-    if (keep.count(step.outputs[0]) || out->uses().size() != 1) continue;
-    const Node& consumer = *out->uses()[0].first;
-    if (out->uses()[0].second != 0) continue;
-    // Only the built-in activation kernel is known to compute what the epilogue computes.
-    const int64_t opset = model_.opset(consumer.domain());
-    const KernelFactory* factory = registry.find(consumer.domain(), consumer.op_type(), opset);
-    if (!factory || factory != KernelRegistry::builtin().find(consumer.domain(), consumer.op_type(), opset)) continue;
-    auto epilogue = activation_epilogue(graph, consumer, opset);
-    auto at = step_of.find(&consumer);
-    if (!epilogue || at == step_of.end() || steps_[at->second].folded) continue;
-    step.fusion = Fusion{at->second, *epilogue};
+    // Per-channel stages need the producer's rows to be channels: Conv's are, Gemm's are not.
+    const bool per_channel = order_[s]->op_type() == "Conv";
+    // With a constant weight the channel count is known now: per-position parameters of
+    // the same length never pass as per-channel ones.
+    const std::vector<Value*>& producer_inputs = order_[s]->inputs();
+    const Tensor* weight = producer_inputs.size() > 1 && producer_inputs[1] ? constant_of(producer_inputs[1]) : nullptr;
+    const int64_t conv_channels = per_channel && weight && weight->rank() > 0 ? weight->dim(0) : 0;
+    Fusion fusion;
+    Epilogue& program = fusion.epilogue;
+    const Value* x = slot_values_[static_cast<std::size_t>(step.outputs[0])];
+    // Extend the chain while the current value is needed by nothing but its next node.
+    while (!kept(x)) {
+      if (x->uses().size() == 2) {
+        // x * Clip(x + a, lo, hi) / d, with x feeding exactly the Add and the Mul.
+        const Node* add = nullptr;
+        const Node* mul = nullptr;
+        for (const auto& [user, input] : x->uses()) {
+          (void)input;
+          if (user->op_type() == "Add") add = user;
+          else if (user->op_type() == "Mul") mul = user;
+        }
+        if (!add || !mul) break;
+        std::size_t min_rank = program.min_rank;
+        const auto add_stage = binary_stage(constant_of, *add, model_.opset(add->domain()), x, min_rank);
+        const Value* sum = add->outputs().empty() ? nullptr : add->outputs()[0];
+        const Node* clip = sum && !kept(sum) ? sole_use(sum, 0) : nullptr;
+        if (!add_stage || !clip || clip->op_type() != "Clip" || clip->outputs().empty()) break;
+        const auto bounds = clip_bounds(constant_of, *clip, model_.opset(clip->domain()));
+        const Value* gate = clip->outputs()[0];
+        if (!bounds || !gate || kept(gate) || gate->uses().size() != 1 || gate->uses()[0].first != mul) break;
+        if (mul->inputs().size() != 2 || mul->outputs().empty() || !mul->outputs()[0]) break;
+        const Value* product = mul->outputs()[0];
+        const Node* div = !kept(product) ? sole_use(product, 0) : nullptr;
+        if (!div || div->op_type() != "Div" || model_.opset(div->domain()) < 7 || div->inputs().size() != 2) break;
+        const auto divisor = scalar_constant(constant_of, div->inputs()[1]);
+        if (!divisor) break;
+        const auto steps = {absorbable(*add), absorbable(*clip), absorbable(*mul), absorbable(*div)};
+        if (std::any_of(steps.begin(), steps.end(), [](const auto& at) { return !at; })) break;
+        EpilogueStage diamond;
+        diamond.kind = EpilogueStage::Kind::HardSwishDiamond;
+        diamond.constant = add_stage->constant;
+        diamond.lo = bounds->first;
+        diamond.hi = bounds->second;
+        diamond.divisor = divisor->value;
+        program.stages.push_back(std::move(diamond));
+        program.min_rank = std::max(min_rank, divisor->rank);
+        for (const auto& at : steps) fusion.steps.push_back(*at);
+        x = div->outputs()[0];
+        continue;
+      }
+      if (x->uses().size() != 1) break;
+      const Node& next = *x->uses()[0].first;
+      const auto at = absorbable(next);
+      if (!at) break;
+      const int64_t opset = model_.opset(next.domain());
+      const bool first_input = x->uses()[0].second == 0;
+      std::optional<EpilogueStage> stage;
+      if (first_input) stage = activation_stage(constant_of, next, opset);
+      if (!stage) stage = binary_stage(constant_of, next, opset, x, program.min_rank);
+      if (!stage && first_input && per_channel) {
+        int64_t channels = program.channels ? program.channels : conv_channels;
+        stage = batchnorm_stage(constant_of, next, opset, channels);
+        if (stage) program.channels = channels;
+      }
+      if (!stage) break;
+      program.stages.push_back(std::move(*stage));
+      fusion.steps.push_back(*at);
+      x = next.outputs()[0];
+    }
+    if (!fusion.steps.empty()) step.fusion = std::move(fusion);
   }
 }
 
@@ -251,40 +398,31 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
   const Graph& graph = *model_.graph;
   std::vector<Tensor> env(slot_values_.size());
 
+  std::unordered_set<std::string> known_inputs;
+  for (const Value* v : graph.inputs) known_inputs.insert(v->name());
   for (const auto& [name, tensor] : inputs) {
-    const bool known = std::any_of(input_slots_.begin(), input_slots_.end(),
-                                   [&name](const auto& in) { return in.first->name() == name; });
-    if (!known) {
+    if (!known_inputs.count(name)) {
       std::string names;
       for (const Value* v : graph.runtime_inputs()) names += (names.empty() ? "" : ", ") + v->name();
       return invalid_input("the model has no input named '" + name + "' (inputs: " + names + ")");
     }
   }
-  for (const auto& [v, slot] : input_slots_) {
+  std::unordered_map<const Value*, int> input_slots;
+  for (std::size_t slot = 0; slot < slot_values_.size(); ++slot) input_slots.emplace(slot_values_[slot], static_cast<int>(slot));
+  for (const Value* v : graph.inputs) {
     auto it = inputs.find(v->name());
     if (it == inputs.end()) {
       if (graph.is_initializer(v)) continue;
       return invalid_input("input '" + v->name() + "' was not given");
     }
     QFLOW_RETURN_IF_ERROR(check_input(*v, it->second));
-    if (slot >= 0) env[static_cast<std::size_t>(slot)] = it->second;
+    auto slot = input_slots.find(v);
+    if (slot != input_slots.end()) env[static_cast<std::size_t>(slot->second)] = it->second;
   }
 
   // With a hook every value is handed out, and the hook may keep it: no fusion, no reuse.
-  // Otherwise the run borrows an arena; on every way out, after the results were taken,
-  // the run's own tensors are dropped and the arena takes back what nobody else holds.
-  struct ArenaLease {
-    const Executor& executor;
-    std::vector<Tensor>& env;
-    std::unique_ptr<TensorArena> arena;
-    ~ArenaLease() {
-      if (!arena) return;
-      env.clear();
-      arena->reclaim();
-      executor.return_arena(std::move(arena));
-    }
-  } lease{*this, env, hook ? nullptr : take_arena()};
-  TensorArena* const recycler = lease.arena.get();
+  TensorArena arena;
+  TensorArena* const recycler = hook ? nullptr : &arena;
   std::vector<char> skipped(steps_.size(), 0);
   auto store = [&](int slot, Tensor tensor) {
     Tensor& held = env[static_cast<std::size_t>(slot)];
@@ -337,10 +475,9 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
       if (step.outputs[i] >= 0 && context.outputs[i].empty())
         return internal_error(node.op_type() + " '" + node.name() + "' did not produce output " + std::to_string(i));
     if (fuse && context.epilogue_applied) {
-      // The output already went through the activation: it is the activation's value.
-      const std::size_t activation = step.fusion->activation_step;
-      store(steps_[activation].outputs[0], std::move(context.outputs[0]));
-      skipped[activation] = 1;
+      // The output already went through the absorbed nodes: it is the last one's value.
+      store(steps_[step.fusion->steps.back()].outputs[0], std::move(context.outputs[0]));
+      for (std::size_t absorbed : step.fusion->steps) skipped[absorbed] = 1;
     } else {
       for (std::size_t i = 0; i < step.outputs.size(); ++i) {
         if (step.outputs[i] < 0) continue;

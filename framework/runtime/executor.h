@@ -4,7 +4,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,8 +29,10 @@ struct ExecutorOptions {
 class Executor {
  public:
   // Resolves a kernel for every node and plans the run: nodes whose inputs are all
-  // constant (e.g. DequantizeLinear of weights) are computed here once, activations are
-  // fused into the Conv/Gemm producing their input, values get dense slots and free
+  // constant (e.g. DequantizeLinear of weights) are computed here once, chains of
+  // element-wise nodes after a Conv/Gemm (activations, BatchNormalization, arithmetic with
+  // a scalar constant, the Add/Clip/Mul/Div HardSwish) become that kernel's epilogue
+  // program, values get dense slots and free
   // points. The model must outlive the executor. Fails naming the first node with no
   // kernel for its op/opset.
   static Expected<std::unique_ptr<Executor>> create(const Model& model,
@@ -47,15 +48,16 @@ class Executor {
 
   const Model& model() const { return model_; }
   const std::vector<Node*>& order() const { return order_; }
-  // Number of activation nodes a hook-less run computes inside their producer.
+  // Number of nodes a hook-less run computes inside the Conv/Gemm before them.
   std::size_t fused_count() const;
   // Number of nodes computed once by create() instead of on every run.
   std::size_t folded_count() const;
 
  private:
-  // An activation node computed by the kernel of an earlier step.
+  // A chain of nodes computed by the kernel of an earlier step: their steps in chain order
+  // (the kernel's output becomes the last one's value) and the program computing them.
   struct Fusion {
-    std::size_t activation_step = 0;
+    std::vector<std::size_t> steps;
     Epilogue epilogue;
   };
   struct Step {
@@ -70,9 +72,6 @@ class Executor {
 
   Executor(const Model& model, const ExecutorOptions& options);
   void plan_fusions(const KernelRegistry& registry);
-  // An arena of an earlier run (or a new one) for a run to use alone, and its return.
-  std::unique_ptr<TensorArena> take_arena() const;
-  void return_arena(std::unique_ptr<TensorArena> arena) const;
   const Model& model_;
   ExecutorOptions options_;
   std::vector<Node*> order_;
@@ -81,12 +80,7 @@ class Executor {
   std::vector<const Tensor*> constants_;     // slot -> initializer or folded output, or null
   std::vector<int> overridable_;             // slots of initializers that are also graph inputs
   std::vector<int> keep_;                    // slots returned by run()
-  std::vector<std::pair<const Value*, int>> input_slots_;  // graph input -> slot, -1 when unread
   std::unique_ptr<ThreadPool> pool_;
-  // Arenas of finished runs: concurrent runs each take their own, so buffers survive
-  // from one run to the next without being shared by two.
-  mutable std::mutex arenas_mutex_;
-  mutable std::vector<std::unique_ptr<TensorArena>> arenas_;
 };
 
 }  // namespace qflow

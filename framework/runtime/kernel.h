@@ -16,13 +16,44 @@ namespace qflow {
 class ThreadPool;
 class TensorArena;
 
-// An activation a Conv or Gemm kernel applies to its float32 output while storing it, when
-// the executor fused the activation node that was that output's only consumer.
-struct Epilogue {
-  enum class Kind { None, Relu, Clip, Sigmoid, HardSigmoid, HardSwish };
-  Kind kind = Kind::None;
+// One per-element step of an epilogue program; each computes exactly what the node it
+// replaces computes, in the same order and type, so fused and separate runs agree bitwise.
+struct EpilogueStage {
+  enum class Kind {
+    Relu,
+    Clip,
+    Sigmoid,
+    HardSigmoid,
+    HardSwish,
+    BatchNorm,  // (v - mean[c]) * factor[c] + bias[c], factor = scale / sqrt(var + eps)
+    Add,        // v + constant
+    Mul,        // v * constant
+    Sub,        // v - constant
+    SubFrom,    // constant - v
+    Div,        // v / constant
+    DivInto,    // constant / v
+    // v * Clip(v + constant, lo, hi) / divisor: the Add/Clip/Mul/Div spelling of HardSwish.
+    HardSwishDiamond,
+  };
+  Kind kind = Kind::Relu;
   float lo = 0, hi = 0;        // Clip bounds (absent bounds already resolved)
   double alpha = 0, beta = 0;  // HardSigmoid
+  float constant = 0;          // the other operand of a binary stage; the diamond's addend
+  float divisor = 1;           // the diamond's divisor
+  std::vector<float> mean, factor, bias;  // BatchNorm, one per output channel
+};
+
+// A short program a Conv or Gemm kernel applies to each float32 output row while it is in
+// cache, when the executor absorbed the chain of single-consumer nodes after it.
+struct Epilogue {
+  std::vector<EpilogueStage> stages;
+  int64_t channels = 0;      // > 0 when a stage reads per-channel parameters: C of [N, C, ...]
+  std::size_t min_rank = 0;  // constant operands broadcast without growing an output of this rank
+  // Whether the program computes the absorbed nodes for an output of `rank` with
+  // `out_channels` channels (-1: the producer has no channel axis, e.g. Gemm).
+  bool fits(std::size_t rank, int64_t out_channels) const {
+    return rank >= min_rank && (channels == 0 || channels == out_channels);
+  }
 };
 
 // What a kernel sees while computing one node. Inputs are borrowed; the kernel assigns
@@ -33,8 +64,8 @@ struct KernelContext {
   std::vector<const Tensor*> inputs;  // nullptr for a missing optional input
   std::vector<Tensor> outputs;
   ThreadPool* threads = nullptr;      // never null inside Executor::run
-  // Set on a step the executor fused with its activation; a kernel that applied it to its
-  // output sets epilogue_applied (otherwise the activation node runs on its own).
+  // Set on a step the executor fused with the nodes after it; a kernel that applied it to
+  // its output sets epilogue_applied (otherwise those nodes run on their own).
   const Epilogue* epilogue = nullptr;
   bool epilogue_applied = false;
   // Buffers of dead values of this run, or null (then allocate() makes fresh tensors).
@@ -45,12 +76,7 @@ struct KernelContext {
   const Tensor* input(std::size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
   // Input i, or an error naming the node when it is absent.
   Expected<const Tensor*> required_input(std::size_t i) const;
-  // Splits [0, n) into chunks run on the pool; serial when the pool has one thread or when
-  // n * cost_per_unit (about one arithmetic operation or element copy per cost unit) is
-  // too little work to be worth splitting (ThreadPool::kMinParallelCost).
-  void parallel_for(int64_t n, int64_t cost_per_unit,
-                    const std::function<void(int64_t begin, int64_t end)>& body) const;
-  // As above for units that are each substantial work: always split.
+  // Splits [0, n) into chunks run on the pool; serial when the pool has one thread.
   void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body) const;
   // An output tensor whose contents are unspecified: the kernel must write every element.
   // Reuses the buffer of a dead value of the same dtype and size when the run has one.

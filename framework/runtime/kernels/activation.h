@@ -1,5 +1,6 @@
-// Activation functions shared by the element-wise kernels and the Conv/Gemm epilogue, so an
-// activation fused into its producer gives bit-identical results to the separate node.
+// Activation functions shared by the element-wise kernels and the Conv/Gemm epilogue, and the
+// epilogue program itself, so nodes fused into their producer give bit-identical results to
+// the separate nodes.
 #pragma once
 
 #include <algorithm>
@@ -41,26 +42,70 @@ T clip(T v, T lo, T hi) {
   return std::min(std::max(v, lo), hi);
 }
 
-// Applies `epilogue` to n floats in place.
-inline void apply(const Epilogue& epilogue, float* data, int64_t n) {
-  switch (epilogue.kind) {
-    case Epilogue::Kind::None: return;
-    case Epilogue::Kind::Relu:
+// Applies one stage to n floats of output channel `channel` in place. Each loop is the
+// expression of the node's own kernel (binary kernels compute `a op b` in float, BatchNorm
+// `(x - mean) * k + b`), and this header is never compiled inside an FMA-enabled function,
+// so no multiply-add gets contracted.
+inline void apply_stage(const EpilogueStage& stage, float* data, int64_t n, int64_t channel) {
+  using Kind = EpilogueStage::Kind;
+  const float c = stage.constant;
+  switch (stage.kind) {
+    case Kind::Relu:
       for (int64_t i = 0; i < n; ++i) data[i] = relu(data[i]);
       return;
-    case Epilogue::Kind::Clip:
-      for (int64_t i = 0; i < n; ++i) data[i] = clip(data[i], epilogue.lo, epilogue.hi);
+    case Kind::Clip:
+      for (int64_t i = 0; i < n; ++i) data[i] = clip(data[i], stage.lo, stage.hi);
       return;
-    case Epilogue::Kind::Sigmoid:
+    case Kind::Sigmoid:
       for (int64_t i = 0; i < n; ++i) data[i] = sigmoid(data[i]);
       return;
-    case Epilogue::Kind::HardSigmoid:
-      for (int64_t i = 0; i < n; ++i) data[i] = hard_sigmoid(data[i], epilogue.alpha, epilogue.beta);
+    case Kind::HardSigmoid:
+      for (int64_t i = 0; i < n; ++i) data[i] = hard_sigmoid(data[i], stage.alpha, stage.beta);
       return;
-    case Epilogue::Kind::HardSwish:
+    case Kind::HardSwish:
       for (int64_t i = 0; i < n; ++i) data[i] = hard_swish(data[i]);
       return;
+    case Kind::BatchNorm: {
+      const std::size_t p = static_cast<std::size_t>(channel);
+      const float m = stage.mean[p], k = stage.factor[p], b = stage.bias[p];
+      for (int64_t i = 0; i < n; ++i) data[i] = (data[i] - m) * k + b;
+      return;
+    }
+    case Kind::Add:
+      for (int64_t i = 0; i < n; ++i) data[i] = data[i] + c;
+      return;
+    case Kind::Mul:
+      for (int64_t i = 0; i < n; ++i) data[i] = data[i] * c;
+      return;
+    case Kind::Sub:
+      for (int64_t i = 0; i < n; ++i) data[i] = data[i] - c;
+      return;
+    case Kind::SubFrom:
+      for (int64_t i = 0; i < n; ++i) data[i] = c - data[i];
+      return;
+    case Kind::Div:
+      for (int64_t i = 0; i < n; ++i) data[i] = data[i] / c;
+      return;
+    case Kind::DivInto:
+      for (int64_t i = 0; i < n; ++i) data[i] = c / data[i];
+      return;
+    case Kind::HardSwishDiamond: {
+      const float lo = stage.lo, hi = stage.hi, d = stage.divisor;
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = data[i];
+        const float gate = clip(v + c, lo, hi);
+        const float product = v * gate;
+        data[i] = product / d;
+      }
+      return;
+    }
   }
+}
+
+// Runs the program on n floats of output channel `channel` (any value when no stage is per
+// channel) in place, stage after stage while the row is in cache.
+inline void apply(const Epilogue& epilogue, float* data, int64_t n, int64_t channel) {
+  for (const EpilogueStage& stage : epilogue.stages) apply_stage(stage, data, n, channel);
 }
 
 }  // namespace qflow::activation

@@ -46,15 +46,16 @@ Status check_bias(const KernelContext& context, const Tensor* bias, int64_t chan
   return Status::ok();
 }
 
-// Adds the bias and applies the fused activation to `count` values of one output channel.
+// Adds the bias and runs the fused epilogue program on `count` values of output channel
+// `channel`.
 template <typename T>
-void finish_row(T* row, int64_t count, const T* bias, const Epilogue* epilogue) {
+void finish_row(T* row, int64_t count, const T* bias, const Epilogue* epilogue, int64_t channel) {
   if (bias) {
     const T b = *bias;
     for (int64_t i = 0; i < count; ++i) row[i] += b;
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (epilogue) activation::apply(*epilogue, row, count);
+    if (epilogue) activation::apply(*epilogue, row, count, channel);
   }
 }
 
@@ -108,23 +109,26 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs) {
   const T* wd = w->data<T>();
   const T* bd = bias ? bias->data<T>() : nullptr;
   T* yd = y.data<T>();
-  const Epilogue* epilogue = std::is_same_v<T, float> ? context.epilogue : nullptr;
+  const Epilogue* epilogue =
+      std::is_same_v<T, float> && context.epilogue && context.epilogue->fits(y.rank(), g.out_channels)
+          ? context.epilogue
+          : nullptr;
 
   if (cg == 1 && groups > 1 && g.rank() == 2) {
     // Depthwise: a GEMM per channel would be a 1 x k row times a k x out_size panel.
-    context.parallel_for(g.batch * g.out_channels, 2 * k * out_size, [&](int64_t begin, int64_t end) {
+    context.parallel_for(g.batch * g.out_channels, [&](int64_t begin, int64_t end) {
       for (int64_t unit = begin; unit < end; ++unit) {
         const int64_t n = unit / g.out_channels, oc = unit % g.out_channels, gi = oc / mg;
         T* out = yd + unit * out_size;
         depthwise_plane(xd + (n * g.in_channels + gi) * in_size, wd + oc * k, out, g);
-        finish_row(out, out_size, bd ? bd + oc : nullptr, epilogue);
+        finish_row(out, out_size, bd ? bd + oc : nullptr, epilogue, oc);
       }
     });
   } else {
     const bool pointwise = g.is_pointwise();
     const int64_t tile = column_tile(rows, out_size);
     const int64_t tiles = out_size > 0 ? (out_size + tile - 1) / tile : 0;
-    context.parallel_for(g.batch * groups * tiles, 2 * mg * rows * tile, [&](int64_t begin, int64_t end) {
+    context.parallel_for(g.batch * groups * tiles, [&](int64_t begin, int64_t end) {
       T* columns = pointwise ? nullptr : scratch<T>(static_cast<std::size_t>(rows * tile));
       for (int64_t unit = begin; unit < end; ++unit) {
         const int64_t n = unit / (groups * tiles), gi = (unit / tiles) % groups, t = unit % tiles;
@@ -141,7 +145,7 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs) {
               matrix_view(wd + gi * mg * rows, mg, rows, rows) * matrix_view(panel, rows, count, pitch);
         }
         for (int64_t m = 0; m < mg; ++m)
-          finish_row(out_data + m * out_size, count, bd ? bd + gi * mg + m : nullptr, epilogue);
+          finish_row(out_data + m * out_size, count, bd ? bd + gi * mg + m : nullptr, epilogue, gi * mg + m);
       }
     });
   }
@@ -176,7 +180,7 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
 
   // Each (batch, group) unit owns a disjoint slice of the output, so col2im's scattered
   // additions never race and their order is fixed.
-  context.parallel_for(g.batch * groups, 2 * cg * rows * in_size, [&](int64_t begin, int64_t end) {
+  context.parallel_for(g.batch * groups, [&](int64_t begin, int64_t end) {
     T* columns = scratch<T>(static_cast<std::size_t>(rows * in_size));
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t n = unit / groups, gi = unit % groups;

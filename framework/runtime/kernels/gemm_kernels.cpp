@@ -64,10 +64,12 @@ Status run_gemm(KernelContext& context) {
   T* yd = y.data<T>();
   const std::vector<int64_t> c_strides = c ? broadcast_strides(c->shape(), out_shape) : std::vector<int64_t>{};
   const T* cd = c ? c->data<T>() : nullptr;
-  const Epilogue* epilogue = std::is_same_v<T, float> ? context.epilogue : nullptr;
+  const Epilogue* epilogue =
+      std::is_same_v<T, float> && context.epilogue && context.epilogue->fits(out_shape.size(), -1) ? context.epilogue
+                                                                                                  : nullptr;
 
   const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
-  context.parallel_for(n > 0 ? blocks : 0, 2 * kRowBlock * k * n, [&](int64_t begin, int64_t end) {
+  context.parallel_for(n > 0 ? blocks : 0, [&](int64_t begin, int64_t end) {
     for (int64_t block = begin; block < end; ++block) {
       const int64_t r0 = block * kRowBlock, rows = std::min(m, r0 + kRowBlock) - r0;
       auto out = matrix_view(yd + r0 * n, rows, n, n);
@@ -86,7 +88,7 @@ Status run_gemm(KernelContext& context) {
           for (int64_t j = 0; j < n; ++j)
             out(i, j) += beta * cd[(r0 + i) * c_strides[0] + j * c_strides[1]];
       if constexpr (std::is_same_v<T, float>) {
-        if (epilogue) activation::apply(*epilogue, yd + r0 * n, rows * n);
+        if (epilogue) activation::apply(*epilogue, yd + r0 * n, rows * n, -1);
       }
     }
   });
@@ -141,7 +143,7 @@ Status run_matmul(KernelContext& context) {
   const T* bd = b->data<T>();
   T* yd = y.data<T>();
   const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
-  context.parallel_for(n > 0 ? batches * blocks : 0, 2 * kRowBlock * k * n, [&](int64_t begin, int64_t end) {
+  context.parallel_for(n > 0 ? batches * blocks : 0, [&](int64_t begin, int64_t end) {
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t bi = unit / blocks, r0 = (unit % blocks) * kRowBlock, rows = std::min(m, r0 + kRowBlock) - r0;
       const std::size_t s = static_cast<std::size_t>(bi);
