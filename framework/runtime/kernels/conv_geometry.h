@@ -259,13 +259,34 @@ inline Expected<ConvGeometry> make_conv_transpose_geometry(const ConvAttributes&
   return g;
 }
 
-// Unfolds `channels` image planes ([channels, in_spatial...], contiguous) into the column
-// matrix rows [channels * kernel_size, col_end - col_begin] (row-major), for the column-side
-// positions [col_begin, col_end) in row-major order. Positions falling into padding read
-// `pad_value` (zero for float, the zero point for quantized convs).
+// The row-major column matrix [rows x n] im2col writes by default. A destination hands out
+// row r as an object that fills `count` columns from j with a value, or copies them from
+// src[0], src[stride], ...; other layouts (sgemm's packed strips) split rows into pieces.
 template <typename T>
-void im2col(const T* image, const ConvGeometry& g, int64_t channels, T pad_value, int64_t col_begin, int64_t col_end,
-            T* columns) {
+struct RowMajorColumns {
+  struct Row {
+    T* data;
+    void fill(int64_t j, int64_t count, T value) const { std::fill(data + j, data + j + count, value); }
+    void copy(int64_t j, int64_t count, const T* src, int64_t stride) const {
+      T* out = data + j;
+      if (stride == 1) std::copy(src, src + count, out);
+      else
+        for (int64_t t = 0; t < count; ++t) out[t] = src[t * stride];
+    }
+  };
+  T* data;
+  int64_t n;
+  Row row(int64_t r) const { return {data + r * n}; }
+};
+
+// Unfolds `channels` image planes ([channels, in_spatial...], contiguous) into the column
+// matrix rows [channels * kernel_size, col_end - col_begin], for the column-side positions
+// [col_begin, col_end) in row-major order, written through `columns` (RowMajorColumns or
+// another layout with the same interface). Positions falling into padding read `pad_value`
+// (zero for float, the zero point for quantized convs).
+template <typename T, typename Columns>
+void im2col_into(const T* image, const ConvGeometry& g, int64_t channels, T pad_value, int64_t col_begin,
+                 int64_t col_end, const Columns& columns) {
   const std::size_t rank = g.kernel.size();
   const int64_t n = col_end - col_begin, kernel_size = g.kernel_size(), in_size = g.in_size();
   const std::size_t last = rank - 1;
@@ -282,7 +303,7 @@ void im2col(const T* image, const ConvGeometry& g, int64_t channels, T pad_value
         pos[d] = static_cast<int64_t>(rem % static_cast<std::size_t>(g.out_spatial[d]));
         rem /= static_cast<std::size_t>(g.out_spatial[d]);
       }
-      T* row = columns + (c * kernel_size + k) * n;
+      const auto row = columns.row(c * kernel_size + k);
       int64_t j = 0;
       while (j < n) {
         const int64_t run = std::min(g.out_spatial[last] - pos[last], n - j);
@@ -294,12 +315,17 @@ void im2col(const T* image, const ConvGeometry& g, int64_t channels, T pad_value
           base = base * g.in_spatial[d] + i;
         }
         if (!inside) {
-          std::fill(row + j, row + j + run, pad_value);
+          row.fill(j, run, pad_value);
         } else {
+          // Along the last axis, run positions [lo, hi) read inside the line, the rest is padding.
           const T* line = plane + base * g.in_spatial[last];
           const int64_t s = g.strides[last], limit = g.in_spatial[last];
-          int64_t i = pos[last] * s + offset[last];
-          for (int64_t t = 0; t < run; ++t, i += s) row[j + t] = (i >= 0 && i < limit) ? line[i] : pad_value;
+          const int64_t first = pos[last] * s + offset[last];
+          const int64_t lo = first >= 0 ? 0 : std::min(run, (-first + s - 1) / s);
+          const int64_t hi = first >= limit ? lo : std::max(lo, std::min(run, (limit - 1 - first) / s + 1));
+          row.fill(j, lo, pad_value);
+          if (hi > lo) row.copy(j + lo, hi - lo, line + first + lo * s, s);
+          row.fill(j + hi, run - hi, pad_value);
         }
         j += run;
         pos[last] += run;
@@ -310,6 +336,13 @@ void im2col(const T* image, const ConvGeometry& g, int64_t channels, T pad_value
       }
     }
   }
+}
+
+// im2col into the row-major column matrix `columns` [channels * kernel_size, col_end - col_begin].
+template <typename T>
+void im2col(const T* image, const ConvGeometry& g, int64_t channels, T pad_value, int64_t col_begin, int64_t col_end,
+            T* columns) {
+  im2col_into(image, g, channels, pad_value, col_begin, col_end, RowMajorColumns<T>{columns, col_end - col_begin});
 }
 
 // The adjoint of im2col over all column positions: adds every column entry back into the

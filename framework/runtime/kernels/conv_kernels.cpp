@@ -1,5 +1,6 @@
-// Float kernels for Conv and ConvTranspose: direct depthwise, im2col / col2im around an Eigen
-// GEMM, bias and fused activation applied per tile while it is in cache.
+// Float kernels for Conv and ConvTranspose: direct depthwise, im2col around the packed sgemm
+// (float32) or an Eigen GEMM (double), col2im for ConvTranspose, bias and fused activation
+// applied per tile while it is in cache.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/activation.h"
+#include "framework/runtime/kernels/conv_gemm.h"
 #include "framework/runtime/kernels/conv_geometry.h"
 #include "framework/runtime/kernels/eigen_maps.h"
 #include "framework/runtime/kernels/sgemm.h"
@@ -23,9 +25,11 @@ constexpr int64_t kColumnBudget = int64_t{1} << 16;
 // Narrower tiles than this make the GEMM call overhead dominate.
 constexpr int64_t kMinTile = 64;
 
+// Whole 16-column strips of sgemm's register tile, so only a shape's last tile has a partial
+// strip.
 int64_t column_tile(int64_t rows, int64_t out_size) {
-  const int64_t tile = std::max<int64_t>(kMinTile, kColumnBudget / std::max<int64_t>(1, rows));
-  return std::max<int64_t>(1, std::min(out_size, tile));
+  const int64_t budget = kColumnBudget / std::max<int64_t>(1, rows) / kSgemmNr * kSgemmNr;
+  return std::max<int64_t>(1, std::min(out_size, std::max(kMinTile, budget)));
 }
 
 // The calling thread's scratch buffer of at least n elements, kept between calls so a
@@ -91,8 +95,9 @@ void depthwise_plane(const T* __restrict image, const T* __restrict weights, T* 
   }
 }
 
+// `packed`: the weight packed when the kernel was made, or null.
 template <typename T>
-Status run_conv(KernelContext& context, const ConvAttributes& attrs) {
+Status run_conv(KernelContext& context, const ConvAttributes& attrs, const PackedConvWeights* packed) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
   QFLOW_ASSIGN_OR_RETURN(const Tensor* w, context.required_input(1));
   const Tensor* bias = context.input(2);
@@ -126,23 +131,30 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs) {
     });
   } else {
     const bool pointwise = g.is_pointwise();
+    // A weight fed at run time in place of the packed constant takes the unpacked path.
+    const PackedConvWeights* weights = packed && packed->packs(*w) ? packed : nullptr;
     const int64_t tile = column_tile(rows, out_size);
     const int64_t tiles = out_size > 0 ? (out_size + tile - 1) / tile : 0;
     context.parallel_for(g.batch * groups * tiles, [&](int64_t begin, int64_t end) {
-      T* columns = pointwise ? nullptr : scratch<T>(static_cast<std::size_t>(rows * tile));
+      T* columns = pointwise || weights ? nullptr : scratch<T>(static_cast<std::size_t>(rows * tile));
       for (int64_t unit = begin; unit < end; ++unit) {
         const int64_t n = unit / (groups * tiles), gi = (unit / tiles) % groups, t = unit % tiles;
         const int64_t col_begin = t * tile, count = std::min(out_size, col_begin + tile) - col_begin;
         const T* image = xd + (n * g.in_channels + gi * cg) * in_size;
         T* out_data = yd + (n * g.out_channels + gi * mg) * out_size + col_begin;
-        if (!pointwise) im2col(image, g, cg, T(0), col_begin, col_begin + count, columns);
-        const T* panel = pointwise ? image + col_begin : columns;
-        const int64_t pitch = pointwise ? in_size : count;
         if constexpr (std::is_same_v<T, float>) {
-          sgemm(mg, count, rows, wd + gi * mg * rows, rows, panel, pitch, out_data, out_size);
+          if (weights) {
+            conv_gemm_tile(weights->group(gi), image, g, col_begin, count, out_data, out_size);
+          } else {
+            if (!pointwise) im2col(image, g, cg, T(0), col_begin, col_begin + count, columns);
+            const T* panel = pointwise ? image + col_begin : columns;
+            sgemm(mg, count, rows, wd + gi * mg * rows, rows, panel, pointwise ? in_size : count, out_data, out_size);
+          }
         } else {
-          matrix_view(out_data, mg, count, out_size).noalias() =
-              matrix_view(wd + gi * mg * rows, mg, rows, rows) * matrix_view(panel, rows, count, pitch);
+          if (!pointwise) im2col(image, g, cg, T(0), col_begin, col_begin + count, columns);
+          const T* panel = pointwise ? image + col_begin : columns;
+          matrix_view(out_data, mg, count, out_size).noalias() = matrix_view(wd + gi * mg * rows, mg, rows, rows) *
+                                                                 matrix_view(panel, rows, count, pointwise ? in_size : count);
         }
         for (int64_t m = 0; m < mg; ++m)
           finish_row(out_data + m * out_size, count, bd ? bd + gi * mg + m : nullptr, epilogue, gi * mg + m);
@@ -201,18 +213,21 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
   return Status::ok();
 }
 
-// Conv reads its attributes once and can fuse the activation that follows it.
+// Conv reads its attributes and packs a constant float32 weight once, and can fuse the
+// activation that follows it.
 class ConvKernel final : public Kernel {
  public:
-  explicit ConvKernel(ConvAttributes attrs) : attrs_(std::move(attrs)) {}
+  ConvKernel(ConvAttributes attrs, std::unique_ptr<PackedConvWeights> packed)
+      : attrs_(std::move(attrs)), packed_(std::move(packed)) {}
   bool supports_epilogue() const override { return true; }
   Status compute(KernelContext& context) const override {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
-    return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv<T>(context, attrs_); });
+    return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv<T>(context, attrs_, packed_.get()); });
   }
 
  private:
   ConvAttributes attrs_;
+  std::unique_ptr<PackedConvWeights> packed_;
 };
 
 Status conv_transpose(KernelContext& context) {
@@ -225,8 +240,12 @@ Status conv_transpose(KernelContext& context) {
 
 void register_conv_kernels(KernelRegistry& registry) {
   registry.add("", "Conv", 1, kLatestOpset,
-               [](const Node& node, int64_t, const std::vector<const Tensor*>&) -> Expected<std::unique_ptr<Kernel>> {
-                 return std::unique_ptr<Kernel>(new ConvKernel(read_conv_attributes(node)));
+               [](const Node& node, int64_t,
+                  const std::vector<const Tensor*>& constants) -> Expected<std::unique_ptr<Kernel>> {
+                 ConvAttributes attrs = read_conv_attributes(node);
+                 const Tensor* weight = constants.size() > 1 ? constants[1] : nullptr;
+                 auto packed = weight ? PackedConvWeights::make(*weight, attrs.group) : nullptr;
+                 return std::unique_ptr<Kernel>(new ConvKernel(std::move(attrs), std::move(packed)));
                });
   registry.add_function("", "ConvTranspose", 1, kLatestOpset, conv_transpose);
 }

@@ -1,6 +1,8 @@
-// Kernels for Gemm and MatMul on Eigen products, split into fixed row blocks; Gemm applies a
-// fused activation per block.
+// Kernels for Gemm and MatMul, split into fixed row blocks: float32 on the packed sgemm (a
+// constant B packed once), other types on Eigen products; Gemm applies a fused activation
+// per block.
 #include <algorithm>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/activation.h"
 #include "framework/runtime/kernels/eigen_maps.h"
+#include "framework/runtime/kernels/sgemm.h"
 
 namespace qflow {
 
@@ -16,6 +19,44 @@ namespace {
 // Rows per work unit. Fixed, so the partition (and every element's summation order)
 // depends on the shapes only, never on the thread count.
 constexpr int64_t kRowBlock = 64;
+
+// A constant float32 B packed once: one sgemm operand per [k x n] matrix (MatMul's B may
+// have batch dimensions). It keeps a handle on the tensor it packed, so `packs` can tell that
+// tensor from one fed at run time in its place (a weight that is also a graph input).
+class PackedB {
+ public:
+  // Gemm's B [k x n], or [n x k] with transB.
+  static std::unique_ptr<PackedB> for_gemm(const Tensor* b, bool trans_b) {
+    if (!b || b->dtype() != DType::Float32 || b->rank() != 2) return nullptr;
+    const int64_t k = trans_b ? b->dim(1) : b->dim(0), n = trans_b ? b->dim(0) : b->dim(1);
+    std::unique_ptr<PackedB> packed(new PackedB(*b));
+    packed->matrices_.push_back(sgemm_pack_b(
+        k, n, trans_b ? SgemmOperand{b->data<float>(), 1, k} : SgemmOperand{b->data<float>(), n, 1}));
+    return packed;
+  }
+  // MatMul's B [..., k, n] (a 1-D B is left to the unpacked path).
+  static std::unique_ptr<PackedB> for_matmul(const Tensor* b) {
+    if (!b || b->dtype() != DType::Float32 || b->rank() < 2) return nullptr;
+    const int64_t k = b->dim(b->rank() - 2), n = b->dim(b->rank() - 1);
+    if (k * n == 0) return nullptr;
+    std::unique_ptr<PackedB> packed(new PackedB(*b));
+    for (int64_t i = 0; i < b->numel() / (k * n); ++i)
+      packed->matrices_.push_back(sgemm_pack_b(k, n, SgemmOperand{b->data<float>() + i * k * n, n, 1}));
+    return packed;
+  }
+  bool packs(const Tensor& b) const {
+    return b.dtype() == DType::Float32 && b.data<float>() == source_.data<float>() && b.shape() == source_.shape();
+  }
+  const SgemmPackedB& matrix(int64_t i) const { return matrices_[static_cast<std::size_t>(i)]; }
+
+ private:
+  explicit PackedB(Tensor source) : source_(std::move(source)) {}
+  Tensor source_;
+  std::vector<SgemmPackedB> matrices_;
+};
+
+// The packed B to use for `b`, or null when there is none or `b` is not the tensor packed.
+const PackedB* usable(const PackedB* packed, const Tensor& b) { return packed && packed->packs(b) ? packed : nullptr; }
 
 // The element types ONNX allows for Gemm and MatMul, less the 16-bit floats.
 template <typename Body>
@@ -33,7 +74,7 @@ Status dispatch_gemm_types(DType dtype, Body&& body) {
 }
 
 template <typename T>
-Status run_gemm(KernelContext& context) {
+Status run_gemm(KernelContext& context, const PackedB* packed_b) {
   const Node& node = context.node;
   const Tensor* a = context.input(0);
   const Tensor* b = context.input(1);
@@ -68,20 +109,29 @@ Status run_gemm(KernelContext& context) {
       std::is_same_v<T, float> && context.epilogue && context.epilogue->fits(out_shape.size(), -1) ? context.epilogue
                                                                                                   : nullptr;
 
+  const PackedB* packed = usable(packed_b, *b);
   const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
   context.parallel_for(n > 0 ? blocks : 0, [&](int64_t begin, int64_t end) {
     for (int64_t block = begin; block < end; ++block) {
       const int64_t r0 = block * kRowBlock, rows = std::min(m, r0 + kRowBlock) - r0;
       auto out = matrix_view(yd + r0 * n, rows, n, n);
-      auto bm = matrix_view(bd, b->dim(0), b->dim(1), b->dim(1));
-      if (trans_a) {
-        auto am = matrix_view(ad, k, m, m).middleCols(r0, rows).transpose();
-        if (trans_b) out.noalias() = alpha * (am * bm.transpose());
-        else out.noalias() = alpha * (am * bm);
+      if constexpr (std::is_same_v<T, float>) {
+        const SgemmOperand am = trans_a ? SgemmOperand{ad + r0, 1, m} : SgemmOperand{ad + r0 * k, k, 1};
+        if (packed) sgemm(rows, am, packed->matrix(0), yd + r0 * n, n);
+        else
+          sgemm(rows, n, k, am, trans_b ? SgemmOperand{bd, 1, k} : SgemmOperand{bd, n, 1}, yd + r0 * n, n);
+        if (alpha != 1.0f) out *= alpha;
       } else {
-        auto am = matrix_view(ad + r0 * k, rows, k, k);
-        if (trans_b) out.noalias() = alpha * (am * bm.transpose());
-        else out.noalias() = alpha * (am * bm);
+        auto bm = matrix_view(bd, b->dim(0), b->dim(1), b->dim(1));
+        if (trans_a) {
+          auto am = matrix_view(ad, k, m, m).middleCols(r0, rows).transpose();
+          if (trans_b) out.noalias() = alpha * (am * bm.transpose());
+          else out.noalias() = alpha * (am * bm);
+        } else {
+          auto am = matrix_view(ad + r0 * k, rows, k, k);
+          if (trans_b) out.noalias() = alpha * (am * bm.transpose());
+          else out.noalias() = alpha * (am * bm);
+        }
       }
       if (cd && beta != T(0))
         for (int64_t i = 0; i < rows; ++i)
@@ -97,18 +147,23 @@ Status run_gemm(KernelContext& context) {
   return Status::ok();
 }
 
-// Gemm can fuse the activation that follows it (a classifier's hidden layers).
+// Gemm packs a constant float32 B once and can fuse the activation that follows it (a
+// classifier's hidden layers).
 class GemmKernel final : public Kernel {
  public:
+  explicit GemmKernel(std::unique_ptr<PackedB> packed_b) : packed_b_(std::move(packed_b)) {}
   bool supports_epilogue() const override { return true; }
   Status compute(KernelContext& context) const override {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
-    return dispatch_gemm_types(a->dtype(), [&]<typename T>() { return run_gemm<T>(context); });
+    return dispatch_gemm_types(a->dtype(), [&]<typename T>() { return run_gemm<T>(context, packed_b_.get()); });
   }
+
+ private:
+  std::unique_ptr<PackedB> packed_b_;
 };
 
 template <typename T>
-Status run_matmul(KernelContext& context) {
+Status run_matmul(KernelContext& context, const PackedB* packed_b) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
   QFLOW_ASSIGN_OR_RETURN(const Tensor* b, context.required_input(1));
   if (b->dtype() != a->dtype()) return context.error("inputs have different element types");
@@ -142,34 +197,62 @@ Status run_matmul(KernelContext& context) {
   const T* ad = a->data<T>();
   const T* bd = b->data<T>();
   T* yd = y.data<T>();
-  const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
-  context.parallel_for(n > 0 ? batches * blocks : 0, [&](int64_t begin, int64_t end) {
+  const PackedB* packed = b_vector ? nullptr : usable(packed_b, *b);
+  // When one B serves every batch and A's matrices follow each other, the products are one
+  // tall product [batches * m x k] x [k x n]: fewer, fuller row blocks.
+  const bool stacked = shape_numel(b_batch) == 1 && shape_numel(a_batch) == batches;
+  const int64_t products = stacked ? 1 : batches, height = stacked ? batches * m : m;
+  const int64_t blocks = (height + kRowBlock - 1) / kRowBlock;
+  context.parallel_for(n > 0 ? products * blocks : 0, [&](int64_t begin, int64_t end) {
     for (int64_t unit = begin; unit < end; ++unit) {
-      const int64_t bi = unit / blocks, r0 = (unit % blocks) * kRowBlock, rows = std::min(m, r0 + kRowBlock) - r0;
+      const int64_t bi = unit / blocks, r0 = (unit % blocks) * kRowBlock, rows = std::min(height, r0 + kRowBlock) - r0;
       const std::size_t s = static_cast<std::size_t>(bi);
-      auto am = matrix_view(ad + a_index[s] * m * k + r0 * k, rows, k, k);
-      auto bm = matrix_view(bd + b_index[s] * k * n, k, n, n);
-      auto out = matrix_view(yd + bi * m * n + r0 * n, rows, n, n);
-      out.noalias() = am * bm;
+      const T* a_rows = ad + a_index[s] * m * k + r0 * k;
+      const T* b_matrix = bd + b_index[s] * k * n;
+      T* out_rows = yd + bi * m * n + r0 * n;
+      if constexpr (std::is_same_v<T, float>) {
+        if (packed) sgemm(rows, SgemmOperand{a_rows, k, 1}, packed->matrix(b_index[s]), out_rows, n);
+        else sgemm(rows, n, k, a_rows, k, b_matrix, n, out_rows, n);
+      } else {
+        matrix_view(out_rows, rows, n, n).noalias() = matrix_view(a_rows, rows, k, k) * matrix_view(b_matrix, k, n, n);
+      }
     }
   });
   context.outputs[0] = std::move(y);
   return Status::ok();
 }
 
-Status matmul(KernelContext& context) {
-  QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
-  return dispatch_gemm_types(a->dtype(), [&]<typename T>() { return run_matmul<T>(context); });
+// MatMul packs a constant float32 B once.
+class MatMulKernel final : public Kernel {
+ public:
+  explicit MatMulKernel(std::unique_ptr<PackedB> packed_b) : packed_b_(std::move(packed_b)) {}
+  Status compute(KernelContext& context) const override {
+    QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
+    return dispatch_gemm_types(a->dtype(), [&]<typename T>() { return run_matmul<T>(context, packed_b_.get()); });
+  }
+
+ private:
+  std::unique_ptr<PackedB> packed_b_;
+};
+
+// Input 1 when it is a constant, else null.
+const Tensor* constant_b(const std::vector<const Tensor*>& constants) {
+  return constants.size() > 1 ? constants[1] : nullptr;
 }
 
 }  // namespace
 
 void register_gemm_kernels(KernelRegistry& registry) {
   registry.add("", "Gemm", 1, kLatestOpset,
-               [](const Node&, int64_t, const std::vector<const Tensor*>&) -> Expected<std::unique_ptr<Kernel>> {
-                 return std::unique_ptr<Kernel>(new GemmKernel());
+               [](const Node& node, int64_t,
+                  const std::vector<const Tensor*>& constants) -> Expected<std::unique_ptr<Kernel>> {
+                 const bool trans_b = node.attr_int("transB", 0) != 0;
+                 return std::unique_ptr<Kernel>(new GemmKernel(PackedB::for_gemm(constant_b(constants), trans_b)));
                });
-  registry.add_function("", "MatMul", 1, kLatestOpset, matmul);
+  registry.add("", "MatMul", 1, kLatestOpset,
+               [](const Node&, int64_t, const std::vector<const Tensor*>& constants) -> Expected<std::unique_ptr<Kernel>> {
+                 return std::unique_ptr<Kernel>(new MatMulKernel(PackedB::for_matmul(constant_b(constants))));
+               });
 }
 
 }  // namespace qflow
