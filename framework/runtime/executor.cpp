@@ -278,8 +278,25 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
     if (overridable.count(static_cast<int>(slot))) continue;
     ex.steps_[static_cast<std::size_t>(last_use[slot])].frees.push_back(static_cast<int>(slot));
   }
+  for (const Value* v : graph.inputs) {
+    auto it = slots.find(v);
+    ex.input_slots_.emplace_back(v, it == slots.end() ? -1 : it->second);
+  }
   ex.plan_fusions(registry);
   return executor;
+}
+
+std::unique_ptr<TensorArena> Executor::take_arena() const {
+  std::lock_guard<std::mutex> lock(arenas_mutex_);
+  if (arenas_.empty()) return std::make_unique<TensorArena>();
+  std::unique_ptr<TensorArena> arena = std::move(arenas_.back());
+  arenas_.pop_back();
+  return arena;
+}
+
+void Executor::return_arena(std::unique_ptr<TensorArena> arena) const {
+  std::lock_guard<std::mutex> lock(arenas_mutex_);
+  arenas_.push_back(std::move(arena));
 }
 
 void Executor::plan_fusions(const KernelRegistry& registry) {
@@ -398,31 +415,40 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
   const Graph& graph = *model_.graph;
   std::vector<Tensor> env(slot_values_.size());
 
-  std::unordered_set<std::string> known_inputs;
-  for (const Value* v : graph.inputs) known_inputs.insert(v->name());
   for (const auto& [name, tensor] : inputs) {
-    if (!known_inputs.count(name)) {
+    const bool known = std::any_of(input_slots_.begin(), input_slots_.end(),
+                                   [&name](const auto& in) { return in.first->name() == name; });
+    if (!known) {
       std::string names;
       for (const Value* v : graph.runtime_inputs()) names += (names.empty() ? "" : ", ") + v->name();
       return invalid_input("the model has no input named '" + name + "' (inputs: " + names + ")");
     }
   }
-  std::unordered_map<const Value*, int> input_slots;
-  for (std::size_t slot = 0; slot < slot_values_.size(); ++slot) input_slots.emplace(slot_values_[slot], static_cast<int>(slot));
-  for (const Value* v : graph.inputs) {
+  for (const auto& [v, slot] : input_slots_) {
     auto it = inputs.find(v->name());
     if (it == inputs.end()) {
       if (graph.is_initializer(v)) continue;
       return invalid_input("input '" + v->name() + "' was not given");
     }
     QFLOW_RETURN_IF_ERROR(check_input(*v, it->second));
-    auto slot = input_slots.find(v);
-    if (slot != input_slots.end()) env[static_cast<std::size_t>(slot->second)] = it->second;
+    if (slot >= 0) env[static_cast<std::size_t>(slot)] = it->second;
   }
 
   // With a hook every value is handed out, and the hook may keep it: no fusion, no reuse.
-  TensorArena arena;
-  TensorArena* const recycler = hook ? nullptr : &arena;
+  // Otherwise the run borrows an arena; on every way out, after the results were taken,
+  // the run's own tensors are dropped and the arena takes back what nobody else holds.
+  struct ArenaLease {
+    const Executor& executor;
+    std::vector<Tensor>& env;
+    std::unique_ptr<TensorArena> arena;
+    ~ArenaLease() {
+      if (!arena) return;
+      env.clear();
+      arena->reclaim();
+      executor.return_arena(std::move(arena));
+    }
+  } lease{*this, env, hook ? nullptr : take_arena()};
+  TensorArena* const recycler = lease.arena.get();
   std::vector<char> skipped(steps_.size(), 0);
   auto store = [&](int slot, Tensor tensor) {
     Tensor& held = env[static_cast<std::size_t>(slot)];

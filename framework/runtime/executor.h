@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +73,9 @@ class Executor {
 
   Executor(const Model& model, const ExecutorOptions& options);
   void plan_fusions(const KernelRegistry& registry);
+  // An arena of an earlier run (or a new one) for a run to use alone, and its return.
+  std::unique_ptr<TensorArena> take_arena() const;
+  void return_arena(std::unique_ptr<TensorArena> arena) const;
   const Model& model_;
   ExecutorOptions options_;
   std::vector<Node*> order_;
@@ -80,7 +84,12 @@ class Executor {
   std::vector<const Tensor*> constants_;     // slot -> initializer or folded output, or null
   std::vector<int> overridable_;             // slots of initializers that are also graph inputs
   std::vector<int> keep_;                    // slots returned by run()
+  std::vector<std::pair<const Value*, int>> input_slots_;  // graph input -> slot, -1 when unread
   std::unique_ptr<ThreadPool> pool_;
+  // Arenas of finished runs: concurrent runs each take their own, so buffers survive
+  // from one run to the next without being shared by two.
+  mutable std::mutex arenas_mutex_;
+  mutable std::vector<std::unique_ptr<TensorArena>> arenas_;
 };
 
 }  // namespace qflow

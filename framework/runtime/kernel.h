@@ -76,7 +76,12 @@ struct KernelContext {
   const Tensor* input(std::size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
   // Input i, or an error naming the node when it is absent.
   Expected<const Tensor*> required_input(std::size_t i) const;
-  // Splits [0, n) into chunks run on the pool; serial when the pool has one thread.
+  // Splits [0, n) into chunks run on the pool; serial when the pool has one thread or when
+  // n * cost_per_unit (about one arithmetic operation or element copy per cost unit) is
+  // too little work to be worth splitting (ThreadPool::kMinParallelCost).
+  void parallel_for(int64_t n, int64_t cost_per_unit,
+                    const std::function<void(int64_t begin, int64_t end)>& body) const;
+  // As above for units that are each substantial work: always split.
   void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& body) const;
   // An output tensor whose contents are unspecified: the kernel must write every element.
   // Reuses the buffer of a dead value of the same dtype and size when the run has one.

@@ -121,7 +121,7 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs, const Packe
 
   if (cg == 1 && groups > 1 && g.rank() == 2) {
     // Depthwise: a GEMM per channel would be a 1 x k row times a k x out_size panel.
-    context.parallel_for(g.batch * g.out_channels, [&](int64_t begin, int64_t end) {
+    context.parallel_for(g.batch * g.out_channels, 2 * k * out_size, [&](int64_t begin, int64_t end) {
       for (int64_t unit = begin; unit < end; ++unit) {
         const int64_t n = unit / g.out_channels, oc = unit % g.out_channels, gi = oc / mg;
         T* out = yd + unit * out_size;
@@ -135,7 +135,7 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs, const Packe
     const PackedConvWeights* weights = packed && packed->packs(*w) ? packed : nullptr;
     const int64_t tile = column_tile(rows, out_size);
     const int64_t tiles = out_size > 0 ? (out_size + tile - 1) / tile : 0;
-    context.parallel_for(g.batch * groups * tiles, [&](int64_t begin, int64_t end) {
+    context.parallel_for(g.batch * groups * tiles, 2 * mg * rows * tile, [&](int64_t begin, int64_t end) {
       T* columns = pointwise || weights ? nullptr : scratch<T>(static_cast<std::size_t>(rows * tile));
       for (int64_t unit = begin; unit < end; ++unit) {
         const int64_t n = unit / (groups * tiles), gi = (unit / tiles) % groups, t = unit % tiles;
@@ -192,7 +192,7 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
 
   // Each (batch, group) unit owns a disjoint slice of the output, so col2im's scattered
   // additions never race and their order is fixed.
-  context.parallel_for(g.batch * groups, [&](int64_t begin, int64_t end) {
+  context.parallel_for(g.batch * groups, 2 * cg * rows * in_size, [&](int64_t begin, int64_t end) {
     T* columns = scratch<T>(static_cast<std::size_t>(rows * in_size));
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t n = unit / groups, gi = unit % groups;

@@ -111,7 +111,7 @@ Status run_gemm(KernelContext& context, const PackedB* packed_b) {
 
   const PackedB* packed = usable(packed_b, *b);
   const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
-  context.parallel_for(n > 0 ? blocks : 0, [&](int64_t begin, int64_t end) {
+  context.parallel_for(n > 0 ? blocks : 0, 2 * kRowBlock * k * n, [&](int64_t begin, int64_t end) {
     for (int64_t block = begin; block < end; ++block) {
       const int64_t r0 = block * kRowBlock, rows = std::min(m, r0 + kRowBlock) - r0;
       auto out = matrix_view(yd + r0 * n, rows, n, n);
@@ -203,7 +203,7 @@ Status run_matmul(KernelContext& context, const PackedB* packed_b) {
   const bool stacked = shape_numel(b_batch) == 1 && shape_numel(a_batch) == batches;
   const int64_t products = stacked ? 1 : batches, height = stacked ? batches * m : m;
   const int64_t blocks = (height + kRowBlock - 1) / kRowBlock;
-  context.parallel_for(n > 0 ? products * blocks : 0, [&](int64_t begin, int64_t end) {
+  context.parallel_for(n > 0 ? products * blocks : 0, 2 * kRowBlock * k * n, [&](int64_t begin, int64_t end) {
     for (int64_t unit = begin; unit < end; ++unit) {
       const int64_t bi = unit / blocks, r0 = (unit % blocks) * kRowBlock, rows = std::min(height, r0 + kRowBlock) - r0;
       const std::size_t s = static_cast<std::size_t>(bi);
