@@ -291,7 +291,8 @@ class IntegerOp {
       return Status::error("shapes " + shape_string(in(0).shape) + " and " + shape_string(in(1).shape) +
                            " do not broadcast");
     if (shape != out().shape) return shape_mismatch(shape, out().shape);
-    std::vector<int32_t> ea, eb;
+    // Broadcast operands are expanded into per-thread buffers (fully overwritten, so never cleared).
+    thread_local std::vector<int32_t> ea, eb;
     I32 a(in(0).ints), b(in(1).ints);
     if (in(0).shape != shape) {
       ea.resize(out().ints.size());

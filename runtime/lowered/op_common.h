@@ -3,6 +3,7 @@
 // float CPU ops). Not part of the runtime's API.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -65,6 +66,8 @@ void strided_gather(const T* src, int64_t base, const std::vector<int64_t>& stri
   for (int64_t o = 0; o < total; o += inner) {
     if (inner_stride == 1)
       for (int64_t j = 0; j < inner; ++j) dst[o + j] = src[offset + j];
+    else if (inner_stride == 0)  // a broadcast row
+      std::fill(dst + o, dst + o + inner, src[offset]);
     else
       for (int64_t j = 0; j < inner; ++j) dst[o + j] = src[offset + j * inner_stride];
     for (size_t axis = rank - 1; axis-- > 0;) {  // advance every axis but the last
