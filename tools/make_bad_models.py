@@ -121,6 +121,28 @@ def hostile_models():
                                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1])],
                                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "M"])],
                                 [w]).SerializeToString()
+    # Sizes computed at run time from the input's shape (x [N, 4], run on [1, 4]): the
+    # declared shapes are symbolic, so import cannot see them; the interpreter refuses the
+    # allocation under --max-memory. Shape(x) * k gives the computed shape.
+    def computed_shape(last_node, k, extra_inits=()):
+        nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+                 helper.make_node("Mul", ["s", "k"], ["big"], name="scale"), last_node]
+        inits = [numpy_helper.from_array(np.array(k, np.int64), "k")] + list(extra_inits)
+        return model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["A", "B"])], inits).SerializeToString()
+    # Reshape to [2^20, 2^20]: a view, refused because 2^40 is not the data's 4 elements.
+    out["reshape_computed.onnx"] = computed_shape(
+        helper.make_node("Reshape", ["x", "big"], ["y"], name="reshape"), [1 << 20, 1 << 18])
+    # ConstantOfShape [2^20, 2^20] of float: 4 TiB.
+    out["constant_of_shape_huge.onnx"] = computed_shape(
+        helper.make_node("ConstantOfShape", ["big"], ["y"], name="fill",
+                         value=numpy_helper.from_array(np.array([0.5], np.float32))), [1 << 20, 1 << 18])
+    # Expand [1, 4] to [2^38, 4]: 4 TiB.
+    out["expand_huge.onnx"] = computed_shape(
+        helper.make_node("Expand", ["x", "big"], ["y"], name="expand"), [1 << 38, 1])
+    # Tile [1, 4] by [2^20, 2^18]: 16 TiB.
+    out["tile_huge.onnx"] = computed_shape(
+        helper.make_node("Tile", ["x", "big"], ["y"], name="tile"), [1 << 20, 1 << 18])
     return out
 
 
