@@ -73,13 +73,13 @@ class IntegerOp {
       : m_(model), op_(op), ins_(ins), outs_(outs), packed_(packed) {}
 
   // Packs a conv2d's, conv_transpose2d's or matmul's constant weights for the fast kernels (add,
-  // sub, mul, lut, the pools and quantize take only the instruction set); null when the op has none, its
+  // sub, mul, lut, the pools, quantize and concat take only the instruction set); null when the op has none, its
   // weights are not constant or the fast kernels refuse it (the reference then runs it and
   // reports any error).
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
     if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
         op_.type == "average_pool" || op_.type == "global_average_pool" ||
-        op_.type == "quantize") {  // the instruction set only
+        op_.type == "quantize" || op_.type == "concat") {  // the instruction set only
       auto packed = std::make_shared<PackedOp>();
       packed->isa = isa;
       return packed;
@@ -361,7 +361,8 @@ class IntegerOp {
     if (out().ints.empty()) return Status::ok();
     const int64_t outer = element_count(Shape(ys.begin(), ys.begin() + static_cast<std::ptrdiff_t>(axis)));
     const int64_t inner = element_count(Shape(ys.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ys.end()));
-    return fx_status(fx::concat(inputs, outer, inner, qout(), out().ints));
+    return fx_status(packed_ ? fx::fast::concat(inputs, outer, inner, qout(), packed_->isa, out().ints)
+                             : fx::concat(inputs, outer, inner, qout(), out().ints));
   }
 
   Status pool(bool max) {

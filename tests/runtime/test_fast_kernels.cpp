@@ -506,3 +506,38 @@ TEST_CASE("fast quantize equals fx::quantize on ties, extremes, infinities and r
   std::vector<int32_t> y(x.size());
   CHECK(fast::quantize(QParams{0.1, 0, QType::Int8}, fast::best_isa(), x, y) == 2);
 }
+
+TEST_CASE("fast concat equals fx::concat with copied and rescaled inputs of every type, and reports its errors") {
+  std::mt19937 rng(43);
+  const std::vector<QType> types{QType::Int8, QType::UInt8, QType::Int16, QType::UInt16};
+  for (int trial = 0; trial < 200; ++trial) {
+    const QType ty = types[rng() % 4];
+    const QParams out{std::exp2(std::uniform_real_distribution<double>(-8.0, 2.0)(rng)),
+                      random_in(rng, range_of(ty).min, range_of(ty).max), ty};
+    const int64_t outer = random_in(rng, 1, 3), inner = random_in(rng, 1, 300);
+    const int count = random_in(rng, 1, 4);
+    std::vector<std::vector<int32_t>> data(static_cast<size_t>(count));
+    std::vector<ConcatInput> inputs;
+    int64_t total = 0;
+    for (int i = 0; i < count; ++i) {
+      QParams q = out;
+      if (rng() % 3 != 0) {
+        const QType t = types[rng() % 4];
+        q = QParams{out.scale * std::exp2(std::uniform_real_distribution<double>(-4.0, 4.0)(rng)),
+                    random_in(rng, range_of(t).min, range_of(t).max), t};
+      }
+      const int64_t dim = random_in(rng, 1, 4);
+      data[static_cast<size_t>(i)] = random_values(rng, static_cast<size_t>(outer * dim * inner), q.type);
+      if (trial % 17 == 0 && i == count - 1) data[static_cast<size_t>(i)][0] = range_of(q.type).max + 1;
+      inputs.push_back(ConcatInput{data[static_cast<size_t>(i)], dim, q});
+      total += dim;
+    }
+    std::vector<int32_t> want(static_cast<size_t>(outer * total * inner));
+    const Status ws = concat(inputs, outer, inner, out, want);
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(want.size(), -999);
+      REQUIRE(fast::concat(inputs, outer, inner, out, isa, got).message == ws.message);
+      if (ws.ok()) REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
+    }
+  }
+}
