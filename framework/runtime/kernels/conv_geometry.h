@@ -290,19 +290,24 @@ void im2col_into(const T* image, const ConvGeometry& g, int64_t channels, T pad_
   const std::size_t rank = g.kernel.size();
   const int64_t n = col_end - col_begin, kernel_size = g.kernel_size(), in_size = g.in_size();
   const std::size_t last = rank - 1;
-  std::vector<int64_t> kidx(rank), offset(rank), pos(rank);
+  // The window offsets of every kernel tap and the first position, computed once: the
+  // divisions are the cost of a row otherwise.
+  std::vector<int64_t> offsets(static_cast<std::size_t>(kernel_size) * rank), start(rank), pos(rank);
+  for (int64_t k = 0; k < kernel_size; ++k)
+    for (std::size_t d = rank, rem = static_cast<std::size_t>(k); d-- > 0;) {
+      const int64_t kidx = static_cast<int64_t>(rem % static_cast<std::size_t>(g.kernel[d]));
+      rem /= static_cast<std::size_t>(g.kernel[d]);
+      offsets[static_cast<std::size_t>(k) * rank + d] = kidx * g.dilations[d] - g.pads_begin[d];
+    }
+  for (std::size_t d = rank, rem = static_cast<std::size_t>(col_begin); d-- > 0;) {
+    start[d] = static_cast<int64_t>(rem % static_cast<std::size_t>(g.out_spatial[d]));
+    rem /= static_cast<std::size_t>(g.out_spatial[d]);
+  }
   for (int64_t c = 0; c < channels; ++c) {
     const T* plane = image + c * in_size;
     for (int64_t k = 0; k < kernel_size; ++k) {
-      for (std::size_t d = rank, rem = static_cast<std::size_t>(k); d-- > 0;) {
-        kidx[d] = static_cast<int64_t>(rem % static_cast<std::size_t>(g.kernel[d]));
-        rem /= static_cast<std::size_t>(g.kernel[d]);
-        offset[d] = kidx[d] * g.dilations[d] - g.pads_begin[d];
-      }
-      for (std::size_t d = rank, rem = static_cast<std::size_t>(col_begin); d-- > 0;) {
-        pos[d] = static_cast<int64_t>(rem % static_cast<std::size_t>(g.out_spatial[d]));
-        rem /= static_cast<std::size_t>(g.out_spatial[d]);
-      }
+      const int64_t* offset = offsets.data() + static_cast<std::size_t>(k) * rank;
+      std::copy(start.begin(), start.end(), pos.begin());
       const auto row = columns.row(c * kernel_size + k);
       int64_t j = 0;
       while (j < n) {
@@ -321,8 +326,14 @@ void im2col_into(const T* image, const ConvGeometry& g, int64_t channels, T pad_
           const T* line = plane + base * g.in_spatial[last];
           const int64_t s = g.strides[last], limit = g.in_spatial[last];
           const int64_t first = pos[last] * s + offset[last];
-          const int64_t lo = first >= 0 ? 0 : std::min(run, (-first + s - 1) / s);
-          const int64_t hi = first >= limit ? lo : std::max(lo, std::min(run, (limit - 1 - first) / s + 1));
+          int64_t lo, hi;
+          if (s == 1) {
+            lo = std::clamp<int64_t>(-first, 0, run);
+            hi = std::clamp<int64_t>(limit - first, lo, run);
+          } else {
+            lo = first >= 0 ? 0 : std::min(run, (-first + s - 1) / s);
+            hi = first >= limit ? lo : std::max(lo, std::min(run, (limit - 1 - first) / s + 1));
+          }
           row.fill(j, lo, pad_value);
           if (hi > lo) row.copy(j + lo, hi - lo, line + first + lo * s, s);
           row.fill(j + hi, run - hi, pad_value);
