@@ -73,9 +73,9 @@ class IntegerOp {
       : m_(model), op_(op), ins_(ins), outs_(outs), packed_(packed) {}
 
   // Packs a conv2d's, conv_transpose2d's or matmul's constant weights for the fast kernels (add,
-  // sub, mul, lut, the pools, quantize and concat take only the instruction set); null when the op has none, its
-  // weights are not constant or the fast kernels refuse it (the reference then runs it and
-  // reports any error).
+  // sub, mul, lut, the pools, quantize and concat take only the instruction set); null when the
+  // op has none, its weights are not constant or the fast kernels refuse it (the reference then
+  // runs it and reports any error).
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
     if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
         op_.type == "average_pool" || op_.type == "global_average_pool" ||
