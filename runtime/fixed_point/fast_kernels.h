@@ -122,8 +122,9 @@ int64_t quantize(const QParams& q, Isa isa, std::span<const float> x, std::span<
 Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inner, const QParams& output, Isa isa,
               std::span<int32_t> y);
 
-// fx::apply_lut with the range checked once per tensor and the lookup inlined (any table).
-Status apply_lut(const Lut& lut, std::span<const int32_t> x, std::span<int32_t> y);
+// fx::apply_lut with the range checked once per tensor and the lookup inlined (any table; 8-bit
+// tables gather 8 entries at a time with AVX2).
+Status apply_lut(const Lut& lut, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
 
 // fx::max_pool, fx::average_pool and fx::global_average_pool on a padded copy of each channel
 // (any type); parameters or values the reference refuses go to the reference.

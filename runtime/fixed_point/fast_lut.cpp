@@ -7,9 +7,29 @@
 
 #include "runtime/fixed_point/fast_kernels.h"
 
-namespace qflow::fx::fast {
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
-Status apply_lut(const Lut& lut, std::span<const int32_t> x, std::span<int32_t> y) {
+namespace qflow::fx::fast {
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// y[i] = e[x[i] - base], 8 lookups per vpgatherdd (indices checked in range by the caller).
+__attribute__((target("avx2"))) void lookup_avx2(const int32_t* e, int32_t base, const int32_t* x, size_t n, int32_t* y) {
+  const __m256i b = _mm256_set1_epi32(base);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i idx = _mm256_sub_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)), b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_i32gather_epi32(e, idx, 4));
+  }
+  for (; i < n; ++i) y[i] = e[x[i] - base];
+}
+#endif
+
+}  // namespace
+
+Status apply_lut(const Lut& lut, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
   const Range r = range_of(lut.input.type);
   const int bits = lut.segment_bits;
   const size_t expected = bits == 0 ? static_cast<size_t>(r.max - r.min + 1) : (size_t{1} << (16 - bits)) + 1;
@@ -21,6 +41,14 @@ Status apply_lut(const Lut& lut, std::span<const int32_t> x, std::span<int32_t> 
   const int32_t base = r.min;
   const size_t n = x.size();
   if (bits == 0) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa != Isa::Portable) {
+      lookup_avx2(e, base, x.data(), n, y.data());
+      return Status{};
+    }
+#else
+    (void)isa;
+#endif
     for (size_t i = 0; i < n; ++i) y[i] = e[x[i] - base];
     return Status{};
   }

@@ -443,7 +443,7 @@ class IntegerOp {
     const fx::Range r = fx::range_of(l.output.type);
     for (const int32_t e : l.entries)
       if (e < r.min || e > r.max) return Status::error("table entry " + std::to_string(e) + " is outside the output type");
-    return fx_status(packed_ ? fx::fast::apply_lut(l, in(0).ints, out().ints) : fx::apply_lut(l, in(0).ints, out().ints));
+    return fx_status(packed_ ? fx::fast::apply_lut(l, packed_->isa, in(0).ints, out().ints) : fx::apply_lut(l, in(0).ints, out().ints));
   }
 
   Status softmax() {
