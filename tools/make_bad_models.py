@@ -143,6 +143,16 @@ def hostile_models():
     # Tile [1, 4] by [2^20, 2^18]: 16 TiB.
     out["tile_huge.onnx"] = computed_shape(
         helper.make_node("Tile", ["x", "big"], ["y"], name="tile"), [1 << 20, 1 << 18])
+    # Equal of [2^20, 1] (ConstantOfShape, 4 MiB) and [1, 2^20] (x tiled): a 1 TiB broadcast.
+    out["equal_broadcast_huge.onnx"] = model(
+        [helper.make_node("ConstantOfShape", ["rows"], ["a"], name="column",
+                          value=numpy_helper.from_array(np.array([0.5], np.float32))),
+         helper.make_node("Tile", ["x", "repeats"], ["b"], name="row"),
+         helper.make_node("Equal", ["a", "b"], ["y"], name="equal")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.BOOL, ["A", "B"])],
+        [numpy_helper.from_array(np.array([1 << 20, 1], np.int64), "rows"),
+         numpy_helper.from_array(np.array([1, 1 << 18], np.int64), "repeats")]).SerializeToString()
     return out
 
 

@@ -132,7 +132,7 @@ Status pow_kernel(KernelContext& context) {
     QFLOW_ASSIGN_OR_RETURN(Shape b_shape, elementwise::legacy_broadcast_shape(ctx, a->shape(), b->shape()));
     QFLOW_ASSIGN_OR_RETURN(Shape out_shape, output_shape(ctx, a->shape(), b_shape));
     return dispatch_numeric(a->dtype(), [&]<typename T>() -> Status {
-      Tensor out(a->dtype(), out_shape);
+      QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(a->dtype(), out_shape));
       binary_broadcast(ctx, a->data<T>(), a->shape(), exponent.data<double>(), b_shape, out.data<T>(), out_shape,
                        [](T x, double e) { return power(x, e); });
       ctx.outputs[0] = std::move(out);
@@ -176,7 +176,7 @@ Status bit_shift(KernelContext& ctx) {
   const bool left = direction == "LEFT";
   QFLOW_ASSIGN_OR_RETURN(Shape out_shape, output_shape(ctx, a->shape(), b->shape()));
   auto body = [&]<typename T>() -> Status {
-    Tensor out(a->dtype(), out_shape);
+    QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(a->dtype(), out_shape));
     binary_broadcast(ctx, a->data<T>(), a->shape(), b->data<T>(), b->shape(), out.data<T>(), out_shape,
                      [left](T x, T s) -> T {
                        // Shifting by the bit width or more is undefined in C++; every bit is gone.
@@ -230,7 +230,10 @@ Status variadic(KernelContext& context) {
       for (std::size_t i = 1; i < ctx.input_count(); ++i) {
         const Tensor& next = *ctx.input(i);
         QFLOW_ASSIGN_OR_RETURN(Shape shape, output_shape(ctx, acc.shape(), next.shape()));
-        Tensor out(first.dtype(), shape);
+        // Not from the arena: a fold step's result may be dropped without becoming a value.
+        Expected<Tensor> made = Tensor::make(first.dtype(), shape);
+        if (!made) return ctx.error(made.status().message());
+        Tensor out = std::move(made).value();
         auto run = [&](auto op) {
           binary_broadcast(ctx, acc.data<T>(), acc.shape(), next.data<T>(), next.shape(), out.data<T>(), shape, op);
         };

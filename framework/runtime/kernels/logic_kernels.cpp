@@ -27,7 +27,7 @@ KernelFunction comparison(Op op) {
       QFLOW_ASSIGN_OR_RETURN(Shape b_shape, elementwise::legacy_broadcast_shape(ctx, a->shape(), b->shape()));
       QFLOW_ASSIGN_OR_RETURN(Shape out_shape, output_shape(ctx, a->shape(), b_shape));
       auto body = [&]<typename T>() -> Status {
-        Tensor out(DType::Bool, out_shape);
+        QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(DType::Bool, out_shape));
         binary_broadcast(ctx, a->data<T>(), a->shape(), b->data<T>(), b_shape, out.data<bool>(), out_shape,
                          [&op](T x, T y) { return static_cast<bool>(op(x, y)); });
         ctx.outputs[0] = std::move(out);
@@ -50,7 +50,7 @@ KernelFunction logical(Op op) {
                        std::string(dtype_name(b->dtype())));
     QFLOW_ASSIGN_OR_RETURN(Shape b_shape, elementwise::legacy_broadcast_shape(ctx, a->shape(), b->shape()));
     QFLOW_ASSIGN_OR_RETURN(Shape out_shape, output_shape(ctx, a->shape(), b_shape));
-    Tensor out(DType::Bool, out_shape);
+    QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(DType::Bool, out_shape));
     binary_broadcast(ctx, a->data<bool>(), a->shape(), b->data<bool>(), b_shape, out.data<bool>(), out_shape, op);
     ctx.outputs[0] = std::move(out);
     return Status::ok();
@@ -81,7 +81,7 @@ Status where(KernelContext& ctx) {
                      " and " + shape_to_string(y->shape()));
   const auto plan = elementwise::make_broadcast_plan<3>(*out_shape, {&cond->shape(), &x->shape(), &y->shape()});
   return elementwise::name_node(ctx, dispatch_all(x->dtype(), [&]<typename T>() -> Status {
-    Tensor out(x->dtype(), *out_shape);
+    QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(x->dtype(), *out_shape));
     const bool* c = cond->data<bool>();
     const T* px = x->data<T>();
     const T* py = y->data<T>();
