@@ -29,10 +29,6 @@ Status check_values(std::span<const int32_t> v, QType type, const char* what) {
   return Status{};
 }
 
-bool same_params(const QParams& a, const QParams& b) {
-  return a.scale == b.scale && a.zero_point == b.zero_point && a.type == b.type;
-}
-
 }  // namespace
 
 Status make_add_params(const QParams& a, const QParams& b, const QParams& output, bool subtract, AddParams& out) {
@@ -101,7 +97,7 @@ Status rescale(const QParams& in, const QParams& out, std::span<const int32_t> x
   if (Status s = check_params(in, "rescale input"); !s.ok()) return s;
   if (Status s = check_params(out, "rescale output"); !s.ok()) return s;
   if (Status s = check_values(x, in.type, "rescale input"); !s.ok()) return s;
-  if (same_params(in, out)) {
+  if (in == out) {
     std::copy(x.begin(), x.end(), y.begin());
     return Status{};
   }

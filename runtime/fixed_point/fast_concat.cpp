@@ -14,10 +14,6 @@ bool params_ok(const QParams& q) {
   return q.scale > 0.0 && q.scale <= 1e300 && q.zero_point >= r.min && q.zero_point <= r.max;
 }
 
-bool same_params(const QParams& a, const QParams& b) {
-  return a.scale == b.scale && a.zero_point == b.zero_point && a.type == b.type;
-}
-
 }  // namespace
 
 Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inner, const QParams& output, Isa isa,
@@ -30,7 +26,7 @@ Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inn
     const ConcatInput& in = inputs[i];
     ok = in.axis_dim >= 0 && in.data.size() == static_cast<size_t>(outer * in.axis_dim * inner) && params_ok(in.params) &&
          check_range(in.data, in.params.type, "").ok() &&
-         (same_params(in.params, output) || make_multiplier(in.params.scale / output.scale, multipliers[i]).ok());
+         (in.params == output || make_multiplier(in.params.scale / output.scale, multipliers[i]).ok());
     total += in.axis_dim;
   }
   if (!ok || y.size() != static_cast<size_t>(outer * total * inner)) return fx::concat(inputs, outer, inner, output, y);
@@ -41,7 +37,7 @@ Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inn
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ConcatInput& in = inputs[i];
     const int64_t block = in.axis_dim * inner;
-    const bool same = same_params(in.params, output);
+    const bool same = in.params == output;
     for (int64_t o = 0; o < outer; ++o) {
       const int32_t* src = in.data.data() + o * block;
       int32_t* dst = y.data() + (o * total + offset) * inner;

@@ -24,10 +24,6 @@ PoolScratch& pool_scratch() {
   return s;
 }
 
-bool same_params(const QParams& a, const QParams& b) {
-  return a.scale == b.scale && a.zero_point == b.zero_point && a.type == b.type;
-}
-
 // Every check of the reference's check_pool, as a yes / no.
 bool pool_ok(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
   if (p.batch < 1 || p.channels < 1 || p.in_h < 1 || p.in_w < 1 || p.kernel_h < 1 || p.kernel_w < 1 ||
@@ -125,7 +121,7 @@ void valid_counts(int64_t out, int64_t in, int64_t kernel, int64_t stride, int64
 
 Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
   (void)isa;
-  if (!pool_ok(p, x, y) || !same_params(p.input, p.output)) return fx::max_pool(p, x, y);
+  if (!pool_ok(p, x, y) || p.input != p.output) return fx::max_pool(p, x, y);
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
   const int32_t lowest = range_of(p.input.type).min;
   run_planes(p, x, lowest, 0, Max{}, [&](int64_t nc, int64_t oy, const int32_t* acc) {
@@ -143,7 +139,7 @@ Status average_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, 
   const int64_t offset = std::max<int64_t>(int64_t{p.input.zero_point} - r.min, int64_t{r.max} - p.input.zero_point);
   const int64_t window = p.kernel_h * p.kernel_w;
   if (window > INT32_MAX / std::max<int64_t>(offset, 1)) return fx::average_pool(p, x, y);
-  const bool same = same_params(p.input, p.output);
+  const bool same = p.input == p.output;
   const double ratio = p.input.scale / p.output.scale;
   // ratio / c shrinks with c: when the reference can derive the multiplier of divisor 1 it can
   // derive every one, so a failure there is the only one it reports.

@@ -36,6 +36,8 @@ struct QParams {
   double scale = 1.0;
   int32_t zero_point = 0;
   QType type = QType::Int8;
+  // Same scale, zero point and type: a tensor passes between the two unchanged.
+  friend bool operator==(const QParams&, const QParams&) = default;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -7,10 +7,6 @@
 namespace qflow::fx {
 namespace {
 
-bool same_params(const QParams& a, const QParams& b) {
-  return a.scale == b.scale && a.zero_point == b.zero_point && a.type == b.type;
-}
-
 Status check_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
   if (p.batch < 1 || p.channels < 1 || p.in_h < 1 || p.in_w < 1 || p.kernel_h < 1 || p.kernel_w < 1 ||
       p.strides[0] < 1 || p.strides[1] < 1 || p.dilations[0] < 1 || p.dilations[1] < 1 ||
@@ -45,7 +41,7 @@ int64_t pool_out_w(const Pool2DParams& p) {
 
 Status max_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
   if (Status s = check_pool(p, x, y); !s.ok()) return Status::error("max_pool: " + s.message);
-  if (!same_params(p.input, p.output)) return Status::error("max_pool: output parameters must equal the input's");
+  if (p.input != p.output) return Status::error("max_pool: output parameters must equal the input's");
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
   for (int64_t nc = 0; nc < p.batch * p.channels; ++nc) {
     const int32_t* xc = x.data() + nc * p.in_h * p.in_w;
@@ -78,7 +74,7 @@ Status average_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span
       return Status::error("average_pool: a " + std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) +
                            " window may overflow the int32 sum");
   }
-  const bool same = same_params(p.input, p.output);
+  const bool same = p.input == p.output;
   const double ratio = p.input.scale / p.output.scale;
   const Range ro = range_of(p.output.type);
   // One multiplier per possible divisor, derived once (the lowering stores them).
