@@ -34,7 +34,9 @@ int64_t memory_limit() {
 void set_memory_limit(int64_t bytes) { g_limit.store(bytes, std::memory_order_relaxed); }
 
 Expected<int64_t> parse_byte_size(std::string_view text) {
-  const std::string quoted = "'" + std::string(text) + "'";
+  // Built by append: GCC 12 misreports "'" + std::string(...) as an overlapping memcpy (-Wrestrict).
+  std::string quoted = "'";
+  quoted.append(text).append("'");
   std::size_t i = 0;
   int64_t value = 0;
   for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
