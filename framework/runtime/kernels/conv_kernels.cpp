@@ -5,11 +5,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "framework/core/memory_limit.h"
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/activation.h"
 #include "framework/runtime/kernels/conv_gemm.h"
 #include "framework/runtime/kernels/conv_geometry.h"
+#include "framework/runtime/kernels/depthwise_conv.h"
 #include "framework/runtime/kernels/eigen_maps.h"
 #include "framework/runtime/kernels/sgemm.h"
 
@@ -63,38 +65,6 @@ void finish_row(T* row, int64_t count, const T* bias, const Epilogue* epilogue, 
   }
 }
 
-// One output plane of a 2-D depthwise convolution (one input channel per group). Each
-// output row accumulates the kernel taps in (ky, kx) order; a tap touches the contiguous run
-// of output columns whose input column is inside the image, so padding costs no branch.
-template <typename T>
-void depthwise_plane(const T* __restrict image, const T* __restrict weights, T* __restrict out,
-                     const ConvGeometry& g) {
-  const int64_t ih = g.in_spatial[0], iw = g.in_spatial[1], oh = g.out_spatial[0], ow = g.out_spatial[1];
-  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
-  const int64_t dh = g.dilations[0], dw = g.dilations[1], ph = g.pads_begin[0], pw = g.pads_begin[1];
-  for (int64_t oy = 0; oy < oh; ++oy) {
-    T* __restrict row = out + oy * ow;
-    std::fill(row, row + ow, T(0));
-    for (int64_t ky = 0; ky < kh; ++ky) {
-      const int64_t iy = oy * sh - ph + ky * dh;
-      if (iy < 0 || iy >= ih) continue;
-      const T* __restrict line = image + iy * iw;
-      for (int64_t kx = 0; kx < kw; ++kx) {
-        const T w = weights[ky * kw + kx];
-        const int64_t offset = kx * dw - pw;  // input column of output column ox: ox * sw + offset
-        const int64_t first = offset >= 0 ? 0 : (-offset + sw - 1) / sw;
-        const int64_t last = iw - 1 - offset < 0 ? 0 : std::min(ow, (iw - 1 - offset) / sw + 1);
-        if (sw == 1) {
-          const T* __restrict src = line + offset;
-          for (int64_t ox = first; ox < last; ++ox) row[ox] += w * src[ox];
-        } else {
-          for (int64_t ox = first; ox < last; ++ox) row[ox] += w * line[ox * sw + offset];
-        }
-      }
-    }
-  }
-}
-
 // `packed`: the weight packed when the kernel was made, or null.
 template <typename T>
 Status run_conv(KernelContext& context, const ConvAttributes& attrs, const PackedConvWeights* packed) {
@@ -121,11 +91,18 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs, const Packe
 
   if (cg == 1 && groups > 1 && g.rank() == 2) {
     // Depthwise: a GEMM per channel would be a 1 x k row times a k x out_size panel.
+    const DepthwiseIsa isa = depthwise_best_isa();
+    const int64_t padded_size = depthwise_scratch_size(g);
+    if (padded_size > memory_limit() / static_cast<int64_t>(sizeof(T)))
+      return context.error("the padded plane of " + std::to_string(padded_size) + " elements is larger than the memory limit of " +
+                           std::to_string(memory_limit()) + " bytes (--max-memory)");
+    const auto scratch_size = static_cast<std::size_t>(padded_size);
     context.parallel_for(g.batch * g.out_channels, 2 * k * out_size, [&](int64_t begin, int64_t end) {
+      T* padded = scratch<T>(scratch_size);
       for (int64_t unit = begin; unit < end; ++unit) {
         const int64_t n = unit / g.out_channels, oc = unit % g.out_channels, gi = oc / mg;
         T* out = yd + unit * out_size;
-        depthwise_plane(xd + (n * g.in_channels + gi) * in_size, wd + oc * k, out, g);
+        depthwise_plane(xd + (n * g.in_channels + gi) * in_size, wd + oc * k, out, g, padded, isa);
         finish_row(out, out_size, bd ? bd + oc : nullptr, epilogue, oc);
       }
     });
