@@ -46,7 +46,7 @@ std::vector<double> reference(const Shape3& s, const std::vector<float>& a, cons
   return c;
 }
 
-// The value the AVX2 tile must produce: one fused multiply-add chain over k from zero.
+// The value the AVX2 and AVX-512 tiles must produce: one fused multiply-add chain over k from zero.
 std::vector<float> fma_chain(const Shape3& s, const std::vector<float>& a, const std::vector<float>& b) {
   std::vector<float> c(static_cast<std::size_t>(s.m * s.n), 0.0f);
   for (int64_t i = 0; i < s.m; ++i)
@@ -85,7 +85,28 @@ std::vector<float> transposed(const std::vector<float>& x, int64_t rows, int64_t
   return t;
 }
 
-TEST_CASE("sgemm: every entry matches a naive loop and the others bit for bit") {
+// Runs body once per register tile this CPU has, then restores the default.
+template <typename Body>
+void on_every_isa(Body body) {
+  const SgemmIsa saved = sgemm_isa();
+  for (const SgemmIsa isa : {SgemmIsa::Portable, SgemmIsa::Avx2, SgemmIsa::Avx512}) {
+    if (!sgemm_set_isa(isa)) continue;
+    INFO("isa " << static_cast<int>(isa));
+    body(isa);
+  }
+  REQUIRE(sgemm_set_isa(saved));
+}
+
+TEST_CASE("sgemm: the best tile is the default and unsupported ones are refused") {
+  CHECK(sgemm_isa_supported(SgemmIsa::Portable));
+  CHECK(sgemm_isa_supported(sgemm_isa()));
+  for (const SgemmIsa isa : {SgemmIsa::Avx2, SgemmIsa::Avx512})
+    if (sgemm_isa_supported(isa)) CHECK(static_cast<int>(sgemm_isa()) >= static_cast<int>(isa));
+  if (!sgemm_isa_supported(SgemmIsa::Avx512)) CHECK_FALSE(sgemm_set_isa(SgemmIsa::Avx512));
+}
+
+TEST_CASE("sgemm: every entry matches a naive loop and the others bit for bit, on every tile") {
+  on_every_isa([](SgemmIsa isa) {
   for (const Shape3& s : kShapes) {
     const auto a = noise(s.m * s.k, 1 + static_cast<uint32_t>(s.m)), b = noise(s.k * s.n, 7 + static_cast<uint32_t>(s.n));
     const auto want = reference(s, a, b);
@@ -98,7 +119,7 @@ TEST_CASE("sgemm: every entry matches a naive loop and the others bit for bit") 
     check_close(s, plain, want, ldc);
     for (int64_t i = 0; i < s.m; ++i)
       for (int64_t j = s.n; j < ldc; ++j) REQUIRE(plain[static_cast<std::size_t>(i * ldc + j)] == 1234.5f);
-    if (sgemm_uses_avx2()) {
+    if (isa != SgemmIsa::Portable) {
       const auto chain = fma_chain(s, a, b);
       for (int64_t i = 0; i < s.m; ++i)
         for (int64_t j = 0; j < s.n; ++j)
@@ -135,6 +156,7 @@ TEST_CASE("sgemm: every entry matches a naive loop and the others bit for bit") 
     sgemm_prepacked_b(pa, s.n, layout.data(), caller.data(), ldc);
     CHECK(same_bits(caller, plain));
   }
+  });
 }
 
 TEST_CASE("sgemm: any split of C into blocks gives the same bits as one call") {

@@ -1,12 +1,13 @@
 // sgemm: Goto-style blocking. For each block of kSgemmKc steps of depth and kNc columns, B is
 // taken packed in 16-column strips (a kc x 16 strip stays in L1 while the tile walks down A),
 // A in 6-row strips per kMc rows (the A block stays in L2), and a 6x16 register tile
-// accumulates. Operands packed once by the caller skip their packing pass. The AVX2 tile is
-// compiled through target attributes, so the binary still runs (on the portable tile) on
-// CPUs without it.
+// accumulates (6x32 over two strips with AVX-512). Operands packed once by the caller skip
+// their packing pass. The AVX2 and AVX-512 tiles are compiled through target attributes, so
+// the binary still runs (on the portable tile) on CPUs without them.
 #include "framework/runtime/kernels/sgemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <new>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -129,42 +130,125 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
   _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 
-bool cpu_has_avx2() {
+// Two adjacent B strips at once, c[6 x 32] = (accumulate ? c : 0) + a_strip * [b0 | b1]: one
+// 512-bit register per 16 columns, so twelve accumulators again. Each element is the same
+// fused multiply-add chain as on the AVX2 tile, so the bits do not depend on which ran.
+__attribute__((target("avx512f"))) void pair_kernel_avx512(int64_t kc, const float* a, const float* b0,
+                                                            const float* b1, float* c, int64_t ldc, bool accumulate) {
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+  __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  if (accumulate) {
+    c00 = _mm512_loadu_ps(c), c01 = _mm512_loadu_ps(c + 16);
+    c10 = _mm512_loadu_ps(c + ldc), c11 = _mm512_loadu_ps(c + ldc + 16);
+    c20 = _mm512_loadu_ps(c + 2 * ldc), c21 = _mm512_loadu_ps(c + 2 * ldc + 16);
+    c30 = _mm512_loadu_ps(c + 3 * ldc), c31 = _mm512_loadu_ps(c + 3 * ldc + 16);
+    c40 = _mm512_loadu_ps(c + 4 * ldc), c41 = _mm512_loadu_ps(c + 4 * ldc + 16);
+    c50 = _mm512_loadu_ps(c + 5 * ldc), c51 = _mm512_loadu_ps(c + 5 * ldc + 16);
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 x0 = _mm512_loadu_ps(b0), x1 = _mm512_loadu_ps(b1);
+    __m512 av = _mm512_set1_ps(a[0]);
+    c00 = _mm512_fmadd_ps(av, x0, c00);
+    c01 = _mm512_fmadd_ps(av, x1, c01);
+    av = _mm512_set1_ps(a[1]);
+    c10 = _mm512_fmadd_ps(av, x0, c10);
+    c11 = _mm512_fmadd_ps(av, x1, c11);
+    av = _mm512_set1_ps(a[2]);
+    c20 = _mm512_fmadd_ps(av, x0, c20);
+    c21 = _mm512_fmadd_ps(av, x1, c21);
+    av = _mm512_set1_ps(a[3]);
+    c30 = _mm512_fmadd_ps(av, x0, c30);
+    c31 = _mm512_fmadd_ps(av, x1, c31);
+    av = _mm512_set1_ps(a[4]);
+    c40 = _mm512_fmadd_ps(av, x0, c40);
+    c41 = _mm512_fmadd_ps(av, x1, c41);
+    av = _mm512_set1_ps(a[5]);
+    c50 = _mm512_fmadd_ps(av, x0, c50);
+    c51 = _mm512_fmadd_ps(av, x1, c51);
+    a += kMr;
+    b0 += kNr;
+    b1 += kNr;
+  }
+  _mm512_storeu_ps(c, c00), _mm512_storeu_ps(c + 16, c01);
+  _mm512_storeu_ps(c + ldc, c10), _mm512_storeu_ps(c + ldc + 16, c11);
+  _mm512_storeu_ps(c + 2 * ldc, c20), _mm512_storeu_ps(c + 2 * ldc + 16, c21);
+  _mm512_storeu_ps(c + 3 * ldc, c30), _mm512_storeu_ps(c + 3 * ldc + 16, c31);
+  _mm512_storeu_ps(c + 4 * ldc, c40), _mm512_storeu_ps(c + 4 * ldc + 16, c41);
+  _mm512_storeu_ps(c + 5 * ldc, c50), _mm512_storeu_ps(c + 5 * ldc + 16, c51);
+}
+
+bool cpu_supports(SgemmIsa isa) {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (isa == SgemmIsa::Avx2) return avx2;
+  return avx2 && __builtin_cpu_supports("avx512f");
 }
 
 #endif
 
-MicroKernel micro_kernel() {
+// The best supported ISA until sgemm_set_isa picks another.
+std::atomic<SgemmIsa>& active_isa() {
+  static std::atomic<SgemmIsa> isa{sgemm_isa_supported(SgemmIsa::Avx512) ? SgemmIsa::Avx512
+                                   : sgemm_isa_supported(SgemmIsa::Avx2) ? SgemmIsa::Avx2
+                                                                         : SgemmIsa::Portable};
+  return isa;
+}
+
+// A 6 x 32 tile over two adjacent B strips (null: none).
+using PairKernel = void (*)(int64_t kc, const float* a, const float* b0, const float* b1, float* c, int64_t ldc,
+                            bool accumulate);
+
+struct MicroKernels {
+  MicroKernel single = micro_kernel_portable;
+  PairKernel pair = nullptr;
+};
+
+MicroKernels micro_kernels() {
+  MicroKernels kernels;
 #ifdef QFLOW_SGEMM_AVX2
-  if (sgemm_uses_avx2()) return micro_kernel_avx2;
+  const SgemmIsa isa = sgemm_isa();
+  if (isa != SgemmIsa::Portable) kernels.single = micro_kernel_avx2;
+  if (isa == SgemmIsa::Avx512) kernels.pair = pair_kernel_avx512;
 #endif
-  return micro_kernel_portable;
+  return kernels;
 }
 
-// C[mc x nc] (+)= a packed A block times a packed B block of depth kc. Partial tiles at the
-// edges go through a full-size buffer, so the kernel never touches memory past C.
-void macro_kernel(MicroKernel kernel, int64_t mc, int64_t nc, int64_t kc, const float* a, const float* b, float* c,
-                  int64_t ldc, bool accumulate) {
+// The kMr x kNr tile of C at ct (h x w of it inside C) (+)= strip as times strip bs. Partial
+// tiles at the edges go through a full-size buffer, so the kernel never touches memory past C.
+void tile(MicroKernel kernel, int64_t h, int64_t w, int64_t kc, const float* as, const float* bs, float* ct,
+          int64_t ldc, bool accumulate) {
+  if (h == kMr && w == kNr) {
+    kernel(kc, as, bs, ct, ldc, accumulate);
+    return;
+  }
   alignas(32) float edge[kMr * kNr];
-  for (int64_t j = 0; j < nc; j += kNr) {
+  for (int64_t r = 0; r < h; ++r)
+    for (int64_t q = 0; q < w; ++q) edge[r * kNr + q] = accumulate ? ct[r * ldc + q] : 0.0f;
+  kernel(kc, as, bs, edge, kNr, true);
+  for (int64_t r = 0; r < h; ++r)
+    for (int64_t q = 0; q < w; ++q) ct[r * ldc + q] = edge[r * kNr + q];
+}
+
+// C[mc x nc] (+)= a packed A block times a packed B block of depth kc, two full B strips at a
+// time where the pair kernel exists.
+void macro_kernel(const MicroKernels& kernels, int64_t mc, int64_t nc, int64_t kc, const float* a, const float* b,
+                  float* c, int64_t ldc, bool accumulate) {
+  for (int64_t j = 0; j < nc;) {
     const float* bs = b + (j / kNr) * kc * kNr;
+    const bool pair = kernels.pair && j + 2 * kNr <= nc;
     const int64_t w = std::min(kNr, nc - j);
     for (int64_t i = 0; i < mc; i += kMr) {
       const float* as = a + (i / kMr) * kc * kMr;
       const int64_t h = std::min(kMr, mc - i);
       float* ct = c + i * ldc + j;
-      if (h == kMr && w == kNr) {
-        kernel(kc, as, bs, ct, ldc, accumulate);
-        continue;
+      if (pair && h == kMr) {
+        kernels.pair(kc, as, bs, bs + kc * kNr, ct, ldc, accumulate);
+      } else {
+        tile(kernels.single, h, w, kc, as, bs, ct, ldc, accumulate);
+        if (pair) tile(kernels.single, h, kNr, kc, as, bs + kc * kNr, ct + kNr, ldc, accumulate);
       }
-      for (int64_t r = 0; r < h; ++r)
-        for (int64_t q = 0; q < w; ++q) edge[r * kNr + q] = accumulate ? ct[r * ldc + q] : 0.0f;
-      kernel(kc, as, bs, edge, kNr, true);
-      for (int64_t r = 0; r < h; ++r)
-        for (int64_t q = 0; q < w; ++q) ct[r * ldc + q] = edge[r * kNr + q];
     }
+    j += pair ? 2 * kNr : kNr;
   }
 }
 
@@ -209,7 +293,7 @@ void drive(int64_t m, int64_t n, int64_t k, const Source& a, const Source& b, fl
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
-  const MicroKernel kernel = micro_kernel();
+  const MicroKernels kernels = micro_kernels();
   for (int64_t jc = 0; jc < n; jc += kNc) {
     const int64_t nc = std::min(kNc, n - jc);
     for (int64_t pc = 0; pc < k; pc += kKc) {
@@ -217,7 +301,7 @@ void drive(int64_t m, int64_t n, int64_t k, const Source& a, const Source& b, fl
       const float* bp = b_block(b, pc, kc, jc, nc);
       for (int64_t ic = 0; ic < m; ic += kMc) {
         const int64_t mc = std::min(kMc, m - ic);
-        macro_kernel(kernel, mc, nc, kc, a_block(a, ic, mc, pc, kc), bp, c + ic * ldc + jc, ldc, pc > 0);
+        macro_kernel(kernels, mc, nc, kc, a_block(a, ic, mc, pc, kc), bp, c + ic * ldc + jc, ldc, pc > 0);
       }
     }
   }
@@ -295,13 +379,22 @@ void sgemm(int64_t m, SgemmOperand a, const SgemmPackedB& b, float* c, int64_t l
   drive(m, b.n, b.k, Source{nullptr, 0, a}, Source{b.data(), round_up(b.n, kNr), {}}, c, ldc);
 }
 
-bool sgemm_uses_avx2() {
+bool sgemm_isa_supported(SgemmIsa isa) {
+  if (isa == SgemmIsa::Portable) return true;
 #ifdef QFLOW_SGEMM_AVX2
-  static const bool has = cpu_has_avx2();
-  return has;
+  static const bool avx2 = cpu_supports(SgemmIsa::Avx2), avx512 = cpu_supports(SgemmIsa::Avx512);
+  return isa == SgemmIsa::Avx2 ? avx2 : avx512;
 #else
   return false;
 #endif
+}
+
+SgemmIsa sgemm_isa() { return active_isa().load(std::memory_order_relaxed); }
+
+bool sgemm_set_isa(SgemmIsa isa) {
+  if (!sgemm_isa_supported(isa)) return false;
+  active_isa().store(isa, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace qflow

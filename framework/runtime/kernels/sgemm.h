@@ -69,7 +69,8 @@ SgemmPackedBRow sgemm_packed_b_row(float* packed, int64_t k, int64_t n, int64_t 
 void sgemm_clear_packed_b_padding(float* packed, int64_t k, int64_t n);
 
 // C[m x n] = A[m x k] * B[k x n]; C is row-major with pitch ldc. Every element of C is one
-// multiply-add chain over k in increasing order starting from zero (fused on the AVX2 tile),
+// multiply-add chain over k in increasing order starting from zero (fused on the AVX2 and
+// AVX-512 tiles),
 // whatever the operands' packing, the blocking or the caller's threading: a caller may split
 // C into any blocks, or pack an operand once, and get the same bits.
 void sgemm(int64_t m, int64_t n, int64_t k, SgemmOperand a, SgemmOperand b, float* c, int64_t ldc);
@@ -83,7 +84,15 @@ void sgemm_prepacked_b(const SgemmPackedA& a, int64_t n, const float* packed_b, 
 // A [m x b.k] as an operand times B packed once.
 void sgemm(int64_t m, SgemmOperand a, const SgemmPackedB& b, float* c, int64_t ldc);
 
-// True when sgemm uses the AVX2/FMA register tile on this CPU.
-bool sgemm_uses_avx2();
+// The register tiles: portable (multiply, then add), AVX2/FMA 6x16, and AVX-512 6x32 over two
+// strips (AVX2 for a lone strip). AVX2 and AVX-512 give the same bits (one fused
+// multiply-add chain per element); the portable tile rounds each product.
+enum class SgemmIsa { Portable, Avx2, Avx512 };
+bool sgemm_isa_supported(SgemmIsa isa);
+// The tiles in use: the best this CPU supports, unless sgemm_set_isa chose another.
+SgemmIsa sgemm_isa();
+// For tests and benchmarks: use `isa` from now on; false (and no change) when unsupported.
+// Not to be called while another thread runs sgemm.
+bool sgemm_set_isa(SgemmIsa isa);
 
 }  // namespace qflow
