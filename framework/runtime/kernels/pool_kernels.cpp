@@ -34,12 +34,19 @@ void place_window(const ConvGeometry& g, const std::vector<int64_t>& out_pos, Wi
     const int64_t start = out_pos[d] * g.strides[d] - g.pads_begin[d], dil = g.dilations[d];
     const int64_t in = g.in_spatial[d], k = g.kernel[d];
     w.start[d] = start;
-    w.lo[d] = start >= 0 ? 0 : (-start + dil - 1) / dil;
-    w.hi[d] = in - start > 0 ? std::min(k, (in - start - 1) / dil + 1) : 0;
-    if (w.hi[d] < w.lo[d]) w.hi[d] = w.lo[d];
     // Taps inside [-pads_begin, in + pads_end): the padded image, not beyond it (ceil_mode).
     const int64_t limit = in + g.pads_end[d] - start;
-    const int64_t padded_hi = limit > 0 ? std::min(k, (limit - 1) / dil + 1) : 0;
+    int64_t padded_hi = 0;
+    if (dil == 1) {  // the common case, without the divisions: this runs once per output
+      w.lo[d] = start >= 0 ? 0 : -start;
+      w.hi[d] = in - start > 0 ? std::min(k, in - start) : 0;
+      padded_hi = limit > 0 ? std::min(k, limit) : 0;
+    } else {
+      w.lo[d] = start >= 0 ? 0 : (-start + dil - 1) / dil;
+      w.hi[d] = in - start > 0 ? std::min(k, (in - start - 1) / dil + 1) : 0;
+      padded_hi = limit > 0 ? std::min(k, (limit - 1) / dil + 1) : 0;
+    }
+    if (w.hi[d] < w.lo[d]) w.hi[d] = w.lo[d];
     w.padded_count *= padded_hi;
   }
 }
@@ -106,6 +113,29 @@ void pool_plane_2d(const T* in, T* out, const ConvGeometry& g, bool max, bool co
   }
 }
 
+// One plane of a global max or average pool: the window is the whole plane, read as one run.
+// The average sums in double in kLanes interleaved partial sums (element i into sum i mod
+// kLanes, then the sums in order), a fixed order the compiler turns into vector adds instead
+// of one add chain as long as the plane.
+template <typename T>
+T global_pool_plane(const T* in, int64_t n, bool max) {
+  if (max) {
+    T best = std::numeric_limits<T>::lowest();
+    for (int64_t i = 0; i < n; ++i)
+      if (i == 0 || in[i] > best) best = in[i];
+    return best;
+  }
+  constexpr int64_t kLanes = 8;
+  double partial[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t j = 0; j < kLanes; ++j) partial[j] += static_cast<double>(in[i + j]);
+  for (int64_t j = 0; i < n; ++i, ++j) partial[j] += static_cast<double>(in[i]);
+  double sum = 0;
+  for (double p : partial) sum += p;
+  return n > 0 ? static_cast<T>(sum / static_cast<double>(n)) : T(0);
+}
+
 // Row-major plane index to the column-major one MaxPool reports for storage_order = 1.
 int64_t to_column_major(const ConvGeometry& g, int64_t index) {
   int64_t result = 0, stride = 1;
@@ -122,7 +152,7 @@ int64_t to_column_major(const ConvGeometry& g, int64_t index) {
 }
 
 template <typename T>
-Status run_pool(KernelContext& context, const ConvGeometry& g, const PoolOptions& options) {
+Status run_pool(KernelContext& context, const ConvGeometry& g, const PoolOptions& options, bool global) {
   const Tensor& x = *context.inputs[0];
   auto made = Tensor::make(x.dtype(), g.column_shape());
   if (!made) return context.error(made.status().message());
@@ -141,6 +171,10 @@ Status run_pool(KernelContext& context, const ConvGeometry& g, const PoolOptions
     std::vector<int64_t> out_pos(rank), tap(rank);
     for (int64_t plane = begin; plane < end; ++plane) {
       const T* in = xd + plane * in_size;
+      if (global && !id && options.kind != PoolKind::Lp) {
+        yd[plane] = global_pool_plane(in, in_size, options.kind == PoolKind::Max);
+        continue;
+      }
       if (rank == 2 && !id && options.kind != PoolKind::Lp) {
         pool_plane_2d(in, yd + plane * out_size, g, options.kind == PoolKind::Max, options.count_include_pad, w,
                       out_pos);
@@ -211,8 +245,8 @@ Status pool(KernelContext& context, PoolKind kind, bool global, ConvAttributes a
   if (!geometry) return context.error(geometry.status().message());
   if (kind == PoolKind::Lp && !(options.p > 0)) return context.error("p must be positive");
   if (kind == PoolKind::Max)
-    return dispatch_numeric(x->dtype(), [&]<typename T>() { return run_pool<T>(context, *geometry, options); });
-  return dispatch_float(x->dtype(), [&]<typename T>() { return run_pool<T>(context, *geometry, options); });
+    return dispatch_numeric(x->dtype(), [&]<typename T>() { return run_pool<T>(context, *geometry, options, global); });
+  return dispatch_float(x->dtype(), [&]<typename T>() { return run_pool<T>(context, *geometry, options, global); });
 }
 
 // The node's attributes are read once, when its kernel is created.
