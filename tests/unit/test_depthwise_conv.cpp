@@ -80,10 +80,15 @@ void check_all_isas() {
     const std::vector<T> want = direct(x, w, g);
     for (const DepthwiseIsa isa : {DepthwiseIsa::Portable, DepthwiseIsa::Avx2}) {
       if (!depthwise_isa_supported(isa)) continue;
-      // Garbage in the scratch buffer and around the output must not leak into the result.
-      std::vector<T> scratch(static_cast<std::size_t>(depthwise_scratch_size(g)), T(1e30));
+      // The padding clear() wrote must survive a plane of other values; nothing may be
+      // written around the output.
+      const DepthwisePlan plan(g);
+      std::vector<T> scratch(static_cast<std::size_t>(plan.scratch_size()), T(1e30));
+      plan.clear(scratch.data());
+      const std::vector<T> other = noise<T>(c.ih * c.iw, seed + 100);
       std::vector<T> got(want.size() + 8, T(-7));
-      depthwise_plane(x.data(), w.data(), got.data(), g, scratch.data(), isa);
+      plan.plane(other.data(), w.data(), got.data(), scratch.data(), isa);
+      plan.plane(x.data(), w.data(), got.data(), scratch.data(), isa);
       INFO("case ", c.ih, "x", c.iw, " k ", c.kh, "x", c.kw, " s ", c.sh, ",", c.sw, " d ", c.dh, ",", c.dw,
            " isa ", isa == DepthwiseIsa::Avx2 ? "avx2" : "portable");
       CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(T)) == 0);
@@ -104,7 +109,7 @@ TEST_CASE("depthwise plane: the portable loop always runs; scratch sizes that ov
   ConvGeometry g = geometry(kCases[0]);
   g.strides = {int64_t{1} << 40, int64_t{1} << 40};
   g.out_spatial = {int64_t{1} << 30, 2};
-  CHECK(depthwise_scratch_size(g) == INT64_MAX);
+  CHECK(DepthwisePlan(g).scratch_size() == INT64_MAX);
 }
 
 }  // namespace

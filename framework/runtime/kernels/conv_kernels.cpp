@@ -92,17 +92,18 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs, const Packe
   if (cg == 1 && groups > 1 && g.rank() == 2) {
     // Depthwise: a GEMM per channel would be a 1 x k row times a k x out_size panel.
     const DepthwiseIsa isa = depthwise_best_isa();
-    const int64_t padded_size = depthwise_scratch_size(g);
-    if (padded_size > memory_limit() / static_cast<int64_t>(sizeof(T)))
-      return context.error("the padded plane of " + std::to_string(padded_size) + " elements is larger than the memory limit of " +
-                           std::to_string(memory_limit()) + " bytes (--max-memory)");
-    const auto scratch_size = static_cast<std::size_t>(padded_size);
+    const DepthwisePlan plan(g);
+    if (plan.scratch_size() > memory_limit() / static_cast<int64_t>(sizeof(T)))
+      return context.error("the padded plane of " + std::to_string(plan.scratch_size()) +
+                           " elements is larger than the memory limit of " + std::to_string(memory_limit()) +
+                           " bytes (--max-memory)");
     context.parallel_for(g.batch * g.out_channels, 2 * k * out_size, [&](int64_t begin, int64_t end) {
-      T* padded = scratch<T>(scratch_size);
+      T* padded = scratch<T>(static_cast<std::size_t>(plan.scratch_size()));
+      plan.clear(padded);
       for (int64_t unit = begin; unit < end; ++unit) {
         const int64_t n = unit / g.out_channels, oc = unit % g.out_channels, gi = oc / mg;
         T* out = yd + unit * out_size;
-        depthwise_plane(xd + (n * g.in_channels + gi) * in_size, wd + oc * k, out, g, padded, isa);
+        plan.plane(xd + (n * g.in_channels + gi) * in_size, wd + oc * k, out, padded, isa);
         finish_row(out, out_size, bd ? bd + oc : nullptr, epilogue, oc);
       }
     });

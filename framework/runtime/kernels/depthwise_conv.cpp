@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -22,76 +21,6 @@ namespace {
 
 // Elements after the last phase row that a vector load at a row's end may read.
 constexpr int64_t kOverRead = 8;
-
-struct PhasedPlane {
-  int64_t phases = 1;  // column stride sw
-  int64_t rows = 0;    // padded rows the outputs read
-  int64_t width = 0;   // columns of one phase row
-  int64_t size() const { return phases * rows * width + kOverRead; }
-  // Offset of tap (ky, kx) for output (0, 0).
-  int64_t tap(const ConvGeometry& g, int64_t ky, int64_t kx) const {
-    const int64_t column = kx * g.dilations[1];
-    return ((column % phases) * rows + ky * g.dilations[0]) * width + column / phases;
-  }
-};
-
-PhasedPlane phased_plane(const ConvGeometry& g) {
-  PhasedPlane plane;
-  const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1];
-  plane.phases = g.strides[1];
-  if (oh <= 0 || ow <= 0) return plane;
-  plane.rows = (oh - 1) * g.strides[0] + (g.kernel[0] - 1) * g.dilations[0] + 1;
-  plane.width = ow + (g.kernel[1] - 1) * g.dilations[1] / plane.phases;
-  return plane;
-}
-
-// Plain loops, not memset/memcpy: rows are tens of elements, where a libc call per piece
-// costs more than the copy.
-template <typename T>
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) void fill_phased(const T* image, const ConvGeometry& g,
-                                                                              const PhasedPlane& plane, T* q) {
-  const int64_t ih = g.in_spatial[0], iw = g.in_spatial[1], ph = g.pads_begin[0], pw = g.pads_begin[1];
-  const int64_t sw = plane.phases, width = plane.width;
-  for (int64_t p = 0; p < sw; ++p) {
-    // Column j of phase p is image column j * sw + shift.
-    const int64_t shift = p - pw;
-    const int64_t first = std::min(width, shift >= 0 ? int64_t{0} : (-shift + sw - 1) / sw);
-    const int64_t last = std::max(first, iw - 1 - shift < 0 ? int64_t{0} : std::min(width, (iw - 1 - shift) / sw + 1));
-    for (int64_t y = 0; y < plane.rows; ++y) {
-      T* __restrict row = q + (p * plane.rows + y) * width;
-      const int64_t iy = y - ph;
-      if (iy < 0 || iy >= ih) {
-        for (int64_t j = 0; j < width; ++j) row[j] = T(0);
-        continue;
-      }
-      const T* __restrict line = image + iy * iw + shift;
-      for (int64_t j = 0; j < first; ++j) row[j] = T(0);
-      if (sw == 1)
-        for (int64_t j = first; j < last; ++j) row[j] = line[j];
-      else
-        for (int64_t j = first; j < last; ++j) row[j] = line[j * sw];
-      for (int64_t j = last; j < width; ++j) row[j] = T(0);
-    }
-  }
-  for (int64_t i = plane.size() - kOverRead; i < plane.size(); ++i) q[i] = T(0);
-}
-
-// Row by row, tap by tap over the row: loops the compiler vectorizes for any type.
-template <typename T>
-void plane_portable(const T* q, const T* weights, T* out, const ConvGeometry& g, const PhasedPlane& plane) {
-  const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1], kh = g.kernel[0], kw = g.kernel[1];
-  for (int64_t oy = 0; oy < oh; ++oy) {
-    T* __restrict row = out + oy * ow;
-    std::fill(row, row + ow, T(0));
-    const T* start = q + oy * g.strides[0] * plane.width;
-    for (int64_t ky = 0; ky < kh; ++ky)
-      for (int64_t kx = 0; kx < kw; ++kx) {
-        const T w = weights[ky * kw + kx];
-        const T* __restrict src = start + plane.tap(g, ky, kx);
-        for (int64_t ox = 0; ox < ow; ++ox) row[ox] += w * src[ox];
-      }
-  }
-}
 
 #ifdef QFLOW_DEPTHWISE_AVX2
 
@@ -124,17 +53,11 @@ __attribute__((target("avx2"))) void vectors_avx2(const float* q, const float* w
   }
 }
 
-void plane_avx2(const float* q, const float* weights, float* out, const ConvGeometry& g, const PhasedPlane& plane) {
+// All outputs of a plane, in groups of kGroup vectors along the rows.
+void accumulate_avx2(const float* q, const float* weights, const std::vector<int64_t>& taps, int64_t oh, int64_t ow,
+                     int64_t row_step, float* out) {
   constexpr int kGroup = 6;
-  const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1];
-  const int64_t total = oh * ((ow + 7) / 8);
-  // Tap offsets in (ky, kx) order, computed once: they take divisions by the stride.
-  thread_local std::vector<int64_t> taps;
-  taps.clear();
-  for (int64_t ky = 0; ky < g.kernel[0]; ++ky)
-    for (int64_t kx = 0; kx < g.kernel[1]; ++kx) taps.push_back(plane.tap(g, ky, kx));
-  const int64_t tap_count = static_cast<int64_t>(taps.size());
-  const int64_t row_step = g.strides[0] * plane.width;
+  const int64_t total = oh * ((ow + 7) / 8), tap_count = static_cast<int64_t>(taps.size());
   int64_t oy = 0, ox = 0;  // the next vector's first output
   for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
     const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
@@ -165,23 +88,6 @@ bool cpu_has_avx2() {
 
 #endif
 
-template <typename T>
-void run_plane(const T* image, const T* weights, T* out, const ConvGeometry& g, T* scratch, DepthwiseIsa isa) {
-  const PhasedPlane plane = phased_plane(g);
-  if (plane.rows == 0) return;
-  fill_phased(image, g, plane, scratch);
-#ifdef QFLOW_DEPTHWISE_AVX2
-  if constexpr (std::is_same_v<T, float>) {
-    if (isa == DepthwiseIsa::Avx2 && depthwise_isa_supported(isa)) {
-      plane_avx2(scratch, weights, out, g, plane);
-      return;
-    }
-  }
-#endif
-  (void)isa;
-  plane_portable(scratch, weights, out, g, plane);
-}
-
 }  // namespace
 
 bool depthwise_isa_supported(DepthwiseIsa isa) {
@@ -198,30 +104,106 @@ DepthwiseIsa depthwise_best_isa() {
   return depthwise_isa_supported(DepthwiseIsa::Avx2) ? DepthwiseIsa::Avx2 : DepthwiseIsa::Portable;
 }
 
-int64_t depthwise_scratch_size(const ConvGeometry& g) {
+DepthwisePlan::DepthwisePlan(const ConvGeometry& g) : g_(g), phases_(g.strides[1]) {
+  const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1];
+  if (oh <= 0 || ow <= 0) {
+    size_ = kOverRead;
+    return;
+  }
   // Strides, dilations and pads come from the file: saturate instead of overflowing, so the
   // caller's memory check refuses the plane.
-  const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1];
-  if (oh <= 0 || ow <= 0) return kOverRead;
-  int64_t rows = 0, span = 0, width = 0, size = 0;
-  const bool overflow = __builtin_mul_overflow(oh - 1, g.strides[0], &rows) ||
+  int64_t span = 0, size = 0;
+  const bool overflow = __builtin_mul_overflow(oh - 1, g.strides[0], &rows_) ||
                         __builtin_mul_overflow(g.kernel[0] - 1, g.dilations[0], &span) ||
-                        __builtin_add_overflow(rows, span + 1, &rows) ||
-                        __builtin_mul_overflow(g.kernel[1] - 1, g.dilations[1], &width) ||
-                        __builtin_add_overflow(ow, width / g.strides[1], &width) ||
-                        __builtin_mul_overflow(g.strides[1], rows, &size) || __builtin_mul_overflow(size, width, &size) ||
+                        __builtin_add_overflow(rows_, span + 1, &rows_) ||
+                        __builtin_mul_overflow(g.kernel[1] - 1, g.dilations[1], &width_) ||
+                        __builtin_add_overflow(ow, width_ / phases_, &width_) ||
+                        __builtin_mul_overflow(phases_, rows_, &size) || __builtin_mul_overflow(size, width_, &size) ||
                         __builtin_add_overflow(size, kOverRead, &size);
-  return overflow ? std::numeric_limits<int64_t>::max() : size;
+  if (overflow) {
+    size_ = std::numeric_limits<int64_t>::max();
+    return;
+  }
+  size_ = size;
+  for (int64_t ky = 0; ky < g.kernel[0]; ++ky)
+    for (int64_t kx = 0; kx < g.kernel[1]; ++kx) {
+      const int64_t column = kx * g.dilations[1];
+      taps_.push_back(((column % phases_) * rows_ + ky * g.dilations[0]) * width_ + column / phases_);
+    }
 }
 
-void depthwise_plane(const float* image, const float* weights, float* out, const ConvGeometry& g, float* scratch,
-                     DepthwiseIsa isa) {
-  run_plane(image, weights, out, g, scratch, isa);
+template <typename T>
+void DepthwisePlan::clear(T* scratch) const {
+  std::fill(scratch, scratch + size_, T(0));
 }
 
-void depthwise_plane(const double* image, const double* weights, double* out, const ConvGeometry& g,
-                     double* scratch, DepthwiseIsa isa) {
-  run_plane(image, weights, out, g, scratch, isa);
+// Only the image's runs are written: the rest of the buffer is the padding clear() zeroed.
+// Plain loops: rows are tens of elements, where a memcpy call per row costs more than the copy.
+template <typename T>
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) void DepthwisePlan::fill(const T* image,
+                                                                                      T* scratch) const {
+  const int64_t ih = g_.in_spatial[0], iw = g_.in_spatial[1], ph = g_.pads_begin[0], pw = g_.pads_begin[1];
+  const int64_t sw = phases_;
+  const int64_t y_begin = std::min(rows_, ph), y_end = std::max(y_begin, std::min(rows_, ih + ph));
+  for (int64_t p = 0; p < sw; ++p) {
+    // Column j of phase p is image column j * sw + shift.
+    const int64_t shift = p - pw;
+    const int64_t first = std::min(width_, shift >= 0 ? int64_t{0} : (-shift + sw - 1) / sw);
+    const int64_t last = std::max(first, iw - 1 - shift < 0 ? int64_t{0} : std::min(width_, (iw - 1 - shift) / sw + 1));
+    for (int64_t y = y_begin; y < y_end; ++y) {
+      T* __restrict row = scratch + (p * rows_ + y) * width_;
+      const T* __restrict line = image + (y - ph) * iw + shift;
+      if (sw == 1)
+        for (int64_t j = first; j < last; ++j) row[j] = line[j];
+      else
+        for (int64_t j = first; j < last; ++j) row[j] = line[j * sw];
+    }
+  }
+}
+
+// Row by row, tap by tap over the row: loops the compiler vectorizes for any type.
+template <typename T>
+void DepthwisePlan::accumulate_portable(const T* scratch, const T* weights, T* out) const {
+  const int64_t oh = g_.out_spatial[0], ow = g_.out_spatial[1];
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    T* __restrict row = out + oy * ow;
+    std::fill(row, row + ow, T(0));
+    const T* start = scratch + oy * g_.strides[0] * width_;
+    for (std::size_t t = 0; t < taps_.size(); ++t) {
+      const T w = weights[t];
+      const T* __restrict src = start + taps_[t];
+      for (int64_t ox = 0; ox < ow; ++ox) row[ox] += w * src[ox];
+    }
+  }
+}
+
+template <typename T>
+void DepthwisePlan::run(const T* image, const T* weights, T* out, T* scratch, DepthwiseIsa isa) const {
+  if (rows_ == 0) return;
+  fill(image, scratch);
+#ifdef QFLOW_DEPTHWISE_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (isa == DepthwiseIsa::Avx2 && depthwise_isa_supported(isa)) {
+      accumulate_avx2(scratch, weights, taps_, g_.out_spatial[0], g_.out_spatial[1], g_.strides[0] * width_, out);
+      return;
+    }
+  }
+#endif
+  (void)isa;
+  accumulate_portable(scratch, weights, out);
+}
+
+template void DepthwisePlan::clear(float*) const;
+template void DepthwisePlan::clear(double*) const;
+
+void DepthwisePlan::plane(const float* image, const float* weights, float* out, float* scratch,
+                          DepthwiseIsa isa) const {
+  run(image, weights, out, scratch, isa);
+}
+
+void DepthwisePlan::plane(const double* image, const double* weights, double* out, double* scratch,
+                          DepthwiseIsa isa) const {
+  run(image, weights, out, scratch, isa);
 }
 
 }  // namespace qflow
