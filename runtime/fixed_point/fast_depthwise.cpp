@@ -1,126 +1,165 @@
 // Direct conv2d for one input channel per output channel (depthwise, and depthwise with a
 // channel multiplier): the im2col + block product would waste most of its rows and padding
-// there. Per channel, the centered input is copied into a zero-padded plane once, then every
-// tap adds w * plane to a row of int32 accumulators, vectorized across output pixels.
+// there. Per channel, the centered input is copied once into a zero-padded plane split by
+// column phase (x mod stride), so every tap reads a contiguous run of it whatever the stride,
+// and the int32 accumulators of several 8-pixel vectors stay in registers over all taps.
+// Integer sums are exact: any order gives the reference's bits.
 #include <algorithm>
 
 #include "runtime/fixed_point/fast_depthwise.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QFLOW_FX_DEPTHWISE_AVX2 1
+#endif
+
 namespace qflow::fx::fast::detail {
 namespace {
 
-// acc[oy * ow + ox] = bias + sum of taps over the padded plane (row pitch pw).
-[[gnu::always_inline]] inline void depthwise_plane(const int32_t* plane, int64_t pw, const int32_t* taps, int64_t kh,
-                                                   int64_t kw, int64_t sy, int64_t sx, int64_t dy, int64_t dx,
-                                                   int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
+// Elements after the last phase row that a vector load at a row's end may read.
+constexpr int64_t kOverRead = 8;
+
+// The phase-split padded plane: phase p, row y, column j is padded column j * phases + p.
+struct PhasedPlane {
+  int64_t phases = 1, rows = 0, width = 0;
+  int64_t size() const { return phases * rows * width + kOverRead; }
+};
+
+// acc[oy * ow + ox] = bias + sum over taps, row by row (loops the compiler vectorizes).
+void accumulate_portable(const int32_t* q, const PhasedPlane& plane, const std::vector<int64_t>& offsets,
+                         const int32_t* taps, int64_t sy, int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
   for (int64_t oy = 0; oy < oh; ++oy) {
     int32_t* a = acc + oy * ow;
     std::fill(a, a + ow, bias);
-    for (int64_t ky = 0; ky < kh; ++ky) {
-      const int32_t* row = plane + (oy * sy + ky * dy) * pw;
-      for (int64_t kx = 0; kx < kw; ++kx) {
-        const int32_t w = taps[ky * kw + kx];
-        const int32_t* src = row + kx * dx;
-        if (sx == 1)
-          for (int64_t ox = 0; ox < ow; ++ox) a[ox] += w * src[ox];
-        else
-          for (int64_t ox = 0; ox < ow; ++ox) a[ox] += w * src[ox * sx];
-      }
+    const int32_t* start = q + oy * sy * plane.width;
+    for (std::size_t t = 0; t < offsets.size(); ++t) {
+      const int32_t w = taps[t];
+      const int32_t* src = start + offsets[t];
+      for (int64_t ox = 0; ox < ow; ++ox) a[ox] += w * src[ox];
     }
   }
 }
 
-// Stride 1: the accumulators take the plane's row pitch, so each tap is one long contiguous
-// update over oh * pw values (columns ox >= ow are computed and dropped; the plane has a zero
-// tail for their reads), then the valid columns are compacted to rows of ow.
-[[gnu::always_inline]] inline void depthwise_flat(const int32_t* plane, int64_t pw, const int32_t* taps, int64_t kh,
-                                                  int64_t kw, int64_t dy, int64_t dx, int64_t oh, int64_t ow,
-                                                  int32_t bias, int32_t* wide, int32_t* acc) {
-  const int64_t n = oh * pw;
-  std::fill(wide, wide + n, bias);
-  for (int64_t ky = 0; ky < kh; ++ky)
-    for (int64_t kx = 0; kx < kw; ++kx) {
-      const int32_t w = taps[ky * kw + kx];
-      const int32_t* src = plane + ky * dy * pw + kx * dx;
-      for (int64_t i = 0; i < n; ++i) wide[i] += w * src[i];
+#ifdef QFLOW_FX_DEPTHWISE_AVX2
+// N vectors of 8 accumulators over all taps: `at[i]` is vector i's offset in the plane,
+// `dst[i]` in acc, `lanes[i]` how many of its 8 pixels exist.
+template <int N>
+__attribute__((target("avx2"))) void vectors_avx2(const int32_t* q, const int64_t* offsets, const int32_t* taps,
+                                                  int64_t tap_count, int32_t bias, const int64_t* at,
+                                                  const int64_t* dst, const int* lanes, int32_t* acc) {
+  __m256i sum[N];
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) sum[i] = _mm256_set1_epi32(bias);
+  for (int64_t t = 0; t < tap_count; ++t) {
+    const __m256i w = _mm256_set1_epi32(taps[t]);
+    const int32_t* src = q + offsets[t];
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i)
+      sum[i] = _mm256_add_epi32(
+          sum[i], _mm256_mullo_epi32(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + at[i]))));
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    if (lanes[i] == 8) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + dst[i]), sum[i]);
+    } else {
+      alignas(32) int32_t tail[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(tail), sum[i]);
+      std::copy(tail, tail + lanes[i], acc + dst[i]);
     }
-  for (int64_t oy = 0; oy < oh; ++oy) std::copy(wide + oy * pw, wide + oy * pw + ow, acc + oy * ow);
+  }
 }
 
-void depthwise_flat_portable(const int32_t* plane, int64_t pw, const int32_t* taps, int64_t kh, int64_t kw,
-                             int64_t dy, int64_t dx, int64_t oh, int64_t ow, int32_t bias, int32_t* wide, int32_t* acc) {
-  depthwise_flat(plane, pw, taps, kh, kw, dy, dx, oh, ow, bias, wide, acc);
-}
-
-void depthwise_portable(const int32_t* plane, int64_t pw, const int32_t* taps, int64_t kh, int64_t kw, int64_t sy,
-                        int64_t sx, int64_t dy, int64_t dx, int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
-  depthwise_plane(plane, pw, taps, kh, kw, sy, sx, dy, dx, oh, ow, bias, acc);
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-// The same loops, vectorized by the compiler for AVX2.
-__attribute__((target("avx2"))) void depthwise_flat_avx2(const int32_t* plane, int64_t pw, const int32_t* taps,
-                                                         int64_t kh, int64_t kw, int64_t dy, int64_t dx, int64_t oh,
-                                                         int64_t ow, int32_t bias, int32_t* wide, int32_t* acc) {
-  depthwise_flat(plane, pw, taps, kh, kw, dy, dx, oh, ow, bias, wide, acc);
-}
-
-__attribute__((target("avx2"))) void depthwise_avx2(const int32_t* plane, int64_t pw, const int32_t* taps,
-                                                    int64_t kh, int64_t kw, int64_t sy, int64_t sx, int64_t dy,
-                                                    int64_t dx, int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
-  depthwise_plane(plane, pw, taps, kh, kw, sy, sx, dy, dx, oh, ow, bias, acc);
+void accumulate_avx2(const int32_t* q, const PhasedPlane& plane, const std::vector<int64_t>& offsets,
+                     const int32_t* taps, int64_t sy, int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
+  constexpr int kGroup = 6;
+  const int64_t total = oh * ((ow + 7) / 8), tap_count = static_cast<int64_t>(offsets.size());
+  const int64_t row_step = sy * plane.width;
+  int64_t oy = 0, ox = 0;  // the next vector's first pixel
+  for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
+    const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
+    int64_t at[kGroup], dst[kGroup];
+    int lanes[kGroup];
+    for (int i = 0; i < n; ++i) {
+      at[i] = oy * row_step + ox;
+      dst[i] = oy * ow + ox;
+      lanes[i] = static_cast<int>(std::min<int64_t>(8, ow - ox));
+      ox += 8;
+      if (ox >= ow) ox = 0, ++oy;
+    }
+    const int64_t* o = offsets.data();
+    switch (n) {
+      case 6: vectors_avx2<6>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 5: vectors_avx2<5>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 4: vectors_avx2<4>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 3: vectors_avx2<3>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 2: vectors_avx2<2>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      default: vectors_avx2<1>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+    }
+  }
 }
 #endif
+
+// Writes channel xc minus the zero point into the image part of the plane; the padding
+// around it was zeroed once for the call.
+void fill_plane(const Conv2DParams& p, const PhasedPlane& plane, const int32_t* xc, int32_t zp, int32_t* q) {
+  const int64_t sx = plane.phases, iw = p.in_w, top = p.pads[0], left = p.pads[1];
+  const int64_t y_begin = std::min(plane.rows, top), y_end = std::max(y_begin, std::min(plane.rows, p.in_h + top));
+  for (int64_t phase = 0; phase < sx; ++phase) {
+    // Column j of this phase is image column j * sx + shift.
+    const int64_t shift = phase - left;
+    const int64_t first = std::min(plane.width, shift >= 0 ? int64_t{0} : (-shift + sx - 1) / sx);
+    const int64_t last =
+        std::max(first, iw - 1 - shift < 0 ? int64_t{0} : std::min(plane.width, (iw - 1 - shift) / sx + 1));
+    for (int64_t y = y_begin; y < y_end; ++y) {
+      int32_t* row = q + (phase * plane.rows + y) * plane.width;
+      const int32_t* line = xc + (y - top) * iw + shift;
+      if (sx == 1)
+        for (int64_t j = first; j < last; ++j) row[j] = line[j] - zp;
+      else
+        for (int64_t j = first; j < last; ++j) row[j] = line[j * sx] - zp;
+    }
+  }
+}
 
 }  // namespace
 
 void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, std::vector<int32_t>& plane,
                       std::vector<int32_t>& acc) {
   const Conv2DParams& p = k.params;
-  // The padded input, extended with zeros to every tap read: conv_out_h truncates toward zero,
-  // so with a kernel taller than the padded input the last row of taps may reach beyond it.
-  const int64_t ph = std::max(p.in_h + p.pads[0] + p.pads[2], (k.out_h - 1) * p.strides[0] + (p.kernel_h - 1) * p.dilations[0] + 1);
-  const int64_t pw = std::max(p.in_w + p.pads[1] + p.pads[3], (k.out_w - 1) * p.strides[1] + (p.kernel_w - 1) * p.dilations[1] + 1);
-  const int64_t pixels = k.out_h * k.out_w, mg = p.out_channels / p.group, taps = p.kernel_h * p.kernel_w;
-  const int32_t zp = p.input.zero_point;
-  const bool flat = p.strides[0] == 1 && p.strides[1] == 1;
-  // A zero tail of one row for the dropped columns of the flat path.
-  const int64_t plane_size = ph * pw + pw, wide_size = flat ? k.out_h * pw : 0;
-  if (plane.size() < static_cast<size_t>(plane_size)) plane.resize(static_cast<size_t>(plane_size));
-  if (acc.size() < static_cast<size_t>(pixels + wide_size)) acc.resize(static_cast<size_t>(pixels + wide_size));
-  int32_t* wide = acc.data() + pixels;
-  // The border stays zero for the whole call: only the interior is rewritten per channel.
-  std::fill(plane.begin(), plane.begin() + plane_size, 0);
+  const int64_t oh = k.out_h, ow = k.out_w, sy = p.strides[0], sx = p.strides[1];
+  const int64_t dy = p.dilations[0], dx = p.dilations[1], kh = p.kernel_h, kw = p.kernel_w;
+  const int64_t pixels = oh * ow, mg = p.out_channels / p.group, taps = kh * kw;
+  if (pixels <= 0) return;
+  PhasedPlane layout;
+  layout.phases = sx;
+  layout.rows = (oh - 1) * sy + (kh - 1) * dy + 1;
+  layout.width = ow + (kw - 1) * dx / sx;
+  std::vector<int64_t> offsets;
+  offsets.reserve(static_cast<size_t>(taps));
+  for (int64_t ky = 0; ky < kh; ++ky)
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      const int64_t column = kx * dx;
+      offsets.push_back(((column % sx) * layout.rows + ky * dy) * layout.width + column / sx);
+    }
+  const auto plane_size = static_cast<size_t>(layout.size());
+  if (plane.size() < plane_size) plane.resize(plane_size);
+  if (acc.size() < static_cast<size_t>(pixels)) acc.resize(static_cast<size_t>(pixels));
+  // The padding stays zero for the whole call: only the image part is rewritten per channel.
+  std::fill(plane.begin(), plane.begin() + static_cast<std::ptrdiff_t>(plane_size), 0);
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t g = 0; g < p.group; ++g) {
-      const int32_t* xc = x + (n * p.in_channels + g) * p.in_h * p.in_w;
-      for (int64_t iy = 0; iy < p.in_h; ++iy) {
-        int32_t* dst = plane.data() + (iy + p.pads[0]) * pw + p.pads[1];
-        const int32_t* src = xc + iy * p.in_w;
-        for (int64_t ix = 0; ix < p.in_w; ++ix) dst[ix] = src[ix] - zp;
-      }
+      fill_plane(p, layout, x + (n * p.in_channels + g) * p.in_h * p.in_w, p.input.zero_point, plane.data());
       for (int64_t r = 0; r < mg; ++r) {
         const int64_t m = g * mg + r;
         const int32_t* w = k.taps.data() + m * taps;
         const int32_t bias = k.bias[static_cast<size_t>(g * k.group_rows + r)];
-        const bool avx2 = isa != Isa::Portable;
-#if defined(__x86_64__) && defined(__GNUC__)
-        if (flat && avx2)
-          depthwise_flat_avx2(plane.data(), pw, w, p.kernel_h, p.kernel_w, p.dilations[0], p.dilations[1], k.out_h,
-                              k.out_w, bias, wide, acc.data());
-        else if (avx2)
-          depthwise_avx2(plane.data(), pw, w, p.kernel_h, p.kernel_w, p.strides[0], p.strides[1], p.dilations[0],
-                         p.dilations[1], k.out_h, k.out_w, bias, acc.data());
+#ifdef QFLOW_FX_DEPTHWISE_AVX2
+        if (isa != Isa::Portable)
+          accumulate_avx2(plane.data(), layout, offsets, w, sy, oh, ow, bias, acc.data());
         else
-#else
-        (void)avx2;
 #endif
-        if (flat)
-          depthwise_flat_portable(plane.data(), pw, w, p.kernel_h, p.kernel_w, p.dilations[0], p.dilations[1], k.out_h,
-                                  k.out_w, bias, wide, acc.data());
-        else
-          depthwise_portable(plane.data(), pw, w, p.kernel_h, p.kernel_w, p.strides[0], p.strides[1], p.dilations[0],
-                             p.dilations[1], k.out_h, k.out_w, bias, acc.data());
+          accumulate_portable(plane.data(), layout, offsets, w, sy, oh, ow, bias, acc.data());
         requantize_row(isa, acc.data(), pixels, k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo, k.hi,
                        y + (n * p.out_channels + m) * pixels, 1);
       }
