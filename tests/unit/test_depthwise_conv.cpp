@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ const Case kCases[] = {
     {28, 28, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2},  {1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    {9, 40, 3, 3, 1, 3, 2, 2, 0, 3, 2, 1},
     {33, 17, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  {5, 61, 2, 4, 3, 2, 1, 3, 1, 0, 0, 4},   {160, 160, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1},
     {6, 9, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3},    {3, 100, 3, 1, 1, 1, 1, 1, 5, 0, 5, 0},  {12, 12, 3, 3, 4, 3, 3, 2, 2, 7, 0, 1},
+    // Pads and strides far beyond the image: no padded plane, the direct loop.
+    {4, 4, 3, 3, 1 << 20, 1 << 20, 1, 1, 1 << 20, 1 << 20, 1 << 20, 1 << 20},
+    {5, 3, 2, 2, 3, 1, 1 << 12, 2, 1 << 12, 0, 1 << 12, 9},
 };
 
 ConvGeometry geometry(const Case& c) {
@@ -103,13 +107,18 @@ TEST_CASE("depthwise plane: float on every instruction set equals the direct loo
 
 TEST_CASE("depthwise plane: double equals the direct loop bit for bit") { check_all_isas<double>(); }
 
-TEST_CASE("depthwise plane: the portable loop always runs; scratch sizes that overflow saturate") {
+TEST_CASE("depthwise plane: the portable loop always runs; the padded plane stays near the image's size") {
   CHECK(depthwise_isa_supported(DepthwiseIsa::Portable));
   CHECK(depthwise_isa_supported(depthwise_best_isa()));
-  ConvGeometry g = geometry(kCases[0]);
-  g.strides = {int64_t{1} << 40, int64_t{1} << 40};
-  g.out_spatial = {int64_t{1} << 30, 2};
-  CHECK(DepthwisePlan(g).scratch_size() == INT64_MAX);
+  const ConvGeometry common = geometry(kCases[0]);
+  CHECK(DepthwisePlan(common).scratch_size() == 16 * 16 + 8);
+  const ConvGeometry far = geometry(kCases[std::size(kCases) - 2]);
+  CHECK(far.out_spatial == Shape{3, 3});
+  CHECK(DepthwisePlan(far).scratch_size() == 0);
+  ConvGeometry huge = common;  // sizes whose product overflows int64
+  huge.strides = {int64_t{1} << 40, int64_t{1} << 40};
+  huge.out_spatial = {int64_t{1} << 30, 2};
+  CHECK(DepthwisePlan(huge).scratch_size() == 0);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "framework/core/memory_limit.h"
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/activation.h"
@@ -93,10 +92,6 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs, const Packe
     // Depthwise: a GEMM per channel would be a 1 x k row times a k x out_size panel.
     const DepthwiseIsa isa = depthwise_best_isa();
     const DepthwisePlan plan(g);
-    if (plan.scratch_size() > memory_limit() / static_cast<int64_t>(sizeof(T)))
-      return context.error("the padded plane of " + std::to_string(plan.scratch_size()) +
-                           " elements is larger than the memory limit of " + std::to_string(memory_limit()) +
-                           " bytes (--max-memory)");
     context.parallel_for(g.batch * g.out_channels, 2 * k * out_size, [&](int64_t begin, int64_t end) {
       T* padded = scratch<T>(static_cast<std::size_t>(plan.scratch_size()));
       plan.clear(padded);

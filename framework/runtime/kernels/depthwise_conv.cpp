@@ -7,7 +7,6 @@
 #include "framework/runtime/kernels/depthwise_conv.h"
 
 #include <algorithm>
-#include <limits>
 #include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -106,10 +105,7 @@ DepthwiseIsa depthwise_best_isa() {
 
 DepthwisePlan::DepthwisePlan(const ConvGeometry& g) : g_(g), phases_(g.strides[1]) {
   const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1];
-  if (oh <= 0 || ow <= 0) {
-    size_ = kOverRead;
-    return;
-  }
+  if (oh <= 0 || ow <= 0) return;
   // Strides, dilations and pads come from the file: saturate instead of overflowing, so the
   // caller's memory check refuses the plane.
   int64_t span = 0, size = 0;
@@ -120,8 +116,12 @@ DepthwisePlan::DepthwisePlan(const ConvGeometry& g) : g_(g), phases_(g.strides[1
                         __builtin_add_overflow(ow, width_ / phases_, &width_) ||
                         __builtin_mul_overflow(phases_, rows_, &size) || __builtin_mul_overflow(size, width_, &size) ||
                         __builtin_add_overflow(size, kOverRead, &size);
-  if (overflow) {
-    size_ = std::numeric_limits<int64_t>::max();
+  // Padding or strides far beyond the image (pads of 2^20, say) would make the plane mostly
+  // zeros and larger than memory: such planes run the direct loop instead.
+  const int64_t budget = 4 * (g.in_size() + g.out_size()) + 4096;
+  if (overflow || size > budget) {
+    rows_ = 0;
+    size_ = 0;
     return;
   }
   size_ = size;
@@ -134,6 +134,7 @@ DepthwisePlan::DepthwisePlan(const ConvGeometry& g) : g_(g), phases_(g.strides[1
 
 template <typename T>
 void DepthwisePlan::clear(T* scratch) const {
+  if (size_ == 0) return;
   std::fill(scratch, scratch + size_, T(0));
 }
 
@@ -161,6 +162,31 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) void DepthwisePlan
   }
 }
 
+// Without the padded plane: each tap updates the run of output columns whose input column is
+// inside the image, rows outside it skipped; same sums, same order.
+template <typename T>
+void DepthwisePlan::direct(const T* image, const T* weights, T* out) const {
+  const int64_t ih = g_.in_spatial[0], iw = g_.in_spatial[1], oh = g_.out_spatial[0], ow = g_.out_spatial[1];
+  const int64_t kh = g_.kernel[0], kw = g_.kernel[1], sh = g_.strides[0], sw = g_.strides[1];
+  const int64_t dh = g_.dilations[0], dw = g_.dilations[1], ph = g_.pads_begin[0], pw = g_.pads_begin[1];
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    T* row = out + oy * ow;
+    std::fill(row, row + ow, T(0));
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      const int64_t iy = oy * sh - ph + ky * dh;
+      if (iy < 0 || iy >= ih) continue;
+      const T* line = image + iy * iw;
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const T w = weights[ky * kw + kx];
+        const int64_t offset = kx * dw - pw;  // input column of output column ox: ox * sw + offset
+        const int64_t first = offset >= 0 ? 0 : std::min(ow, (-offset + sw - 1) / sw);
+        const int64_t last = iw - 1 - offset < 0 ? 0 : std::min(ow, (iw - 1 - offset) / sw + 1);
+        for (int64_t ox = first; ox < last; ++ox) row[ox] += w * line[ox * sw + offset];
+      }
+    }
+  }
+}
+
 // Row by row, tap by tap over the row: loops the compiler vectorizes for any type.
 template <typename T>
 void DepthwisePlan::accumulate_portable(const T* scratch, const T* weights, T* out) const {
@@ -179,7 +205,11 @@ void DepthwisePlan::accumulate_portable(const T* scratch, const T* weights, T* o
 
 template <typename T>
 void DepthwisePlan::run(const T* image, const T* weights, T* out, T* scratch, DepthwiseIsa isa) const {
-  if (rows_ == 0) return;
+  if (g_.out_spatial[0] <= 0 || g_.out_spatial[1] <= 0) return;
+  if (rows_ == 0) {
+    direct(image, weights, out);
+    return;
+  }
   fill(image, scratch);
 #ifdef QFLOW_DEPTHWISE_AVX2
   if constexpr (std::is_same_v<T, float>) {

@@ -22,8 +22,9 @@ class DepthwisePlan {
  public:
   explicit DepthwisePlan(const ConvGeometry& g);
 
-  // Elements of the scratch buffer a plane needs; INT64_MAX when the count overflows (the
-  // caller refuses it before allocating; nothing else may be called then).
+  // Elements of the scratch buffer a plane needs: at most a few times the input and output
+  // planes. 0 when the padded plane would be larger than that (pads or strides far beyond
+  // the image); plane() then runs a direct loop with the same sums.
   int64_t scratch_size() const { return size_; }
 
   // Zeroes `scratch`; plane() then writes only the image part of it, so the padding stays
@@ -42,13 +43,15 @@ class DepthwisePlan {
   template <typename T>
   void fill(const T* image, T* scratch) const;
   template <typename T>
+  void direct(const T* image, const T* weights, T* out) const;
+  template <typename T>
   void accumulate_portable(const T* scratch, const T* weights, T* out) const;
   template <typename T>
   void run(const T* image, const T* weights, T* out, T* scratch, DepthwiseIsa isa) const;
 
   ConvGeometry g_;
   int64_t phases_ = 1;  // column stride sw: phase p holds padded columns p, p + sw, ...
-  int64_t rows_ = 0;    // padded rows the outputs read
+  int64_t rows_ = 0;    // padded rows the outputs read; 0: the direct loop
   int64_t width_ = 0;   // columns of one phase row
   int64_t size_ = 0;
   std::vector<int64_t> taps_;  // offset of tap (ky, kx) for output (0, 0), in (ky, kx) order
