@@ -108,4 +108,8 @@ inline void apply(const Epilogue& epilogue, float* data, int64_t n, int64_t chan
   for (const EpilogueStage& stage : epilogue.stages) apply_stage(stage, data, n, channel);
 }
 
+// Adds *bias (when given), then runs the program (when given) on n floats of output channel
+// `channel`, vectorized for the CPU (epilogue_rows.cpp).
+void finish_rows(const Epilogue* epilogue, float* data, int64_t n, int64_t channel, const float* bias);
+
 }  // namespace qflow::activation

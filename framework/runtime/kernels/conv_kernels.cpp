@@ -55,12 +55,11 @@ Status check_bias(const KernelContext& context, const Tensor* bias, int64_t chan
 // `channel`.
 template <typename T>
 void finish_row(T* row, int64_t count, const T* bias, const Epilogue* epilogue, int64_t channel) {
-  if (bias) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (bias || epilogue) activation::finish_rows(epilogue, row, count, channel, bias);
+  } else if (bias) {
     const T b = *bias;
     for (int64_t i = 0; i < count; ++i) row[i] += b;
-  }
-  if constexpr (std::is_same_v<T, float>) {
-    if (epilogue) activation::apply(*epilogue, row, count, channel);
   }
 }
 
