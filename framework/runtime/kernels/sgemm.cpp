@@ -177,6 +177,30 @@ __attribute__((target("avx512f"))) void pair_kernel_avx512(int64_t kc, const flo
   _mm512_storeu_ps(c + 5 * ldc, c50), _mm512_storeu_ps(c + 5 * ldc + 16, c51);
 }
 
+// One B strip, c[6 x 16]: one 512-bit register per row, for the strip left over after the
+// pairs and for partial tiles; the same chains as the other FMA tiles.
+__attribute__((target("avx512f"))) void micro_kernel_avx512(int64_t kc, const float* a, const float* b, float* c,
+                                                             int64_t ldc, bool accumulate) {
+  __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+  if (accumulate) {
+    c0 = _mm512_loadu_ps(c), c1 = _mm512_loadu_ps(c + ldc), c2 = _mm512_loadu_ps(c + 2 * ldc);
+    c3 = _mm512_loadu_ps(c + 3 * ldc), c4 = _mm512_loadu_ps(c + 4 * ldc), c5 = _mm512_loadu_ps(c + 5 * ldc);
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 x = _mm512_loadu_ps(b);
+    c0 = _mm512_fmadd_ps(_mm512_set1_ps(a[0]), x, c0);
+    c1 = _mm512_fmadd_ps(_mm512_set1_ps(a[1]), x, c1);
+    c2 = _mm512_fmadd_ps(_mm512_set1_ps(a[2]), x, c2);
+    c3 = _mm512_fmadd_ps(_mm512_set1_ps(a[3]), x, c3);
+    c4 = _mm512_fmadd_ps(_mm512_set1_ps(a[4]), x, c4);
+    c5 = _mm512_fmadd_ps(_mm512_set1_ps(a[5]), x, c5);
+    a += kMr;
+    b += kNr;
+  }
+  _mm512_storeu_ps(c, c0), _mm512_storeu_ps(c + ldc, c1), _mm512_storeu_ps(c + 2 * ldc, c2);
+  _mm512_storeu_ps(c + 3 * ldc, c3), _mm512_storeu_ps(c + 4 * ldc, c4), _mm512_storeu_ps(c + 5 * ldc, c5);
+}
+
 bool cpu_supports(SgemmIsa isa) {
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -207,8 +231,8 @@ MicroKernels micro_kernels() {
   MicroKernels kernels;
 #ifdef QFLOW_SGEMM_AVX2
   const SgemmIsa isa = sgemm_isa();
-  if (isa != SgemmIsa::Portable) kernels.single = micro_kernel_avx2;
-  if (isa == SgemmIsa::Avx512) kernels.pair = pair_kernel_avx512;
+  if (isa == SgemmIsa::Avx2) kernels.single = micro_kernel_avx2;
+  if (isa == SgemmIsa::Avx512) kernels.single = micro_kernel_avx512, kernels.pair = pair_kernel_avx512;
 #endif
   return kernels;
 }
@@ -229,6 +253,23 @@ void tile(MicroKernel kernel, int64_t h, int64_t w, int64_t kc, const float* as,
     for (int64_t q = 0; q < w; ++q) ct[r * ldc + q] = edge[r * kNr + q];
 }
 
+// The kMr x 2 kNr tile of C at ct (its first h rows inside C) (+)= strip as times the two B
+// strips from bs, through a full-size buffer when h < kMr.
+void pair_tile(PairKernel kernel, int64_t h, int64_t kc, const float* as, const float* bs, float* ct, int64_t ldc,
+               bool accumulate) {
+  if (h == kMr) {
+    kernel(kc, as, bs, bs + kc * kNr, ct, ldc, accumulate);
+    return;
+  }
+  constexpr int64_t kWide = 2 * kNr;
+  alignas(64) float edge[kMr * kWide];
+  for (int64_t r = 0; r < h; ++r)
+    for (int64_t q = 0; q < kWide; ++q) edge[r * kWide + q] = accumulate ? ct[r * ldc + q] : 0.0f;
+  kernel(kc, as, bs, bs + kc * kNr, edge, kWide, true);
+  for (int64_t r = 0; r < h; ++r)
+    for (int64_t q = 0; q < kWide; ++q) ct[r * ldc + q] = edge[r * kWide + q];
+}
+
 // C[mc x nc] (+)= a packed A block times a packed B block of depth kc, two full B strips at a
 // time where the pair kernel exists.
 void macro_kernel(const MicroKernels& kernels, int64_t mc, int64_t nc, int64_t kc, const float* a, const float* b,
@@ -241,11 +282,10 @@ void macro_kernel(const MicroKernels& kernels, int64_t mc, int64_t nc, int64_t k
       const float* as = a + (i / kMr) * kc * kMr;
       const int64_t h = std::min(kMr, mc - i);
       float* ct = c + i * ldc + j;
-      if (pair && h == kMr) {
-        kernels.pair(kc, as, bs, bs + kc * kNr, ct, ldc, accumulate);
+      if (pair) {
+        pair_tile(kernels.pair, h, kc, as, bs, ct, ldc, accumulate);
       } else {
         tile(kernels.single, h, w, kc, as, bs, ct, ldc, accumulate);
-        if (pair) tile(kernels.single, h, kNr, kc, as, bs + kc * kNr, ct + kNr, ldc, accumulate);
       }
     }
     j += pair ? 2 * kNr : kNr;

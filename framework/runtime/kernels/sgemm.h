@@ -85,7 +85,7 @@ void sgemm_prepacked_b(const SgemmPackedA& a, int64_t n, const float* packed_b, 
 void sgemm(int64_t m, SgemmOperand a, const SgemmPackedB& b, float* c, int64_t ldc);
 
 // The register tiles: portable (multiply, then add), AVX2/FMA 6x16, and AVX-512 6x32 over two
-// strips (AVX2 for a lone strip). AVX2 and AVX-512 give the same bits (one fused
+// strips (6x16 for a lone strip). AVX2 and AVX-512 give the same bits (one fused
 // multiply-add chain per element); the portable tile rounds each product.
 enum class SgemmIsa { Portable, Avx2, Avx512 };
 bool sgemm_isa_supported(SgemmIsa isa);
