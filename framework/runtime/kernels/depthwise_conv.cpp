@@ -80,6 +80,21 @@ void accumulate_avx2(const float* q, const float* weights, const std::vector<int
   }
 }
 
+// rows x len floats from src (row pitch src_pitch) to dst (pitch dst_pitch): whole vectors,
+// then one masked vector, so a short row costs a few instructions and nothing outside the
+// rows is read or written.
+__attribute__((target("avx2"))) void copy_rows_avx2(const float* src, int64_t src_pitch, float* dst,
+                                                    int64_t dst_pitch, int64_t rows, int64_t len) {
+  const int64_t whole = len / 8 * 8;
+  alignas(32) int32_t lanes[8];
+  for (int i = 0; i < 8; ++i) lanes[i] = i < len - whole ? -1 : 0;
+  const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
+  for (int64_t r = 0; r < rows; ++r, src += src_pitch, dst += dst_pitch) {
+    for (int64_t j = 0; j < whole; j += 8) _mm256_storeu_ps(dst + j, _mm256_loadu_ps(src + j));
+    if (whole < len) _mm256_maskstore_ps(dst + whole, mask, _mm256_maskload_ps(src + whole, mask));
+  }
+}
+
 bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2");
@@ -141,8 +156,8 @@ void DepthwisePlan::clear(T* scratch) const {
 // Only the image's runs are written: the rest of the buffer is the padding clear() zeroed.
 // Plain loops: rows are tens of elements, where a memcpy call per row costs more than the copy.
 template <typename T>
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) void DepthwisePlan::fill(const T* image,
-                                                                                      T* scratch) const {
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) void DepthwisePlan::fill(const T* image, T* scratch,
+                                                                                      DepthwiseIsa isa) const {
   const int64_t ih = g_.in_spatial[0], iw = g_.in_spatial[1], ph = g_.pads_begin[0], pw = g_.pads_begin[1];
   const int64_t sw = phases_;
   const int64_t y_begin = std::min(rows_, ph), y_end = std::max(y_begin, std::min(rows_, ih + ph));
@@ -151,6 +166,16 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) void DepthwisePlan
     const int64_t shift = p - pw;
     const int64_t first = std::min(width_, shift >= 0 ? int64_t{0} : (-shift + sw - 1) / sw);
     const int64_t last = std::max(first, iw - 1 - shift < 0 ? int64_t{0} : std::min(width_, (iw - 1 - shift) / sw + 1));
+#ifdef QFLOW_DEPTHWISE_AVX2
+    if constexpr (std::is_same_v<T, float>) {
+      if (sw == 1 && isa == DepthwiseIsa::Avx2 && last > first) {
+        copy_rows_avx2(image + (y_begin - ph) * iw + shift + first, iw, scratch + y_begin * width_ + first, width_,
+                       y_end - y_begin, last - first);
+        continue;
+      }
+    }
+#endif
+    (void)isa;
     for (int64_t y = y_begin; y < y_end; ++y) {
       T* __restrict row = scratch + (p * rows_ + y) * width_;
       const T* __restrict line = image + (y - ph) * iw + shift;
@@ -210,7 +235,7 @@ void DepthwisePlan::run(const T* image, const T* weights, T* out, T* scratch, De
     direct(image, weights, out);
     return;
   }
-  fill(image, scratch);
+  fill(image, scratch, isa);
 #ifdef QFLOW_DEPTHWISE_AVX2
   if constexpr (std::is_same_v<T, float>) {
     if (isa == DepthwiseIsa::Avx2 && depthwise_isa_supported(isa)) {
