@@ -16,9 +16,32 @@ namespace qflow {
 
 namespace {
 
-// Rows per work unit. Fixed, so the partition (and every element's summation order)
-// depends on the shapes only, never on the thread count.
+// Rows per work unit of the double (Eigen) products. Fixed, so the partition (and every
+// element's summation order) depends on the shapes only, never on the thread count.
 constexpr int64_t kRowBlock = 64;
+
+// Float products split C by register strips of rows instead, each chunk of the thread pool
+// taking its rows in one sgemm call: sgemm's bits do not depend on how C is split, and 64-row
+// blocks left the threads unbalanced (80 rows were 64 + 16).
+template <typename T>
+constexpr int64_t rows_per_unit() {
+  return std::is_same_v<T, float> ? kSgemmMr : kRowBlock;
+}
+
+// Calls rows(r0, count) over [0, height) for the units [begin, end) of unit_rows rows each:
+// one call for the whole range when `whole` (float), else one per unit.
+template <typename Rows>
+void for_unit_rows(int64_t begin, int64_t end, int64_t unit_rows, int64_t height, bool whole, Rows&& rows) {
+  if (whole) {
+    const int64_t r0 = begin * unit_rows;
+    rows(r0, std::min(height, end * unit_rows) - r0);
+    return;
+  }
+  for (int64_t unit = begin; unit < end; ++unit) {
+    const int64_t r0 = unit * unit_rows;
+    rows(r0, std::min(height, r0 + unit_rows) - r0);
+  }
+}
 
 // A constant float32 B packed once: one sgemm operand per [k x n] matrix (MatMul's B may
 // have batch dimensions). It keeps a handle on the tensor it packed, so `packs` can tell that
@@ -110,10 +133,10 @@ Status run_gemm(KernelContext& context, const PackedB* packed_b) {
                                                                                                   : nullptr;
 
   const PackedB* packed = usable(packed_b, *b);
-  const int64_t blocks = (m + kRowBlock - 1) / kRowBlock;
-  context.parallel_for(n > 0 ? blocks : 0, 2 * kRowBlock * k * n, [&](int64_t begin, int64_t end) {
-    for (int64_t block = begin; block < end; ++block) {
-      const int64_t r0 = block * kRowBlock, rows = std::min(m, r0 + kRowBlock) - r0;
+  constexpr int64_t unit_rows = rows_per_unit<T>();
+  const int64_t blocks = (m + unit_rows - 1) / unit_rows;
+  context.parallel_for(n > 0 ? blocks : 0, 2 * unit_rows * k * n, [&](int64_t begin, int64_t end) {
+    for_unit_rows(begin, end, unit_rows, m, std::is_same_v<T, float>, [&](int64_t r0, int64_t rows) {
       auto out = matrix_view(yd + r0 * n, rows, n, n);
       if constexpr (std::is_same_v<T, float>) {
         const SgemmOperand am = trans_a ? SgemmOperand{ad + r0, 1, m} : SgemmOperand{ad + r0 * k, k, 1};
@@ -140,7 +163,7 @@ Status run_gemm(KernelContext& context, const PackedB* packed_b) {
       if constexpr (std::is_same_v<T, float>) {
         if (epilogue) activation::finish_rows(epilogue, yd + r0 * n, rows * n, -1, nullptr);
       }
-    }
+    });
   });
   if (epilogue) context.epilogue_applied = true;
   context.outputs[0] = std::move(y);
@@ -202,20 +225,28 @@ Status run_matmul(KernelContext& context, const PackedB* packed_b) {
   // tall product [batches * m x k] x [k x n]: fewer, fuller row blocks.
   const bool stacked = shape_numel(b_batch) == 1 && shape_numel(a_batch) == batches;
   const int64_t products = stacked ? 1 : batches, height = stacked ? batches * m : m;
-  const int64_t blocks = (height + kRowBlock - 1) / kRowBlock;
-  context.parallel_for(n > 0 ? products * blocks : 0, 2 * kRowBlock * k * n, [&](int64_t begin, int64_t end) {
-    for (int64_t unit = begin; unit < end; ++unit) {
-      const int64_t bi = unit / blocks, r0 = (unit % blocks) * kRowBlock, rows = std::min(height, r0 + kRowBlock) - r0;
+  constexpr int64_t unit_rows = rows_per_unit<T>();
+  const int64_t blocks = (height + unit_rows - 1) / unit_rows;
+  context.parallel_for(n > 0 ? products * blocks : 0, 2 * unit_rows * k * n, [&](int64_t begin, int64_t end) {
+    // A chunk may span several products: its units of each product, as one range.
+    for (int64_t first = begin; first < end;) {
+      const int64_t bi = first / blocks, last = std::min(end, (bi + 1) * blocks);
       const std::size_t s = static_cast<std::size_t>(bi);
-      const T* a_rows = ad + a_index[s] * m * k + r0 * k;
       const T* b_matrix = bd + b_index[s] * k * n;
-      T* out_rows = yd + bi * m * n + r0 * n;
-      if constexpr (std::is_same_v<T, float>) {
-        if (packed) sgemm(rows, SgemmOperand{a_rows, k, 1}, packed->matrix(b_index[s]), out_rows, n);
-        else sgemm(rows, n, k, a_rows, k, b_matrix, n, out_rows, n);
-      } else {
-        matrix_view(out_rows, rows, n, n).noalias() = matrix_view(a_rows, rows, k, k) * matrix_view(b_matrix, k, n, n);
-      }
+      auto rows_of_product = [&](int64_t r0, int64_t rows) {
+        const T* a_rows = ad + a_index[s] * m * k + r0 * k;
+        T* out_rows = yd + bi * m * n + r0 * n;
+        if constexpr (std::is_same_v<T, float>) {
+          if (packed) sgemm(rows, SgemmOperand{a_rows, k, 1}, packed->matrix(b_index[s]), out_rows, n);
+          else sgemm(rows, n, k, a_rows, k, b_matrix, n, out_rows, n);
+        } else {
+          matrix_view(out_rows, rows, n, n).noalias() =
+              matrix_view(a_rows, rows, k, k) * matrix_view(b_matrix, k, n, n);
+        }
+      };
+      for_unit_rows(first - bi * blocks, last - bi * blocks, unit_rows, height, std::is_same_v<T, float>,
+                    rows_of_product);
+      first = last;
     }
   });
   context.outputs[0] = std::move(y);
