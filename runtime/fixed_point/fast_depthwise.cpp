@@ -62,10 +62,9 @@ __attribute__((target("avx2"))) void vectors_avx2(const int32_t* q, const int64_
   for (int i = 0; i < N; ++i) {
     if (lanes[i] == 8) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + dst[i]), sum[i]);
-    } else {
-      alignas(32) int32_t tail[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(tail), sum[i]);
-      std::copy(tail, tail + lanes[i], acc + dst[i]);
+    } else {  // a masked store: a copy of the lanes was a memmove call per row end
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes[i]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      _mm256_maskstore_epi32(acc + dst[i], mask, sum[i]);
     }
   }
 }

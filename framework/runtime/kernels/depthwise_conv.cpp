@@ -44,10 +44,9 @@ __attribute__((target("avx2"))) void vectors_avx2(const float* q, const float* w
   for (int i = 0; i < N; ++i) {
     if (lanes[i] == 8) {
       _mm256_storeu_ps(out + dst[i], acc[i]);
-    } else {
-      alignas(32) float tail[8];
-      _mm256_store_ps(tail, acc[i]);
-      std::copy(tail, tail + lanes[i], out + dst[i]);
+    } else {  // a masked store: a copy of the lanes was a memmove call per row end
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes[i]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      _mm256_maskstore_ps(out + dst[i], mask, acc[i]);
     }
   }
 }
@@ -86,9 +85,8 @@ void accumulate_avx2(const float* q, const float* weights, const std::vector<int
 __attribute__((target("avx2"))) void copy_rows_avx2(const float* src, int64_t src_pitch, float* dst,
                                                     int64_t dst_pitch, int64_t rows, int64_t len) {
   const int64_t whole = len / 8 * 8;
-  alignas(32) int32_t lanes[8];
-  for (int i = 0; i < 8; ++i) lanes[i] = i < len - whole ? -1 : 0;
-  const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(lanes));
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(len - whole)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   for (int64_t r = 0; r < rows; ++r, src += src_pitch, dst += dst_pitch) {
     for (int64_t j = 0; j < whole; j += 8) _mm256_storeu_ps(dst + j, _mm256_loadu_ps(src + j));
     if (whole < len) _mm256_maskstore_ps(dst + whole, mask, _mm256_maskload_ps(src + whole, mask));
