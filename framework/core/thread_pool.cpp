@@ -1,6 +1,7 @@
-// ThreadPool implementation: one job at a time, static partition, generation counter;
-// workers and the waiting caller spin briefly before sleeping so back-to-back jobs of one
-// model run do not pay a futex wake each.
+// ThreadPool implementation: one job at a time, a static partition whose chunks the caller
+// and the workers claim with a compare-and-swap on (generation, next chunk); workers and the
+// waiting caller spin briefly before sleeping so back-to-back jobs of one model run do not
+// pay a futex wake each, and a worker that wakes late finds its chunk already done.
 #include "framework/core/thread_pool.h"
 
 #include <algorithm>
@@ -52,7 +53,7 @@ bool spin_until(Ready ready) {
 
 ThreadPool::ThreadPool(int threads) {
   const int workers = std::max(1, threads) - 1;
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -86,51 +87,61 @@ void ThreadPool::run_chunks(int64_t n, int chunks, const std::function<void(int6
   }
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   inside_job = true;
+  uint32_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &body;
-    job_size_ = n;
-    job_chunks_ = chunks;
-    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    job_.store(&body, std::memory_order_relaxed);
+    job_size_.store(n, std::memory_order_relaxed);
+    job_chunks_.store(chunks, std::memory_order_relaxed);
+    finished_.store(0, std::memory_order_relaxed);
+    generation = static_cast<uint32_t>(claim_.load(std::memory_order_relaxed) >> 32) + 1;
+    claim_.store(uint64_t{generation} << 32, std::memory_order_release);
   }
   wake_.notify_all();  // no system call when every worker is still spinning
-  int64_t begin = 0, end = 0;
-  chunk_bounds(n, chunks, 0, begin, end);
-  if (begin < end) body(begin, end);
-  auto finished = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  work_on(generation);
+  auto finished = [this, chunks] { return finished_.load(std::memory_order_acquire) == chunks; };
   if (!spin_until(finished)) {
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, finished);
   }
-  job_ = nullptr;
   inside_job = false;
 }
 
-void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
-  auto woken = [&] {
-    return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
-  };
+void ThreadPool::work_on(uint32_t generation) {
+  uint64_t seen = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (static_cast<uint32_t>(seen >> 32) != generation) return;
+    const int chunks = job_chunks_.load(std::memory_order_relaxed);
+    const int chunk = static_cast<int>(seen & 0xffffffffu);
+    if (chunk >= chunks) return;
+    // Fails, reloading `seen`, when another thread claimed first or a new job began.
+    if (!claim_.compare_exchange_weak(seen, seen + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // Claimed: the job cannot change before this chunk is counted as finished.
+    int64_t begin = 0, end = 0;
+    chunk_bounds(job_size_.load(std::memory_order_relaxed), chunks, chunk, begin, end);
+    if (begin < end) (*job_.load(std::memory_order_relaxed))(begin, end);
+    if (finished_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) {
+      // Taking the mutex orders this notify after a sleeping caller's last check.
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_.notify_one();
+    }
+    seen = claim_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint32_t seen = 0;
+  auto generation = [this] { return static_cast<uint32_t>(claim_.load(std::memory_order_acquire) >> 32); };
+  auto woken = [&] { return stopping_.load(std::memory_order_acquire) || generation() != seen; };
+  inside_job = true;  // a body that calls parallel_for again runs it inline
   for (;;) {
     if (!spin_until(woken)) {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, woken);
     }
     if (stopping_.load(std::memory_order_acquire)) return;
-    seen = generation_.load(std::memory_order_acquire);
-    // The caller does not publish another job before this one's pending_ reaches zero.
-    const std::function<void(int64_t, int64_t)>* job = job_;
-    int64_t begin = 0, end = 0;
-    chunk_bounds(job_size_, job_chunks_, index, begin, end);
-    inside_job = true;
-    if (begin < end) (*job)(begin, end);
-    inside_job = false;
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      // Taking the mutex orders this notify after a sleeping caller's last check.
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_.notify_one();
-    }
+    seen = generation();
+    work_on(seen);
   }
 }
 

@@ -28,8 +28,9 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
-  // Runs body(begin, end) over a static partition of [0, n), the caller taking the first
-  // chunk; returns when all are done. There are as many chunks as threads, fewer when
+  // Runs body(begin, end) over a static partition of [0, n); returns when all chunks are
+  // done. The caller and the workers claim chunks as they come, so a worker still asleep
+  // never delays the job: the caller runs what nobody claimed. There are as many chunks as threads, fewer when
   // n * cost_per_unit leaves less than kMinParallelCost per chunk, and one (run inline)
   // below kMinParallelCost. The partition depends only on n, cost_per_unit and size(), so
   // results that are reduced per chunk stay deterministic. Calls from several threads are
@@ -40,18 +41,23 @@ class ThreadPool {
 
  private:
   void run_chunks(int64_t n, int chunks, const std::function<void(int64_t, int64_t)>& body);
-  void worker_loop(int index);
+  // Runs chunks of job `generation` until none is left unclaimed.
+  void work_on(uint32_t generation);
+  void worker_loop();
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // one job at a time
   std::mutex mutex_;      // guards the sleeps on wake_ and done_
   std::condition_variable wake_;
   std::condition_variable done_;
-  // The current job, published by a release store of generation_.
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t job_size_ = 0;
-  int job_chunks_ = 0;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};  // workers still running the current job
+  // The current job, stable from the store that publishes its generation until its last
+  // chunk is done.
+  std::atomic<const std::function<void(int64_t, int64_t)>*> job_{nullptr};
+  std::atomic<int64_t> job_size_{0};
+  std::atomic<int> job_chunks_{0};
+  // The job's generation (high 32 bits) and its next unclaimed chunk (low 32 bits): a claim
+  // is a compare-and-swap on both, so a thread that looked at an older job claims nothing.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int> finished_{0};  // chunks of the current job done
   std::atomic<bool> stopping_{false};
 };
 
