@@ -416,6 +416,34 @@ def format_row(row):
     return "; ".join(parts)
 
 
+def targets(bench):
+    """The performance targets, each with the figures of this run that decide it."""
+    def verdict(ok):
+        return "met" if ok else "**not met**"
+    lines = ["", "## Targets", "", "| target | figures of this run | |", "|---|---|---|"]
+    rows = [r for r in bench.inference if r.get("float") and r.get("ort")]
+    if rows:
+        worst = max(rows, key=lambda r: r["float"]["median"] / r["ort"]["median"])
+        figures = ", ".join("%s %dt %s" % (r["model"], r["threads"], ratio(r["float"], r["ort"])) for r in rows)
+        lines.append("| float / ORT <= 1.5 on every model at 1 and 2 threads | %s | %s |"
+                     % (figures, verdict(worst["float"]["median"] / worst["ort"]["median"] <= 1.5)))
+    hbm = [r for r in bench.inference if r.get("hbm") and r.get("float")]
+    if hbm:
+        figures = ", ".join("%s %s" % (r["model"], ratio(r["hbm"], r["float"])) for r in hbm)
+        ok = all(r["hbm"]["median"] / r["float"]["median"] <= 0.7 for r in hbm)
+        lines.append("| .hbm runtime <= 0.7 x qflow float | %s | %s |" % (figures, verdict(ok)))
+    p = bench.pipelines
+    if "fashion" in p and "torch" in p:
+        speedup = p["torch"]["seconds"] / p["fashion"]["seconds"]
+        lines.append("| Fashion-MNIST PTQ pipeline >= 5x faster than PyTorch FX PTQ, wall | %.2fx | %s |"
+                     % (speedup, verdict(speedup >= 5)))
+    if "det640" in p:
+        rss = p["det640"]["rss"]
+        lines.append("| PP-OCR det, 50 images at 640x640: peak RSS < 1.5 GB | %.0f MiB | %s |"
+                     % (rss, verdict(rss * 1024 * 1024 < 1.5e9)))
+    return lines if len(lines) > 5 else []
+
+
 def document(info, bench, elapsed):
     args = bench.args
     lines = [
@@ -471,6 +499,7 @@ def document(info, bench, elapsed):
                 lines += ["", "PyTorch FX PTQ / qflow bpu_ptq.toml, wall: %.2f (whole processes), %.2f (PyTorch's PTQ "
                           "step alone: model load, prepare, calibrate, convert)." % (
                               t["seconds"] / p["fashion"]["seconds"], t["ptq_seconds"] / p["fashion"]["seconds"])]
+    lines += targets(bench)
     if bench.skipped:
         lines += ["", "## Skipped", ""] + ["- %s: %s" % (part, reason) for part, reason in bench.skipped]
     lines += ["", "## Commands", "", "```",
