@@ -119,8 +119,8 @@ DepthwiseIsa depthwise_best_isa() {
 DepthwisePlan::DepthwisePlan(const ConvGeometry& g) : g_(g), phases_(g.strides[1]) {
   const int64_t oh = g.out_spatial[0], ow = g.out_spatial[1];
   if (oh <= 0 || ow <= 0) return;
-  // Strides, dilations and pads come from the file: saturate instead of overflowing, so the
-  // caller's memory check refuses the plane.
+  // Strides, dilations and pads come from the file: sizes that overflow, like planes past
+  // the budget below, take the direct loop.
   int64_t span = 0, size = 0;
   const bool overflow = __builtin_mul_overflow(oh - 1, g.strides[0], &rows_) ||
                         __builtin_mul_overflow(g.kernel[0] - 1, g.dilations[0], &span) ||
