@@ -108,8 +108,10 @@ inline void apply(const Epilogue& epilogue, float* data, int64_t n, int64_t chan
   for (const EpilogueStage& stage : epilogue.stages) apply_stage(stage, data, n, channel);
 }
 
-// Adds *bias (when given), then runs the program (when given) on n floats of output channel
-// `channel`, vectorized for the CPU (epilogue_rows.cpp).
-void finish_rows(const Epilogue* epilogue, float* data, int64_t n, int64_t channel, const float* bias);
+// For each of `rows` rows of n floats (row r at data + r * ld): adds bias[r] (when given), then
+// runs the program (when given) as output channel channel + r (channel < 0: no channel axis,
+// every row -1). Vectorized for the CPU (epilogue_rows.cpp).
+void finish_rows(const Epilogue* epilogue, float* data, int64_t rows, int64_t n, int64_t ld, int64_t channel,
+                 const float* bias);
 
 }  // namespace qflow::activation

@@ -51,15 +51,16 @@ Status check_bias(const KernelContext& context, const Tensor* bias, int64_t chan
   return Status::ok();
 }
 
-// Adds the bias and runs the fused epilogue program on `count` values of output channel
-// `channel`.
+// Adds the bias and runs the fused epilogue program on `rows` rows of `count` values (pitch
+// ld), row r being output channel channel + r.
 template <typename T>
-void finish_row(T* row, int64_t count, const T* bias, const Epilogue* epilogue, int64_t channel) {
+void finish_rows(T* data, int64_t rows, int64_t count, int64_t ld, const T* bias, const Epilogue* epilogue,
+                 int64_t channel) {
   if constexpr (std::is_same_v<T, float>) {
-    if (bias || epilogue) activation::finish_rows(epilogue, row, count, channel, bias);
+    if (bias || epilogue) activation::finish_rows(epilogue, data, rows, count, ld, channel, bias);
   } else if (bias) {
-    const T b = *bias;
-    for (int64_t i = 0; i < count; ++i) row[i] += b;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < count; ++i) data[r * ld + i] += bias[r];
   }
 }
 
@@ -98,7 +99,7 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs, const Packe
         const int64_t n = unit / g.out_channels, oc = unit % g.out_channels, gi = oc / mg;
         T* out = yd + unit * out_size;
         plan.plane(xd + (n * g.in_channels + gi) * in_size, wd + oc * k, out, padded, isa);
-        finish_row(out, out_size, bd ? bd + oc : nullptr, epilogue, oc);
+        finish_rows(out, 1, out_size, out_size, bd ? bd + oc : nullptr, epilogue, oc);
       }
     });
   } else {
@@ -128,8 +129,7 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs, const Packe
           matrix_view(out_data, mg, count, out_size).noalias() = matrix_view(wd + gi * mg * rows, mg, rows, rows) *
                                                                  matrix_view(panel, rows, count, pointwise ? in_size : count);
         }
-        for (int64_t m = 0; m < mg; ++m)
-          finish_row(out_data + m * out_size, count, bd ? bd + gi * mg + m : nullptr, epilogue, gi * mg + m);
+        finish_rows(out_data, mg, count, out_size, bd ? bd + gi * mg : nullptr, epilogue, gi * mg);
       }
     });
   }

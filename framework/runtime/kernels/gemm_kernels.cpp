@@ -161,7 +161,7 @@ Status run_gemm(KernelContext& context, const PackedB* packed_b) {
           for (int64_t j = 0; j < n; ++j)
             out(i, j) += beta * cd[(r0 + i) * c_strides[0] + j * c_strides[1]];
       if constexpr (std::is_same_v<T, float>) {
-        if (epilogue) activation::finish_rows(epilogue, yd + r0 * n, rows * n, -1, nullptr);
+        if (epilogue) activation::finish_rows(epilogue, yd + r0 * n, 1, rows * n, 0, -1, nullptr);
       }
     });
   });
