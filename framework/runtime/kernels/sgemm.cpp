@@ -201,6 +201,30 @@ __attribute__((target("avx512f"))) void micro_kernel_avx512(int64_t kc, const fl
   _mm512_storeu_ps(c + 3 * ldc, c3), _mm512_storeu_ps(c + 4 * ldc, c4), _mm512_storeu_ps(c + 5 * ldc, c5);
 }
 
+// The first 8 columns of one B strip, c[6 x 8]: for a last strip of at most 8 columns, which
+// the 16-wide tiles would mostly compute on padding. Same chains as the other FMA tiles.
+__attribute__((target("avx2,fma"))) void narrow_kernel_avx2(int64_t kc, const float* a, const float* b, float* c,
+                                                            int64_t ldc, bool accumulate) {
+  __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
+  if (accumulate) {
+    c0 = _mm256_loadu_ps(c), c1 = _mm256_loadu_ps(c + ldc), c2 = _mm256_loadu_ps(c + 2 * ldc);
+    c3 = _mm256_loadu_ps(c + 3 * ldc), c4 = _mm256_loadu_ps(c + 4 * ldc), c5 = _mm256_loadu_ps(c + 5 * ldc);
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 x = _mm256_loadu_ps(b);
+    c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(a), x, c0);
+    c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 1), x, c1);
+    c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 2), x, c2);
+    c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 3), x, c3);
+    c4 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 4), x, c4);
+    c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(a + 5), x, c5);
+    a += kMr;
+    b += kNr;
+  }
+  _mm256_storeu_ps(c, c0), _mm256_storeu_ps(c + ldc, c1), _mm256_storeu_ps(c + 2 * ldc, c2);
+  _mm256_storeu_ps(c + 3 * ldc, c3), _mm256_storeu_ps(c + 4 * ldc, c4), _mm256_storeu_ps(c + 5 * ldc, c5);
+}
+
 bool cpu_supports(SgemmIsa isa) {
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -225,6 +249,7 @@ using PairKernel = void (*)(int64_t kc, const float* a, const float* b0, const f
 struct MicroKernels {
   MicroKernel single = micro_kernel_portable;
   PairKernel pair = nullptr;
+  MicroKernel narrow = nullptr;  // 6 x 8 for a last strip of at most 8 columns (null: single)
 };
 
 MicroKernels micro_kernels() {
@@ -233,6 +258,7 @@ MicroKernels micro_kernels() {
   const SgemmIsa isa = sgemm_isa();
   if (isa == SgemmIsa::Avx2) kernels.single = micro_kernel_avx2;
   if (isa == SgemmIsa::Avx512) kernels.single = micro_kernel_avx512, kernels.pair = pair_kernel_avx512;
+  if (isa != SgemmIsa::Portable) kernels.narrow = narrow_kernel_avx2;
 #endif
   return kernels;
 }
@@ -285,7 +311,7 @@ void macro_kernel(const MicroKernels& kernels, int64_t mc, int64_t nc, int64_t k
       if (pair) {
         pair_tile(kernels.pair, h, kc, as, bs, ct, ldc, accumulate);
       } else {
-        tile(kernels.single, h, w, kc, as, bs, ct, ldc, accumulate);
+        tile(w <= kNr / 2 && kernels.narrow ? kernels.narrow : kernels.single, h, w, kc, as, bs, ct, ldc, accumulate);
       }
     }
     j += pair ? 2 * kNr : kNr;
