@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "framework/core/utf8.h"
+
 namespace qflow {
 
 const JsonValue* JsonValue::find(std::string_view key) const {
@@ -267,27 +269,6 @@ class Parser {
     return true;
   }
 
-  // Length of the valid UTF-8 sequence at at_ (lead byte >= 0x80), or 0: overlong forms,
-  // surrogates and code points above U+10FFFF are invalid.
-  std::size_t utf8_length() const {
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text_[k]); };
-    const unsigned char lead = byte(at_);
-    std::size_t length = 0;
-    uint32_t code = 0;
-    if ((lead & 0xE0) == 0xC0) length = 2, code = lead & 0x1F;
-    else if ((lead & 0xF0) == 0xE0) length = 3, code = lead & 0x0F;
-    else if ((lead & 0xF8) == 0xF0) length = 4, code = lead & 0x07;
-    else return 0;
-    if (at_ + length > text_.size()) return 0;
-    for (std::size_t k = 1; k < length; ++k) {
-      if ((byte(at_ + k) & 0xC0) != 0x80) return 0;
-      code = (code << 6) | (byte(at_ + k) & 0x3F);
-    }
-    static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code < kMinimum[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
-    return length;
-  }
-
   bool parse_string(std::string& out) {
     ++at_;  // opening quote
     while (true) {
@@ -299,7 +280,7 @@ class Parser {
       }
       if (c < 0x20) return fail("expected an escape for control character " + describe_here() + " in a string");
       if (c >= 0x80) {
-        const std::size_t length = utf8_length();
+        const std::size_t length = utf8_sequence_length(text_, at_);
         if (length == 0) return fail("expected valid UTF-8 in a string, found " + describe_here());
         out.append(text_.substr(at_, length));
         at_ += length;

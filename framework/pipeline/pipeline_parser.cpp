@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <toml.hpp>
 
 #include "framework/core/file_io.h"
+#include "framework/core/utf8.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
 #include "framework/pipeline/quantization_settings.h"
@@ -93,6 +95,9 @@ class Parser {
   Parser(std::string path) : path_(std::move(path)), pos_of_(path_) {}
 
   Expected<Pipeline> parse(std::string_view text, const std::vector<std::string>& sets) {
+    // TOML documents are UTF-8, and toml11 3.7 reads past its buffer when it reports invalid
+    // UTF-8 inside a literal string: such files are refused before it sees them.
+    if (const auto bad = first_invalid_utf8(text)) return not_utf8(text, *bad);
     toml::value root;
     try {
       std::istringstream stream{std::string(text)};
@@ -118,6 +123,20 @@ class Parser {
     std::string line(text.substr(0, text.find('\n')));
     if (line.rfind("[error] ", 0) == 0) line.erase(0, 8);
     return line;
+  }
+
+  // Line and column (counting characters, as an editor does) of byte `offset`.
+  Status not_utf8(std::string_view text, std::size_t offset) const {
+    uint32_t line = 1, column = 1;
+    for (std::size_t i = 0; i < offset; ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c == '\n') line += 1, column = 1;
+      else if ((c & 0xC0) != 0x80) ++column;
+    }
+    char byte[8];
+    std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(text[offset]));
+    const SourcePos pos{path_, line, column};
+    return invalid_input(pos.prefix() + "invalid TOML: not UTF-8 (byte " + byte + " does not start a valid sequence)");
   }
 
   Status syntax_error(const toml::source_location& loc, std::string_view what) const {

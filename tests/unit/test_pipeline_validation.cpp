@@ -85,6 +85,17 @@ TEST_CASE("pipeline: TOML syntax errors carry the position") {
   CHECK(error_of("[vars]\nmodel = \n") == "p.toml:2:1: invalid TOML: toml::parse_key_value_pair: missing value after key-value separator '='");
 }
 
+TEST_CASE("pipeline: the file must be UTF-8; multi-byte characters count as one column") {
+  // A literal string with a lone lead byte, the input that made toml11 read past its buffer.
+  CHECK(error_of("[vars]\n# caf\xc3\xa9\nname = 'x\xc4y'\n") ==
+        "p.toml:3:10: invalid TOML: not UTF-8 (byte 0xc4 does not start a valid sequence)");
+  CHECK(error_of("[vars]\nname = \"\xe6\xb3\xa8\xed\xa0\x80\"\n") ==
+        "p.toml:2:10: invalid TOML: not UTF-8 (byte 0xed does not start a valid sequence)");  // a surrogate
+  // Valid multi-byte text parses: what is left to report is the missing stages.
+  CHECK(error_of(std::string(kHeader) + "# \xe6\xb3\xa8\xe9\x87\x8a caf\xc3\xa9\n") ==
+        "p.toml: the pipeline has no [[stage]] tables");
+}
+
 TEST_CASE("pipeline: structural errors") {
   CHECK(error_of("[vars]\nx = 1\n") == "p.toml: the pipeline has no [[stage]] tables");
   CHECK(error_of("stages = 1\n") == "p.toml:1:10: unknown top-level key 'stages' (allowed: plugins, quantization, stage, vars)");
