@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "framework/core/thread_pool.h"
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/activation.h"
@@ -19,18 +20,28 @@ namespace qflow {
 namespace {
 
 // Upper bound on the column buffer of one work unit, in elements: a quarter of a typical L2,
-// so the panel im2col writes is still cached when the GEMM packs it. The tile width derives
-// from the shape alone, never from the thread count, so every output element is produced
-// by the same GEMM call (same summation order) however the units are spread over threads.
+// so the panel im2col writes is still cached when the GEMM packs it.
 constexpr int64_t kColumnBudget = int64_t{1} << 16;
 // Narrower tiles than this make the GEMM call overhead dominate.
 constexpr int64_t kMinTile = 64;
+// Work units per thread a float conv aims for, so a static split stays even.
+constexpr int64_t kUnitsPerThread = 4;
 
 // Whole 16-column strips of sgemm's register tile, so only a shape's last tile has a partial
-// strip.
-int64_t column_tile(int64_t rows, int64_t out_size) {
+// strip. The double (Eigen) path keeps the width the shape gives, so its sums never depend on
+// the thread count. sgemm's bits do not depend on how C is split, so a float conv with too
+// few tiles for the pool (a 40x40 map was 3 tiles: 2 + 1 at 2 threads) narrows them.
+template <typename T>
+int64_t column_tile(int64_t rows, int64_t out_size, int64_t planes, int threads) {
   const int64_t budget = kColumnBudget / std::max<int64_t>(1, rows) / kSgemmNr * kSgemmNr;
-  return std::max<int64_t>(1, std::min(out_size, std::max(kMinTile, budget)));
+  int64_t tile = std::max<int64_t>(1, std::min(out_size, std::max(kMinTile, budget)));
+  if (std::is_same_v<T, float> && threads > 1 && out_size > 0) {
+    const int64_t wanted = (kUnitsPerThread * threads + planes - 1) / std::max<int64_t>(1, planes);
+    const int64_t even = (out_size + wanted - 1) / wanted;
+    const int64_t strips = (even + kSgemmNr - 1) / kSgemmNr * kSgemmNr;
+    tile = std::min(tile, std::max(std::min(out_size, kMinTile), strips));
+  }
+  return tile;
 }
 
 // The calling thread's scratch buffer of at least n elements, kept between calls so a
@@ -106,7 +117,7 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs, const Packe
     const bool pointwise = g.is_pointwise();
     // A weight fed at run time in place of the packed constant takes the unpacked path.
     const PackedConvWeights* weights = packed && packed->packs(*w) ? packed : nullptr;
-    const int64_t tile = column_tile(rows, out_size);
+    const int64_t tile = column_tile<T>(rows, out_size, g.batch * groups, context.threads ? context.threads->size() : 1);
     const int64_t tiles = out_size > 0 ? (out_size + tile - 1) / tile : 0;
     context.parallel_for(g.batch * groups * tiles, 2 * mg * rows * tile, [&](int64_t begin, int64_t end) {
       T* columns = pointwise || weights ? nullptr : scratch<T>(static_cast<std::size_t>(rows * tile));
