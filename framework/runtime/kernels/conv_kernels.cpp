@@ -1,6 +1,6 @@
 // Float kernels for Conv and ConvTranspose: direct depthwise, im2col around the packed sgemm
-// (float32) or an Eigen GEMM (double), col2im for ConvTranspose, bias and fused activation
-// applied per tile while it is in cache.
+// (float32) or an Eigen GEMM (double), a GEMM and col2im per output channel for
+// ConvTranspose, bias and fused activation applied per tile while it is in cache.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -163,33 +163,38 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
   auto made = Tensor::make(x->dtype(), g.image_shape());
   if (!made) return context.error(made.status().message());
   Tensor y = std::move(made).value();
-  const int64_t groups = g.group, mg = g.in_channels_per_group(), cg = g.out_channels_per_group();
+  const int64_t mg = g.in_channels_per_group(), cg = g.out_channels_per_group();
   const int64_t rows = mg * g.kernel_size(), in_size = g.out_size(), out_size = g.in_size();
-  if (rows * in_size > Tensor::kDefaultMaxBytes / static_cast<int64_t>(sizeof(T)))
-    return context.error("column buffer of " + std::to_string(rows) + " x " + std::to_string(in_size) +
+  if (g.kernel_size() * in_size > Tensor::kDefaultMaxBytes / static_cast<int64_t>(sizeof(T)))
+    return context.error("column buffer of " + std::to_string(g.kernel_size()) + " x " + std::to_string(in_size) +
                          " elements is too large");
   const T* xd = x->data<T>();
   const T* wd = w->data<T>();
   const T* bd = bias ? bias->data<T>() : nullptr;
   T* yd = y.data<T>();
 
-  // Each (batch, group) unit owns a disjoint slice of the output, so col2im's scattered
-  // additions never race and their order is fixed.
-  context.parallel_for(g.batch * groups, 2 * cg * rows * in_size, [&](int64_t begin, int64_t end) {
-    T* columns = scratch<T>(static_cast<std::size_t>(rows * in_size));
+  // One unit per (batch, output channel): its columns are the kernel-size rows of W^T * X
+  // that channel owns, and col2im scatters them into its own plane only, so the additions
+  // never race and their order is fixed whatever the thread count.
+  const int64_t ks = g.kernel_size();
+  context.parallel_for(g.batch * g.in_channels, 2 * cg * ks * in_size, [&](int64_t begin, int64_t end) {
+    T* columns = scratch<T>(static_cast<std::size_t>(ks * in_size));
     for (int64_t unit = begin; unit < end; ++unit) {
-      const int64_t n = unit / groups, gi = unit % groups;
-      auto input = matrix_view(xd + (n * g.out_channels + gi * cg) * in_size, cg, in_size, in_size);
-      auto weights = matrix_view(wd + gi * cg * rows, cg, rows, rows);
-      auto cols = matrix_view(columns, rows, in_size, in_size);
-      cols.noalias() = weights.transpose() * input;
-      T* image = yd + (n * g.in_channels + gi * mg) * out_size;
-      col2im(static_cast<const T*>(columns), g, mg, image);
-      if (bd)
-        for (int64_t m = 0; m < mg; ++m) {
-          const T b = bd[gi * mg + m];
-          std::for_each(image + m * out_size, image + (m + 1) * out_size, [b](T& v) { v += b; });
-        }
+      const int64_t n = unit / g.in_channels, channel = unit % g.in_channels, gi = channel / mg, m = channel % mg;
+      const T* input = xd + (n * g.out_channels + gi * cg) * in_size;
+      const T* weights = wd + gi * cg * rows + m * ks;  // [cg x ks] with row pitch `rows`
+      if constexpr (std::is_same_v<T, float>) {
+        sgemm(ks, in_size, cg, SgemmOperand{weights, 1, rows}, SgemmOperand{input, in_size, 1}, columns, in_size);
+      } else {
+        matrix_view(columns, ks, in_size, in_size).noalias() =
+            matrix_view(weights, cg, ks, rows).transpose() * matrix_view(input, cg, in_size, in_size);
+      }
+      T* image = yd + (n * g.in_channels + channel) * out_size;
+      col2im(static_cast<const T*>(columns), g, 1, image);
+      if (bd) {
+        const T b = bd[channel];
+        std::for_each(image, image + out_size, [b](T& v) { v += b; });
+      }
     }
   });
   context.outputs[0] = std::move(y);
