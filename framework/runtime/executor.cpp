@@ -434,9 +434,9 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
     if (slot >= 0) env[static_cast<std::size_t>(slot)] = it->second;
   }
 
-  // With a hook every value is handed out, and the hook may keep it: no fusion, no reuse.
-  // Otherwise the run borrows an arena; on every way out, after the results were taken,
-  // the run's own tensors are dropped and the arena takes back what nobody else holds.
+  // The run borrows an arena; on every way out, after the results were taken, the run's own
+  // tensors are dropped and the arena takes back what nobody else holds. With a hook every
+  // value is handed out, so nothing is fused, and a value the hook kept is never reused.
   struct ArenaLease {
     const Executor& executor;
     std::vector<Tensor>& env;
@@ -447,7 +447,7 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
       arena->reclaim();
       executor.return_arena(std::move(arena));
     }
-  } lease{*this, env, hook ? nullptr : take_arena()};
+  } lease{*this, env, take_arena()};
   TensorArena* const recycler = lease.arena.get();
   std::vector<char> skipped(steps_.size(), 0);
   auto store = [&](int slot, Tensor tensor) {

@@ -43,7 +43,8 @@ class Executor {
 
   // Runs once. Inputs are checked against the declared dtype and static dimensions of
   // the graph's inputs. Returns graph outputs (and extra_outputs) by name. With a hook,
-  // every node runs on its own (no fusion, no buffer reuse) so the hook sees every value.
+  // every node runs on its own (no fusion) so the hook sees every value; a value the hook
+  // keeps is never handed to a later node.
   Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
                                               const ValueHook& hook = {}) const;
 

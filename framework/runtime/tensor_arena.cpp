@@ -32,6 +32,9 @@ void TensorArena::release(const Tensor& tensor) {
   if (it == index_.end()) return;
   Buffer& buffer = buffers_[it->second];
   if (--buffer.holders > 0) return;
+  // Besides the arena's handle and the dying value's, someone kept the tensor (a value hook
+  // may): it is not handed out again, and reclaim() gives it up if it is still held then.
+  if (buffer.tensor.use_count() > 2) return;
   free_[{buffer.tensor.dtype(), buffer.tensor.numel()}].push_back(it->second);
 }
 

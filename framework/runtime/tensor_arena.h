@@ -24,7 +24,8 @@ class TensorArena {
   Expected<Tensor> acquire(DType dtype, const Shape& shape);
   // A value now holds `tensor` (a no-op for buffers the arena did not hand out).
   void retain(const Tensor& tensor);
-  // A value holding `tensor` died.
+  // A value holding `tensor` (still in hand) died. Its buffer is free once no value holds it
+  // and nobody but the arena and that handle shares it.
   void release(const Tensor& tensor);
   // The run is over and has dropped its own tensors. Every buffer nobody else shares goes
   // back to the free lists; a buffer still shared (a graph output returned to the caller)

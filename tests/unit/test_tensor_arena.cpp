@@ -1,5 +1,6 @@
 // TensorArena and the executor's arenas kept across runs: buffers come back only when
 // nobody holds them, results handed to the caller are never overwritten by a later run.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -163,6 +164,35 @@ TEST_CASE("Executor: runs on recycled, unzeroed buffers give the bytes of a fres
     CHECK(got.at("y").bitwise_equal(expected.at("y")));
     CHECK(got.at("z").bitwise_equal(expected.at("z")));
   }
+}
+
+TEST_CASE("Executor: a value a hook keeps is never reused; values it only reads are") {
+  const Model model = chain_model();
+  auto ex = Executor::create(model);
+  REQUIRE(ex.has_value());
+  for (uint32_t seed = 21; seed <= 23; ++seed) {
+    // Keeps every value it sees, with a copy of its bytes at that moment.
+    std::vector<std::pair<Tensor, Tensor>> kept;
+    auto keep = [&](const Value&, const Tensor& t) {
+      kept.emplace_back(t, t.clone());
+      return Status::ok();
+    };
+    auto out = (*ex)->run(feed(seed), keep);
+    REQUIRE_MESSAGE(out.has_value(), out.status().message());
+    REQUIRE(kept.size() >= 6);
+    for (const auto& [held, at_hook] : kept) CHECK(held.bitwise_equal(at_hook));
+  }
+  // A hook that only reads: the run recycles buffers as a hook-less one does, and a later
+  // run with a keeping hook is still correct.
+  std::vector<const std::byte*> storages;
+  auto look = [&](const Value&, const Tensor& t) {
+    storages.push_back(t.raw_data());
+    return Status::ok();
+  };
+  REQUIRE((*ex)->run(feed(31), look).has_value());
+  std::sort(storages.begin(), storages.end());
+  const auto distinct = std::unique(storages.begin(), storages.end()) - storages.begin();
+  CHECK(distinct < static_cast<std::ptrdiff_t>(storages.size()));
 }
 
 TEST_CASE("Executor: concurrent runs each use their own arena") {
