@@ -21,6 +21,45 @@ constexpr std::size_t kHeaderBytes = 4 + 4 + 4 + 8 + 3 * 8 + 2 * 8;
 
 bool same_bits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
 
+// Pass 1: adds floor(|x| / top * bins) (capped at the last bin) of every finite x to
+// `histogram`; returns the index of a finite |x| above `top`, or -1. Blocks of kBinBlock
+// values, each in loops without per-value branches that the compiler vectorizes: the checks
+// (counts in float), the bin indices (in double, as always), then the counting. For |x| >= 0
+// the truncating conversion is the floor, and |x| <= top keeps it within int32 (bins <= 2^24).
+// Compiled for AVX2 and the baseline: the same IEEE operations at twice the width.
+__attribute__((target_clones("avx2", "default"))) int64_t bin_values(const float* xs, std::size_t n, double top,
+                                                                    double divisor, double scale, float top_below,
+                                                                    int32_t last, uint64_t* histogram) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr std::size_t kBinBlock = 256;
+  int32_t bin[kBinBlock];
+  for (std::size_t start = 0; start < n; start += kBinBlock) {
+    const std::size_t m = std::min(kBinBlock, n - start);
+    const float* x = xs + start;
+    int32_t over = 0, skipped = 0;
+    for (std::size_t j = 0; j < m; ++j) {
+      const float a = std::fabs(x[j]);
+      over += (a > top_below) & (a < kInf);
+      skipped += !(a < kInf);  // Inf and NaN: counted in pass 0, not binned
+    }
+    if (over) {
+      for (std::size_t j = 0; j < m; ++j) {
+        const double a = std::fabs(static_cast<double>(x[j]));
+        if (std::isfinite(a) && a > top) return static_cast<int64_t>(start + j);
+      }
+    }
+    for (std::size_t j = 0; j < m; ++j) {
+      const double a = std::fabs(static_cast<double>(x[j]));
+      const double kept = a <= std::numeric_limits<double>::max() ? a : 0.0;
+      const auto b = static_cast<int32_t>(kept / divisor * scale);
+      bin[j] = b < last ? b : last;
+    }
+    for (std::size_t j = 0; j < m; ++j) ++histogram[static_cast<std::size_t>(bin[j])];
+    histogram[0] -= static_cast<uint64_t>(skipped);  // the non-finite values went to bin 0 above
+  }
+  return -1;
+}
+
 }  // namespace
 
 ComponentInfo HistogramObserver::info() {
@@ -74,11 +113,6 @@ Status HistogramObserver::observe(const Tensor& values) {
     inf_count_ += infs;
     return Status::ok();
   }
-  // Blocks of kBinBlock values, each in loops without per-value branches that the compiler
-  // vectorizes: the checks (counts in float), the bin indices (in double, as always), then the
-  // counting. bin = floor(|x| / top * bins): for |x| >= 0 the truncating conversion is the
-  // floor, and |x| <= top keeps it within int32 (bins <= 2^24).
-  constexpr float kInf = std::numeric_limits<float>::infinity();
   const double top = range();
   const double divisor = top > 0.0 ? top : 1.0;
   const double scale = top > 0.0 ? static_cast<double>(bins_) : 0.0;  // top 0: every value in bin 0
@@ -86,36 +120,14 @@ Status HistogramObserver::observe(const Tensor& values) {
   constexpr float kFloatMax = std::numeric_limits<float>::max();
   float top_below = top >= static_cast<double>(kFloatMax) ? kFloatMax : static_cast<float>(top);
   if (static_cast<double>(top_below) > top) top_below = std::nextafter(top_below, 0.0f);
-  const auto last = static_cast<int32_t>(bins_ - 1);
   const std::span<const float> xs = values.span<float>();
-  constexpr std::size_t kBinBlock = 256;
-  int32_t bin[kBinBlock];
-  for (std::size_t start = 0; start < xs.size(); start += kBinBlock) {
-    const std::size_t m = std::min(kBinBlock, xs.size() - start);
-    const float* x = xs.data() + start;
-    int32_t over = 0, skipped = 0;
-    for (std::size_t j = 0; j < m; ++j) {
-      const float a = std::fabs(x[j]);
-      over += (a > top_below) & (a < kInf);
-      skipped += !(a < kInf);  // Inf and NaN: counted in pass 0, not binned
-    }
-    if (over) {
-      for (std::size_t j = 0; j < m; ++j) {
-        const double a = std::fabs(static_cast<double>(x[j]));
-        if (std::isfinite(a) && a > top)
-          return invalid_input("histogram observer: |x| = " + std::to_string(a) + " in pass 1 exceeds the pass-0 range " +
-                               std::to_string(top) + " (the samples differ between the passes)");
-      }
-    }
-    for (std::size_t j = 0; j < m; ++j) {
-      const double a = std::fabs(static_cast<double>(x[j]));
-      const double kept = a <= std::numeric_limits<double>::max() ? a : 0.0;
-      const auto b = static_cast<int32_t>(kept / divisor * scale);
-      bin[j] = b < last ? b : last;
-    }
-    for (std::size_t j = 0; j < m; ++j) ++histogram_[static_cast<std::size_t>(bin[j])];
-    histogram_[0] -= static_cast<uint64_t>(skipped);  // the non-finite values went to bin 0 above
-  }
+  const int64_t above = bin_values(xs.data(), xs.size(), top, divisor, scale, top_below,
+                                   static_cast<int32_t>(bins_ - 1), histogram_.data());
+  if (above >= 0)
+    return invalid_input("histogram observer: |x| = " +
+                         std::to_string(std::fabs(static_cast<double>(xs[static_cast<std::size_t>(above)]))) +
+                         " in pass 1 exceeds the pass-0 range " + std::to_string(top) +
+                         " (the samples differ between the passes)");
   return Status::ok();
 }
 
