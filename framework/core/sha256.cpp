@@ -1,8 +1,15 @@
-// SHA-256 (FIPS 180-4) over a byte string, returned as lower-case hex.
+// SHA-256 (FIPS 180-4) over a byte string, returned as lower-case hex; the block function runs
+// on the x86 SHA extensions where the CPU has them (manifests hash every artifact and plugin).
 #include "framework/core/sha256.h"
 
 #include <array>
 #include <cstdint>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define QFLOW_SHA256_SHANI 1
+#endif
 
 namespace qflow {
 
@@ -54,14 +61,84 @@ void compress(std::array<uint32_t, 8>& state, const unsigned char* block) {
   state[7] += h;
 }
 
+#ifdef QFLOW_SHA256_SHANI
+// The 64 rounds of each block with sha256rnds2, four rounds per group, the message schedule
+// with sha256msg1/msg2. The state lives as ABEF and CDGH, the layout the instructions use.
+__attribute__((target("sha,sse4.1"))) void compress_shani(std::array<uint32_t, 8>& state, const unsigned char* data,
+                                                          std::size_t blocks) {
+  const __m128i big_endian = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[0])), 0xB1);  // CDAB
+  __m128i state1 = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(&state[4])), 0x1B);  // EFGH
+  __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);  // ABEF
+  state1 = _mm_blend_epi16(state1, tmp, 0xF0);       // CDGH
+  for (; blocks > 0; --blocks, data += 64) {
+    const __m128i abef = state0, cdgh = state1;
+    __m128i msg[4];
+    for (int i = 0; i < 4; ++i)
+      msg[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * i)), big_endian);
+    for (int group = 0; group < 16; ++group) {
+      const __m128i k = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&kRoundConstants[4 * group]));
+      const __m128i wk = _mm_add_epi32(msg[group % 4], k);
+      state1 = _mm_sha256rnds2_epu32(state1, state0, wk);
+      state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(wk, 0x0E));
+      if (group < 12) {
+        // Words of group + 4: w[t-16] + s0(w[t-15]), + w[t-7], + s1(w[t-2]).
+        __m128i next = _mm_sha256msg1_epu32(msg[group % 4], msg[(group + 1) % 4]);
+        next = _mm_add_epi32(next, _mm_alignr_epi8(msg[(group + 3) % 4], msg[(group + 2) % 4], 4));
+        msg[group % 4] = _mm_sha256msg2_epu32(next, msg[(group + 3) % 4]);
+      }
+    }
+    state0 = _mm_add_epi32(state0, abef);
+    state1 = _mm_add_epi32(state1, cdgh);
+  }
+  tmp = _mm_shuffle_epi32(state0, 0x1B);        // FEBA
+  state1 = _mm_shuffle_epi32(state1, 0xB1);     // DCHG
+  state0 = _mm_blend_epi16(tmp, state1, 0xF0);  // DCBA
+  state1 = _mm_alignr_epi8(state1, tmp, 8);     // HGFE
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[0]), state0);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[4]), state1);
+}
+
+bool cpu_has_sha_extensions() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1) || !(c & bit_SSSE3)) return false;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b & bit_SHA) != 0;
+}
+#endif
+
+void compress_blocks(std::array<uint32_t, 8>& state, const unsigned char* data, std::size_t blocks,
+                     Sha256Impl impl) {
+#ifdef QFLOW_SHA256_SHANI
+  if (impl == Sha256Impl::ShaExtensions && sha256_supported(impl)) return compress_shani(state, data, blocks);
+#endif
+  (void)impl;
+  for (std::size_t i = 0; i < blocks; ++i) compress(state, data + 64 * i);
+}
+
 }  // namespace
 
+bool sha256_supported(Sha256Impl impl) {
+  if (impl == Sha256Impl::Portable) return true;
+#ifdef QFLOW_SHA256_SHANI
+  static const bool has = cpu_has_sha_extensions();
+  return has;
+#else
+  return false;
+#endif
+}
+
 std::string sha256_hex(std::string_view bytes) {
+  return sha256_hex(bytes, sha256_supported(Sha256Impl::ShaExtensions) ? Sha256Impl::ShaExtensions
+                                                                       : Sha256Impl::Portable);
+}
+
+std::string sha256_hex(std::string_view bytes, Sha256Impl impl) {
   std::array<uint32_t, 8> state = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
   const std::size_t full_blocks = bytes.size() / 64;
-  for (std::size_t i = 0; i < full_blocks; ++i) compress(state, data + 64 * i);
+  compress_blocks(state, data, full_blocks, impl);
 
   // Padding: 0x80, zeros, then the message length in bits as a big-endian 64-bit number;
   // the tail needs a second block when fewer than 9 bytes remain in the first.
@@ -72,7 +149,7 @@ std::string sha256_hex(std::string_view bytes) {
   const std::size_t tail_size = rest + 9 <= 64 ? 64 : 128;
   const uint64_t bit_length = static_cast<uint64_t>(bytes.size()) * 8;
   for (int i = 0; i < 8; ++i) tail[tail_size - 1 - i] = static_cast<unsigned char>(bit_length >> (8 * i));
-  for (std::size_t off = 0; off < tail_size; off += 64) compress(state, tail.data() + off);
+  compress_blocks(state, tail.data(), tail_size / 64, impl);
 
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;

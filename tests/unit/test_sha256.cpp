@@ -1,6 +1,7 @@
 // SHA-256 against the FIPS 180-4 example vectors and the padding boundaries.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
 
 #include "framework/core/sha256.h"
@@ -20,6 +21,22 @@ TEST_CASE("sha256: lengths around the padding boundary") {
   CHECK(sha256_hex(std::string(55, 'a')) == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
   CHECK(sha256_hex(std::string(56, 'a')) == "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
   CHECK(sha256_hex(std::string(64, 'a')) == "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+}
+
+TEST_CASE("sha256: the SHA-extension block function equals the portable one") {
+  CHECK(sha256_supported(Sha256Impl::Portable));
+  if (!sha256_supported(Sha256Impl::ShaExtensions)) return;
+  CHECK(sha256_hex("abc", Sha256Impl::ShaExtensions) ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  std::string bytes;
+  uint32_t seed = 12345;
+  for (std::size_t n = 0; n <= 1100; ++n) {
+    CHECK(sha256_hex(bytes, Sha256Impl::ShaExtensions) == sha256_hex(bytes, Sha256Impl::Portable));
+    seed = seed * 1664525u + 1013904223u;
+    bytes.push_back(static_cast<char>(seed >> 24));
+  }
+  const std::string large(3 << 20, '\x5a');
+  CHECK(sha256_hex(large, Sha256Impl::ShaExtensions) == sha256_hex(large, Sha256Impl::Portable));
 }
 
 TEST_CASE("sha256: binary bytes including NUL") {
