@@ -110,8 +110,10 @@ inline void apply(const Epilogue& epilogue, float* data, int64_t n, int64_t chan
 
 // For each of `rows` rows of n floats (row r at data + r * ld): adds bias[r] (when given), then
 // runs the program (when given) as output channel channel + r (channel < 0: no channel axis,
-// every row -1). Vectorized for the CPU (epilogue_rows.cpp).
+// every row -1). Vectorized for the CPU (activation_loops.cpp).
 void finish_rows(const Epilogue* epilogue, float* data, int64_t rows, int64_t n, int64_t ld, int64_t channel,
                  const float* bias);
+// out[i] = clip(in[i], lo, hi) for n floats, vectorized for the CPU.
+void clip_floats(const float* in, float* out, int64_t n, float lo, float hi);
 
 }  // namespace qflow::activation

@@ -110,7 +110,14 @@ KernelFunction clip(const Node& node, int64_t) {
           hi = clip_bound<T>(ctx.input(2), hi);
         }
         QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(x->dtype(), x->shape()));
-        unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [lo, hi](T v) { return activation::clip(v, lo, hi); });
+        if constexpr (std::is_same_v<T, float>) {
+          const float* in = x->data<float>();
+          float* y = out.data<float>();
+          elementwise::chunked(ctx, x->numel(),
+                               [=](int64_t b, int64_t e) { activation::clip_floats(in + b, y + b, e - b, lo, hi); });
+        } else {
+          unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [lo, hi](T v) { return activation::clip(v, lo, hi); });
+        }
         ctx.outputs[0] = std::move(out);
         return Status::ok();
       });

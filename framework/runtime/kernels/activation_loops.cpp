@@ -1,8 +1,8 @@
-// The Conv/Gemm epilogue on rows of float32 outputs, compiled twice (AVX2 and the baseline,
-// picked at load time): the same per-element operations at twice the vector width. Neither
-// clone enables FMA, so nothing is contracted and both give the bits of the separate nodes.
-// The common programs of CNNs (bias, then BatchNorm, then Clip or Relu, each optional) run as
-// one loop per row; others stage by stage.
+// Activation loops over float32 values, compiled twice (AVX2 and the baseline, picked at load
+// time): the same per-element operations at twice the vector width. Neither clone enables
+// FMA, so nothing is contracted and both give the bits of the separate nodes. The Conv/Gemm
+// epilogue runs the common programs of CNNs (bias, then BatchNorm, then Clip or Relu, each
+// optional) as one loop per row, others stage by stage; Clip on its own is one loop.
 #include "framework/runtime/kernels/activation.h"
 
 namespace qflow::activation {
@@ -93,6 +93,11 @@ __attribute__((target_clones("avx2", "default"))) void finish_rows(const Epilogu
     }
     apply(*epilogue, row, n, channel < 0 ? channel : channel + r);
   }
+}
+
+__attribute__((target_clones("avx2", "default"))) void clip_floats(const float* in, float* out, int64_t n, float lo,
+                                                                  float hi) {
+  for (int64_t i = 0; i < n; ++i) out[i] = clip(in[i], lo, hi);
 }
 
 }  // namespace qflow::activation
