@@ -1,4 +1,7 @@
 // Run-time choice of the fast kernels' instruction set (docs/fixed-point.md, "Fast kernels").
+#include <algorithm>
+#include <cstdint>
+
 #include "runtime/fixed_point/fast_kernels.h"
 
 namespace qflow::fx::fast {
@@ -42,5 +45,15 @@ const char* isa_name(Isa isa) {
 }
 
 bool supports(QType activation, QType weight) { return !is_16bit(activation) && weight == QType::Int8; }
+
+bool supports_conv2d(QType activation, int32_t zero_point, QType weight, int64_t reduction, int64_t max_abs_bias) {
+  if (weight != QType::Int8) return false;
+  if (!is_16bit(activation)) return true;
+  const Range r = range_of(activation);
+  const int64_t lo = int64_t{r.min} - zero_point, hi = int64_t{r.max} - zero_point;
+  if (lo < INT16_MIN || hi > INT16_MAX) return false;
+  const int64_t product = std::max(-lo, hi) * 128;
+  return max_abs_bias <= INT32_MAX && reduction <= (INT32_MAX - max_abs_bias) / std::max<int64_t>(1, product);
+}
 
 }  // namespace qflow::fx::fast

@@ -56,6 +56,10 @@ void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_
 
 // True for the type pairs these kernels compute: 8-bit activations, int8 weights.
 bool supports(QType activation, QType weight);
+// conv2d also takes 16-bit activations when every centered value x - zero_point fits int16
+// and a sum of `reduction` products plus the bias cannot leave int32: the int32 accumulators
+// then hold the exact sums the reference accumulates in 48 bits.
+bool supports_conv2d(QType activation, int32_t zero_point, QType weight, int64_t reduction, int64_t max_abs_bias);
 
 struct PackedConv2D {
   Conv2DParams params;

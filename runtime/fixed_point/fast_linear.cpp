@@ -2,6 +2,7 @@
 // pixel-major rows of int16 pairs; matmul: into int16 columns), block products and the requantize
 // epilogue (docs/fixed-point.md, "Fast kernels").
 #include <algorithm>
+#include <cstdlib>
 
 #include "runtime/fixed_point/fast_depthwise.h"
 #include "runtime/fixed_point/fast_kernels.h"
@@ -107,7 +108,11 @@ void im2col_row(const PackedConv2D& k, const int32_t* image, int64_t g, int64_t 
 
 Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
                    PackedConv2D& out) {
-  if (!supports(p.input.type, p.weight_type)) return Status::error("conv2d: no fast kernel for this type pair");
+  int64_t max_abs_bias = 0;
+  for (const int32_t v : bias) max_abs_bias = std::max<int64_t>(max_abs_bias, std::llabs(int64_t{v}));
+  const int64_t reduction = p.group > 0 ? p.in_channels / p.group * p.kernel_h * p.kernel_w : 0;
+  if (!supports_conv2d(p.input.type, p.input.zero_point, p.weight_type, reduction, max_abs_bias))
+    return Status::error("conv2d: no fast kernel for this type pair");
   // Sizes of x and y as the parameters imply them: only their values are checked per run.
   const int64_t oh = conv_out_h(p), ow = conv_out_w(p);
   const auto x_size = static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w);

@@ -79,7 +79,7 @@ class IntegerOp {
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
     if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
         op_.type == "average_pool" || op_.type == "global_average_pool" ||
-        op_.type == "quantize" || op_.type == "concat") {  // the instruction set only
+        op_.type == "quantize" || op_.type == "concat" || op_.type == "requantize") {  // the instruction set only
       auto packed = std::make_shared<PackedOp>();
       packed->isa = isa;
       return packed;
@@ -335,6 +335,13 @@ class IntegerOp {
     const int32_t zx = tin(0).quant.zero_point, zy = tout().quant.zero_point;
     const std::vector<int32_t>& x = in(0).ints;
     std::vector<int32_t>& y = out().ints;
+    // With x in its type's range, x - zx fits int32 and the fast requantize (exact for int32
+    // accumulators) gives the reference's values; the reference handles anything else.
+    if (packed_ && fx::check_range(x, qtype(tin(0).type), "").ok()) {
+      for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] - zx;
+      fx::fast::requantize_row(packed_->isa, y.data(), static_cast<int64_t>(y.size()), m, zy, lo, hi, y.data(), 1);
+      return Status::ok();
+    }
     for (size_t i = 0; i < x.size(); ++i) y[i] = fx::requantize(int64_t{x[i]} - zx, m, zy, lo, hi);
     return Status::ok();
   }

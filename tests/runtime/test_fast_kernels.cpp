@@ -109,6 +109,9 @@ TEST_CASE("fast conv2d equals fx::conv2d on random shapes, strides, pads, dilati
     if (conv_out_h(p) < 1 || conv_out_w(p) < 1) continue;
     p.input = QParams{0.1, 0, random_8bit(rng)};
     p.input.zero_point = random_in(rng, range_of(p.input.type).min, range_of(p.input.type).max);
+    // 16-bit activations: the zero points whose centered values fit int16.
+    if (trial % 5 == 4) p.input = QParams{0.1, 0, QType::Int16};
+    if (trial % 10 == 9) p.input = QParams{0.1, 32768, QType::UInt16};
     p.output = QParams{0.1, 0, random_8bit(rng)};
     p.output.zero_point = random_in(rng, range_of(p.output.type).min, range_of(p.output.type).max);
     p.clamp = random_clamp(rng);
@@ -140,6 +143,17 @@ TEST_CASE("fast conv2d equals fx::conv2d on random shapes, strides, pads, dilati
     }
   }
   CHECK(compared > 200);
+}
+
+TEST_CASE("fast conv2d takes 16-bit activations only where int16 values and int32 sums are exact") {
+  CHECK(fast::supports_conv2d(QType::Int8, 100, QType::Int8, 1 << 20, 0));
+  CHECK(fast::supports_conv2d(QType::Int16, 0, QType::Int8, 511, 0));
+  CHECK_FALSE(fast::supports_conv2d(QType::Int16, 0, QType::Int8, 512, 0));  // 512 * 2^15 * 2^7 = 2^31
+  CHECK_FALSE(fast::supports_conv2d(QType::Int16, 0, QType::Int8, 511, 1 << 23));
+  CHECK_FALSE(fast::supports_conv2d(QType::Int16, 5, QType::Int8, 9, 0));  // -32768 - 5 leaves int16
+  CHECK(fast::supports_conv2d(QType::UInt16, 32768, QType::Int8, 9, 0));
+  CHECK_FALSE(fast::supports_conv2d(QType::UInt16, 0, QType::Int8, 9, 0));
+  CHECK_FALSE(fast::supports_conv2d(QType::Int16, 0, QType::Int16, 9, 0));
 }
 
 TEST_CASE("fast matmul equals fx::matmul with transposed B, B zero points, bias and clamps") {
@@ -197,8 +211,9 @@ TEST_CASE("fast kernels report the reference's errors and refuse what they do no
   const std::vector<int32_t> huge_bias{INT32_MAX - 10};
   CHECK(fast::pack_conv2d(big, w, huge_bias, packed).message == conv2d(big, std::vector<int32_t>(18, 0), w, huge_bias, y_ref).message);
 
-  Conv2DParams wide = p;
+  Conv2DParams wide = p;  // 16-bit, but x - 7 leaves int16 for x = -32768
   wide.input.type = QType::Int16;
+  wide.input.zero_point = 7;
   CHECK_FALSE(fast::pack_conv2d(wide, w, {}, packed).ok());
   Conv2DParams bad_weight = p;
   CHECK_FALSE(fast::pack_conv2d(bad_weight, std::vector<int32_t>{1, 200}, {}, packed).ok());
