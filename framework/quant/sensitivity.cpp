@@ -2,6 +2,7 @@
 #include "framework/quant/sensitivity.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -291,8 +292,8 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       }
       return sum;
     };
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      Candidate& c = candidates[i];
+    auto measure = [&](std::size_t i) -> Status {
+      const Candidate& c = candidates[i];
       const QuantConfig node_config = only_node(config, c.row.node);
       const std::string what = "sensitivity: " + c.row.op_type + " '" + c.row.node + "'";
       // Weights only: an empty table quantizes no activation, so the bias stays float.
@@ -306,7 +307,18 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
                                chunk_cosine(c.activations, node_config, false, c.row.node, what + " activations"));
         activation_sum[i] += sum;
       }
-    }
+      return Status::ok();
+    };
+    // The candidates go to the threads as they become free (building a variant's model and
+    // executor is as much work as running it, and early nodes have the longest suffixes);
+    // each candidate's sums keep the sample order, so the thread that ran it does not matter.
+    // Its sample runs then go inline. Errors: the first candidate's, as a serial loop gives.
+    std::vector<Status> status(candidates.size(), Status::ok());
+    std::atomic<std::size_t> next{0};
+    pool.parallel_for(static_cast<int64_t>(pool.size()), [&](int64_t, int64_t) {
+      for (std::size_t i = next++; i < candidates.size(); i = next++) status[i] = measure(i);
+    });
+    for (const Status& s : status) QFLOW_RETURN_IF_ERROR(s);
   }
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     SensitivityRow row = candidates[i].row;
