@@ -59,13 +59,6 @@ namespace {
 
 constexpr int kMaxDepth = 256;
 
-// Line and column (1-based) of a byte offset; columns count characters (UTF-8 lead bytes),
-// so they match what an editor shows for valid text.
-struct Position {
-  int64_t line = 1;
-  int64_t column = 1;
-};
-
 class Parser {
  public:
   Parser(std::string_view text, const std::string& source) : text_(text), source_(source) {}
@@ -87,25 +80,13 @@ class Parser {
   bool fail(const std::string& message) { return fail_at(at_, message); }
   bool fail_at(std::size_t offset, const std::string& message) {
     if (status_.is_ok()) {
-      const Position p = position(offset);
+      const TextPosition p = position(offset);
       status_ = invalid_input(source_ + ":" + std::to_string(p.line) + ":" + std::to_string(p.column) + ": " + message);
     }
     return false;
   }
 
-  Position position(std::size_t offset) const {
-    Position p;
-    for (std::size_t i = 0; i < offset && i < text_.size(); ++i) {
-      const auto c = static_cast<unsigned char>(text_[i]);
-      if (c == '\n') {
-        ++p.line;
-        p.column = 1;
-      } else if ((c & 0xC0) != 0x80) {
-        ++p.column;
-      }
-    }
-    return p;
-  }
+  TextPosition position(std::size_t offset) const { return text_position(text_, offset); }
 
   // What the parser found at the current offset, for messages.
   std::string describe_here() const {
@@ -179,7 +160,7 @@ class Parser {
       std::string key;
       if (!parse_string(key)) return false;
       if (const auto it = key_offsets.find(key); it != key_offsets.end()) {
-        const Position first = position(it->second);
+        const TextPosition first = position(it->second);
         return fail_at(key_at, "expected unique keys, found a second '" + key + "' (first at line " +
                                    std::to_string(first.line) + ", column " + std::to_string(first.column) + ")");
       }

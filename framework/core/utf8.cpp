@@ -1,4 +1,4 @@
-// UTF-8 validation (RFC 3629).
+// UTF-8 validation (RFC 3629) and text positions.
 #include "framework/core/utf8.h"
 
 #include <cstdint>
@@ -44,6 +44,20 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
     i += length;
   }
   return std::nullopt;
+}
+
+TextPosition text_position(std::string_view text, std::size_t offset) {
+  TextPosition p;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++p.line;
+      p.column = 1;
+    } else if ((c & 0xC0) != 0x80) {
+      ++p.column;
+    }
+  }
+  return p;
 }
 
 }  // namespace qflow

@@ -125,17 +125,11 @@ class Parser {
     return line;
   }
 
-  // Line and column (counting characters, as an editor does) of byte `offset`.
   Status not_utf8(std::string_view text, std::size_t offset) const {
-    uint32_t line = 1, column = 1;
-    for (std::size_t i = 0; i < offset; ++i) {
-      const auto c = static_cast<unsigned char>(text[i]);
-      if (c == '\n') line += 1, column = 1;
-      else if ((c & 0xC0) != 0x80) ++column;
-    }
+    const TextPosition at = text_position(text, offset);
     char byte[8];
     std::snprintf(byte, sizeof(byte), "0x%02x", static_cast<unsigned char>(text[offset]));
-    const SourcePos pos{path_, line, column};
+    const SourcePos pos{path_, static_cast<uint32_t>(at.line), static_cast<uint32_t>(at.column)};
     return invalid_input(pos.prefix() + "invalid TOML: not UTF-8 (byte " + byte + " does not start a valid sequence)");
   }
 
