@@ -263,37 +263,21 @@ MicroKernels micro_kernels() {
   return kernels;
 }
 
-// The kMr x kNr tile of C at ct (h x w of it inside C) (+)= strip as times strip bs. Partial
-// tiles at the edges go through a full-size buffer, so the kernel never touches memory past C.
-void tile(MicroKernel kernel, int64_t h, int64_t w, int64_t kc, const float* as, const float* bs, float* ct,
-          int64_t ldc, bool accumulate) {
-  if (h == kMr && w == kNr) {
-    kernel(kc, as, bs, ct, ldc, accumulate);
+// A kMr x Width tile of C at ct, of which h rows and w columns lie inside C, computed by
+// run(c, ldc, accumulate). Partial tiles go through a full-size buffer, so a kernel never
+// touches memory past C.
+template <int64_t Width, typename Run>
+void edge_safe(int64_t h, int64_t w, float* ct, int64_t ldc, bool accumulate, Run&& run) {
+  if (h == kMr && w == Width) {
+    run(ct, ldc, accumulate);
     return;
   }
-  alignas(32) float edge[kMr * kNr];
+  alignas(64) float edge[kMr * Width];
   for (int64_t r = 0; r < h; ++r)
-    for (int64_t q = 0; q < w; ++q) edge[r * kNr + q] = accumulate ? ct[r * ldc + q] : 0.0f;
-  kernel(kc, as, bs, edge, kNr, true);
+    for (int64_t q = 0; q < w; ++q) edge[r * Width + q] = accumulate ? ct[r * ldc + q] : 0.0f;
+  run(edge, Width, true);
   for (int64_t r = 0; r < h; ++r)
-    for (int64_t q = 0; q < w; ++q) ct[r * ldc + q] = edge[r * kNr + q];
-}
-
-// The kMr x 2 kNr tile of C at ct (its first h rows inside C) (+)= strip as times the two B
-// strips from bs, through a full-size buffer when h < kMr.
-void pair_tile(PairKernel kernel, int64_t h, int64_t kc, const float* as, const float* bs, float* ct, int64_t ldc,
-               bool accumulate) {
-  if (h == kMr) {
-    kernel(kc, as, bs, bs + kc * kNr, ct, ldc, accumulate);
-    return;
-  }
-  constexpr int64_t kWide = 2 * kNr;
-  alignas(64) float edge[kMr * kWide];
-  for (int64_t r = 0; r < h; ++r)
-    for (int64_t q = 0; q < kWide; ++q) edge[r * kWide + q] = accumulate ? ct[r * ldc + q] : 0.0f;
-  kernel(kc, as, bs, bs + kc * kNr, edge, kWide, true);
-  for (int64_t r = 0; r < h; ++r)
-    for (int64_t q = 0; q < kWide; ++q) ct[r * ldc + q] = edge[r * kWide + q];
+    for (int64_t q = 0; q < w; ++q) ct[r * ldc + q] = edge[r * Width + q];
 }
 
 // C[mc x nc] (+)= a packed A block times a packed B block of depth kc, two full B strips at a
@@ -309,9 +293,14 @@ void macro_kernel(const MicroKernels& kernels, int64_t mc, int64_t nc, int64_t k
       const int64_t h = std::min(kMr, mc - i);
       float* ct = c + i * ldc + j;
       if (pair) {
-        pair_tile(kernels.pair, h, kc, as, bs, ct, ldc, accumulate);
+        edge_safe<2 * kNr>(h, 2 * kNr, ct, ldc, accumulate, [&](float* to, int64_t pitch, bool add) {
+          kernels.pair(kc, as, bs, bs + kc * kNr, to, pitch, add);
+        });
       } else {
-        tile(w <= kNr / 2 && kernels.narrow ? kernels.narrow : kernels.single, h, w, kc, as, bs, ct, ldc, accumulate);
+        const MicroKernel kernel = w <= kNr / 2 && kernels.narrow ? kernels.narrow : kernels.single;
+        edge_safe<kNr>(h, w, ct, ldc, accumulate, [&](float* to, int64_t pitch, bool add) {
+          kernel(kc, as, bs, to, pitch, add);
+        });
       }
     }
     j += pair ? 2 * kNr : kNr;
