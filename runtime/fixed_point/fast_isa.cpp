@@ -1,5 +1,4 @@
 // Run-time choice of the fast kernels' instruction set (docs/fixed-point.md, "Fast kernels").
-#include <algorithm>
 #include <cstdint>
 
 #include "runtime/fixed_point/fast_kernels.h"
@@ -50,10 +49,8 @@ bool supports_conv2d(QType activation, int32_t zero_point, QType weight, int64_t
   if (weight != QType::Int8) return false;
   if (!is_16bit(activation)) return true;
   const Range r = range_of(activation);
-  const int64_t lo = int64_t{r.min} - zero_point, hi = int64_t{r.max} - zero_point;
-  if (lo < INT16_MIN || hi > INT16_MAX) return false;
-  const int64_t product = std::max(-lo, hi) * 128;
-  return max_abs_bias <= INT32_MAX && reduction <= (INT32_MAX - max_abs_bias) / std::max<int64_t>(1, product);
+  if (int64_t{r.min} - zero_point < INT16_MIN || int64_t{r.max} - zero_point > INT16_MAX) return false;
+  return reduction <= max_reduction(activation, zero_point, weight, max_abs_bias, INT32_MAX);
 }
 
 }  // namespace qflow::fx::fast

@@ -84,6 +84,10 @@ Status check_type_pair(QType activation, QType weight);
 // The largest reduction length K for which no accumulator can overflow, given the input zero
 // point and the largest |bias|.
 int64_t max_reduction(QType activation, int32_t activation_zero_point, QType weight, int64_t max_abs_bias);
+// The same for an accumulator that holds |values| up to accumulator_max (the fast kernels'
+// int32 for 16-bit activations).
+int64_t max_reduction(QType activation, int32_t activation_zero_point, QType weight, int64_t max_abs_bias,
+                      int64_t accumulator_max);
 
 // Output clamp of a fused Relu / Relu6 / Clip, in quantized output units (intersected with the
 // output type's range). The defaults leave the type's range.

@@ -100,8 +100,13 @@ Status check_type_pair(QType activation, QType weight) {
 }
 
 int64_t max_reduction(QType activation, int32_t activation_zero_point, QType weight, int64_t max_abs_bias) {
+  return max_reduction(activation, activation_zero_point, weight, max_abs_bias, accumulator_limit(activation));
+}
+
+int64_t max_reduction(QType activation, int32_t activation_zero_point, QType weight, int64_t max_abs_bias,
+                      int64_t accumulator_max) {
   const int64_t product = max_abs_offset(activation, activation_zero_point) * max_abs_value(weight);
-  const int64_t room = accumulator_limit(activation) - max_abs_bias;
+  const int64_t room = accumulator_max - max_abs_bias;
   if (room <= 0 || product == 0) return room <= 0 ? 0 : std::numeric_limits<int64_t>::max();
   return room / product;
 }
