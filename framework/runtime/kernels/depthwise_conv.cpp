@@ -155,7 +155,7 @@ void DepthwisePlan::clear(T* scratch) const {
 // Plain loops: rows are tens of elements, where a memcpy call per row costs more than the copy.
 template <typename T>
 __attribute__((optimize("no-tree-loop-distribute-patterns"))) void DepthwisePlan::fill(const T* image, T* scratch,
-                                                                                      DepthwiseIsa isa) const {
+                                                                                      bool avx2) const {
   const int64_t ih = g_.in_spatial[0], iw = g_.in_spatial[1], ph = g_.pads_begin[0], pw = g_.pads_begin[1];
   const int64_t sw = phases_;
   const int64_t y_begin = std::min(rows_, ph), y_end = std::max(y_begin, std::min(rows_, ih + ph));
@@ -166,14 +166,14 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) void DepthwisePlan
     const int64_t last = std::max(first, iw - 1 - shift < 0 ? int64_t{0} : std::min(width_, (iw - 1 - shift) / sw + 1));
 #ifdef QFLOW_DEPTHWISE_AVX2
     if constexpr (std::is_same_v<T, float>) {
-      if (sw == 1 && isa == DepthwiseIsa::Avx2 && last > first) {
+      if (sw == 1 && avx2 && last > first) {
         copy_rows_avx2(image + (y_begin - ph) * iw + shift + first, iw, scratch + y_begin * width_ + first, width_,
                        y_end - y_begin, last - first);
         continue;
       }
     }
 #endif
-    (void)isa;
+    (void)avx2;  // without the AVX2 copy (other architectures)
     for (int64_t y = y_begin; y < y_end; ++y) {
       T* __restrict row = scratch + (p * rows_ + y) * width_;
       const T* __restrict line = image + (y - ph) * iw + shift;
@@ -233,16 +233,17 @@ void DepthwisePlan::run(const T* image, const T* weights, T* out, T* scratch, De
     direct(image, weights, out);
     return;
   }
-  fill(image, scratch, isa);
+  // The AVX2 loops, for float, only where the CPU has them, whatever the caller asked.
+  const bool avx2 = std::is_same_v<T, float> && isa == DepthwiseIsa::Avx2 && depthwise_isa_supported(isa);
+  fill(image, scratch, avx2);
 #ifdef QFLOW_DEPTHWISE_AVX2
   if constexpr (std::is_same_v<T, float>) {
-    if (isa == DepthwiseIsa::Avx2 && depthwise_isa_supported(isa)) {
+    if (avx2) {
       accumulate_avx2(scratch, weights, taps_, g_.out_spatial[0], g_.out_spatial[1], g_.strides[0] * width_, out);
       return;
     }
   }
 #endif
-  (void)isa;
   accumulate_portable(scratch, weights, out);
 }
 

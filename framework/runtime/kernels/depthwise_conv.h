@@ -41,7 +41,7 @@ class DepthwisePlan {
 
  private:
   template <typename T>
-  void fill(const T* image, T* scratch, DepthwiseIsa isa) const;
+  void fill(const T* image, T* scratch, bool avx2) const;
   template <typename T>
   void direct(const T* image, const T* weights, T* out) const;
   template <typename T>
