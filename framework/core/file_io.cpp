@@ -60,7 +60,8 @@ Expected<std::string> read_file_prefix(const std::string& path, int64_t max_byte
   return read_bytes(path, max_bytes, false);
 }
 
-Status write_file_atomic(const std::string& path, std::string_view bytes) {
+Status write_file_atomic(const std::string& path, std::string_view bytes, Durability durability) {
+  const bool synced = durability == Durability::Synced;
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return io_error(os_error("cannot write", path));
@@ -76,7 +77,7 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if ((synced && ::fsync(fd) != 0) || ::close(fd) != 0) {
     Status s = io_error(os_error("cannot write", path));
     ::unlink(tmp.c_str());
     return s;
@@ -86,6 +87,7 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
     ::unlink(tmp.c_str());
     return s;
   }
+  if (!synced) return Status::ok();
   // The rename itself is durable only once the folder is synced.
   const std::string::size_type slash = path.rfind('/');
   const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
@@ -94,6 +96,14 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
     ::fsync(dir);
     ::close(dir);
   }
+  return Status::ok();
+}
+
+Status sync_filesystem(const std::string& folder) {
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return io_error(os_error("cannot open", folder));
+  const FdCloser closer{dir};
+  if (::syncfs(dir) != 0) return io_error(os_error("cannot flush the files written to", folder));
   return Status::ok();
 }
 

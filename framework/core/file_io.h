@@ -14,11 +14,17 @@ Expected<std::string> read_file(const std::string& path, int64_t max_bytes = int
 // Reads at most the first max_bytes of the file (all of it when shorter): headers that
 // say how big the rest is are checked before the rest is read.
 Expected<std::string> read_file_prefix(const std::string& path, int64_t max_bytes);
-// Writes `bytes` to path.tmp.<pid> in the same folder, fsyncs it, renames it over `path`
-// and fsyncs the folder, so readers (and a machine that loses power or a process killed
-// at any point) see either the old file or the complete new one, never a partial one.
+// Writes `bytes` to path.tmp.<pid> in the same folder and renames it over `path`, so readers
+// (and a process killed at any point) see either the old file or the complete new one, never
+// a partial one. Synced also fsyncs the file before the rename and the folder after it, so a
+// machine that loses power keeps that guarantee. Deferred skips both: the caller makes a batch
+// of writes durable at once with sync_filesystem (a pipeline does so before its manifest).
 // A killed writer can leave its path.tmp.<pid> behind; remove_stale_temp_files cleans up.
-Status write_file_atomic(const std::string& path, std::string_view bytes);
+enum class Durability { Synced, Deferred };
+Status write_file_atomic(const std::string& path, std::string_view bytes, Durability durability = Durability::Synced);
+// Flushes everything written to the filesystem that holds `folder` (syncfs): one flush for a
+// batch of Deferred writes instead of two fsyncs per file.
+Status sync_filesystem(const std::string& folder);
 // True for names write_file_atomic uses for its temporary files ("<name>.tmp.<digits>").
 bool is_atomic_temp_name(std::string_view file_name);
 // Removes the temporary files of atomic writes in `folder` left by other processes (a

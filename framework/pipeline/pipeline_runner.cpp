@@ -198,7 +198,7 @@ class Scheduler {
       work();
     }
     std::lock_guard lock(mutex_);
-    const Status written = write_manifest(failures_.empty());
+    const Status written = write_manifest(failures_.empty(), Durability::Synced);
     if (!failures_.empty()) return failures_.begin()->second;
     QFLOW_RETURN_IF_ERROR(written);
     if (options_.progress) options_.progress("wrote " + manifest_path());
@@ -209,9 +209,13 @@ class Scheduler {
   std::string manifest_path() const { return (std::filesystem::path(options_.out_dir) / "manifest.json").string(); }
 
   // Callers hold mutex_ (or no other thread runs): the manifest reflects done_ and failures_.
-  Status write_manifest(bool complete) {
+  // Artifacts and the manifests written while stages run are Deferred (atomic, not flushed);
+  // the run's last manifest first flushes them all in one go and is itself written durably,
+  // so after a power loss a final manifest lists only artifacts that reached the disk.
+  Status write_manifest(bool complete, Durability durability = Durability::Deferred) {
     QFLOW_ASSIGN_OR_RETURN(std::string manifest, manifest_json(pipeline_, done_, complete, failures_));
-    return write_file_atomic(manifest_path(), manifest);
+    if (durability == Durability::Synced) QFLOW_RETURN_IF_ERROR(sync_filesystem(options_.out_dir));
+    return write_file_atomic(manifest_path(), manifest, durability);
   }
 
   // Enforces --stage-timeout (or a stage's own timeout key) and --max-memory on running
@@ -247,7 +251,7 @@ class Scheduler {
       const PipelineStage& stage = pipeline_.stages[breach->first];
       const Status status = invalid_input("stage '" + stage.id + "' (" + canonical_use(stage) + ") " + breach->second);
       failures_.emplace(breach->first, status);
-      const Status written = write_manifest(false);
+      const Status written = write_manifest(false, Durability::Synced);
       if (options_.stop_process) options_.stop_process(written.is_ok() ? status : written);
       std::_Exit(2);
     }
@@ -331,10 +335,11 @@ class Scheduler {
     const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
     if (!result) return result.status().with_context(context);
     const std::string path = (std::filesystem::path(options_.out_dir) / stage.output).string();
-    const Status written = write_file_atomic(path, result->artifact.bytes);
+    const Status written = write_file_atomic(path, result->artifact.bytes, Durability::Deferred);
     if (!written.is_ok()) return written.with_context(context);
     for (const auto& [name, bytes] : result->side_files) {
-      const Status side = write_file_atomic((std::filesystem::path(options_.out_dir) / name).string(), bytes);
+      const Status side =
+          write_file_atomic((std::filesystem::path(options_.out_dir) / name).string(), bytes, Durability::Deferred);
       if (!side.is_ok()) return side.with_context(context);
     }
     Completed completed;
