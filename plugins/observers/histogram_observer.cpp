@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <vector>
 
 #include "state_codec.h"
 #include "value_scan.h"
@@ -21,6 +22,55 @@ constexpr std::size_t kHeaderBytes = 4 + 4 + 4 + 8 + 3 * 8 + 2 * 8;
 
 bool same_bits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
 
+// Counting is the slow step when many values share a bin (a ReLU's zeros): each increment
+// waits for the previous one's store. Large inputs therefore count into four interleaved
+// tallies, one per value position mod 4, added into `histogram` at the end.
+class Tallies {
+ public:
+  static constexpr int kLanes = 4;
+  Tallies(std::size_t n, int32_t last) : bins_(static_cast<std::size_t>(last) + 1) {
+    // Worth zeroing and summing the lanes only when the input is much longer than the bins.
+    if (n < 2 * bins_ || bins_ > (std::size_t{1} << 16)) return;
+    thread_local std::vector<uint32_t> storage;
+    storage.assign(kLanes * bins_, 0);
+    lanes_ = storage.data();
+  }
+  Tallies(const Tallies&) = delete;
+  Tallies& operator=(const Tallies&) = delete;
+
+  void count(const int32_t* bin, std::size_t m, uint64_t* histogram) {
+    if (!lanes_) {
+      for (std::size_t j = 0; j < m; ++j) ++histogram[static_cast<std::size_t>(bin[j])];
+      return;
+    }
+    std::size_t j = 0;
+    for (; j + kLanes <= m; j += kLanes)
+      for (int l = 0; l < kLanes; ++l) ++lanes_[static_cast<std::size_t>(l) * bins_ + static_cast<std::size_t>(bin[j + l])];
+    for (; j < m; ++j) ++lanes_[static_cast<std::size_t>(bin[j])];
+    // uint32 lanes: fold them in before any could reach 2^32.
+    if ((counted_ += m) >= (std::size_t{1} << 31)) flush(histogram);
+  }
+
+  void flush(uint64_t* histogram) {
+    if (!lanes_) return;
+    for (std::size_t b = 0; b < bins_; ++b) {
+      uint64_t sum = 0;
+      for (int l = 0; l < kLanes; ++l) {
+        uint32_t& lane = lanes_[static_cast<std::size_t>(l) * bins_ + b];
+        sum += lane;
+        lane = 0;
+      }
+      histogram[b] += sum;
+    }
+    counted_ = 0;
+  }
+
+ private:
+  std::size_t bins_;
+  uint32_t* lanes_ = nullptr;
+  std::size_t counted_ = 0;
+};
+
 // Pass 1: adds floor(|x| / top * bins) (capped at the last bin) of every finite x to
 // `histogram`; returns the index of a finite |x| above `top`, or -1. Blocks of kBinBlock
 // values, each in loops without per-value branches that the compiler vectorizes: the checks
@@ -33,6 +83,7 @@ __attribute__((target_clones("avx2", "default"))) int64_t bin_values(const float
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr std::size_t kBinBlock = 256;
   int32_t bin[kBinBlock];
+  Tallies tallies(n, last);
   for (std::size_t start = 0; start < n; start += kBinBlock) {
     const std::size_t m = std::min(kBinBlock, n - start);
     const float* x = xs + start;
@@ -45,7 +96,10 @@ __attribute__((target_clones("avx2", "default"))) int64_t bin_values(const float
     if (over) {
       for (std::size_t j = 0; j < m; ++j) {
         const double a = std::fabs(static_cast<double>(x[j]));
-        if (std::isfinite(a) && a > top) return static_cast<int64_t>(start + j);
+        if (std::isfinite(a) && a > top) {
+          tallies.flush(histogram);
+          return static_cast<int64_t>(start + j);
+        }
       }
     }
     for (std::size_t j = 0; j < m; ++j) {
@@ -54,9 +108,10 @@ __attribute__((target_clones("avx2", "default"))) int64_t bin_values(const float
       const auto b = static_cast<int32_t>(kept / divisor * scale);
       bin[j] = b < last ? b : last;
     }
-    for (std::size_t j = 0; j < m; ++j) ++histogram[static_cast<std::size_t>(bin[j])];
+    tallies.count(bin, m, histogram);
     histogram[0] -= static_cast<uint64_t>(skipped);  // the non-finite values went to bin 0 above
   }
+  tallies.flush(histogram);
   return -1;
 }
 
