@@ -434,6 +434,12 @@ Expected<Model> import_onnx_bytes(std::string_view bytes, const std::string& sou
   }
 }
 
+Expected<Model> import_exported_copy(std::string_view bytes, const std::string& source_name) {
+  ImportOptions options;
+  options.run_checker = false;
+  return import_onnx_bytes(bytes, source_name, options);
+}
+
 Expected<Model> import_onnx_file(const std::string& path, const ImportOptions& options) {
   // Refuse before reading: protobuf could not parse it anyway.
   std::error_code error;

@@ -26,6 +26,11 @@ Expected<Model> import_onnx_file(const std::string& path, const ImportOptions& o
 Expected<Model> import_onnx_bytes(std::string_view bytes, const std::string& source_name,
                                   const ImportOptions& options = {});
 
+// Reads back bytes that export_onnx_bytes made from a model in memory: the way the quantization
+// analyses take fresh copies of one model. libonnx's checker is skipped (the copy is exactly
+// what was exported, and re-checking it made up a tenth of a sensitivity stage).
+Expected<Model> import_exported_copy(std::string_view bytes, const std::string& source_name);
+
 // Reads a serialized TensorProto (.pb), as the ONNX backend test data stores inputs/outputs.
 Expected<Tensor> load_tensor_pb_file(const std::string& path, const ImportOptions& options = {});
 

@@ -26,7 +26,7 @@ Expected<std::map<std::string, std::vector<double>>> measure_bias_shift(const Mo
   const QuantConfig& cfg = config ? *config : defaults;
   // A private copy the probes are added to.
   QFLOW_ASSIGN_OR_RETURN(std::string bytes, export_onnx_bytes(float_model));
-  QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(bytes, "bias correction"));
+  QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(bytes, "bias correction"));
   Graph& graph = *model.graph;
   QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
   // Shifts are keyed by node name: nodes without a unique name are left uncorrected.

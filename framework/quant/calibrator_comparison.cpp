@@ -102,7 +102,7 @@ Expected<CalibratorComparison> compare_calibrators(const Model& float_model, con
   for (const CalibratorBranch& branch : branches) {
     const std::string head = "compare-calibrators: branch '" + branch.label + "' (" + branch.method + ")";
     if (!branch.table) return internal_error(head + ": no calibration table");
-    QFLOW_ASSIGN_OR_RETURN(Model qdq, import_onnx_bytes(bytes, "compare-calibrators: float model"));
+    QFLOW_ASSIGN_OR_RETURN(Model qdq, import_exported_copy(bytes, "compare-calibrators: float model"));
     QdqOptions options;
     options.weights = weights;
     QFLOW_RETURN_IF_ERROR(build_qdq_model(qdq, *branch.table, config, options).with_context(head));

@@ -65,7 +65,7 @@ OutputCosine::~OutputCosine() = default;
 Expected<std::unique_ptr<OutputCosine>> OutputCosine::create(std::string float_model, const Dataset& dataset,
                                                              const QuantConfig* config, int threads) {
   std::unique_ptr<OutputCosine> self(new OutputCosine(std::move(float_model), dataset, config, threads));
-  QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(self->bytes_, "output cosine: float model"));
+  QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(self->bytes_, "output cosine: float model"));
   const std::vector<Value*> inputs = model.graph->runtime_inputs();
   if (inputs.size() != 1)
     return unsupported("output cosine: the model has " + std::to_string(inputs.size()) +
@@ -120,7 +120,7 @@ Expected<double> OutputCosine::evaluate(const QuantTable& table) const {
     have_float_outputs_ = true;
   }
   if (float_outputs_.empty()) return invalid_input("output cosine: the dataset has no samples");
-  QFLOW_ASSIGN_OR_RETURN(Model qdq, import_onnx_bytes(bytes_, "output cosine: float model"));
+  QFLOW_ASSIGN_OR_RETURN(Model qdq, import_exported_copy(bytes_, "output cosine: float model"));
   QdqOptions options;
   options.weights = false;
   QFLOW_RETURN_IF_ERROR(build_qdq_model(qdq, table, config_, options));

@@ -216,7 +216,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   QFLOW_ASSIGN_OR_RETURN(const std::string bytes, export_onnx_bytes(float_model));
   auto build = [&](const QuantConfig& overrides) -> Expected<Model> {
     const QuantConfig cfg = merge_quant_config(base, overrides);
-    QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(bytes, "precision search: float model"));
+    QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(bytes, "precision search: float model"));
     (void)infer_shapes(model);  // as the quantize stage: the backend's checks need shapes
     QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(*model.graph, table, &cfg));
     QdqOptions qdq;

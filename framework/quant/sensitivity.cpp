@@ -270,7 +270,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     // Sum over this chunk's samples, in sample order, of the output cosine of one variant.
     auto chunk_cosine = [&](const QuantTable& node_table, const QuantConfig& node_config, bool weights,
                             const std::string& node, const std::string& what) -> Expected<double> {
-      QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_bytes(bytes, "sensitivity: float model"));
+      QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(bytes, "sensitivity: float model"));
       QdqOptions options;
       options.weights = weights;
       if (Status s = build_qdq_model(model, node_table, &node_config, options); !s.is_ok()) return s.with_context(what);
