@@ -50,6 +50,19 @@ void gemm_pairs_s16(Isa isa, const int16_t* w, int64_t rows, const int16_t* x, i
 // out[2i] = a[i], out[2i + 1] = b[i] for i < n (n a multiple of kPixelBlock).
 void interleave_s16(Isa isa, const int16_t* a, const int16_t* b, int64_t n, int16_t* out);
 
+// The 8-bit product of conv2d on VNNI CPUs: out[r * ld + c] = init[r] + sum_q (w quad q of row r) .
+// (x quad q of column c) in int32 with wraparound, w signed and x unsigned bytes, for r < rows (a
+// multiple of kQuadRowBlock) and c < cols (a multiple of kQuadPixelBlock). w holds, per block of
+// kQuadRowBlock rows, [quads][kQuadRowBlock][4] int8; x holds [quads][cols][4] uint8.
+inline constexpr int64_t kQuadRowBlock = 8;
+inline constexpr int64_t kQuadPixelBlock = 32;
+// True where gemm_quads_u8s8 has vector code (VNNI); conv2d uses the int16 pairs elsewhere.
+bool quads_supported(Isa isa);
+void gemm_quads_u8s8(Isa isa, const int8_t* w, int64_t rows, const uint8_t* x, int64_t cols, int64_t quads,
+                     const int32_t* init, int32_t* out, int64_t ld);
+// out[4i + j] = rows[j][i] for j < 4 and i < n (n a multiple of 16).
+void interleave4_u8(Isa isa, const uint8_t* const rows[4], int64_t n, uint8_t* out);
+
 // y[i * stride] = requantize(acc[i], m, zero_point, lo, hi) for i < n (|acc[i]| < 2^31).
 void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi,
                     int32_t* y, int64_t stride);
@@ -69,6 +82,16 @@ struct PackedConv2D {
   std::vector<int16_t> weights;           // [group][group_rows / kRowBlock][pairs][kRowBlock][2], for gemm_pairs_s16
   std::vector<int32_t> taps;              // [out_channels][kH * kW] instead, for one input channel per group
   std::vector<int32_t> bias;              // [group][group_rows]
+  // 8-bit activations also pack for gemm_quads_u8s8: the input goes in as x + quad_offset
+  // (unsigned bytes, padding taps zero_point + quad_offset), and quad_init[row] is the bias
+  // minus (zero_point + quad_offset) * (the row's weight sum), modulo 2^32.
+  int64_t quads = 0;                      // reduction indices in quads (the last one zero padded)
+  int64_t quad_rows = 0;                  // out_channels / group rounded up to kQuadRowBlock
+  int32_t quad_offset = 0;                // 128 for int8 activations, 0 for uint8
+  std::vector<int8_t> quad_weights;       // [group][quad_rows / kQuadRowBlock][quads][kQuadRowBlock][4]
+  std::vector<int32_t> quad_init;         // [group][quad_rows]
+  int64_t padded_h = 0, padded_w = 0;     // the input plane with its pads
+  std::vector<int64_t> quad_taps;         // [quads * 4]: where reduction index r reads the padded plane
   std::vector<Multiplier> multipliers;    // [out_channels]
   int32_t lo = 0, hi = 0;                 // output bounds (type range and clamp)
 };

@@ -3,6 +3,7 @@
 // epilogue (docs/fixed-point.md, "Fast kernels").
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 
 #include "runtime/fixed_point/fast_depthwise.h"
 #include "runtime/fixed_point/fast_kernels.h"
@@ -12,9 +13,17 @@ namespace {
 
 int64_t round_up(int64_t v, int64_t step) { return (v + step - 1) / step * step; }
 
+// A run of output pixels [t, t + run) of a tile whose taps start at `base` in the padded plane
+// (plus the tap's offset), `stride` bytes apart.
+struct PixelRun {
+  int64_t t, base, run;
+};
+
 // Per-thread buffers reused across runs: columns, accumulators, the depthwise plane.
 struct Scratch {
   std::vector<int16_t> columns, rows;  // matmul columns; conv2d's interleaved tile and two rows
+  std::vector<uint8_t> quad_columns, quad_plane;  // conv2d's quad tile and padded byte plane
+  std::vector<PixelRun> pixel_runs;
   std::vector<int32_t> acc;
   std::vector<int32_t> plane;
 };
@@ -56,25 +65,65 @@ int64_t pixel_tile(int64_t pairs, int64_t pixels) {
   return std::min(by_cache, round_up(pixels, kPixelBlock));
 }
 
+// Pixels per tile of the quad conv2d: about 64 KiB of pixel quads, a multiple of kQuadPixelBlock.
+int64_t quad_pixel_tile(int64_t quads, int64_t pixels) {
+  const int64_t by_cache = std::clamp<int64_t>(16384 / std::max<int64_t>(quads, 1) / kQuadPixelBlock * kQuadPixelBlock,
+                                               kQuadPixelBlock, 1024);
+  return std::min(by_cache, round_up(pixels, kQuadPixelBlock));
+}
+
+// dst[i] = T(src[i] + add) for i < n, the values in T's range: the contiguous copies of im2col,
+// vectorized for the CPU (the baseline build has SSE2 only).
+#define QFLOW_CONVERT_RUN(NAME, TARGET, T)                                                      \
+  __attribute__((target(TARGET))) void NAME(const int32_t* src, int64_t n, int32_t add, T* dst) { \
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i] + add);                      \
+  }
+#if defined(__x86_64__) && defined(__GNUC__)
+QFLOW_CONVERT_RUN(convert_run_avx512_u8, "avx512f,avx512bw,avx512vl", uint8_t)
+QFLOW_CONVERT_RUN(convert_run_avx2_u8, "avx2", uint8_t)
+QFLOW_CONVERT_RUN(convert_run_avx512_s16, "avx512f,avx512bw,avx512vl", int16_t)
+QFLOW_CONVERT_RUN(convert_run_avx2_s16, "avx2", int16_t)
+#endif
+#undef QFLOW_CONVERT_RUN
+
+template <typename T>
+void convert_run(Isa isa, const int32_t* src, int64_t n, int32_t add, T* dst) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (n >= 16) {
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      if (isa == Isa::Avx512Vnni) return convert_run_avx512_u8(src, n, add, dst);
+      if (isa != Isa::Portable) return convert_run_avx2_u8(src, n, add, dst);
+    } else {
+      if (isa == Isa::Avx512Vnni) return convert_run_avx512_s16(src, n, add, dst);
+      if (isa != Isa::Portable) return convert_run_avx2_s16(src, n, add, dst);
+    }
+  }
+#else
+  (void)isa;
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i] + add);
+}
+
 // Row r of the im2col matrix of image n, group g (r = (c, ky, kx) in the weights' order) over output
-// pixels [p0, p0 + count): x - zp at each tap, 0 for padding taps; zeros up to `tile`. Output rows
+// pixels [p0, p0 + count): x - zp at each tap, 0 for padding taps and up to `tile`. Output rows
 // are copied segment by segment, so the loop over pixels is contiguous (stride 1) or strided.
-void im2col_row(const PackedConv2D& k, const int32_t* image, int64_t g, int64_t r, int64_t p0, int64_t count,
+void im2col_row(const PackedConv2D& k, Isa isa, const int32_t* image, int64_t g, int64_t r, int64_t p0, int64_t count,
                 int64_t tile, int16_t* dst) {
   const Conv2DParams& p = k.params;
+  const int32_t add = -p.input.zero_point;
+  constexpr int16_t pad = 0;
   const int64_t kh = p.kernel_h, kw = p.kernel_w, cg = p.in_channels / p.group;
   const int64_t plane = p.in_h * p.in_w;
-  const int32_t zp = p.input.zero_point;
-  std::fill(dst + count, dst + tile, int16_t{0});
+  std::fill(dst + count, dst + tile, pad);
   if (r >= cg * kh * kw) {  // the zero row that completes the last pair
-    std::fill(dst, dst + count, int16_t{0});
+    std::fill(dst, dst + count, pad);
     return;
   }
   const int64_t c = r / (kh * kw), ky = r % (kh * kw) / kw, kx = r % kw;
   const int32_t* xc = image + (g * cg + c) * plane;
   const int64_t sy = p.strides[0], sx = p.strides[1];
   if (kh == 1 && kw == 1 && sy == 1 && sx == 1 && p.pads[0] == 0 && p.pads[1] == 0 && p.pads[2] == 0 && p.pads[3] == 0) {
-    for (int64_t t = 0; t < count; ++t) dst[t] = static_cast<int16_t>(xc[p0 + t] - zp);
+    convert_run(isa, xc + p0, count, add, dst);
     return;
   }
   // The output columns whose tap column ix = ox * sx - pad_left + kx * dx lies inside the input.
@@ -89,18 +138,152 @@ void im2col_row(const PackedConv2D& k, const int32_t* image, int64_t g, int64_t 
     int16_t* d = dst + t;  // d[ox - ox0] for ox in [ox0, ox0 + run)
     const int64_t end = ox0 + run;
     if (iy < 0 || iy >= p.in_h || ox_lo >= ox_hi) {
-      std::fill(d, d + run, int16_t{0});
+      std::fill(d, d + run, pad);
     } else {
       const int64_t lo = std::clamp(ox_lo, ox0, end), hi = std::clamp(ox_hi, lo, end);
-      std::fill(d, d + (lo - ox0), int16_t{0});
+      std::fill(d, d + (lo - ox0), pad);
       const int32_t* row = xc + iy * p.in_w;
       if (sx == 1)
-        for (int64_t ox = lo; ox < hi; ++ox) d[ox - ox0] = static_cast<int16_t>(row[ox + off] - zp);
+        convert_run(isa, row + lo + off, hi - lo, add, d + (lo - ox0));
       else
-        for (int64_t ox = lo; ox < hi; ++ox) d[ox - ox0] = static_cast<int16_t>(row[ox * sx + off] - zp);
-      std::fill(d + (hi - ox0), d + run, int16_t{0});
+        for (int64_t ox = lo; ox < hi; ++ox) d[ox - ox0] = static_cast<int16_t>(row[ox * sx + off] + add);
+      std::fill(d + (hi - ox0), d + run, pad);
     }
     t += run;
+  }
+}
+
+// The input channels of one image and group as unsigned bytes x + quad_offset on a plane
+// padded with zero_point + quad_offset: every tap of every output pixel lies inside it, so the
+// quad tiles are gathered without bounds checks, and each value is converted once, not once
+// per tap.
+void pad_plane(const PackedConv2D& k, Isa isa, const int32_t* x, uint8_t pad, uint8_t* plane) {
+  const Conv2DParams& p = k.params;
+  const int64_t cg = p.in_channels / p.group, hp = k.padded_h, wp = k.padded_w;
+  const int64_t left = p.pads[1], right = wp - left - p.in_w;
+  for (int64_t c = 0; c < cg; ++c)
+    for (int64_t py = 0; py < hp; ++py) {
+      uint8_t* row = plane + (c * hp + py) * wp;
+      const int64_t iy = py - p.pads[0];
+      if (iy < 0 || iy >= p.in_h) {
+        std::fill(row, row + wp, pad);
+        continue;
+      }
+      std::fill(row, row + left, pad);
+      convert_run(isa, x + (c * p.in_h + iy) * p.in_w, p.in_w, k.quad_offset, row + left);
+      std::fill(row + left + p.in_w, row + left + p.in_w + right, pad);
+    }
+}
+
+// out[4i + j] = src[j][i * stride] for i < n, j < 4.
+void gather_quads(Isa isa, const uint8_t* const src[4], int64_t n, int64_t stride, uint8_t* out) {
+  int64_t i = 0;
+  if (stride == 1 && n >= 16) {
+    i = n / 16 * 16;
+    interleave4_u8(isa, src, i, out);
+  }
+  for (; i < n; ++i)
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = src[j][i * stride];
+}
+
+// conv2d on gemm_quads_u8s8 (k.quad_weights packed, a VNNI isa).
+void conv2d_quads(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, Scratch& s) {
+  const Conv2DParams& p = k.params;
+  const int64_t plane_in = p.in_channels * p.in_h * p.in_w, pixels = k.out_h * k.out_w;
+  const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+  const int64_t sy = p.strides[0], sx = p.strides[1];
+  const int64_t tile = quad_pixel_tile(k.quads, pixels);
+  uint8_t* quads = sized(s.quad_columns, k.quads * tile * 4);
+  uint8_t* plane = sized(s.quad_plane, cg * k.padded_h * k.padded_w);
+  int32_t* acc = sized(s.acc, k.quad_rows * tile);
+  std::vector<PixelRun>& runs = s.pixel_runs;
+  const auto pad = static_cast<uint8_t>(p.input.zero_point + k.quad_offset);
+  for (int64_t n = 0; n < p.batch; ++n)
+    for (int64_t g = 0; g < p.group; ++g) {
+      pad_plane(k, isa, x + n * plane_in + g * cg * p.in_h * p.in_w, pad, plane);
+      const int8_t* wg = k.quad_weights.data() + g * k.quad_rows * k.quads * 4;
+      const int32_t* ig = k.quad_init.data() + g * k.quad_rows;
+      for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
+        const int64_t count = std::min(tile, pixels - p0), cols = round_up(count, kQuadPixelBlock);
+        // The tile's output rows; rows that continue each other in the plane (1x1, stride 1,
+        // no padding) merge into one run.
+        runs.clear();
+        for (int64_t t = 0; t < count;) {
+          const int64_t pix = p0 + t, oy = pix / k.out_w, ox = pix % k.out_w;
+          const int64_t run = std::min(k.out_w - ox, count - t), base = oy * sy * k.padded_w + ox * sx;
+          if (!runs.empty() && sx == 1 && runs.back().base + runs.back().run == base) runs.back().run += run;
+          else runs.push_back(PixelRun{t, base, run});
+          t += run;
+        }
+        for (int64_t q = 0; q < k.quads; ++q) {
+          const int64_t* tap = k.quad_taps.data() + 4 * q;
+          uint8_t* dst = quads + q * cols * 4;
+          for (const PixelRun& r : runs) {
+            const uint8_t* const src[4] = {plane + tap[0] + r.base, plane + tap[1] + r.base, plane + tap[2] + r.base,
+                                           plane + tap[3] + r.base};
+            gather_quads(isa, src, r.run, sx, dst + r.t * 4);
+          }
+          std::fill(dst + count * 4, dst + cols * 4, pad);  // columns past the tile's pixels
+        }
+        gemm_quads_u8s8(isa, wg, k.quad_rows, quads, cols, k.quads, ig, acc, tile);
+        for (int64_t r = 0; r < mg; ++r) {
+          const int64_t m = g * mg + r;
+          requantize_row(isa, acc + r * tile, count, k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo,
+                         k.hi, y + (n * p.out_channels + m) * pixels + p0, 1);
+        }
+      }
+    }
+}
+
+// The padded plane's extent along one axis: it reaches the last tap of the last output pixel
+// even where conv_out_h / conv_out_w rounded a negative span up to one output (those taps
+// read padding, as in the reference).
+int64_t padded_extent(int64_t in, int64_t pad_begin, int64_t pad_end, int64_t out, int64_t stride, int64_t kernel,
+                      int64_t dilation) {
+  return std::max(in + pad_begin + pad_end, (std::max<int64_t>(out, 1) - 1) * stride + (kernel - 1) * dilation + 1);
+}
+
+// The quad path copies the input onto a padded plane: only for geometry whose plane stays
+// small (a hostile program's huge pads or strides take the pairs, which allocate nothing
+// by them). The 2^16 bounds keep the products below in int64.
+bool padded_plane_fits(const Conv2DParams& p) {
+  constexpr int64_t kLimit = int64_t{1} << 16;
+  for (const int64_t v : {p.pads[0], p.pads[1], p.pads[2], p.pads[3], p.strides[0], p.strides[1],
+                          p.dilations[0] * p.kernel_h, p.dilations[1] * p.kernel_w, p.in_h, p.in_w})
+    if (v > kLimit) return false;
+  const int64_t hp = padded_extent(p.in_h, p.pads[0], p.pads[2], conv_out_h(p), p.strides[0], p.kernel_h, p.dilations[0]);
+  const int64_t wp = padded_extent(p.in_w, p.pads[1], p.pads[3], conv_out_w(p), p.strides[1], p.kernel_w, p.dilations[1]);
+  return p.in_channels / p.group * hp <= (int64_t{1} << 30) / wp;
+}
+
+// The quad layout of PackedConv2D for 8-bit activations (see fast_kernels.h).
+void pack_quads(const Conv2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias, PackedConv2D& out) {
+  const int64_t mg = p.out_channels / p.group, k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
+  out.quads = (k + 3) / 4;
+  out.quad_rows = round_up(mg, kQuadRowBlock);
+  out.quad_offset = p.input.type == QType::Int8 ? 128 : 0;
+  out.quad_weights.assign(static_cast<size_t>(p.group * out.quad_rows * out.quads * 4), 0);
+  out.quad_init.assign(static_cast<size_t>(p.group * out.quad_rows), 0);
+  // Tap offsets in the padded plane; the zero-weight indices past k reuse tap 0.
+  out.padded_h = padded_extent(p.in_h, p.pads[0], p.pads[2], conv_out_h(p), p.strides[0], p.kernel_h, p.dilations[0]);
+  out.padded_w = padded_extent(p.in_w, p.pads[1], p.pads[3], conv_out_w(p), p.strides[1], p.kernel_w, p.dilations[1]);
+  out.quad_taps.assign(static_cast<size_t>(out.quads * 4), 0);
+  const int64_t kh = p.kernel_h, kw = p.kernel_w;
+  for (int64_t r = 0; r < k; ++r)
+    out.quad_taps[static_cast<size_t>(r)] = (r / (kh * kw) * out.padded_h + r % (kh * kw) / kw * p.dilations[0]) * out.padded_w +
+                                            r % kw * p.dilations[1];
+  const int64_t shift = int64_t{p.input.zero_point} + out.quad_offset;
+  for (int64_t m = 0; m < p.out_channels; ++m) {
+    const int64_t row = m / mg * out.quad_rows + m % mg;
+    int8_t* block = out.quad_weights.data() + row / kQuadRowBlock * kQuadRowBlock * out.quads * 4;
+    int64_t sum = 0;
+    for (int64_t t = 0; t < k; ++t) {
+      const int32_t v = w[static_cast<size_t>(m * k + t)];
+      block[(t / 4 * kQuadRowBlock + row % kQuadRowBlock) * 4 + t % 4] = static_cast<int8_t>(v);
+      sum += v;
+    }
+    const int64_t init = (bias.empty() ? 0 : int64_t{bias[static_cast<size_t>(m)]}) - shift * sum;
+    out.quad_init[static_cast<size_t>(row)] = static_cast<int32_t>(static_cast<uint32_t>(init));  // modulo 2^32
   }
 }
 
@@ -139,6 +322,7 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
         block[(t / 2 * kRowBlock + row % kRowBlock) * 2 + t % 2] = static_cast<int16_t>(w[static_cast<size_t>(m * k + t)]);
     if (!bias.empty()) out.bias[static_cast<size_t>(row)] = bias[static_cast<size_t>(m)];
   }
+  if (!depthwise && !is_16bit(p.input.type) && padded_plane_fits(p)) pack_quads(p, w, bias, out);
   out.multipliers = expand(p.multipliers, p.out_channels);
   const Range b = bounds(p.output.type, p.clamp);
   out.lo = b.min;
@@ -157,6 +341,10 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
     detail::depthwise_conv2d(k, isa, x.data(), y.data(), s.plane, s.acc);
     return Status{};
   }
+  if (!k.quad_weights.empty() && quads_supported(isa)) {
+    conv2d_quads(k, isa, x.data(), y.data(), s);
+    return Status{};
+  }
   const int64_t mg = p.out_channels / p.group;
   const int64_t tile = pixel_tile(k.pairs, pixels);
   int16_t* pairs = sized(s.columns, k.pairs * tile * 2);
@@ -171,8 +359,8 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
       for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
         const int64_t count = std::min(tile, pixels - p0), cols = round_up(count, kPixelBlock);
         for (int64_t q = 0; q < k.pairs; ++q) {
-          im2col_row(k, image, g, 2 * q, p0, count, cols, even);
-          im2col_row(k, image, g, 2 * q + 1, p0, count, cols, odd);
+          im2col_row(k, isa, image, g, 2 * q, p0, count, cols, even);
+          im2col_row(k, isa, image, g, 2 * q + 1, p0, count, cols, odd);
           interleave_s16(isa, even, odd, cols, pairs + q * cols * 2);
         }
         gemm_pairs_s16(isa, wg, k.group_rows, pairs, cols, k.pairs, bg, acc, tile);

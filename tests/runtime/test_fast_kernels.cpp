@@ -145,6 +145,75 @@ TEST_CASE("fast conv2d equals fx::conv2d on random shapes, strides, pads, dilati
   CHECK(compared > 200);
 }
 
+TEST_CASE("fast conv2d equals fx::conv2d on layers that span many pixel tiles") {
+  // Tiles that start inside an output row, 1x1 runs merged across rows, strided gathers and
+  // the quads' 8-row weight blocks with channel counts that do not fill them.
+  struct Layer {
+    int64_t c, m, h, w, k, stride, pad;
+  };
+  std::mt19937 rng(5);
+  for (const Layer& l : {Layer{64, 24, 37, 41, 3, 1, 1}, Layer{48, 40, 29, 30, 1, 1, 0}, Layer{36, 12, 33, 35, 3, 2, 1},
+                         Layer{20, 9, 26, 23, 5, 2, 2}}) {
+    Conv2DParams p;
+    p.batch = 1;
+    p.group = 1;
+    p.in_channels = l.c;
+    p.out_channels = l.m;
+    p.in_h = l.h;
+    p.in_w = l.w;
+    p.kernel_h = p.kernel_w = l.k;
+    p.strides = {l.stride, l.stride};
+    p.pads = {l.pad, l.pad, l.pad, l.pad};
+    for (const QType type : {QType::Int8, QType::UInt8}) {
+      p.input = QParams{0.1, random_in(rng, range_of(type).min, range_of(type).max), type};
+      p.output = QParams{0.1, 3, QType::Int8};
+      p.multipliers = {Multiplier{random_in(rng, 1 << 30, INT32_MAX), 14}};
+      const int64_t k = p.in_channels * p.kernel_h * p.kernel_w;
+      const std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.in_channels * p.in_h * p.in_w), type);
+      const std::vector<int32_t> w = random_values(rng, static_cast<size_t>(p.out_channels * k), QType::Int8);
+      const std::vector<int32_t> bias = random_bias(rng, static_cast<size_t>(p.out_channels), k, 255 * 128);
+      std::vector<int32_t> want(static_cast<size_t>(p.out_channels * conv_out_h(p) * conv_out_w(p)));
+      REQUIRE(conv2d(p, x, w, bias, want).ok());
+      fast::PackedConv2D packed;
+      REQUIRE(fast::pack_conv2d(p, w, bias, packed).ok());
+      for (const fast::Isa isa : isas()) {
+        std::vector<int32_t> got(want.size(), -999);
+        REQUIRE(fast::conv2d(packed, isa, x, got).ok());
+        INFO(fast::isa_name(isa), " C ", l.c, " M ", l.m, " ", l.h, "x", l.w, " k ", l.k, " s ", l.stride);
+        CHECK(got == want);
+      }
+    }
+  }
+}
+
+TEST_CASE("gemm_quads_u8s8 wraps like int32 on every instruction set") {
+  std::mt19937 rng(8);
+  const int64_t rows = 2 * fast::kQuadRowBlock, cols = 2 * fast::kQuadPixelBlock, quads = 37;
+  std::vector<int8_t> w(static_cast<size_t>(rows * quads * 4));
+  std::vector<uint8_t> x(static_cast<size_t>(quads * cols * 4));
+  for (auto& v : w) v = static_cast<int8_t>(random_in(rng, -128, 127));
+  for (auto& v : x) v = static_cast<uint8_t>(random_in(rng, 0, 255));
+  // Starting sums at the ends of int32: the lanes must wrap, not saturate.
+  std::vector<int32_t> init(static_cast<size_t>(rows));
+  for (size_t r = 0; r < init.size(); ++r) init[r] = r % 2 ? INT32_MAX - random_in(rng, 0, 1000) : INT32_MIN + random_in(rng, 0, 1000);
+  std::vector<int32_t> want(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      int64_t sum = init[static_cast<size_t>(r)];
+      for (int64_t q = 0; q < quads; ++q)
+        for (int64_t j = 0; j < 4; ++j)
+          sum += int64_t{w[static_cast<size_t>(((r / fast::kQuadRowBlock * quads + q) * fast::kQuadRowBlock + r % fast::kQuadRowBlock) * 4 + j)]} *
+                 x[static_cast<size_t>((q * cols + c) * 4 + j)];
+      want[static_cast<size_t>(r * cols + c)] = static_cast<int32_t>(static_cast<uint32_t>(sum));
+    }
+  for (const fast::Isa isa : isas()) {
+    std::vector<int32_t> got(want.size(), -1);
+    fast::gemm_quads_u8s8(isa, w.data(), rows, x.data(), cols, quads, init.data(), got.data(), cols);
+    INFO(fast::isa_name(isa));
+    CHECK(got == want);
+  }
+}
+
 TEST_CASE("fast conv2d takes 16-bit activations only where int16 values and int32 sums are exact") {
   CHECK(fast::supports_conv2d(QType::Int8, 100, QType::Int8, 1 << 20, 0));
   CHECK(fast::supports_conv2d(QType::Int16, 0, QType::Int8, 511, 0));
