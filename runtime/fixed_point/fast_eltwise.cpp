@@ -81,12 +81,13 @@ bool add_supported(const AddParams& p) {
          p.output_multiplier.shift >= kMinShift && p.output_multiplier.shift <= kMaxShift;
 }
 
-Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y) {
+Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y,
+           bool inputs_in_range) {
   const Range r = range_of(p.output.type);
   const int32_t lo = std::max(r.min, p.clamp.min), hi = std::min(r.max, p.clamp.max);
   // Anything the reference refuses goes to the reference, for its message.
   if (!add_supported(p) || a.size() != b.size() || a.size() != y.size() || lo > hi ||
-      !check_range(a, p.a.type, "").ok() || !check_range(b, p.b.type, "").ok())
+      (!inputs_in_range && (!check_range(a, p.a.type, "").ok() || !check_range(b, p.b.type, "").ok())))
     return fx::add(p, a, b, y);
   constexpr int64_t kChunk = 256;
   int32_t acc[kChunk];
@@ -112,11 +113,12 @@ bool mul_supported(const MulParams& p) {
          p.multiplier.shift >= kMinShift && p.multiplier.shift <= kMaxShift;
 }
 
-Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y) {
+Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y,
+           bool inputs_in_range) {
   const Range r = range_of(p.output.type);
   const int32_t lo = std::max(r.min, p.clamp.min), hi = std::min(r.max, p.clamp.max);
   if (!mul_supported(p) || a.size() != b.size() || a.size() != y.size() || lo > hi ||
-      !check_range(a, p.a.type, "").ok() || !check_range(b, p.b.type, "").ok())
+      (!inputs_in_range && (!check_range(a, p.a.type, "").ok() || !check_range(b, p.b.type, "").ok())))
     return fx::mul(p, a, b, y);
   constexpr int64_t kChunk = 256;
   int32_t acc[kChunk];

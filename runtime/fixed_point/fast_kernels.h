@@ -99,7 +99,11 @@ struct PackedConv2D {
 Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
                    PackedConv2D& out);
 // fx::conv2d(p, x, w, bias, y) with the packed weights (the same results and errors).
-Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
+// inputs_in_range (here and below): the caller knows every input value lies inside its type's
+// range (the lowered executor knows it of the tensors its ops wrote), so the scan that checks
+// it is skipped; with false the kernel checks, and fails or defers to the reference as it must.
+Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
+              bool inputs_in_range = false);
 
 struct PackedMatMul {
   MatMulParams params;
@@ -113,7 +117,8 @@ struct PackedMatMul {
 Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<const int32_t> bias,
                    PackedMatMul& out);
 // fx::matmul(p, a, b, bias, y) with the packed B.
-Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y);
+Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y,
+              bool inputs_in_range = false);
 
 struct PackedConvTranspose2D {
   ConvTranspose2DParams params;
@@ -129,17 +134,20 @@ struct PackedConvTranspose2D {
 Status pack_conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
                              PackedConvTranspose2D& out);
 // fx::conv_transpose2d(p, x, w, bias, y) with the packed weights (the same results and errors).
-Status conv_transpose2d(const PackedConvTranspose2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
+Status conv_transpose2d(const PackedConvTranspose2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
+                       bool inputs_in_range = false);
 
 // fx::add with 64-bit arithmetic when add_supported (8-bit inputs, left shift <= 20, input
 // multipliers below 1); otherwise, or on invalid input, it calls fx::add. y may alias a or b.
 bool add_supported(const AddParams& p);
-Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y);
+Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y,
+           bool inputs_in_range = false);
 
 // fx::mul when mul_supported (|(a - z_a) * (b - z_b)| < 2^31: not both operands 16-bit);
 // otherwise, or on invalid input, it calls fx::mul. y may alias a or b.
 bool mul_supported(const MulParams& p);
-Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y);
+Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y,
+           bool inputs_in_range = false);
 
 // y[i] = fx::quantize(x[i], q) for every i, inlined; returns the index of the first NaN in x
 // (y is then unspecified) or -1.
@@ -151,7 +159,8 @@ Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inn
 
 // fx::apply_lut with the range checked once per tensor and the lookup inlined (any table; 8-bit
 // tables gather 8 entries at a time with AVX2).
-Status apply_lut(const Lut& lut, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
+Status apply_lut(const Lut& lut, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
+                 bool inputs_in_range = false);
 
 // fx::max_pool, fx::average_pool and fx::global_average_pool on a padded copy of each channel
 // (any type); parameters or values the reference refuses go to the reference.

@@ -330,12 +330,13 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
   return Status{};
 }
 
-Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
+Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y, bool inputs_in_range) {
   const Conv2DParams& p = k.params;
   const int64_t plane_in = p.in_channels * p.in_h * p.in_w, pixels = k.out_h * k.out_w;
   if (x.size() != static_cast<size_t>(p.batch * plane_in) || y.size() != static_cast<size_t>(p.batch * p.out_channels * pixels))
     return Status::error("conv2d: tensor sizes do not match the parameters");
-  if (Status s = check_range(x, p.input.type, "conv2d input"); !s.ok()) return s;
+  if (!inputs_in_range)
+    if (Status s = check_range(x, p.input.type, "conv2d input"); !s.ok()) return s;
   Scratch& s = scratch();
   if (!k.taps.empty()) {
     detail::depthwise_conv2d(k, isa, x.data(), y.data(), s.plane, s.acc);
@@ -402,11 +403,12 @@ Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<
   return Status{};
 }
 
-Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y) {
+Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y, bool inputs_in_range) {
   const MatMulParams& p = k.params;
   if (a.size() != static_cast<size_t>(p.m * p.k) || y.size() != static_cast<size_t>(p.m * p.n))
     return Status::error("matmul: tensor sizes do not match the parameters");
-  if (Status s = check_range(a, p.a.type, "matmul A"); !s.ok()) return s;
+  if (!inputs_in_range)
+    if (Status s = check_range(a, p.a.type, "matmul A"); !s.ok()) return s;
   const int64_t block = std::min(column_block(k.depth), round_up(p.m, kColBlock));
   Scratch& s = scratch();
   int16_t* cols = sized(s.columns, block * k.depth);

@@ -120,6 +120,26 @@ class IntegerOp {
   }
 
   Status run() {
+    const Status s = dispatch();
+    if (s.ok() && !outs_.empty() && outs_[0]) out().in_range = writes_in_range();
+    return s;
+  }
+
+ private:
+  // After a successful run: whether the output's ints lie inside its type's range. Ops whose
+  // results are requantized, quantized or looked up (table entries are checked) clamp to the
+  // type; reshape, transpose and slice copy their input, so they keep its knowledge when the
+  // two tensors have one type.
+  bool writes_in_range() const {
+    const std::string& t = op_.type;
+    if (t == "conv2d" || t == "conv_transpose2d" || t == "matmul" || t == "add" || t == "sub" || t == "mul" ||
+        t == "requantize" || t == "quantize" || t == "lut")
+      return true;
+    if (t == "reshape" || t == "transpose" || t == "slice") return in(0).in_range && tin(0).type == tout().type;
+    return false;
+  }
+
+  Status dispatch() {
     const std::string& t = op_.type;
     if (t == "quantize") return quantize();
     if (t == "dequantize") return dequantize();
@@ -143,7 +163,6 @@ class IntegerOp {
     return Status::error("unknown op type");
   }
 
- private:
   const Tensor& tin(size_t i) const { return m_.tensors[static_cast<size_t>(op_.inputs[i])]; }
   const Tensor& tout() const { return m_.tensors[static_cast<size_t>(op_.outputs[0])]; }
   const Value& in(size_t i) const { return *ins_[i]; }
@@ -225,9 +244,11 @@ class IntegerOp {
     Shape produced;
     if (Status s = conv_params(transposed, p, produced); !s) return s;
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
-    if (packed_ && packed_->conv) return fx_status(fx::fast::conv2d(*packed_->conv, packed_->isa, in(0).ints, out().ints));
+    if (packed_ && packed_->conv)
+      return fx_status(fx::fast::conv2d(*packed_->conv, packed_->isa, in(0).ints, out().ints, in(0).in_range));
     if (packed_ && packed_->conv_transpose)
-      return fx_status(fx::fast::conv_transpose2d(*packed_->conv_transpose, packed_->isa, in(0).ints, out().ints));
+      return fx_status(
+          fx::fast::conv_transpose2d(*packed_->conv_transpose, packed_->isa, in(0).ints, out().ints, in(0).in_range));
     const I32 bias = has(2) ? I32(in(2).ints) : I32();
     return fx_status(transposed ? fx::conv_transpose2d(p, in(0).ints, in(1).ints, bias, out().ints)
                                 : fx::conv2d(p, in(0).ints, in(1).ints, bias, out().ints));
@@ -277,7 +298,8 @@ class IntegerOp {
       const auto bi = static_cast<size_t>(i);
       const fx::Status s =
           packed_ && packed_->matmul
-              ? fx::fast::matmul(*packed_->matmul, packed_->isa, a.subspan(bi * a_size, a_size), y.subspan(bi * y_size, y_size))
+              ? fx::fast::matmul(*packed_->matmul, packed_->isa, a.subspan(bi * a_size, a_size),
+                                 y.subspan(bi * y_size, y_size), in(0).in_range)
               : fx::matmul(p, a.subspan(bi * a_size, a_size), b.subspan(shared_b ? 0 : bi * b_size, b_size), bias,
                            y.subspan(bi * y_size, y_size));
       if (!s.ok()) return fx_status(s);
@@ -299,6 +321,7 @@ class IntegerOp {
       broadcast_to(in(0).ints.data(), in(0).shape, shape, ea.data());
       a = ea;
     }
+    const bool both_in_range = in(0).in_range && in(1).in_range;  // broadcasting copies values
     if (in(1).shape != shape) {
       eb.resize(out().ints.size());
       broadcast_to(in(1).ints.data(), in(1).shape, shape, eb.data());
@@ -311,7 +334,7 @@ class IntegerOp {
       p.output = qout();
       p.multiplier = pair_multiplier(op_, "multiplier");
       p.clamp = clamp_of(op_);
-      return fx_status(packed_ ? fx::fast::mul(p, packed_->isa, a, b, out().ints) : fx::mul(p, a, b, out().ints));
+      return fx_status(packed_ ? fx::fast::mul(p, packed_->isa, a, b, out().ints, both_in_range) : fx::mul(p, a, b, out().ints));
     }
     fx::AddParams p;
     p.a = qin(0);
@@ -323,7 +346,7 @@ class IntegerOp {
     p.output_multiplier = pair_multiplier(op_, "output_multiplier");
     p.subtract = op_.type == "sub";
     p.clamp = clamp_of(op_);
-    return fx_status(packed_ ? fx::fast::add(p, packed_->isa, a, b, out().ints) : fx::add(p, a, b, out().ints));
+    return fx_status(packed_ ? fx::fast::add(p, packed_->isa, a, b, out().ints, both_in_range) : fx::add(p, a, b, out().ints));
   }
 
   Status requantize() {
@@ -337,7 +360,7 @@ class IntegerOp {
     std::vector<int32_t>& y = out().ints;
     // With x in its type's range, x - zx fits int32 and the fast requantize (exact for int32
     // accumulators) gives the reference's values; the reference handles anything else.
-    if (packed_ && fx::check_range(x, qtype(tin(0).type), "").ok()) {
+    if (packed_ && (in(0).in_range || fx::check_range(x, qtype(tin(0).type), "").ok())) {
       for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] - zx;
       fx::fast::requantize_row(packed_->isa, y.data(), static_cast<int64_t>(y.size()), m, zy, lo, hi, y.data(), 1);
       return Status::ok();
@@ -450,7 +473,8 @@ class IntegerOp {
     const fx::Range r = fx::range_of(l.output.type);
     for (const int32_t e : l.entries)
       if (e < r.min || e > r.max) return Status::error("table entry " + std::to_string(e) + " is outside the output type");
-    return fx_status(packed_ ? fx::fast::apply_lut(l, packed_->isa, in(0).ints, out().ints) : fx::apply_lut(l, in(0).ints, out().ints));
+    return fx_status(packed_ ? fx::fast::apply_lut(l, packed_->isa, in(0).ints, out().ints, in(0).in_range)
+                             : fx::apply_lut(l, in(0).ints, out().ints));
   }
 
   Status softmax() {

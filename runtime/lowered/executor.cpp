@@ -248,6 +248,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
         return Status::error(prefix + label + " has " + std::to_string(v.floats.size()) + " values, expected " +
                              std::to_string(n) + " for shape " + detail::shape_string(tensor.shape));
       v.shape = tensor.shape;
+      v.in_range = false;  // only the executor's own ops vouch for a range
       values[t] = std::move(v);
       slot[t] = &values[t];
       continue;
@@ -274,6 +275,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
           values[y].type = qt;
           values[y].shape = m.tensors[y].shape;
           values[y].ints = v.ints;
+          values[y].in_range = true;  // checked just above
           slot[y] = &values[y];
           skip[index] = 1;
         }

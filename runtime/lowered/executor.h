@@ -26,6 +26,10 @@ struct Value {
   std::vector<int32_t> ints;
   std::vector<float> floats;
   std::vector<int64_t> longs;
+  // The ints are known to lie inside the type's range: set by the integer op that wrote them
+  // when its results are clamped to the type (or copied from such a tensor of the same type),
+  // so the ops reading them skip the range scan. False for model inputs and constants.
+  bool in_range = false;
 };
 
 // Checks that do not need data: tensor indices in range, every op known with its required

@@ -526,6 +526,10 @@ TEST_CASE("the quantized-input path gives the float path's outputs bit for bit")
   CHECK_FALSE(ex->run_values({quantized_value(ElemType::u8, {2, 4}, std::vector<int32_t>(8, 0))}, from_ints).is_ok());
   CHECK_FALSE(ex->run_values({quantized_value(ElemType::i8, {2, 4}, std::vector<int32_t>(8, 200))}, from_ints).is_ok());
   CHECK_FALSE(ex->run_values({quantized_value(ElemType::i8, {2, 4}, std::vector<int32_t>(7, 0))}, from_ints).is_ok());
+  // The executor decides which tensors are known in range; a caller's claim is not taken.
+  Value claimed = quantized_value(ElemType::i8, {2, 4}, std::vector<int32_t>(8, 200));
+  claimed.in_range = true;
+  CHECK_FALSE(ex->run_values({claimed}, from_ints).is_ok());
 }
 
 TEST_CASE("quantized_input is false when an input has another consumer or differing quantize ops") {
