@@ -77,7 +77,13 @@ class IntegerOp {
   // op has none, its weights are not constant or the fast kernels refuse it (the reference then
   // runs it and reports any error).
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
-    if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
+    if (op_.type == "add" || op_.type == "sub" || op_.type == "mul") {
+      auto packed = std::make_shared<PackedOp>();
+      packed->isa = isa;
+      pack_scalar_table(*packed);
+      return packed;
+    }
+    if (op_.type == "lut" || op_.type == "max_pool" ||
         op_.type == "average_pool" || op_.type == "global_average_pool" ||
         op_.type == "quantize" || op_.type == "concat" || op_.type == "requantize") {  // the instruction set only
       auto packed = std::make_shared<PackedOp>();
@@ -128,15 +134,67 @@ class IntegerOp {
  private:
   // After a successful run: whether the output's ints lie inside its type's range. Ops whose
   // results are requantized, quantized or looked up (table entries are checked) clamp to the
-  // type; reshape, transpose and slice copy their input, so they keep its knowledge when the
-  // two tensors have one type.
+  // type, as do the average pools and concat (rescaled or copied after checking their inputs);
+  // max_pool checks its input and takes its type. Reshape, transpose, slice and resize copy
+  // (or, bilinear, average) their input's values, so they keep its knowledge when the two
+  // tensors have one type.
   bool writes_in_range() const {
     const std::string& t = op_.type;
     if (t == "conv2d" || t == "conv_transpose2d" || t == "matmul" || t == "add" || t == "sub" || t == "mul" ||
-        t == "requantize" || t == "quantize" || t == "lut")
+        t == "requantize" || t == "quantize" || t == "lut" || t == "max_pool" || t == "average_pool" ||
+        t == "global_average_pool" || t == "concat")
       return true;
-    if (t == "reshape" || t == "transpose" || t == "slice") return in(0).in_range && tin(0).type == tout().type;
+    if (t == "reshape" || t == "transpose" || t == "slice" || t == "resize")
+      return in(0).in_range && tin(0).type == tout().type;
     return false;
+  }
+
+  fx::MulParams mul_params() const {
+    fx::MulParams p;
+    p.a = qin(0);
+    p.b = qin(1);
+    p.output = qout();
+    p.multiplier = pair_multiplier(op_, "multiplier");
+    p.clamp = clamp_of(op_);
+    return p;
+  }
+
+  fx::AddParams add_params() const {
+    fx::AddParams p;
+    p.a = qin(0);
+    p.b = qin(1);
+    p.output = qout();
+    p.left_shift = static_cast<int>(int_or(op_, "left_shift", 20));
+    p.a_multiplier = pair_multiplier(op_, "a_multiplier");
+    p.b_multiplier = pair_multiplier(op_, "b_multiplier");
+    p.output_multiplier = pair_multiplier(op_, "output_multiplier");
+    p.subtract = op_.type == "sub";
+    p.clamp = clamp_of(op_);
+    return p;
+  }
+
+  // An add, sub or mul whose one input is a constant scalar and whose other is an 8-bit tensor
+  // of the output's shape maps each of that type's values to one result: the reference computes
+  // them all here (a learnable affine block's scale and shift is two such ops per activation).
+  // Where the reference refuses the parameters, no table is made and the run reports it.
+  void pack_scalar_table(PackedOp& packed) const {
+    for (int operand = 0; operand < 2; ++operand) {
+      const auto c = static_cast<size_t>(1 - operand), v = static_cast<size_t>(operand);
+      if (!has(c) || has(v) || element_count(tin(c).shape) != 1 || in(c).ints.size() != 1) continue;
+      fx::QType type;
+      if (!to_qtype(tin(v).type, type) || fx::is_16bit(type) || tin(v).shape != tout().shape) continue;
+      const fx::Range r = fx::range_of(type);
+      std::vector<int32_t> values(static_cast<size_t>(r.max - r.min + 1));
+      for (size_t i = 0; i < values.size(); ++i) values[i] = r.min + static_cast<int32_t>(i);
+      const std::vector<int32_t> scalar(values.size(), in(c).ints[0]);
+      const I32 a = operand == 0 ? I32(values) : I32(scalar), b = operand == 0 ? I32(scalar) : I32(values);
+      std::vector<int32_t> table(values.size());
+      const fx::Status s = op_.type == "mul" ? fx::mul(mul_params(), a, b, table) : fx::add(add_params(), a, b, table);
+      if (!s.ok()) return;
+      packed.table = std::move(table);
+      packed.table_operand = operand;
+      return;
+    }
   }
 
   Status dispatch() {
@@ -313,6 +371,14 @@ class IntegerOp {
       return Status::error("shapes " + shape_string(in(0).shape) + " and " + shape_string(in(1).shape) +
                            " do not broadcast");
     if (shape != out().shape) return shape_mismatch(shape, out().shape);
+    if (packed_ && !packed_->table.empty()) {
+      fx::Lut table;
+      table.input = qin(static_cast<size_t>(packed_->table_operand));
+      table.output = qout();
+      table.entries = packed_->table;
+      const Value& x = in(static_cast<size_t>(packed_->table_operand));
+      return fx_status(fx::fast::apply_lut(table, packed_->isa, x.ints, out().ints, x.in_range));
+    }
     // Broadcast operands are expanded into per-thread buffers (fully overwritten, so never cleared).
     thread_local std::vector<int32_t> ea, eb;
     I32 a(in(0).ints), b(in(1).ints);
@@ -321,32 +387,17 @@ class IntegerOp {
       broadcast_to(in(0).ints.data(), in(0).shape, shape, ea.data());
       a = ea;
     }
-    const bool both_in_range = in(0).in_range && in(1).in_range;  // broadcasting copies values
     if (in(1).shape != shape) {
       eb.resize(out().ints.size());
       broadcast_to(in(1).ints.data(), in(1).shape, shape, eb.data());
       b = eb;
     }
-    if (op_.type == "mul") {
-      fx::MulParams p;
-      p.a = qin(0);
-      p.b = qin(1);
-      p.output = qout();
-      p.multiplier = pair_multiplier(op_, "multiplier");
-      p.clamp = clamp_of(op_);
-      return fx_status(packed_ ? fx::fast::mul(p, packed_->isa, a, b, out().ints, both_in_range) : fx::mul(p, a, b, out().ints));
-    }
-    fx::AddParams p;
-    p.a = qin(0);
-    p.b = qin(1);
-    p.output = qout();
-    p.left_shift = static_cast<int>(int_or(op_, "left_shift", 20));
-    p.a_multiplier = pair_multiplier(op_, "a_multiplier");
-    p.b_multiplier = pair_multiplier(op_, "b_multiplier");
-    p.output_multiplier = pair_multiplier(op_, "output_multiplier");
-    p.subtract = op_.type == "sub";
-    p.clamp = clamp_of(op_);
-    return fx_status(packed_ ? fx::fast::add(p, packed_->isa, a, b, out().ints, both_in_range) : fx::add(p, a, b, out().ints));
+    const bool both_in_range = in(0).in_range && in(1).in_range;  // broadcasting copies values
+    if (op_.type == "mul")
+      return fx_status(packed_ ? fx::fast::mul(mul_params(), packed_->isa, a, b, out().ints, both_in_range)
+                               : fx::mul(mul_params(), a, b, out().ints));
+    return fx_status(packed_ ? fx::fast::add(add_params(), packed_->isa, a, b, out().ints, both_in_range)
+                             : fx::add(add_params(), a, b, out().ints));
   }
 
   Status requantize() {

@@ -113,7 +113,16 @@ Expected<Executor> Executor::create(Model model, Kernels kernels) {
     const Model& m = ex.model_;
     ex.constants_.resize(m.tensors.size());
     for (size_t i = 0; i < m.tensors.size(); ++i)
-      if (m.tensors[i].constant) ex.constants_[i] = decode_constant(m.tensors[i]);
+      if (m.tensors[i].constant) {
+        Value& c = ex.constants_[i];
+        c = decode_constant(m.tensors[i]);
+        // Constants never change: their range is scanned once here instead of by every run.
+        fx::QType q;
+        if (detail::to_qtype(c.type, q)) {
+          const fx::Range r = fx::range_of(q);
+          c.in_range = std::all_of(c.ints.begin(), c.ints.end(), [&](int32_t v) { return v >= r.min && v <= r.max; });
+        }
+      }
     // Weights are packed once here, never per run.
     std::vector<const Value*> constants;
     for (const Segment& seg : m.segments)

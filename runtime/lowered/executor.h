@@ -28,7 +28,8 @@ struct Value {
   std::vector<int64_t> longs;
   // The ints are known to lie inside the type's range: set by the integer op that wrote them
   // when its results are clamped to the type (or copied from such a tensor of the same type),
-  // so the ops reading them skip the range scan. False for model inputs and constants.
+  // so the ops reading them skip the range scan; constants get it when the executor is made.
+  // False for model inputs.
   bool in_range = false;
 };
 

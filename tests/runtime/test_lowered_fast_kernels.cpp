@@ -27,8 +27,9 @@ Quant random_quant(std::mt19937& rng, ElemType t) {
   return Quant{0.02 + 0.01 * static_cast<double>(rng() % 5), static_cast<int32_t>(t == ElemType::u8 ? pick(rng, 0, 255) : pick(rng, -128, 127))};
 }
 
-// quantize -> conv -> depthwise conv -> pointwise conv -> reshape -> gemm -> dequantize, random
-// sizes, strides, pads, dilations, zero points, per-channel multipliers and clamps.
+// quantize -> conv -> depthwise conv -> pointwise conv -> mul and add of constant scalars ->
+// reshape -> gemm -> dequantize, random sizes, strides, pads, dilations, zero points,
+// per-channel multipliers and clamps.
 Model random_model(std::mt19937& rng, std::vector<int64_t>& input_shape) {
   Builder b;
   const int64_t n = pick(rng, 1, 2), c = pick(rng, 1, 4), h = pick(rng, 5, 14), w = pick(rng, 5, 14);
@@ -72,6 +73,32 @@ Model random_model(std::mt19937& rng, std::vector<int64_t>& input_shape) {
     b.bpu("conv2d", {cur, wt, bt}, {y}, attrs);
     cur = y;
     shape = ys;
+    t = yt;
+    q = yq;
+  }
+  // A learnable affine block: the activation times a constant scalar, then plus (or minus) one,
+  // either operand first (the fast kernels turn each into a table over the 8-bit values).
+  for (const std::string op : {"mul", rng() % 2 ? "add" : "sub"}) {
+    const ElemType ct = random_type(rng), yt = random_type(rng);
+    const Quant cq = random_quant(rng, ct), yq = random_quant(rng, yt);
+    const int32_t scalar = b.constant_ints(op + "_scalar", ct, rng() % 2 ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 1, 1, 1},
+                                           {ct == ElemType::u8 ? pick(rng, 0, 255) : pick(rng, -128, 127)}, cq);
+    const int32_t y = b.tensor(op + "_out", yt, shape, yq);
+    const bool scalar_first = rng() % 2;
+    const fx::QParams qa = scalar_first ? qp(ct, cq) : qp(t, q), qb = scalar_first ? qp(t, q) : qp(ct, cq);
+    std::vector<Attribute> attrs;
+    if (op == "mul") {
+      fx::MulParams mp;
+      REQUIRE(fx::make_mul_params(qa, qb, qp(yt, yq), mp).ok());
+      attrs.push_back(multiplier("multiplier", mp.multiplier));
+    } else {
+      fx::AddParams ap;
+      REQUIRE(fx::make_add_params(qa, qb, qp(yt, yq), op == "sub", ap).ok());
+      attrs = {ints("left_shift", {ap.left_shift}), multiplier("a_multiplier", ap.a_multiplier),
+               multiplier("b_multiplier", ap.b_multiplier), multiplier("output_multiplier", ap.output_multiplier)};
+    }
+    b.bpu(op, scalar_first ? std::vector<int32_t>{scalar, cur} : std::vector<int32_t>{cur, scalar}, {y}, attrs);
+    cur = y;
     t = yt;
     q = yq;
   }
