@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "runtime/lowered/op_common.h"
+#include "runtime/lowered/table_fusion.h"
 
 namespace qflow::lowered::detail {
 namespace {
@@ -77,13 +78,7 @@ class IntegerOp {
   // op has none, its weights are not constant or the fast kernels refuse it (the reference then
   // runs it and reports any error).
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
-    if (op_.type == "add" || op_.type == "sub" || op_.type == "mul") {
-      auto packed = std::make_shared<PackedOp>();
-      packed->isa = isa;
-      pack_scalar_table(*packed);
-      return packed;
-    }
-    if (op_.type == "lut" || op_.type == "max_pool" ||
+    if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
         op_.type == "average_pool" || op_.type == "global_average_pool" ||
         op_.type == "quantize" || op_.type == "concat" || op_.type == "requantize") {  // the instruction set only
       auto packed = std::make_shared<PackedOp>();
@@ -171,30 +166,6 @@ class IntegerOp {
     p.subtract = op_.type == "sub";
     p.clamp = clamp_of(op_);
     return p;
-  }
-
-  // An add, sub or mul whose one input is a constant scalar and whose other is an 8-bit tensor
-  // of the output's shape maps each of that type's values to one result: the reference computes
-  // them all here (a learnable affine block's scale and shift is two such ops per activation).
-  // Where the reference refuses the parameters, no table is made and the run reports it.
-  void pack_scalar_table(PackedOp& packed) const {
-    for (int operand = 0; operand < 2; ++operand) {
-      const auto c = static_cast<size_t>(1 - operand), v = static_cast<size_t>(operand);
-      if (!has(c) || has(v) || element_count(tin(c).shape) != 1 || in(c).ints.size() != 1) continue;
-      fx::QType type;
-      if (!to_qtype(tin(v).type, type) || fx::is_16bit(type) || tin(v).shape != tout().shape) continue;
-      const fx::Range r = fx::range_of(type);
-      std::vector<int32_t> values(static_cast<size_t>(r.max - r.min + 1));
-      for (size_t i = 0; i < values.size(); ++i) values[i] = r.min + static_cast<int32_t>(i);
-      const std::vector<int32_t> scalar(values.size(), in(c).ints[0]);
-      const I32 a = operand == 0 ? I32(values) : I32(scalar), b = operand == 0 ? I32(scalar) : I32(values);
-      std::vector<int32_t> table(values.size());
-      const fx::Status s = op_.type == "mul" ? fx::mul(mul_params(), a, b, table) : fx::add(add_params(), a, b, table);
-      if (!s.ok()) return;
-      packed.table = std::move(table);
-      packed.table_operand = operand;
-      return;
-    }
   }
 
   Status dispatch() {
@@ -371,14 +342,6 @@ class IntegerOp {
       return Status::error("shapes " + shape_string(in(0).shape) + " and " + shape_string(in(1).shape) +
                            " do not broadcast");
     if (shape != out().shape) return shape_mismatch(shape, out().shape);
-    if (packed_ && !packed_->table.empty()) {
-      fx::Lut table;
-      table.input = qin(static_cast<size_t>(packed_->table_operand));
-      table.output = qout();
-      table.entries = packed_->table;
-      const Value& x = in(static_cast<size_t>(packed_->table_operand));
-      return fx_status(fx::fast::apply_lut(table, packed_->isa, x.ints, out().ints, x.in_range));
-    }
     // Broadcast operands are expanded into per-thread buffers (fully overwritten, so never cleared).
     thread_local std::vector<int32_t> ea, eb;
     I32 a(in(0).ints), b(in(1).ints);
@@ -613,6 +576,11 @@ class IntegerOp {
 Status run_integer_op(const Model& model, const Op& op, const std::vector<const Value*>& ins,
                       const std::vector<Value*>& outs, const PackedOp* packed) {
   return IntegerOp(model, op, ins, outs, packed).run();
+}
+
+bool run_reference_on(const Model& model, const Op& op, const std::vector<const Value*>& ins, Value& out) {
+  const std::vector<Value*> outs{&out};
+  return IntegerOp(model, op, ins, outs, nullptr).run().is_ok();
 }
 
 std::shared_ptr<const PackedOp> pack_integer_op(const Model& model, const Op& op,

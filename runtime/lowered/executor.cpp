@@ -9,6 +9,7 @@
 #include <new>
 
 #include "runtime/lowered/op_common.h"
+#include "runtime/lowered/table_fusion.h"
 
 namespace qflow::lowered {
 namespace {
@@ -137,15 +138,18 @@ Expected<Executor> Executor::create(Model model, Kernels kernels) {
         }
         ex.packed_.push_back(std::move(packed));
       }
+    if (!reference)
+      ex.fused_ = std::make_shared<const std::vector<detail::FusedOp>>(detail::fuse_elementwise_tables(m, ex.constants_));
     // Each intermediate tensor is released after the op that reads it last (or writes it,
-    // when nothing reads it); model outputs are kept.
+    // when nothing reads it); model outputs are kept. A fused op reads its root only, a
+    // skipped one nothing.
     std::vector<int64_t> last(m.tensors.size(), -1);
     int64_t index = 0;
     for (const Segment& seg : m.segments)
       for (const Op& op : seg.ops) {
-        for (const int32_t t : op.inputs)
+        for (const int32_t t : ex.inputs_of(static_cast<size_t>(index), op))
           if (t >= 0) last[static_cast<size_t>(t)] = index;
-        for (const int32_t t : op.outputs)
+        for (const int32_t t : ex.outputs_of(static_cast<size_t>(index), op))
           if (t >= 0) last[static_cast<size_t>(t)] = index;
         ++index;
       }
@@ -160,7 +164,7 @@ Expected<Executor> Executor::create(Model model, Kernels kernels) {
     index = 0;
     for (const Segment& seg : m.segments)
       for (const Op& op : seg.ops) {
-        for (const int32_t t : op.outputs) {
+        for (const int32_t t : ex.outputs_of(static_cast<size_t>(index), op)) {
           if (t < 0 || ex.buffer_[static_cast<size_t>(t)] >= 0) continue;
           if (free_buffers.empty()) free_buffers.push_back(ex.buffers_++);
           ex.buffer_[static_cast<size_t>(t)] = free_buffers.back();
@@ -176,6 +180,18 @@ Expected<Executor> Executor::create(Model model, Kernels kernels) {
   } catch (const std::exception& e) {
     return Status::error(std::string("lowered model: ") + e.what());
   }
+}
+
+std::vector<int32_t> Executor::inputs_of(size_t index, const Op& op) const {
+  if (fused_ && (*fused_)[index].kind != detail::FusedOp::Kind::AsWritten)
+    return (*fused_)[index].kind == detail::FusedOp::Kind::Table ? std::vector<int32_t>{(*fused_)[index].root}
+                                                                  : std::vector<int32_t>{};
+  return op.inputs;
+}
+
+std::vector<int32_t> Executor::outputs_of(size_t index, const Op& op) const {
+  if (fused_ && (*fused_)[index].kind == detail::FusedOp::Kind::Skipped) return {};
+  return op.outputs;
 }
 
 bool Executor::quantized_input(size_t index, ElemType& type, Quant& quant) const {
@@ -297,7 +313,23 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
   std::vector<Value*> outs;
   for (const Segment& seg : m.segments)
     for (const Op& op : seg.ops) {
-      if (!skip[index]) {
+      const detail::FusedOp* fused = fused_ ? &(*fused_)[index] : nullptr;
+      if (!skip[index] && fused && fused->kind == detail::FusedOp::Kind::Table) {
+        const auto root = static_cast<size_t>(fused->root), y = static_cast<size_t>(op.outputs[0]);
+        const Value* x = slot[root];
+        if (!x) return Status::error(prefix + detail::op_label(op) + ": its input was not computed");
+        swap_buffer(y);
+        allocate(values[y], m.tensors[y].type, m.tensors[y].shape, true);
+        fx::Lut table;
+        table.input = detail::qparams(m.tensors[root]);
+        table.output = detail::qparams(m.tensors[y]);
+        table.entries = fused->table;
+        const fx::Status s = fx::fast::apply_lut(table, packed_[index] ? packed_[index]->isa : fx::fast::best_isa(),
+                                                 x->ints, values[y].ints, x->in_range);
+        if (!s.ok()) return Status::error(detail::one_line(prefix + detail::op_label(op) + ": " + s.message));
+        values[y].in_range = true;  // table entries come from the reference, clamped to the type
+        slot[y] = &values[y];
+      } else if (!skip[index] && !(fused && fused->kind == detail::FusedOp::Kind::Skipped)) {
         ins.assign(op.inputs.size(), nullptr);
         for (size_t i = 0; i < op.inputs.size(); ++i)
           if (op.inputs[i] >= 0) ins[i] = slot[static_cast<size_t>(op.inputs[i])];

@@ -40,6 +40,7 @@ Status validate(const Model& model);
 
 namespace detail {
 struct PackedOp;
+struct FusedOp;
 }
 
 // Which kernels compute the integer ops. `reference` is the scalar qflow::fx code; the others
@@ -77,10 +78,16 @@ class Executor {
   explicit Executor(Model model) : model_(std::move(model)) {}
   // Runs the model on prepared input values (f32, or quantized for quantized_input ones).
   Status execute(std::vector<Value> inputs, std::vector<std::vector<float>>& outputs) const;
+  // The tensors op `index` reads and writes as the executor runs it (fused_ may change both).
+  std::vector<int32_t> inputs_of(size_t index, const Op& op) const;
+  std::vector<int32_t> outputs_of(size_t index, const Op& op) const;
 
   Model model_;
   std::string kernels_;
   std::vector<std::shared_ptr<const detail::PackedOp>> packed_;  // per op in execution order, may be null
+  // Per op in execution order with the fast kernels (elementwise chains as tables); null
+  // with the reference kernels, which run every op as written.
+  std::shared_ptr<const std::vector<detail::FusedOp>> fused_;
   std::vector<Value> constants_;             // decoded constants, indexed by tensor (empty otherwise)
   std::vector<std::vector<int32_t>> release_;  // per op in execution order: tensors last read there
   std::vector<int32_t> buffer_;  // per tensor: the reused buffer an op output's storage comes from, or -1

@@ -118,10 +118,6 @@ struct PackedOp {
   std::optional<fx::fast::PackedConv2D> conv;
   std::optional<fx::fast::PackedMatMul> matmul;
   std::optional<fx::fast::PackedConvTranspose2D> conv_transpose;
-  // add, sub or mul of an 8-bit tensor (input `table_operand`) and a constant scalar: the op as
-  // a table over the tensor type's values, computed by the reference when the model is loaded.
-  std::vector<int32_t> table;
-  int table_operand = -1;
 };
 // Packs `op` when the fast kernels compute it (conv2d and matmul with constant weights and
 // bias, add, sub, mul, lut and the pools); `constants[i]` is the value of constant input i,

@@ -192,3 +192,73 @@ TEST_CASE("the executor names its kernels; QFLOW_RT_KERNELS selects them; a miss
       CHECK(contains(ex.message(), "lacks"));
     }
 }
+
+TEST_CASE("elementwise chains run as tables: hardswish as x * lut(x), shared and output tensors, two roots") {
+  // quantize -> xq; lut(xq) -> s; mul(xq, s) -> h (hardswish: both inputs are functions of xq);
+  // add(h, c) -> a; a is an output and the input of mul(a, yq) with a second root (not fused);
+  // h also feeds a requantize. Every output must match the reference kernels bit for bit.
+  std::mt19937 rng(4);
+  for (int trial = 0; trial < 20; ++trial) {
+    CAPTURE(trial);
+    Builder b;
+    const std::vector<int64_t> shape{1, 3, 5, 7};
+    const int32_t x = b.input("x", shape), x2 = b.input("x2", shape);
+    const ElemType t = random_type(rng);
+    const Quant q = random_quant(rng, t);
+    const int32_t xq = b.tensor("xq", t, shape, q), yq = b.tensor("yq", t, shape, q);
+    b.bpu("quantize", {x}, {xq});
+    b.bpu("quantize", {x2}, {yq});
+    fx::Lut lut;
+    const ElemType st = random_type(rng);
+    const Quant sq = random_quant(rng, st);
+    REQUIRE(fx::build_hard_sigmoid_lut(qp(t, q), qp(st, sq), 1.0 / 6.0, 0.5, 0, lut).ok());
+    const int32_t table = b.constant_ints("table", ElemType::i32, {256}, std::vector<int64_t>(lut.entries.begin(), lut.entries.end()));
+    const int32_t s = b.tensor("s", st, shape, sq);
+    b.bpu("lut", {xq, table}, {s}, {ints("segment_bits", {0})});
+    const ElemType ht = random_type(rng);
+    const Quant hq = random_quant(rng, ht);
+    const int32_t h = b.tensor("h", ht, shape, hq);
+    fx::MulParams mp;
+    REQUIRE(fx::make_mul_params(qp(t, q), qp(st, sq), qp(ht, hq), mp).ok());
+    b.bpu("mul", {xq, s}, {h}, {multiplier("multiplier", mp.multiplier)});
+    const int32_t c = b.constant_ints("c", ht, {1}, {ht == ElemType::u8 ? pick(rng, 0, 255) : pick(rng, -128, 127)}, hq);
+    const ElemType at = random_type(rng);
+    const Quant aq = random_quant(rng, at);
+    const int32_t a = b.tensor("a", at, shape, aq);
+    fx::AddParams ap;
+    REQUIRE(fx::make_add_params(qp(ht, hq), qp(ht, hq), qp(at, aq), false, ap).ok());
+    b.bpu("add", {h, c}, {a},
+          {ints("left_shift", {ap.left_shift}), multiplier("a_multiplier", ap.a_multiplier),
+           multiplier("b_multiplier", ap.b_multiplier), multiplier("output_multiplier", ap.output_multiplier)});
+    const int32_t two = b.tensor("two_roots", at, shape, aq);
+    fx::MulParams mp2;
+    REQUIRE(fx::make_mul_params(qp(at, aq), qp(t, q), qp(at, aq), mp2).ok());
+    b.bpu("mul", {a, yq}, {two}, {multiplier("multiplier", mp2.multiplier)});
+    const int32_t r = b.tensor("r", t, shape, q);
+    b.bpu("requantize", {h}, {r}, {multiplier("multiplier", make_mult(hq.scale / q.scale))});
+    int32_t k = 0;
+    for (const int32_t v : {a, two, r}) {
+      const int32_t out = b.output("out" + std::to_string(k++), shape);
+      b.bpu("dequantize", {v}, {out});
+    }
+    std::vector<float> in1(105), in2(105);
+    std::uniform_real_distribution<float> d(-6.0f, 6.0f);
+    for (auto& v : in1) v = d(rng);
+    for (auto& v : in2) v = d(rng);
+    std::vector<std::vector<float>> want, got;
+    auto reference = Executor::create(b.model, Kernels::reference);
+    REQUIRE_MESSAGE(reference.has_value(), reference.message());
+    REQUIRE(reference->run({std::span<const float>(in1), std::span<const float>(in2)}, want).is_ok());
+    auto fast = Executor::create(b.model, Kernels::portable);
+    REQUIRE_MESSAGE(fast.has_value(), fast.message());
+    const Status st2 = fast->run({std::span<const float>(in1), std::span<const float>(in2)}, got);
+    REQUIRE_MESSAGE(st2.is_ok(), st2.message());
+    CHECK(got == want);
+    if (fx::fast::isa_supported(fx::fast::best_isa())) {
+      auto best = Executor::create(b.model, Kernels::automatic);
+      REQUIRE(best.has_value());
+      REQUIRE(best->run({std::span<const float>(in1), std::span<const float>(in2)}, got).is_ok());
+      CHECK(got == want);
+    }
+  }
+}
