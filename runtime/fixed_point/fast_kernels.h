@@ -162,6 +162,11 @@ Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inn
 Status apply_lut(const Lut& lut, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
                  bool inputs_in_range = false);
 
+// fx::softmax with the exponentials of 8-bit inputs tabulated once per call and the vector
+// requantize epilogue; 16-bit inputs and what the reference refuses go to the reference.
+Status softmax(const SoftmaxParams& p, Isa isa, int64_t row, std::span<const int32_t> x, std::span<int32_t> y,
+               bool inputs_in_range = false);
+
 // fx::max_pool, fx::average_pool and fx::global_average_pool on a padded copy of each channel
 // (any type); parameters or values the reference refuses go to the reference.
 Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);

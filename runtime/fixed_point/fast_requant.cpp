@@ -110,6 +110,17 @@ void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_
 #ifdef QFLOW_FAST_X86
   if (isa == Isa::Avx512Vnni && stride == 1) return requantize_avx512(acc, n, r, zero_point, lo, hi, y);
   if (isa != Isa::Portable && stride == 1) return requantize_avx2(acc, n, r, zero_point, lo, hi, y);
+  if (isa != Isa::Portable) {
+    // Strided outputs (matmul's columns): vector requantize into a buffer, then scattered.
+    constexpr int64_t kChunk = 256;
+    int32_t row[kChunk];
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      const int64_t count = std::min(kChunk, n - i0);
+      requantize_row(isa, acc + i0, count, m, zero_point, lo, hi, row, 1);
+      for (int64_t i = 0; i < count; ++i) y[(i0 + i) * stride] = row[i];
+    }
+    return;
+  }
 #else
   (void)isa;
 #endif

@@ -74,18 +74,24 @@ class IntegerOp {
       : m_(model), op_(op), ins_(ins), outs_(outs), packed_(packed) {}
 
   // Packs a conv2d's, conv_transpose2d's or matmul's constant weights for the fast kernels (add,
-  // sub, mul, lut, the pools, quantize and concat take only the instruction set); null when the
-  // op has none, its weights are not constant or the fast kernels refuse it (the reference then
-  // runs it and reports any error).
+  // sub, mul, lut, the pools, quantize, concat and a matmul whose B is computed take only the
+  // instruction set); null when the op has none, its weights are not constant or the fast
+  // kernels refuse it (the reference then runs it and reports any error).
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
     if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
         op_.type == "average_pool" || op_.type == "global_average_pool" ||
-        op_.type == "quantize" || op_.type == "concat" || op_.type == "requantize") {  // the instruction set only
+        op_.type == "quantize" || op_.type == "concat" || op_.type == "requantize" ||
+        op_.type == "softmax") {  // the instruction set only
       auto packed = std::make_shared<PackedOp>();
       packed->isa = isa;
       return packed;
     }
     const bool bias_input = op_.inputs.size() > 2 && op_.inputs[2] >= 0;
+    if (op_.type == "matmul" && !has(1)) {  // B computed at run time: packed per run
+      auto packed = std::make_shared<PackedOp>();
+      packed->isa = isa;
+      return packed;
+    }
     if (!has(1) || (bias_input && !has(2))) return nullptr;
     auto packed = std::make_shared<PackedOp>();
     packed->isa = isa;
@@ -137,7 +143,7 @@ class IntegerOp {
     const std::string& t = op_.type;
     if (t == "conv2d" || t == "conv_transpose2d" || t == "matmul" || t == "add" || t == "sub" || t == "mul" ||
         t == "requantize" || t == "quantize" || t == "lut" || t == "max_pool" || t == "average_pool" ||
-        t == "global_average_pool" || t == "concat")
+        t == "global_average_pool" || t == "concat" || t == "softmax")
       return true;
     if (t == "reshape" || t == "transpose" || t == "slice" || t == "resize")
       return in(0).in_range && tin(0).type == tout().type;
@@ -323,14 +329,22 @@ class IntegerOp {
                y_size = static_cast<size_t>(p.m * p.n);
     const I32 a(in(0).ints), b(in(1).ints);
     std::span<int32_t> y(out().ints);
+    // B computed at run time (attention's Q x K^T, P x V) is packed per run; what the fast
+    // kernels refuse goes to the reference, for its message.
+    thread_local fx::fast::PackedMatMul run_time_b;
+    const bool pack_b = packed_ && !packed_->matmul && fx::fast::supports(p.a.type, p.b_type);
+    bool b_packed = false;
     for (int64_t i = 0; i < batches; ++i) {
       const auto bi = static_cast<size_t>(i);
-      const fx::Status s =
-          packed_ && packed_->matmul
-              ? fx::fast::matmul(*packed_->matmul, packed_->isa, a.subspan(bi * a_size, a_size),
-                                 y.subspan(bi * y_size, y_size), in(0).in_range)
-              : fx::matmul(p, a.subspan(bi * a_size, a_size), b.subspan(shared_b ? 0 : bi * b_size, b_size), bias,
-                           y.subspan(bi * y_size, y_size));
+      const I32 ai = a.subspan(bi * a_size, a_size), b_i = b.subspan(shared_b ? 0 : bi * b_size, b_size);
+      const std::span<int32_t> yi = y.subspan(bi * y_size, y_size);
+      fx::Status s;
+      if (packed_ && packed_->matmul) {
+        s = fx::fast::matmul(*packed_->matmul, packed_->isa, ai, yi, in(0).in_range);
+      } else {
+        if (pack_b && (i == 0 || !shared_b)) b_packed = fx::fast::pack_matmul(p, b_i, bias, run_time_b).ok();
+        s = b_packed ? fx::fast::matmul(run_time_b, packed_->isa, ai, yi, in(0).in_range) : fx::matmul(p, ai, b_i, bias, yi);
+      }
       if (!s.ok()) return fx_status(s);
     }
     return Status::ok();
@@ -501,7 +515,8 @@ class IntegerOp {
     p.output_multiplier = pair_multiplier(op_, "output_multiplier");
     const int64_t row = in(0).shape.empty() ? 1 : in(0).shape.back();
     if (out().ints.empty()) return Status::ok();
-    return fx_status(fx::softmax(p, row, in(0).ints, out().ints));
+    return fx_status(packed_ ? fx::fast::softmax(p, packed_->isa, row, in(0).ints, out().ints, in(0).in_range)
+                             : fx::softmax(p, row, in(0).ints, out().ints));
   }
 
   Status layernorm() {

@@ -627,3 +627,30 @@ TEST_CASE("fast concat equals fx::concat with copied and rescaled inputs of ever
     }
   }
 }
+
+TEST_CASE("fast softmax equals fx::softmax on 8-bit rows of any scale, and defers the rest to it") {
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 200; ++trial) {
+    const QType it = trial % 7 == 6 ? QType::Int16 : random_8bit(rng);
+    const QType ot = trial % 3 == 0 ? QType::Int16 : random_8bit(rng);
+    const Range ri = range_of(it);
+    // Input scales from fine (every entry of the table interpolated) to coarse (most below it).
+    const QParams qi{std::pow(10.0, -3.0 + 3.0 * std::uniform_real_distribution<double>(0, 1)(rng)),
+                     is_16bit(it) ? 0 : random_in(rng, ri.min, ri.max), it};
+    const QParams qo{ot == QType::Int16 ? 1.0 / 32767.0 : 1.0 / 255.0, ot == QType::Int8 ? -128 : 0, ot};
+    SoftmaxParams p;
+    REQUIRE(make_softmax_params(qi, qo, p).ok());
+    if (trial % 2) p.segment_bits = random_in(rng, 0, 4);  // interpolated entries (a program may ask for them)
+    const int64_t row = random_in(rng, 1, 90);
+    std::vector<int32_t> x = random_values(rng, static_cast<size_t>(row * random_in(rng, 1, 4)), it);
+    if (trial % 5 == 0) std::fill(x.begin(), x.end(), ri.max);  // all equal
+    if (trial % 11 == 0) x[0] = ri.max + 1;                        // outside the type: the reference's message
+    std::vector<int32_t> want(x.size());
+    const Status ws = softmax(p, row, x, want);
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(x.size(), -999);
+      REQUIRE(fast::softmax(p, isa, row, x, got).message == ws.message);
+      if (ws.ok()) REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
+    }
+  }
+}
