@@ -99,9 +99,25 @@ void accumulate_avx2(const int32_t* q, const PhasedPlane& plane, const std::vect
 }
 #endif
 
+// dst[j] = src[j] - zp for j < n, vectorized for the CPU (the baseline build has SSE2 only).
+#ifdef QFLOW_FX_DEPTHWISE_AVX2
+__attribute__((target("avx2"))) void center_avx2(const int32_t* src, int64_t n, int32_t zp, int32_t* dst) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = src[j] - zp;
+}
+#endif
+
+void center(Isa isa, const int32_t* src, int64_t n, int32_t zp, int32_t* dst) {
+#ifdef QFLOW_FX_DEPTHWISE_AVX2
+  if (isa != Isa::Portable) return center_avx2(src, n, zp, dst);
+#else
+  (void)isa;
+#endif
+  for (int64_t j = 0; j < n; ++j) dst[j] = src[j] - zp;
+}
+
 // Writes channel xc minus the zero point into the image part of the plane; the padding
 // around it was zeroed once for the call.
-void fill_plane(const Conv2DParams& p, const PhasedPlane& plane, const int32_t* xc, int32_t zp, int32_t* q) {
+void fill_plane(const Conv2DParams& p, Isa isa, const PhasedPlane& plane, const int32_t* xc, int32_t zp, int32_t* q) {
   const int64_t sx = plane.phases, iw = p.in_w, top = p.pads[0], left = p.pads[1];
   const int64_t y_begin = std::min(plane.rows, top), y_end = std::max(y_begin, std::min(plane.rows, p.in_h + top));
   for (int64_t phase = 0; phase < sx; ++phase) {
@@ -114,7 +130,7 @@ void fill_plane(const Conv2DParams& p, const PhasedPlane& plane, const int32_t* 
       int32_t* row = q + (phase * plane.rows + y) * plane.width;
       const int32_t* line = xc + (y - top) * iw + shift;
       if (sx == 1)
-        for (int64_t j = first; j < last; ++j) row[j] = line[j] - zp;
+        center(isa, line + first, last - first, zp, row + first);
       else
         for (int64_t j = first; j < last; ++j) row[j] = line[j * sx] - zp;
     }
@@ -148,7 +164,7 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
   std::fill(plane.begin(), plane.begin() + static_cast<std::ptrdiff_t>(plane_size), 0);
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t g = 0; g < p.group; ++g) {
-      fill_plane(p, layout, x + (n * p.in_channels + g) * p.in_h * p.in_w, p.input.zero_point, plane.data());
+      fill_plane(p, isa, layout, x + (n * p.in_channels + g) * p.in_h * p.in_w, p.input.zero_point, plane.data());
       for (int64_t r = 0; r < mg; ++r) {
         const int64_t m = g * mg + r;
         const int32_t* w = k.taps.data() + m * taps;
