@@ -99,20 +99,25 @@ void accumulate_avx2(const int32_t* q, const PhasedPlane& plane, const std::vect
 }
 #endif
 
-// dst[j] = src[j] - zp for j < n, vectorized for the CPU (the baseline build has SSE2 only).
+// dst[j] = src[j * stride] - zp for j < n, vectorized for the CPU (the baseline build has SSE2
+// only) for strides 1 and 2.
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
 __attribute__((target("avx2"))) void center_avx2(const int32_t* src, int64_t n, int32_t zp, int32_t* dst) {
   for (int64_t j = 0; j < n; ++j) dst[j] = src[j] - zp;
 }
+__attribute__((target("avx2"))) void center_pairs_avx2(const int32_t* src, int64_t n, int32_t zp, int32_t* dst) {
+  for (int64_t j = 0; j < n; ++j) dst[j] = src[2 * j] - zp;
+}
 #endif
 
-void center(Isa isa, const int32_t* src, int64_t n, int32_t zp, int32_t* dst) {
+void center(Isa isa, const int32_t* src, int64_t n, int64_t stride, int32_t zp, int32_t* dst) {
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
-  if (isa != Isa::Portable) return center_avx2(src, n, zp, dst);
+  if (isa != Isa::Portable && stride == 1) return center_avx2(src, n, zp, dst);
+  if (isa != Isa::Portable && stride == 2) return center_pairs_avx2(src, n, zp, dst);
 #else
   (void)isa;
 #endif
-  for (int64_t j = 0; j < n; ++j) dst[j] = src[j] - zp;
+  for (int64_t j = 0; j < n; ++j) dst[j] = src[j * stride] - zp;
 }
 
 // Writes channel xc minus the zero point into the image part of the plane; the padding
@@ -129,10 +134,7 @@ void fill_plane(const Conv2DParams& p, Isa isa, const PhasedPlane& plane, const 
     for (int64_t y = y_begin; y < y_end; ++y) {
       int32_t* row = q + (phase * plane.rows + y) * plane.width;
       const int32_t* line = xc + (y - top) * iw + shift;
-      if (sx == 1)
-        center(isa, line + first, last - first, zp, row + first);
-      else
-        for (int64_t j = first; j < last; ++j) row[j] = line[j * sx] - zp;
+      center(isa, line + first * sx, last - first, sx, zp, row + first);
     }
   }
 }
