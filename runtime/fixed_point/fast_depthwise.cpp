@@ -3,6 +3,9 @@
 // there. Per channel, the centered input is copied once into a zero-padded plane split by
 // column phase (x mod stride), so every tap reads a contiguous run of it whatever the stride,
 // and the int32 accumulators of several 8-pixel vectors stay in registers over all taps.
+// Kernels of 25 taps and more go in pairs on x86: two taps of one plane row whose columns
+// differ by one read one int32 slot (q[j], q[j + 1]) as int16 of a pair plane, and one pmaddwd
+// / vpdpwssd adds both products (x - zp and the weights fit int16, a pair of products int32).
 // Integer sums are exact: any order gives the reference's bits.
 #include <algorithm>
 
@@ -41,35 +44,66 @@ void accumulate_portable(const int32_t* q, const PhasedPlane& plane, const std::
 }
 
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
+// How a tap's (or a pair of taps') products join the accumulators.
+enum class Dot {
+  Mullo,        // int32 plane: acc += w * x
+  Pairs,        // pair plane: acc += w0 * x0 + w1 * x1 (pmaddwd)
+  PairsAvxVnni, // the same with vpdpwssd, 256-bit AVX-VNNI
+  PairsAvx512,  // the same with vpdpwssd, AVX-512 VNNI on 256-bit vectors
+};
+
 // N vectors of 8 accumulators over all taps: `at[i]` is vector i's offset in the plane,
 // `dst[i]` in acc, `lanes[i]` how many of its 8 pixels exist.
-template <int N>
-__attribute__((target("avx2"))) void vectors_avx2(const int32_t* q, const int64_t* offsets, const int32_t* taps,
-                                                  int64_t tap_count, int32_t bias, const int64_t* at,
-                                                  const int64_t* dst, const int* lanes, int32_t* acc) {
-  __m256i sum[N];
-#pragma GCC unroll 8
-  for (int i = 0; i < N; ++i) sum[i] = _mm256_set1_epi32(bias);
-  for (int64_t t = 0; t < tap_count; ++t) {
-    const __m256i w = _mm256_set1_epi32(taps[t]);
-    const int32_t* src = q + offsets[t];
-#pragma GCC unroll 8
-    for (int i = 0; i < N; ++i)
-      sum[i] = _mm256_add_epi32(
-          sum[i], _mm256_mullo_epi32(w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + at[i]))));
+#define QFLOW_DEPTHWISE_VECTORS(NAME, TARGET, DOT)                                                                   \
+  template <int N>                                                                                                   \
+  __attribute__((target(TARGET))) void NAME(const int32_t* q, const int64_t* offsets, const int32_t* taps,          \
+                                            int64_t tap_count, int32_t bias, const int64_t* at, const int64_t* dst,  \
+                                            const int* lanes, int32_t* acc) {                                        \
+    __m256i sum[N];                                                                                                  \
+    _Pragma("GCC unroll 8") for (int i = 0; i < N; ++i) sum[i] = _mm256_set1_epi32(bias);                            \
+    for (int64_t t = 0; t < tap_count; ++t) {                                                                        \
+      const __m256i w = _mm256_set1_epi32(taps[t]);                                                                  \
+      const int32_t* src = q + offsets[t];                                                                           \
+      _Pragma("GCC unroll 8") for (int i = 0; i < N; ++i) sum[i] =                                                   \
+          DOT(sum[i], w, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + at[i])));                         \
+    }                                                                                                                \
+    _Pragma("GCC unroll 8") for (int i = 0; i < N; ++i) {                                                            \
+      if (lanes[i] == 8) {                                                                                           \
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + dst[i]), sum[i]);                                       \
+      } else { /* a masked store: a copy of the lanes was a memmove call per row end */                              \
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes[i]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); \
+        _mm256_maskstore_epi32(acc + dst[i], mask, sum[i]);                                                          \
+      }                                                                                                              \
+    }                                                                                                                \
   }
-#pragma GCC unroll 8
-  for (int i = 0; i < N; ++i) {
-    if (lanes[i] == 8) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + dst[i]), sum[i]);
-    } else {  // a masked store: a copy of the lanes was a memmove call per row end
-      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes[i]), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-      _mm256_maskstore_epi32(acc + dst[i], mask, sum[i]);
-    }
+
+#define QFLOW_DOT_MULLO(acc, w, x) _mm256_add_epi32(acc, _mm256_mullo_epi32(w, x))
+#define QFLOW_DOT_PAIRS(acc, w, x) _mm256_add_epi32(acc, _mm256_madd_epi16(w, x))
+#define QFLOW_DOT_AVXVNNI(acc, w, x) _mm256_dpwssd_avx_epi32(acc, w, x)
+#define QFLOW_DOT_AVX512VNNI(acc, w, x) _mm256_dpwssd_epi32(acc, w, x)
+QFLOW_DEPTHWISE_VECTORS(vectors_mullo, "avx2", QFLOW_DOT_MULLO)
+QFLOW_DEPTHWISE_VECTORS(vectors_pairs, "avx2", QFLOW_DOT_PAIRS)
+#if !defined(__clang__) || __clang_major__ >= 16
+QFLOW_DEPTHWISE_VECTORS(vectors_pairs_avxvnni, "avx2,avxvnni", QFLOW_DOT_AVXVNNI)
+#endif
+QFLOW_DEPTHWISE_VECTORS(vectors_pairs_avx512, "avx2,avx512vl,avx512vnni", QFLOW_DOT_AVX512VNNI)
+
+template <int N>
+void vectors(Dot dot, const int32_t* q, const int64_t* offsets, const int32_t* taps, int64_t tap_count, int32_t bias,
+             const int64_t* at, const int64_t* dst, const int* lanes, int32_t* acc) {
+  switch (dot) {
+    case Dot::Mullo: return vectors_mullo<N>(q, offsets, taps, tap_count, bias, at, dst, lanes, acc);
+    case Dot::Pairs: return vectors_pairs<N>(q, offsets, taps, tap_count, bias, at, dst, lanes, acc);
+#if !defined(__clang__) || __clang_major__ >= 16
+    case Dot::PairsAvxVnni: return vectors_pairs_avxvnni<N>(q, offsets, taps, tap_count, bias, at, dst, lanes, acc);
+#else
+    case Dot::PairsAvxVnni: return vectors_pairs<N>(q, offsets, taps, tap_count, bias, at, dst, lanes, acc);
+#endif
+    case Dot::PairsAvx512: return vectors_pairs_avx512<N>(q, offsets, taps, tap_count, bias, at, dst, lanes, acc);
   }
 }
 
-void accumulate_avx2(const int32_t* q, const PhasedPlane& plane, const std::vector<int64_t>& offsets,
+void accumulate_avx2(Dot dot, const int32_t* q, const PhasedPlane& plane, const std::vector<int64_t>& offsets,
                      const int32_t* taps, int64_t sy, int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
   constexpr int kGroup = 6;
   const int64_t total = oh * ((ow + 7) / 8), tap_count = static_cast<int64_t>(offsets.size());
@@ -88,14 +122,65 @@ void accumulate_avx2(const int32_t* q, const PhasedPlane& plane, const std::vect
     }
     const int64_t* o = offsets.data();
     switch (n) {
-      case 6: vectors_avx2<6>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      case 5: vectors_avx2<5>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      case 4: vectors_avx2<4>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      case 3: vectors_avx2<3>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      case 2: vectors_avx2<2>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      default: vectors_avx2<1>(q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 6: vectors<6>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 5: vectors<5>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 4: vectors<4>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 3: vectors<3>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 2: vectors<2>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      default: vectors<1>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
     }
   }
+}
+
+// Taps in pairs: two taps of one plane row whose columns differ by one read one int32 slot
+// (q[j], q[j + 1]) of the pair plane; a tap without such a neighbour pairs with weight 0.
+struct TapPairs {
+  std::vector<int64_t> offsets;
+  std::vector<std::pair<int, int>> taps;  // (first, second or -1)
+};
+
+TapPairs pair_taps(const std::vector<int64_t>& offsets, int64_t width) {
+  std::vector<int> order(offsets.size());
+  for (size_t t = 0; t < order.size(); ++t) order[t] = static_cast<int>(t);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return offsets[static_cast<size_t>(a)] < offsets[static_cast<size_t>(b)]; });
+  TapPairs tp;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const int64_t o = offsets[static_cast<size_t>(order[i])];
+    const bool pair = i + 1 < order.size() && offsets[static_cast<size_t>(order[i + 1])] == o + 1 && (o + 1) % width != 0;
+    tp.offsets.push_back(o);
+    tp.taps.emplace_back(order[i], pair ? order[i + 1] : -1);
+    if (pair) ++i;
+  }
+  return tp;
+}
+
+// w_first | w_second << 16: the weights of one pair as pmaddwd reads them.
+int32_t weight_pair(const int32_t* taps, std::pair<int, int> pair) {
+  const auto low = static_cast<uint32_t>(static_cast<uint16_t>(taps[pair.first]));
+  const auto high = pair.second < 0 ? 0u : static_cast<uint32_t>(static_cast<uint16_t>(taps[pair.second]));
+  return static_cast<int32_t>(low | high << 16);
+}
+
+// (a, b) as one pmaddwd slot: a in the low int16, b in the high one.
+inline int32_t pack_pair(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(a)) | static_cast<uint32_t>(b) << 16);
+}
+
+// pairs[i] = (x[i * S] - zp, x[(i + 1) * S] - zp) for i < n - 1 and (x[(n - 1) * S] - zp, 0)
+// last, straight from the input (a centred copy read back at an offset stalled on store
+// forwarding).
+template <int S>
+__attribute__((target("avx2"))) void pack_row_avx2(const int32_t* x, int64_t n, int32_t zp, int32_t* pairs) {
+  for (int64_t i = 0; i + 1 < n; ++i) pairs[i] = pack_pair(x[i * S] - zp, x[(i + 1) * S] - zp);
+  pairs[n - 1] = pack_pair(x[(n - 1) * S] - zp, 0);
+}
+
+void pack_row(int64_t stride, const int32_t* x, int64_t n, int32_t zp, int32_t* pairs) {
+  if (stride == 1) return pack_row_avx2<1>(x, n, zp, pairs);
+  if (stride == 2) return pack_row_avx2<2>(x, n, zp, pairs);
+  for (int64_t i = 0; i + 1 < n; ++i) pairs[i] = pack_pair(x[i * stride] - zp, x[(i + 1) * stride] - zp);
+  pairs[n - 1] = pack_pair(x[(n - 1) * stride] - zp, 0);
 }
 #endif
 
@@ -141,6 +226,29 @@ void fill_plane(const Conv2DParams& p, Isa isa, const PhasedPlane& plane, const 
 
 }  // namespace
 
+#ifdef QFLOW_FX_DEPTHWISE_AVX2
+// The pair plane of channel xc: slot j of a plane row holds (q[j], q[j + 1]) of the centred,
+// zero-padded row (q past the row's end is 0; no pair with a non-zero second weight reads
+// there). Only the slots next to image columns are rewritten; the rest stay zero.
+[[gnu::noinline]] void fill_pair_plane(const Conv2DParams& p, const PhasedPlane& plane, const int32_t* xc, int32_t zp, int32_t* pairs) {
+  const int64_t sx = plane.phases, iw = p.in_w, top = p.pads[0], left = p.pads[1];
+  const int64_t y_begin = std::min(plane.rows, top), y_end = std::max(y_begin, std::min(plane.rows, p.in_h + top));
+  for (int64_t phase = 0; phase < sx; ++phase) {
+    const int64_t shift = phase - left;
+    const int64_t first = std::min(plane.width, shift >= 0 ? int64_t{0} : (-shift + sx - 1) / sx);
+    const int64_t last =
+        std::max(first, iw - 1 - shift < 0 ? int64_t{0} : std::min(plane.width, (iw - 1 - shift) / sx + 1));
+    if (first == last) continue;
+    for (int64_t y = y_begin; y < y_end; ++y) {
+      int32_t* row = pairs + (phase * plane.rows + y) * plane.width;
+      const int32_t* line = xc + (y - top) * iw + shift + first * sx;  // column first
+      if (first > 0) row[first - 1] = pack_pair(0, line[0] - zp);  // padding, then the first column
+      pack_row(sx, line, last - first, zp, row + first);
+    }
+  }
+}
+#endif
+
 void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, std::vector<int32_t>& plane,
                       std::vector<int32_t>& acc) {
   const Conv2DParams& p = k.params;
@@ -164,17 +272,37 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
   if (acc.size() < static_cast<size_t>(pixels)) acc.resize(static_cast<size_t>(pixels));
   // The padding stays zero for the whole call: only the image part is rewritten per channel.
   std::fill(plane.begin(), plane.begin() + static_cast<std::ptrdiff_t>(plane_size), 0);
+#ifdef QFLOW_FX_DEPTHWISE_AVX2
+  // Pairs for kernels of 5x5 taps and more (25 -> 15 passes on PP-OCR cls's; a 3x3's 9 -> 6
+  // did not repay building the pair plane on Fashion-MNIST), not for a 1-wide output, where
+  // taps of consecutive rows would be neighbours in memory.
+  const TapPairs tp = pair_taps(offsets, layout.width);
+  const bool paired = isa != Isa::Portable && taps >= 25 && tp.offsets.size() < offsets.size() && ow > 1;
+  const Dot dot = !paired                   ? Dot::Mullo
+                  : isa == Isa::Avx512Vnni ? Dot::PairsAvx512
+                  : isa == Isa::AvxVnni    ? Dot::PairsAvxVnni
+                                           : Dot::Pairs;
+  std::vector<int32_t> weights(paired ? tp.offsets.size() : 0);
+#endif
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t g = 0; g < p.group; ++g) {
-      fill_plane(p, isa, layout, x + (n * p.in_channels + g) * p.in_h * p.in_w, p.input.zero_point, plane.data());
+      const int32_t* xc = x + (n * p.in_channels + g) * p.in_h * p.in_w;
+#ifdef QFLOW_FX_DEPTHWISE_AVX2
+      if (paired) fill_pair_plane(p, layout, xc, p.input.zero_point, plane.data());
+      else
+#endif
+        fill_plane(p, isa, layout, xc, p.input.zero_point, plane.data());
       for (int64_t r = 0; r < mg; ++r) {
         const int64_t m = g * mg + r;
         const int32_t* w = k.taps.data() + m * taps;
         const int32_t bias = k.bias[static_cast<size_t>(g * k.group_rows + r)];
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
-        if (isa != Isa::Portable)
-          accumulate_avx2(plane.data(), layout, offsets, w, sy, oh, ow, bias, acc.data());
-        else
+        if (paired) {
+          for (size_t t = 0; t < weights.size(); ++t) weights[t] = weight_pair(w, tp.taps[t]);
+          accumulate_avx2(dot, plane.data(), layout, tp.offsets, weights.data(), sy, oh, ow, bias, acc.data());
+        } else if (isa != Isa::Portable) {
+          accumulate_avx2(Dot::Mullo, plane.data(), layout, offsets, w, sy, oh, ow, bias, acc.data());
+        } else
 #endif
           accumulate_portable(plane.data(), layout, offsets, w, sy, oh, ow, bias, acc.data());
         requantize_row(isa, acc.data(), pixels, k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo, k.hi,
