@@ -1,4 +1,5 @@
-// MaxPool, AveragePool and GlobalAveragePool on the fast kernels. Per channel the input is copied
+// MaxPool, AveragePool and GlobalAveragePool on the fast kernels. A global pool sums each
+// channel's x - zp directly (one window, no padding). Otherwise, per channel the input is copied
 // once into a padded plane (the type's minimum around it for max pooling, where padded taps never
 // win; x - zp with zeros around it for averaging, where a padded tap adds 0), so the window loops
 // run without bounds checks and vectorize across output pixels. The divisor of a window is the
@@ -171,6 +172,30 @@ Status average_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, 
   return Status{};
 }
 
+namespace {
+
+// sum of x[i] - zp for i < n (n * |x - zp| < 2^31, which the caller checks).
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) int32_t centred_sum_avx2(const int32_t* x, int64_t n, int32_t zp) {
+  int32_t sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i] - zp;
+  return sum;
+}
+#endif
+
+int32_t centred_sum(Isa isa, const int32_t* x, int64_t n, int32_t zp) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa != Isa::Portable) return centred_sum_avx2(x, n, zp);
+#else
+  (void)isa;
+#endif
+  int32_t sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i] - zp;
+  return sum;
+}
+
+}  // namespace
+
 Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w, const QParams& input,
                            const QParams& output, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
   Pool2DParams p;
@@ -185,7 +210,21 @@ Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w
   // The reference's own checks and message prefix when anything is refused.
   if (!pool_ok(p, x, y) || !(input.scale > 0.0) || !(output.scale > 0.0))
     return fx::global_average_pool(batch, channels, h, w, input, output, x, y);
-  if (Status s = average_pool(p, isa, x, y); !s.ok()) return Status::error("global_" + s.message);
+  // One window per channel, no padding: the average pool's steps on a plain sum of x - zp.
+  const Range r = range_of(input.type), ro = range_of(output.type);
+  const int64_t offset = std::max<int64_t>(int64_t{input.zero_point} - r.min, int64_t{r.max} - input.zero_point);
+  const int64_t count = h * w;
+  Multiplier m;
+  const bool same = input == output;
+  if (count > INT32_MAX / std::max<int64_t>(offset, 1) || (!same && !make_multiplier(input.scale / output.scale / static_cast<double>(count), m).ok())) {
+    if (Status s = average_pool(p, isa, x, y); !s.ok()) return Status::error("global_" + s.message);
+    return Status{};
+  }
+  for (int64_t nc = 0; nc < batch * channels; ++nc) {
+    const int64_t acc = centred_sum(isa, x.data() + nc * count, count, input.zero_point);
+    y[static_cast<size_t>(nc)] = same ? static_cast<int32_t>(std::clamp<int64_t>(rounding_divide(acc, count) + output.zero_point, ro.min, ro.max))
+                                      : requantize(acc, m, output.zero_point, ro.min, ro.max);
+  }
   return Status{};
 }
 
