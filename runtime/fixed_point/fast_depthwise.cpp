@@ -285,8 +285,9 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
   // Pairs for kernels of 5x5 taps and more (25 -> 15 passes on PP-OCR cls's; a 3x3's 9 -> 6
   // did not repay building the pair plane on Fashion-MNIST), not for a 1-wide output, where
   // taps of consecutive rows would be neighbours in memory.
-  const TapPairs tp = pair_taps(offsets, layout.width);
-  const bool paired = isa != Isa::Portable && taps >= 25 && tp.offsets.size() < offsets.size() && ow > 1;
+  const bool pairable = isa != Isa::Portable && taps >= 25 && ow > 1;
+  const TapPairs tp = pairable ? pair_taps(offsets, layout.width) : TapPairs{};
+  const bool paired = pairable && tp.offsets.size() < offsets.size();
   const Dot dot = !paired                   ? Dot::Mullo
                   : isa == Isa::Avx512Vnni ? Dot::PairsAvx512
                   : isa == Isa::AvxVnni    ? Dot::PairsAvxVnni
