@@ -17,9 +17,9 @@ bool isa_supported(Isa isa) {
 #else
     case Isa::AvxVnni: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
 #endif
-    case Isa::Avx512Vnni:
+    case Isa::Avx512Vnni:  // the byte conversions of the quad conv2d use AVX-512 BW as well
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("avx512vnni");
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
 #else
     default: return false;
 #endif
