@@ -139,7 +139,8 @@ Expected<Executor> Executor::create(Model model, Kernels kernels) {
         ex.packed_.push_back(std::move(packed));
       }
     if (!reference)
-      ex.fused_ = std::make_shared<const std::vector<detail::FusedOp>>(detail::fuse_elementwise_tables(m, ex.constants_));
+      ex.fused_ =
+          std::make_shared<const std::vector<detail::FusedOp>>(detail::fuse_elementwise_tables(m, ex.constants_, isa));
     // Each intermediate tensor is released after the op that reads it last (or writes it,
     // when nothing reads it); model outputs are kept. A fused op reads its root only, a
     // skipped one nothing.
@@ -324,8 +325,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
         table.input = detail::qparams(m.tensors[root]);
         table.output = detail::qparams(m.tensors[y]);
         table.entries = fused->table;
-        const fx::Status s = fx::fast::apply_lut(table, packed_[index] ? packed_[index]->isa : fx::fast::best_isa(),
-                                                 x->ints, values[y].ints, x->in_range);
+        const fx::Status s = fx::fast::apply_lut(table, fused->isa, x->ints, values[y].ints, x->in_range);
         if (!s.ok()) return Status::error(detail::one_line(prefix + detail::op_label(op) + ": " + s.message));
         values[y].in_range = true;  // table entries come from the reference, clamped to the type
         slot[y] = &values[y];

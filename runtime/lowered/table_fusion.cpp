@@ -82,7 +82,7 @@ bool derive(const Model& m, const Op& op, const std::vector<Value>& constants, c
 
 }  // namespace
 
-std::vector<FusedOp> fuse_elementwise_tables(const Model& m, const std::vector<Value>& constants) {
+std::vector<FusedOp> fuse_elementwise_tables(const Model& m, const std::vector<Value>& constants, fx::fast::Isa isa) {
   std::vector<const Op*> ops;
   for (const Segment& seg : m.segments)
     for (const Op& op : seg.ops) ops.push_back(&op);
@@ -112,6 +112,7 @@ std::vector<FusedOp> fuse_elementwise_tables(const Model& m, const std::vector<V
     plan[k].kind = FusedOp::Kind::Table;
     plan[k].root = derived[y].root;
     plan[k].table = derived[y].table;
+    plan[k].isa = isa;
   }
   return plan;
 }

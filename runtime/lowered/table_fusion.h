@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "qflow/lowered/model.h"
+#include "runtime/fixed_point/fast_kernels.h"
 #include "runtime/lowered/executor.h"
 
 namespace qflow::lowered::detail {
@@ -20,6 +21,7 @@ struct FusedOp {
   Kind kind = Kind::AsWritten;
   int32_t root = -1;           // Table: the 8-bit tensor looked up
   std::vector<int32_t> table;  // Table: one entry per value of the root's type
+  fx::fast::Isa isa = fx::fast::Isa::Portable;  // Table: the executor's instruction set
 };
 
 // An add, sub, mul, lut or requantize with 8-bit tensors of the output's shape, whose inputs
@@ -27,7 +29,8 @@ struct FusedOp {
 // of r, is itself a function of r: its values over r's 256 values are computed here by the
 // reference kernels. Such an op's output is computed as a lookup in that table when another
 // kind of op (or the model's output) reads it, and not at all otherwise.
-std::vector<FusedOp> fuse_elementwise_tables(const Model& model, const std::vector<Value>& constants);
+std::vector<FusedOp> fuse_elementwise_tables(const Model& model, const std::vector<Value>& constants,
+                                             fx::fast::Isa isa);
 
 // Runs the integer op on the reference kernels with the given input values (null: absent)
 // into `out` (type and shape set, ints sized): the tables are made by the code that runs
