@@ -155,32 +155,31 @@ TapPairs pair_taps(const std::vector<int64_t>& offsets, int64_t width) {
   return tp;
 }
 
-// w_first | w_second << 16: the weights of one pair as pmaddwd reads them.
-int32_t weight_pair(const int32_t* taps, std::pair<int, int> pair) {
-  const auto low = static_cast<uint32_t>(static_cast<uint16_t>(taps[pair.first]));
-  const auto high = pair.second < 0 ? 0u : static_cast<uint32_t>(static_cast<uint16_t>(taps[pair.second]));
-  return static_cast<int32_t>(low | high << 16);
-}
-
 // (a, b) as one pmaddwd slot: a in the low int16, b in the high one.
 inline int32_t pack_pair(int32_t a, int32_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(a)) | static_cast<uint32_t>(b) << 16);
 }
 
-// pairs[i] = (x[i * S] - zp, x[(i + 1) * S] - zp) for i < n - 1 and (x[(n - 1) * S] - zp, 0)
-// last, straight from the input (a centred copy read back at an offset stalled on store
-// forwarding).
+// The weights of one pair as pmaddwd reads them (0 for a missing second tap).
+int32_t weight_pair(const int32_t* taps, std::pair<int, int> pair) {
+  return pack_pair(taps[pair.first], pair.second < 0 ? 0 : taps[pair.second]);
+}
+
+// pairs[i] = (x[i * step] - zp, x[(i + 1) * step] - zp) for i < n - 1 and (x[(n - 1) * step] -
+// zp, 0) last, straight from the input (a centred copy read back at an offset stalled on store
+// forwarding); step is S, or `stride` for S = 0.
 template <int S>
-__attribute__((target("avx2"))) void pack_row_avx2(const int32_t* x, int64_t n, int32_t zp, int32_t* pairs) {
-  for (int64_t i = 0; i + 1 < n; ++i) pairs[i] = pack_pair(x[i * S] - zp, x[(i + 1) * S] - zp);
-  pairs[n - 1] = pack_pair(x[(n - 1) * S] - zp, 0);
+__attribute__((target("avx2"))) void pack_row_avx2(const int32_t* x, int64_t n, int64_t stride, int32_t zp,
+                                                   int32_t* pairs) {
+  const int64_t step = S > 0 ? S : stride;
+  for (int64_t i = 0; i + 1 < n; ++i) pairs[i] = pack_pair(x[i * step] - zp, x[(i + 1) * step] - zp);
+  pairs[n - 1] = pack_pair(x[(n - 1) * step] - zp, 0);
 }
 
 void pack_row(int64_t stride, const int32_t* x, int64_t n, int32_t zp, int32_t* pairs) {
-  if (stride == 1) return pack_row_avx2<1>(x, n, zp, pairs);
-  if (stride == 2) return pack_row_avx2<2>(x, n, zp, pairs);
-  for (int64_t i = 0; i + 1 < n; ++i) pairs[i] = pack_pair(x[i * stride] - zp, x[(i + 1) * stride] - zp);
-  pairs[n - 1] = pack_pair(x[(n - 1) * stride] - zp, 0);
+  if (stride == 1) return pack_row_avx2<1>(x, n, stride, zp, pairs);
+  if (stride == 2) return pack_row_avx2<2>(x, n, stride, zp, pairs);
+  pack_row_avx2<0>(x, n, stride, zp, pairs);
 }
 #endif
 
