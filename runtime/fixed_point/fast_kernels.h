@@ -1,18 +1,21 @@
-// Fast kernels for the 8-bit datapath of conv2d, matmul / gemm, add / sub and mul, and for lut and
-// the pools, bit-identical to the scalar reference of fixed_point.h (docs/fixed-point.md, "Fast kernels").
+// Fast kernels for the 8-bit datapath of conv2d, matmul / gemm, add / sub and mul, and for lut,
+// softmax and the pools, bit-identical to the scalar reference of fixed_point.h
+// (docs/fixed-point.md, "Fast kernels").
 //
 // Why they are exact: with 8-bit activations, (x - zp) is in [-255, 255] and an int8 weight
 // (minus a B zero point) too, so both fit int16 and a pair of products fits int32; the reference
 // refuses any reduction whose accumulator could leave int32 (max_reduction), so an int32
-// accumulator never wraps. The requantize epilogue forms |acc| * mantissa exactly in 64 bits
-// (< 2^62) and rounds half away from zero with one shift, as multiply_by_multiplier does.
+// accumulator never wraps (the VNNI conv2d's lanes may wrap on the way, modulo 2^32, and end on
+// the exact sum). The requantize epilogue forms |acc| * mantissa exactly in 64 bits (< 2^62) and
+// rounds half away from zero with one shift, as multiply_by_multiplier does.
 //
-// Weights are packed once (pack_conv2d, pack_matmul) into int16 rows padded with zeros; a run
-// gathers the input into int16 columns (im2col, padding taps are zero) and multiplies block by
-// block. Depthwise convolutions (one input channel per group) run directly on a zero-padded
-// plane instead. Scratch memory is per thread and reused, so runs allocate nothing once warmed up.
-// 16-bit activations stay on the reference. Standard library only (plus compiler intrinsics
-// on x86-64, selected at run time).
+// Weights are packed once (pack_conv2d, pack_matmul): int16 rows padded with zeros, and for
+// conv2d on VNNI CPUs int8 quads; a run gathers the input into int16 columns or byte quads
+// (padding taps are the zero point) and multiplies block by block. Depthwise convolutions (one
+// input channel per group) run directly on a zero-padded plane instead. Scratch memory is per
+// thread and reused, so runs allocate nothing once warmed up. 16-bit activations stay on the
+// reference except in conv2d. Standard library only (plus compiler intrinsics on x86-64,
+// selected at run time).
 #pragma once
 
 #include <cstdint>
@@ -158,7 +161,8 @@ Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inn
               std::span<int32_t> y);
 
 // fx::apply_lut with the range checked once per tensor and the lookup inlined (any table; 8-bit
-// tables gather 8 entries at a time with AVX2).
+// tables of byte entries look up 64 values per vpermi2b pair with AVX-512 VBMI, others gather 8
+// at a time with AVX2).
 Status apply_lut(const Lut& lut, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
                  bool inputs_in_range = false);
 
