@@ -173,9 +173,12 @@ Status softmax(const SoftmaxParams& p, Isa isa, int64_t row, std::span<const int
 
 // fx::max_pool, fx::average_pool and fx::global_average_pool on a padded copy of each channel
 // (any type); parameters or values the reference refuses go to the reference.
-Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
-Status average_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
+Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
+                bool inputs_in_range = false);
+Status average_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
+                    bool inputs_in_range = false);
 Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w, const QParams& input,
-                           const QParams& output, Isa isa, std::span<const int32_t> x, std::span<int32_t> y);
+                           const QParams& output, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
+                           bool inputs_in_range = false);
 
 }  // namespace qflow::fx::fast

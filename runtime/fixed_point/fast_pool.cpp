@@ -25,8 +25,9 @@ PoolScratch& pool_scratch() {
   return s;
 }
 
-// Every check of the reference's check_pool, as a yes / no.
-bool pool_ok(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
+// Every check of the reference's check_pool, as a yes / no; the values' range only when not
+// known.
+bool pool_ok(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y, bool inputs_in_range) {
   if (p.batch < 1 || p.channels < 1 || p.in_h < 1 || p.in_w < 1 || p.kernel_h < 1 || p.kernel_w < 1 ||
       p.strides[0] < 1 || p.strides[1] < 1 || p.dilations[0] < 1 || p.dilations[1] < 1 ||
       std::any_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v < 0; }))
@@ -42,7 +43,7 @@ bool pool_ok(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_
   if (p.input.zero_point < r.min || p.input.zero_point > r.max || p.output.zero_point < ro.min ||
       p.output.zero_point > ro.max)
     return false;
-  return check_range(x, p.input.type, "").ok();
+  return inputs_in_range || check_range(x, p.input.type, "").ok();
 }
 
 // Copies channel plane xc (in_h x in_w) into the interior of `plane` (row pitch pw), offset by
@@ -120,9 +121,10 @@ void valid_counts(int64_t out, int64_t in, int64_t kernel, int64_t stride, int64
 
 }  // namespace
 
-Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
+Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
+                bool inputs_in_range) {
   (void)isa;
-  if (!pool_ok(p, x, y) || p.input != p.output) return fx::max_pool(p, x, y);
+  if (!pool_ok(p, x, y, inputs_in_range) || p.input != p.output) return fx::max_pool(p, x, y);
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
   const int32_t lowest = range_of(p.input.type).min;
   run_planes(p, x, lowest, 0, Max{}, [&](int64_t nc, int64_t oy, const int32_t* acc) {
@@ -131,9 +133,10 @@ Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std:
   return Status{};
 }
 
-Status average_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
+Status average_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
+                    bool inputs_in_range) {
   (void)isa;
-  if (!pool_ok(p, x, y) || p.dilations[0] != 1 || p.dilations[1] != 1 || !(p.input.scale > 0.0) ||
+  if (!pool_ok(p, x, y, inputs_in_range) || p.dilations[0] != 1 || p.dilations[1] != 1 || !(p.input.scale > 0.0) ||
       !(p.output.scale > 0.0))
     return fx::average_pool(p, x, y);
   const Range r = range_of(p.input.type), ro = range_of(p.output.type);
@@ -197,7 +200,8 @@ int32_t centred_sum(Isa isa, const int32_t* x, int64_t n, int32_t zp) {
 }  // namespace
 
 Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w, const QParams& input,
-                           const QParams& output, Isa isa, std::span<const int32_t> x, std::span<int32_t> y) {
+                           const QParams& output, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
+                           bool inputs_in_range) {
   Pool2DParams p;
   p.batch = batch;
   p.channels = channels;
@@ -208,7 +212,7 @@ Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w
   p.input = input;
   p.output = output;
   // The reference's own checks and message prefix when anything is refused.
-  if (!pool_ok(p, x, y) || !(input.scale > 0.0) || !(output.scale > 0.0))
+  if (!pool_ok(p, x, y, inputs_in_range) || !(input.scale > 0.0) || !(output.scale > 0.0))
     return fx::global_average_pool(batch, channels, h, w, input, output, x, y);
   // One window per channel, no padding: the average pool's steps on a plain sum of x - zp.
   const Range r = range_of(input.type), ro = range_of(output.type);
@@ -217,7 +221,7 @@ Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w
   Multiplier m;
   const bool same = input == output;
   if (count > INT32_MAX / std::max<int64_t>(offset, 1) || (!same && !make_multiplier(input.scale / output.scale / static_cast<double>(count), m).ok())) {
-    if (Status s = average_pool(p, isa, x, y); !s.ok()) return Status::error("global_" + s.message);
+    if (Status s = average_pool(p, isa, x, y, inputs_in_range); !s.ok()) return Status::error("global_" + s.message);
     return Status{};
   }
   for (int64_t nc = 0; nc < batch * channels; ++nc) {

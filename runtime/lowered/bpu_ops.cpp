@@ -447,8 +447,8 @@ class IntegerOp {
     const Shape produced{p.batch, p.channels, fx::pool_out_h(p), fx::pool_out_w(p)};
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     if (packed_)
-      return fx_status(max ? fx::fast::max_pool(p, packed_->isa, in(0).ints, out().ints)
-                           : fx::fast::average_pool(p, packed_->isa, in(0).ints, out().ints));
+      return fx_status(max ? fx::fast::max_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range)
+                           : fx::fast::average_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range));
     return fx_status(max ? fx::max_pool(p, in(0).ints, out().ints) : fx::average_pool(p, in(0).ints, out().ints));
   }
 
@@ -458,7 +458,7 @@ class IntegerOp {
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     if (packed_)
       return fx_status(fx::fast::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), packed_->isa, in(0).ints,
-                                                     out().ints));
+                                                     out().ints, in(0).in_range));
     return fx_status(fx::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), in(0).ints, out().ints));
   }
 
