@@ -23,7 +23,8 @@ void allocate(Value& v, ElemType type, const detail::Shape& shape, bool overwrit
   v.type = type;
   v.shape = shape;
   const auto n = static_cast<size_t>(element_count(shape));
-  if (type == ElemType::f32) v.floats.assign(n, 0.0f);
+  if (type == ElemType::f32 && overwritten) v.floats.resize(n);  // dequantize's output
+  else if (type == ElemType::f32) v.floats.assign(n, 0.0f);
   else if (type == ElemType::i64) v.longs.assign(n, 0);
   else if (overwritten) v.ints.resize(n);
   else v.ints.assign(n, 0);
