@@ -322,11 +322,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
         if (!x) return Status::error(prefix + detail::op_label(op) + ": its input was not computed");
         swap_buffer(y);
         allocate(values[y], m.tensors[y].type, m.tensors[y].shape, true);
-        fx::Lut table;
-        table.input = detail::qparams(m.tensors[root]);
-        table.output = detail::qparams(m.tensors[y]);
-        table.entries = fused->table;
-        const fx::Status s = fx::fast::apply_lut(table, fused->isa, x->ints, values[y].ints, x->in_range);
+        const fx::Status s = fx::fast::apply_lut(fused->table, fused->isa, x->ints, values[y].ints, x->in_range);
         if (!s.ok()) return Status::error(detail::one_line(prefix + detail::op_label(op) + ": " + s.message));
         values[y].in_range = true;  // table entries come from the reference, clamped to the type
         slot[y] = &values[y];

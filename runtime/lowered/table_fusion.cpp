@@ -28,7 +28,7 @@ struct Derived {
 // The op's result as a function of one root, or false.
 bool derive(const Model& m, const Op& op, const std::vector<Value>& constants, const std::vector<Derived>& derived,
             Derived& out) {
-  if (!is_integer_op(op.type) || !fusable_type(op.type) || op.outputs.size() != 1 || op.outputs[0] < 0) return false;
+  if (!fusable_type(op.type) || op.outputs.size() != 1 || op.outputs[0] < 0) return false;
   const Tensor& y = m.tensors[static_cast<size_t>(op.outputs[0])];
   if (!eight_bit(y)) return false;
   int32_t root = -1;
@@ -111,7 +111,9 @@ std::vector<FusedOp> fuse_elementwise_tables(const Model& m, const std::vector<V
     }
     plan[k].kind = FusedOp::Kind::Table;
     plan[k].root = derived[y].root;
-    plan[k].table = derived[y].table;
+    plan[k].table.input = qparams(m.tensors[static_cast<size_t>(derived[y].root)]);
+    plan[k].table.output = qparams(m.tensors[y]);
+    plan[k].table.entries = std::move(derived[y].table);
     plan[k].isa = isa;
   }
   return plan;

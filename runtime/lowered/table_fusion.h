@@ -19,8 +19,8 @@ struct FusedOp {
     Table,      // out = table[root - min]: the op and the elementwise ops before it, in one lookup
   };
   Kind kind = Kind::AsWritten;
-  int32_t root = -1;           // Table: the 8-bit tensor looked up
-  std::vector<int32_t> table;  // Table: one entry per value of the root's type
+  int32_t root = -1;  // Table: the 8-bit tensor looked up
+  fx::Lut table;      // Table: root's to the output's parameters, one entry per value of root's type
   fx::fast::Isa isa = fx::fast::Isa::Portable;  // Table: the executor's instruction set
 };
 
