@@ -1,6 +1,7 @@
 // Conv2D and MatMul on the fast kernels: weight packing at load time, per-run im2col (conv2d: into
-// pixel-major rows of int16 pairs; matmul: into int16 columns), block products and the requantize
-// epilogue (docs/fixed-point.md, "Fast kernels").
+// pixel-major rows of int16 pairs, or on VNNI CPUs of byte quads gathered from a padded byte plane;
+// matmul: into int16 columns), block products and the requantize epilogue (docs/fixed-point.md,
+// "Fast kernels").
 #include <algorithm>
 #include <cstdlib>
 #include <type_traits>
@@ -19,7 +20,7 @@ struct PixelRun {
   int64_t t, base, run;
 };
 
-// Per-thread buffers reused across runs: columns, accumulators, the depthwise plane.
+// Per-thread buffers reused across runs: im2col columns and tiles, accumulators, the planes.
 struct Scratch {
   std::vector<int16_t> columns, rows;  // matmul columns; conv2d's interleaved tile and two rows
   std::vector<uint8_t> quad_columns, quad_plane;  // conv2d's quad tile and padded byte plane
@@ -58,18 +59,11 @@ std::vector<Multiplier> expand(const std::vector<Multiplier>& ms, int64_t n) {
   return ms;
 }
 
-// Pixels per tile of the conv2d: about 64 KiB of interleaved int16 pairs, a multiple of kPixelBlock.
-int64_t pixel_tile(int64_t pairs, int64_t pixels) {
-  const int64_t by_cache = std::clamp<int64_t>(16384 / std::max<int64_t>(pairs, 1) / kPixelBlock * kPixelBlock,
-                                               kPixelBlock, 1024);
-  return std::min(by_cache, round_up(pixels, kPixelBlock));
-}
-
-// Pixels per tile of the quad conv2d: about 64 KiB of pixel quads, a multiple of kQuadPixelBlock.
-int64_t quad_pixel_tile(int64_t quads, int64_t pixels) {
-  const int64_t by_cache = std::clamp<int64_t>(16384 / std::max<int64_t>(quads, 1) / kQuadPixelBlock * kQuadPixelBlock,
-                                               kQuadPixelBlock, 1024);
-  return std::min(by_cache, round_up(pixels, kQuadPixelBlock));
+// Pixels per tile of the conv2d: a tile of about 64 KiB, each pixel holding `units` 4-byte units
+// (int16 pairs or byte quads), a multiple of `block` pixels.
+int64_t pixel_tile(int64_t units, int64_t pixels, int64_t block) {
+  const int64_t by_cache = std::clamp<int64_t>(16384 / std::max<int64_t>(units, 1) / block * block, block, 1024);
+  return std::min(by_cache, round_up(pixels, block));
 }
 
 // dst[i] = T(src[i] + add) for i < n, the values in T's range: the contiguous copies of im2col,
@@ -111,12 +105,11 @@ void im2col_row(const PackedConv2D& k, Isa isa, const int32_t* image, int64_t g,
                 int64_t tile, int16_t* dst) {
   const Conv2DParams& p = k.params;
   const int32_t add = -p.input.zero_point;
-  constexpr int16_t pad = 0;
   const int64_t kh = p.kernel_h, kw = p.kernel_w, cg = p.in_channels / p.group;
   const int64_t plane = p.in_h * p.in_w;
-  std::fill(dst + count, dst + tile, pad);
+  std::fill(dst + count, dst + tile, int16_t{0});
   if (r >= cg * kh * kw) {  // the zero row that completes the last pair
-    std::fill(dst, dst + count, pad);
+    std::fill(dst, dst + count, int16_t{0});
     return;
   }
   const int64_t c = r / (kh * kw), ky = r % (kh * kw) / kw, kx = r % kw;
@@ -138,16 +131,16 @@ void im2col_row(const PackedConv2D& k, Isa isa, const int32_t* image, int64_t g,
     int16_t* d = dst + t;  // d[ox - ox0] for ox in [ox0, ox0 + run)
     const int64_t end = ox0 + run;
     if (iy < 0 || iy >= p.in_h || ox_lo >= ox_hi) {
-      std::fill(d, d + run, pad);
+      std::fill(d, d + run, int16_t{0});
     } else {
       const int64_t lo = std::clamp(ox_lo, ox0, end), hi = std::clamp(ox_hi, lo, end);
-      std::fill(d, d + (lo - ox0), pad);
+      std::fill(d, d + (lo - ox0), int16_t{0});
       const int32_t* row = xc + iy * p.in_w;
       if (sx == 1)
         convert_run(isa, row + lo + off, hi - lo, add, d + (lo - ox0));
       else
         for (int64_t ox = lo; ox < hi; ++ox) d[ox - ox0] = static_cast<int16_t>(row[ox * sx + off] + add);
-      std::fill(d + (hi - ox0), d + run, pad);
+      std::fill(d + (hi - ox0), d + run, int16_t{0});
     }
     t += run;
   }
@@ -196,7 +189,7 @@ void conv2d_quads(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, 
   const int64_t plane_in = p.in_channels * p.in_h * p.in_w, pixels = k.out_h * k.out_w;
   const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
   const int64_t sy = p.strides[0], sx = p.strides[1];
-  const int64_t tile = quad_pixel_tile(k.quads, pixels);
+  const int64_t tile = pixel_tile(k.quads, pixels, kQuadPixelBlock);
   uint8_t* quads = sized(s.quad_columns, k.quads * tile * 4);
   uint8_t* plane = sized(s.quad_plane, cg * k.padded_h * k.padded_w);
   int32_t* acc = sized(s.acc, k.quad_rows * tile);
@@ -351,7 +344,7 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
     return Status{};
   }
   const int64_t mg = p.out_channels / p.group;
-  const int64_t tile = pixel_tile(k.pairs, pixels);
+  const int64_t tile = pixel_tile(k.pairs, pixels, kPixelBlock);
   int16_t* pairs = sized(s.columns, k.pairs * tile * 2);
   int16_t* even = sized(s.rows, 2 * tile);
   int16_t* odd = even + tile;
