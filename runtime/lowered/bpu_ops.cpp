@@ -80,18 +80,13 @@ class IntegerOp {
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
     if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
         op_.type == "average_pool" || op_.type == "global_average_pool" ||
-        op_.type == "quantize" || op_.type == "concat" || op_.type == "requantize" ||
-        op_.type == "softmax") {  // the instruction set only
+        op_.type == "quantize" || op_.type == "concat" || op_.type == "requantize" || op_.type == "softmax" ||
+        (op_.type == "matmul" && !has(1))) {  // the instruction set only (a run-time B is packed per run)
       auto packed = std::make_shared<PackedOp>();
       packed->isa = isa;
       return packed;
     }
     const bool bias_input = op_.inputs.size() > 2 && op_.inputs[2] >= 0;
-    if (op_.type == "matmul" && !has(1)) {  // B computed at run time: packed per run
-      auto packed = std::make_shared<PackedOp>();
-      packed->isa = isa;
-      return packed;
-    }
     if (!has(1) || (bias_input && !has(2))) return nullptr;
     auto packed = std::make_shared<PackedOp>();
     packed->isa = isa;
