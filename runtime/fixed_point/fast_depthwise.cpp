@@ -183,19 +183,16 @@ void pack_row(int64_t stride, const int32_t* x, int64_t n, int32_t zp, int32_t* 
 }
 #endif
 
-// Writes channel xc minus the zero point into the image part of the plane; the padding
-// around it was zeroed once for the call.
 // Rows [0, count) of one phase: row y (pitch `width`) gets columns [first, last) of line y
 // (pitch `line_pitch`, column j at line[j * stride]) minus zp. One function per stride, so the
 // row loop runs without a call per row (Fashion-MNIST's rows are 7 to 16 values).
-#define QFLOW_CENTER_ROWS(NAME, ATTRIBUTES)                                                                      \
-  template <int S>                                                                                              \
-  ATTRIBUTES void NAME(const int32_t* line, int64_t line_pitch, int64_t stride,           \
-                                            int64_t count, int64_t first, int64_t last, int32_t zp, int32_t* row, \
-                                            int64_t width) {                                                     \
-    const int64_t step = S > 0 ? S : stride;                                                                     \
-    for (int64_t y = 0; y < count; ++y, line += line_pitch, row += width)                                        \
-      for (int64_t j = first; j < last; ++j) row[j] = line[j * step] - zp;                                       \
+#define QFLOW_CENTER_ROWS(NAME, ATTRIBUTES)                                                                   \
+  template <int S>                                                                                           \
+  ATTRIBUTES void NAME(const int32_t* line, int64_t line_pitch, int64_t stride, int64_t count, int64_t first, \
+                       int64_t last, int32_t zp, int32_t* row, int64_t width) {                              \
+    const int64_t step = S > 0 ? S : stride;                                                                  \
+    for (int64_t y = 0; y < count; ++y, line += line_pitch, row += width)                                     \
+      for (int64_t j = first; j < last; ++j) row[j] = line[j * step] - zp;                                    \
   }
 QFLOW_CENTER_ROWS(center_rows_portable, )
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
@@ -213,49 +210,60 @@ void center_rows(Isa isa, const int32_t* line, int64_t line_pitch, int64_t strid
   center_rows_portable<S>(line, line_pitch, stride, count, first, last, zp, row, width);
 }
 
-void fill_plane(const Conv2DParams& p, Isa isa, const PhasedPlane& plane, const int32_t* xc, int32_t zp, int32_t* q) {
-  const int64_t sx = plane.phases, iw = p.in_w, top = p.pads[0], left = p.pads[1];
-  const int64_t y_begin = std::min(plane.rows, top), y_end = std::max(y_begin, std::min(plane.rows, p.in_h + top));
-  if (y_begin >= y_end) return;
-  for (int64_t phase = 0; phase < sx; ++phase) {
-    // Column j of this phase is image column j * sx + shift.
-    const int64_t shift = phase - left;
-    const int64_t first = std::min(plane.width, shift >= 0 ? int64_t{0} : (-shift + sx - 1) / sx);
-    const int64_t last =
-        std::max(first, iw - 1 - shift < 0 ? int64_t{0} : std::min(plane.width, (iw - 1 - shift) / sx + 1));
-    int32_t* row = q + (phase * plane.rows + y_begin) * plane.width;
-    const int32_t* line = xc + (y_begin - top) * iw + shift;
-    const int64_t count = y_end - y_begin;
-    if (sx == 1) center_rows<1>(isa, line, iw, sx, count, first, last, zp, row, plane.width);
-    else if (sx == 2) center_rows<2>(isa, line, iw, sx, count, first, last, zp, row, plane.width);
-    else center_rows<0>(isa, line, iw, sx, count, first, last, zp, row, plane.width);
-  }
+// Where channel data lands in the plane: plane rows [y_begin, y_end) hold image rows, and in
+// phase `phase` columns [first, last) hold image columns j * phases + shift.
+struct ImageSpan {
+  int64_t y_begin = 0, y_end = 0;
+  int64_t shift = 0, first = 0, last = 0;
+};
+ImageSpan image_span(const Conv2DParams& p, const PhasedPlane& plane, int64_t phase) {
+  const int64_t sx = plane.phases, iw = p.in_w, top = p.pads[0];
+  ImageSpan s;
+  s.y_begin = std::min(plane.rows, top);
+  s.y_end = std::max(s.y_begin, std::min(plane.rows, p.in_h + top));
+  s.shift = phase - p.pads[1];
+  s.first = std::min(plane.width, s.shift >= 0 ? int64_t{0} : (-s.shift + sx - 1) / sx);
+  s.last = std::max(s.first, iw - 1 - s.shift < 0 ? int64_t{0} : std::min(plane.width, (iw - 1 - s.shift) / sx + 1));
+  return s;
 }
 
-}  // namespace
+// Writes channel xc minus the zero point into the image part of the plane; the padding
+// around it was zeroed once for the call.
+void fill_plane(const Conv2DParams& p, Isa isa, const PhasedPlane& plane, const int32_t* xc, int32_t zp, int32_t* q) {
+  const int64_t sx = plane.phases, iw = p.in_w;
+  for (int64_t phase = 0; phase < sx; ++phase) {
+    const ImageSpan s = image_span(p, plane, phase);
+    if (s.y_begin >= s.y_end) return;
+    int32_t* row = q + (phase * plane.rows + s.y_begin) * plane.width;
+    const int32_t* line = xc + (s.y_begin - p.pads[0]) * iw + s.shift;
+    const int64_t count = s.y_end - s.y_begin;
+    if (sx == 1) center_rows<1>(isa, line, iw, sx, count, s.first, s.last, zp, row, plane.width);
+    else if (sx == 2) center_rows<2>(isa, line, iw, sx, count, s.first, s.last, zp, row, plane.width);
+    else center_rows<0>(isa, line, iw, sx, count, s.first, s.last, zp, row, plane.width);
+  }
+}
 
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
 // The pair plane of channel xc: slot j of a plane row holds (q[j], q[j + 1]) of the centred,
 // zero-padded row (q past the row's end is 0; no pair with a non-zero second weight reads
-// there). Only the slots next to image columns are rewritten; the rest stay zero.
-[[gnu::noinline]] void fill_pair_plane(const Conv2DParams& p, const PhasedPlane& plane, const int32_t* xc, int32_t zp, int32_t* pairs) {
-  const int64_t sx = plane.phases, iw = p.in_w, top = p.pads[0], left = p.pads[1];
-  const int64_t y_begin = std::min(plane.rows, top), y_end = std::max(y_begin, std::min(plane.rows, p.in_h + top));
-  for (int64_t phase = 0; phase < sx; ++phase) {
-    const int64_t shift = phase - left;
-    const int64_t first = std::min(plane.width, shift >= 0 ? int64_t{0} : (-shift + sx - 1) / sx);
-    const int64_t last =
-        std::max(first, iw - 1 - shift < 0 ? int64_t{0} : std::min(plane.width, (iw - 1 - shift) / sx + 1));
-    if (first == last) continue;
-    for (int64_t y = y_begin; y < y_end; ++y) {
+// there). Only the slots next to image columns are rewritten; the rest stay zero. Not inlined:
+// inside depthwise_conv2d its row loop kept its counters on the stack.
+[[gnu::noinline]] void fill_pair_plane(const Conv2DParams& p, const PhasedPlane& plane, const int32_t* xc, int32_t zp,
+                                       int32_t* pairs) {
+  for (int64_t phase = 0; phase < plane.phases; ++phase) {
+    const ImageSpan s = image_span(p, plane, phase);
+    if (s.first == s.last) continue;
+    for (int64_t y = s.y_begin; y < s.y_end; ++y) {
       int32_t* row = pairs + (phase * plane.rows + y) * plane.width;
-      const int32_t* line = xc + (y - top) * iw + shift + first * sx;  // column first
-      if (first > 0) row[first - 1] = pack_pair(0, line[0] - zp);  // padding, then the first column
-      pack_row(sx, line, last - first, zp, row + first);
+      const int32_t* line = xc + (y - p.pads[0]) * p.in_w + s.shift + s.first * plane.phases;  // column first
+      if (s.first > 0) row[s.first - 1] = pack_pair(0, line[0] - zp);  // padding, then the first column
+      pack_row(plane.phases, line, s.last - s.first, zp, row + s.first);
     }
   }
 }
 #endif
+
+}  // namespace
 
 void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, std::vector<int32_t>& plane,
                       std::vector<int32_t>& acc) {
