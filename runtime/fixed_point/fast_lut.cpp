@@ -70,7 +70,6 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void lookup_bytes_vbmi(co
   }
   for (; i < n; ++i) y[i] = e[x[i] - base];
 }
-#endif
 
 // Whether all 256 entries are signed (or else unsigned) bytes; false when neither.
 bool byte_entries(const int32_t* e, bool& is_signed) {
@@ -80,6 +79,7 @@ bool byte_entries(const int32_t* e, bool& is_signed) {
   else return false;
   return true;
 }
+#endif
 
 }  // namespace
 
