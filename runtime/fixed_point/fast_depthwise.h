@@ -1,7 +1,9 @@
-// The direct depthwise path of the fast conv2d (fast_depthwise.cpp); internal to the fast kernels.
+// The direct depthwise paths of the fast conv2d (fast_depthwise.cpp, fast_depthwise_windows.cpp);
+// internal to the fast kernels.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "runtime/fixed_point/fast_kernels.h"
@@ -12,5 +14,16 @@ namespace qflow::fx::fast::detail {
 // and `acc` are scratch buffers, grown as needed.
 void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, std::vector<int32_t>& plane,
                       std::vector<int32_t>& acc);
+
+// Fills `out` for a checked depthwise conv with 8-bit activations whose windows fit 64 bytes;
+// leaves it empty otherwise.
+void pack_depthwise_windows(const Conv2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
+                            DepthwiseWindows& out);
+// True where depthwise_windows_conv2d runs: Avx512Vnni on a CPU with VBMI.
+bool depthwise_windows_supported(Isa isa);
+#if defined(__x86_64__) && defined(__GNUC__)
+// y = conv2d(x) on k.windows; x holds values of the input type. `plane` is scratch.
+void depthwise_windows_conv2d(const PackedConv2D& k, const int32_t* x, int32_t* y, std::vector<uint8_t>& plane);
+#endif
 
 }  // namespace qflow::fx::fast::detail

@@ -27,6 +27,16 @@ bool isa_supported(Isa isa) {
   return false;
 }
 
+bool vbmi_supported() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                                __builtin_cpu_supports("avx512vbmi");
+  return supported;
+#else
+  return false;
+#endif
+}
+
 Isa best_isa() {
   for (const Isa isa : {Isa::Avx512Vnni, Isa::AvxVnni, Isa::Avx2})
     if (isa_supported(isa)) return isa;

@@ -12,7 +12,8 @@
 // Weights are packed once (pack_conv2d, pack_matmul): int16 rows padded with zeros, and for
 // conv2d on VNNI CPUs int8 quads; a run gathers the input into int16 columns or byte quads
 // (padding taps are the zero point) and multiplies block by block. Depthwise convolutions (one
-// input channel per group) run directly on a zero-padded plane instead. Scratch memory is per
+// input channel per group) run directly on a zero-padded plane instead, or on AVX-512 VBMI
+// CPUs on byte windows with vpdpbusd (DepthwiseWindows). Scratch memory is per
 // thread and reused, so runs allocate nothing once warmed up. 16-bit activations stay on the
 // reference except in conv2d. Standard library only (plus compiler intrinsics on x86-64,
 // selected at run time).
@@ -31,6 +32,9 @@ enum class Isa { Portable, Avx2, AvxVnni, Avx512Vnni };
 // The best instruction set this CPU runs.
 Isa best_isa();
 bool isa_supported(Isa isa);
+// AVX-512 VBMI (byte permutes across a whole vector), which the Avx512Vnni kernels use where
+// the CPU has it: 8-bit table lookups and the depthwise byte windows.
+bool vbmi_supported();
 const char* isa_name(Isa isa);
 
 // Reduction lengths are padded with zeros to a multiple of this (one 256-bit row of int16).
@@ -77,6 +81,22 @@ bool supports(QType activation, QType weight);
 // then hold the exact sums the reference accumulates in 48 bits.
 bool supports_conv2d(QType activation, int32_t zero_point, QType weight, int64_t reduction, int64_t max_abs_bias);
 
+// The byte-window layout of a depthwise conv2d with 8-bit activations, for AVX-512 VNNI with
+// VBMI (fast_depthwise_windows.cpp). A vector of 16 output pixels reads, per kernel row, one
+// 64-byte window of a byte plane of the channel (x + offset, pitch in_w, pad rows above and
+// below); one vpermi2b per quad of taps picks each lane's 4 bytes, or the pad byte
+// (zero_point + offset) where a tap falls outside the image, and vpdpbusd adds the products.
+struct DepthwiseWindows {
+  int64_t rows = 1;        // output rows per window: several where they fit 16 lanes and 64 bytes
+  int64_t chunks = 1;      // windows per output row, 16 columns each (rows == 1)
+  int64_t row_quads = 1;   // quads per kernel row: ceil(kW / 4)
+  int64_t plane_rows = 0;  // byte plane rows: pads[0] pad rows, then the image
+  int32_t offset = 0;      // 128 for int8 activations, 0 for uint8
+  std::vector<uint8_t> index;    // [chunks][row_quads][64]: window byte per lane and tap; >= 64 the pad byte
+  std::vector<int32_t> weights;  // [out_channels][kH][row_quads]: 4 int8 taps each, 0 past kW
+  std::vector<int32_t> init;     // [out_channels]: bias - (zero_point + offset) * weight sum, modulo 2^32
+};
+
 struct PackedConv2D {
   Conv2DParams params;
   int64_t out_h = 0, out_w = 0;
@@ -84,6 +104,7 @@ struct PackedConv2D {
   int64_t group_rows = 0;  // out_channels / group rounded up to kRowBlock
   std::vector<int16_t> weights;           // [group][group_rows / kRowBlock][pairs][kRowBlock][2], for gemm_pairs_s16
   std::vector<int32_t> taps;              // [out_channels][kH * kW] instead, for one input channel per group
+  DepthwiseWindows windows;               // also for those, where the windows fit (weights not empty)
   std::vector<int32_t> bias;              // [group][group_rows]
   // 8-bit activations also pack for gemm_quads_u8s8: the input goes in as x + quad_offset
   // (unsigned bytes, padding taps zero_point + quad_offset), and quad_init[row] is the bias

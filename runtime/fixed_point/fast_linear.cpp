@@ -23,7 +23,7 @@ struct PixelRun {
 // Per-thread buffers reused across runs: im2col columns and tiles, accumulators, the planes.
 struct Scratch {
   std::vector<int16_t> columns, rows;  // matmul columns; conv2d's interleaved tile and two rows
-  std::vector<uint8_t> quad_columns, quad_plane;  // conv2d's quad tile and padded byte plane
+  std::vector<uint8_t> quad_columns, quad_plane;  // conv2d's quad tile and byte plane (quads, windows)
   std::vector<PixelRun> pixel_runs;
   std::vector<int32_t> acc;
   std::vector<int32_t> plane;
@@ -307,8 +307,12 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
   out.pairs = (k + 1) / 2;
   out.group_rows = round_up(mg, kRowBlock);
   const bool depthwise = p.in_channels == p.group;
-  if (depthwise) out.taps.assign(w.begin(), w.end());
-  else out.weights.assign(static_cast<size_t>(p.group * out.group_rows * out.pairs * 2), 0);
+  if (depthwise) {
+    out.taps.assign(w.begin(), w.end());
+    detail::pack_depthwise_windows(p, w, bias, out.windows);
+  } else {
+    out.weights.assign(static_cast<size_t>(p.group * out.group_rows * out.pairs * 2), 0);
+  }
   out.bias.assign(static_cast<size_t>(p.group * out.group_rows), 0);
   for (int64_t m = 0; m < p.out_channels; ++m) {
     const int64_t row = m / mg * out.group_rows + m % mg;
@@ -336,6 +340,12 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
     if (Status s = check_range(x, p.input.type, "conv2d input"); !s.ok()) return s;
   Scratch& s = scratch();
   if (!k.taps.empty()) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (!k.windows.weights.empty() && detail::depthwise_windows_supported(isa)) {
+      detail::depthwise_windows_conv2d(k, x.data(), y.data(), s.quad_plane);
+      return Status{};
+    }
+#endif
     detail::depthwise_conv2d(k, isa, x.data(), y.data(), s.plane, s.acc);
     return Status{};
   }

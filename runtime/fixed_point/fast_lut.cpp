@@ -29,12 +29,7 @@ __attribute__((target("avx2"))) void lookup_avx2(const int32_t* e, int32_t base,
 // 8-bit tables (256 entries) whose entries are bytes, on AVX-512 VBMI: 64 lookups per pair of
 // vpermi2b (two 128-byte halves of the table, picked by the index's top bit) instead of 8
 // per gather. The indices x - base are narrowed to bytes and the results widened back.
-bool vbmi_supported() {
-  static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                                __builtin_cpu_supports("avx512vbmi");
-  return supported;
-}
-
+//
 // Zero-masked forms throughout: GCC 12 warns that the plain ones read an undefined register.
 // 16 indices x - base as bytes.
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline __m128i narrow_indices(const int32_t* x, __m512i base) {

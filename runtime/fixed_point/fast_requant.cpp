@@ -1,14 +1,10 @@
 // The requantize epilogue of the fast kernels for int32 accumulators: exact, as
-// fx::requantize (docs/fixed-point.md, "Fast kernels").
-//
-// |acc| < 2^31 and mantissa < 2^31, so |acc| * mantissa < 2^62 is exact in 64 bits. The
-// reference shifts right by s = 31 + shift with round half away from zero; for s >= 63 the
-// rounded result is 0, which a shift by 63 also gives (p + 2^62 < 2^63). Results stay below
-// 2^62, where the reference's saturation never acts; before narrowing to 32 bits they are capped
-// at 2^24, beyond every zero point and clamp bound of a 16-bit type, so the final clamp is unchanged.
+// fx::requantize (docs/fixed-point.md, "Fast kernels"); why the steps are exact is in
+// fast_requant.h.
 #include <algorithm>
 
 #include "runtime/fixed_point/fast_kernels.h"
+#include "runtime/fixed_point/fast_requant.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -18,21 +14,8 @@
 namespace qflow::fx::fast {
 namespace {
 
-constexpr uint64_t kCap = uint64_t{1} << 24;
-
-struct Rounding {
-  uint64_t mantissa = 0;
-  int shift = 0;       // s, at most 63
-  uint64_t half = 0;   // 2^(s-1), or 0 for s = 0
-};
-
-Rounding rounding_of(Multiplier m) {
-  Rounding r;
-  r.mantissa = static_cast<uint64_t>(static_cast<uint32_t>(m.mantissa));
-  r.shift = std::min(31 + m.shift, 63);
-  r.half = r.shift > 0 ? uint64_t{1} << (r.shift - 1) : 0;
-  return r;
-}
+using detail::Rounding;
+constexpr uint64_t kCap = detail::kRequantizeCap;
 
 int32_t requantize_one(int32_t acc, const Rounding& r, int32_t zero_point, int32_t lo, int32_t hi) {
   const uint64_t mag = acc < 0 ? uint64_t{0} - static_cast<uint64_t>(int64_t{acc}) : static_cast<uint64_t>(acc);
@@ -71,33 +54,13 @@ __attribute__((target("avx2"))) void requantize_avx2(const int32_t* acc, int64_t
   requantize_portable(acc + i, n - i, r, zero_point, lo, hi, y + i, 1);
 }
 
-// The same steps on 16 lanes, the tail under a mask (no scalar remainder). A zero
-// accumulator gives q = 0 here as with the AVX2 sign step: its rounded product is 0.
+// The same steps on 16 lanes (detail::requantize16), the tail under a mask (no scalar remainder).
 __attribute__((target("avx512f"))) void requantize_avx512(const int32_t* acc, int64_t n, const Rounding& r,
                                                          int32_t zero_point, int32_t lo, int32_t hi, int32_t* y) {
-  const __m512i mant = _mm512_set1_epi64(static_cast<int64_t>(r.mantissa));
-  const __m512i half = _mm512_set1_epi64(static_cast<int64_t>(r.half));
-  const __m512i count = _mm512_set1_epi64(r.shift);
-  const __m512i cap = _mm512_set1_epi64(static_cast<int64_t>(kCap));
-  const __m512i zp = _mm512_set1_epi32(zero_point), vlo = _mm512_set1_epi32(lo), vhi = _mm512_set1_epi32(hi);
-  const __m512i zero = _mm512_setzero_si512();
+  const detail::Requantize16 c = detail::requantize16_setup(r, zero_point, lo, hi);
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 lanes = n - i >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
-    const __m512i a = _mm512_maskz_loadu_epi32(lanes, acc + i);
-    // Zero-masked forms throughout: GCC 12 warns that the plain ones read an undefined
-    // register (-Wmaybe-uninitialized inside avx512fintrin.h).
-    constexpr __mmask8 k8 = 0xFF;
-    constexpr __mmask16 k16 = 0xFFFF;
-    const __m512i mag = _mm512_maskz_abs_epi32(k16, a);
-    const __m512i even = _mm512_maskz_min_epi64(
-        k8, _mm512_maskz_srlv_epi64(k8, _mm512_add_epi64(_mm512_maskz_mul_epu32(k8, mag, mant), half), count), cap);
-    const __m512i high = _mm512_maskz_srli_epi64(k8, mag, 32);
-    const __m512i odd = _mm512_maskz_min_epi64(
-        k8, _mm512_maskz_srlv_epi64(k8, _mm512_add_epi64(_mm512_maskz_mul_epu32(k8, high, mant), half), count), cap);
-    __m512i q = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_maskz_slli_epi64(k8, odd, 32));
-    q = _mm512_mask_sub_epi32(q, _mm512_cmplt_epi32_mask(a, zero), zero, q);
-    const __m512i v = _mm512_maskz_min_epi32(k16, _mm512_maskz_max_epi32(k16, _mm512_add_epi32(q, zp), vlo), vhi);
-    _mm512_mask_storeu_epi32(y + i, lanes, v);
+    _mm512_mask_storeu_epi32(y + i, lanes, detail::requantize16(c, _mm512_maskz_loadu_epi32(lanes, acc + i)));
   }
 }
 #endif
@@ -106,7 +69,7 @@ __attribute__((target("avx512f"))) void requantize_avx512(const int32_t* acc, in
 
 void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi,
                     int32_t* y, int64_t stride) {
-  const Rounding r = rounding_of(m);
+  const Rounding r = detail::rounding_of(m);
 #ifdef QFLOW_FAST_X86
   if (isa == Isa::Avx512Vnni && stride == 1) return requantize_avx512(acc, n, r, zero_point, lo, hi, y);
   if (isa != Isa::Portable && stride == 1) return requantize_avx2(acc, n, r, zero_point, lo, hi, y);

@@ -188,6 +188,50 @@ TEST_CASE("fast conv2d equals fx::conv2d on layers that span many pixel tiles") 
   }
 }
 
+TEST_CASE("fast depthwise conv2d equals fx::conv2d on byte windows and on geometry they do not hold") {
+  // Several output rows per window, wide rows in chunks of 16 columns, strides, dilations,
+  // channel multipliers and kernels of 1 to 3 quads per row; then a stride and a left pad
+  // that leave the 64-byte window, which take the int32 path.
+  struct Layer {
+    int64_t c, mult, h, w, kh, kw, sy, sx, d, pad;
+    bool windows;
+  };
+  std::mt19937 rng(23);
+  for (const Layer& l : {Layer{5, 1, 7, 7, 3, 3, 1, 1, 1, 1, true}, Layer{4, 1, 14, 14, 3, 3, 2, 2, 1, 1, true},
+                         Layer{3, 2, 24, 40, 5, 5, 1, 1, 1, 2, true}, Layer{3, 1, 23, 45, 3, 3, 2, 2, 1, 1, true},
+                         Layer{2, 1, 9, 70, 3, 3, 1, 1, 2, 2, true}, Layer{3, 1, 5, 37, 7, 7, 1, 1, 1, 3, true},
+                         Layer{2, 1, 20, 20, 9, 9, 1, 1, 1, 4, true}, Layer{3, 1, 4, 3, 3, 3, 1, 1, 1, 1, true},
+                         Layer{2, 1, 6, 100, 1, 1, 1, 7, 1, 0, false}, Layer{2, 1, 5, 90, 3, 3, 1, 1, 1, 70, false}}) {
+    Conv2DParams p;
+    p.batch = 2;
+    p.group = p.in_channels = l.c;
+    p.out_channels = l.c * l.mult;
+    p.in_h = l.h;
+    p.in_w = l.w;
+    p.kernel_h = l.kh;
+    p.kernel_w = l.kw;
+    p.strides = {l.sy, l.sx};
+    p.dilations = {l.d, l.d};
+    p.pads = {l.pad, l.pad, l.pad, l.pad};
+    for (const QType type : {QType::Int8, QType::UInt8}) {
+      p.input = QParams{0.1, random_in(rng, range_of(type).min, range_of(type).max), type};
+      p.output = QParams{0.1, random_in(rng, -20, 20), QType::Int8};
+      p.multipliers.clear();
+      for (int64_t m = 0; m < p.out_channels; ++m) p.multipliers.push_back(Multiplier{random_in(rng, 1 << 30, INT32_MAX), 9});
+      const int64_t k = p.kernel_h * p.kernel_w;
+      const std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w), type);
+      const std::vector<int32_t> w = random_values(rng, static_cast<size_t>(p.out_channels * k), QType::Int8);
+      const std::vector<int32_t> bias = random_bias(rng, static_cast<size_t>(p.out_channels), k, 255 * 128);
+      INFO("C ", l.c, " x", l.mult, " ", l.h, "x", l.w, " k ", l.kh, "x", l.kw, " s ", l.sy, ",", l.sx, " d ", l.d,
+           " pad ", l.pad, " ", type == QType::Int8 ? "int8" : "uint8");
+      fast::PackedConv2D packed;
+      REQUIRE(fast::pack_conv2d(p, w, bias, packed).ok());
+      CHECK(packed.windows.weights.empty() == !l.windows);
+      CHECK(fast_conv2d_mismatches(p, x, w, bias) == 0);
+    }
+  }
+}
+
 TEST_CASE("gemm_quads_u8s8 wraps like int32 on every instruction set") {
   std::mt19937 rng(8);
   const int64_t rows = 2 * fast::kQuadRowBlock, cols = 2 * fast::kQuadPixelBlock, quads = 37;
