@@ -148,9 +148,9 @@ qflow_rt_status check_buffers(const qflow_rt_model* model, const void* inputs, f
 }
 
 template <typename T>
-std::vector<int32_t> widen(const void* data, size_t n) {
+qflow::lowered::IntBuffer widen(const void* data, size_t n) {
   const T* p = static_cast<const T*>(data);
-  return std::vector<int32_t>(p, p + n);
+  return qflow::lowered::IntBuffer(p, p + n);
 }
 
 }  // namespace

@@ -204,7 +204,7 @@ class IntegerOp {
   Status quantize() {
     const fx::QParams q = qout();
     const std::vector<float>& x = in(0).floats;
-    std::vector<int32_t>& y = out().ints;
+    IntBuffer& y = out().ints;
     if (packed_) {
       const int64_t nan = fx::fast::quantize(q, packed_->isa, x, y);
       if (nan >= 0) return Status::error("input element " + std::to_string(nan) + " is NaN");
@@ -219,7 +219,7 @@ class IntegerOp {
 
   Status dequantize() {
     const fx::QParams q = qin(0);
-    const std::vector<int32_t>& x = in(0).ints;
+    const IntBuffer& x = in(0).ints;
     std::vector<float>& y = out().floats;
     for (size_t i = 0; i < x.size(); ++i) y[i] = static_cast<float>(fx::dequantize(x[i], q));
     return Status::ok();
@@ -379,8 +379,8 @@ class IntegerOp {
     const fx::Clamp c = clamp_of(op_);
     const int32_t lo = std::max(r.min, c.min), hi = std::min(r.max, c.max);
     const int32_t zx = tin(0).quant.zero_point, zy = tout().quant.zero_point;
-    const std::vector<int32_t>& x = in(0).ints;
-    std::vector<int32_t>& y = out().ints;
+    const IntBuffer& x = in(0).ints;
+    IntBuffer& y = out().ints;
     // With x in its type's range, x - zx fits int32 and the fast requantize (exact for int32
     // accumulators) gives the reference's values; the reference handles anything else.
     if (packed_ && (in(0).in_range || fx::check_range(x, qtype(tin(0).type), "").ok())) {
@@ -492,7 +492,7 @@ class IntegerOp {
     if (!fx::is_16bit(l.input.type)) l.segment_bits = 0;
     else if (l.segment_bits != 7 && l.segment_bits != 8)
       return Status::error("segment_bits must be 7 or 8 for a 16-bit input");
-    l.entries = in(1).ints;
+    l.entries.assign(in(1).ints.begin(), in(1).ints.end());
     const fx::Range r = fx::range_of(l.output.type);
     for (const int32_t e : l.entries)
       if (e < r.min || e > r.max) return Status::error("table entry " + std::to_string(e) + " is outside the output type");
@@ -506,7 +506,7 @@ class IntegerOp {
     p.input = qin(0);
     p.output = qout();
     p.segment_bits = static_cast<int>(std::clamp<int64_t>(int_or(op_, "segment_bits", 0), -1, 64));
-    p.exp_table = in(1).ints;
+    p.exp_table.assign(in(1).ints.begin(), in(1).ints.end());
     p.output_multiplier = pair_multiplier(op_, "output_multiplier");
     const int64_t row = in(0).shape.empty() ? 1 : in(0).shape.back();
     if (out().ints.empty()) return Status::ok();
@@ -520,8 +520,8 @@ class IntegerOp {
     p.input = qin(0);
     p.output = qout();
     p.row = in(0).shape.empty() ? 1 : in(0).shape.back();
-    p.gamma = in(1).ints;
-    p.beta = in(2).ints;
+    p.gamma.assign(in(1).ints.begin(), in(1).ints.end());
+    p.beta.assign(in(2).ints.begin(), in(2).ints.end());
     for (const int32_t g : p.gamma)
       if (g < -32768 || g > 32767) return Status::error("gamma value " + std::to_string(g) + " is outside int16");
     p.epsilon = int_or(op_, "epsilon", 0);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "qflow/lowered/model.h"
@@ -18,12 +19,35 @@ namespace qflow::lowered {
 using hbm::Expected;
 using hbm::Status;
 
+// Integer storage whose growth leaves new elements uninitialized: the executor sizes an op's
+// output buffer just before the op overwrites all of it, and a zero fill there showed up as
+// a few percent of a run.
+template <typename T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <typename U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using IntBuffer = std::vector<int32_t, UninitializedAllocator<int32_t>>;
+
 // A tensor's value at run time. Quantized and i32 tensors hold their integers in `ints`
 // (inside the type's range), f32 tensors in `floats`, i64 tensors in `longs`.
 struct Value {
   ElemType type = ElemType::f32;
   std::vector<int64_t> shape;
-  std::vector<int32_t> ints;
+  IntBuffer ints;
   std::vector<float> floats;
   std::vector<int64_t> longs;
   // The ints are known to lie inside the type's range: set by the integer op that wrote them

@@ -62,7 +62,8 @@ bool derive(const Model& m, const Op& op, const std::vector<Value>& constants, c
       if (element_count(x.shape) != 1 || c.ints.size() != 1) return false;
       v.ints.assign(n, c.ints[0]);
     } else if (derived[static_cast<size_t>(t)].root >= 0) {
-      v.ints = derived[static_cast<size_t>(t)].table;
+      const std::vector<int32_t>& table = derived[static_cast<size_t>(t)].table;
+      v.ints.assign(table.begin(), table.end());
     } else {  // the root itself
       v.ints.resize(n);
       for (size_t k = 0; k < n; ++k) v.ints[k] = range.min + static_cast<int32_t>(k);
@@ -76,7 +77,7 @@ bool derive(const Model& m, const Op& op, const std::vector<Value>& constants, c
   result.ints.resize(n);
   if (!run_reference_on(m, op, ins, result)) return false;
   out.root = root;
-  out.table = std::move(result.ints);
+  out.table.assign(result.ints.begin(), result.ints.end());
   return true;
 }
 

@@ -26,7 +26,7 @@ Value quantized_value(ElemType type, std::vector<int64_t> shape, std::vector<int
   Value v;
   v.type = type;
   v.shape = std::move(shape);
-  v.ints = std::move(ints);
+  v.ints.assign(ints.begin(), ints.end());
   return v;
 }
 
