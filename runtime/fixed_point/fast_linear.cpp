@@ -175,9 +175,10 @@ void pad_plane(const PackedConv2D& k, Isa isa, const int32_t* x, uint8_t pad, ui
 // out[4i + j] = src[j][i * stride] for i < n, j < 4.
 void gather_quads(Isa isa, const uint8_t* const src[4], int64_t n, int64_t stride, uint8_t* out) {
   int64_t i = 0;
-  if (stride == 1 && n >= 16) {
+  if ((stride == 1 || stride == 2) && n >= 16) {
     i = n / 16 * 16;
-    interleave4_u8(isa, src, i, out);
+    if (stride == 1) interleave4_u8(isa, src, i, out);
+    else interleave4_even_u8(isa, src, i, out);
   }
   for (; i < n; ++i)
     for (int j = 0; j < 4; ++j) out[4 * i + j] = src[j][i * stride];
