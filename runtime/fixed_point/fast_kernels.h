@@ -89,14 +89,23 @@ bool supports_conv2d(QType activation, int32_t zero_point, QType weight, int64_t
 // below); one vpermi2b per quad of taps picks each lane's 4 bytes, or the pad byte
 // (zero_point + offset) where a tap falls outside the image, and vpdpbusd adds the products.
 struct DepthwiseWindows {
-  int64_t rows = 1;        // output rows per window: several where they fit 16 lanes and 64 bytes
-  int64_t chunks = 1;      // windows per output row, 16 columns each (rows == 1)
-  int64_t row_quads = 1;   // quads per kernel row: ceil(kW / 4)
-  int64_t plane_rows = 0;  // byte plane rows: pads[0] pad rows, then the image
-  int32_t offset = 0;      // 128 for int8 activations, 0 for uint8
-  std::vector<uint8_t> index;    // [chunks][row_quads][64]: window byte per lane and tap; >= 64 the pad byte
-  std::vector<int32_t> weights;  // [out_channels][kH][row_quads]: 4 int8 taps each, 0 past kW
-  std::vector<int32_t> init;     // [out_channels]: bias - (zero_point + offset) * weight sum, modulo 2^32
+  struct Window {             // one vector of 16 output pixels, at the same place in every channel
+    int64_t start = 0;        // its kernel row 0 window, from the start of a channel's plane
+    int64_t first = 0;        // its first output pixel
+    int64_t count = 0;        // its output pixels
+    int64_t chunk = 0;        // its index table
+    int64_t rows = 0;         // its class of kernel rows
+  };
+  int64_t row_quads = 1;      // quads per kernel row: ceil(kW / 4)
+  int64_t plane_rows = 0;     // byte plane rows: pads[0] pad rows, then the image
+  int64_t plane_pitch = 0;    // bytes per channel plane, with the slack windows read around it
+  int32_t offset = 0;         // 128 for int8 activations, 0 for uint8
+  std::vector<Window> windows;
+  std::vector<uint8_t> index;        // [chunk][row_quads][64]: window byte per lane and tap; >= 64 the pad byte
+  std::vector<int64_t> kernel_rows;  // [class][2]: the kernel rows [first, last) that read the image
+  std::vector<int32_t> weights;      // [out_channels][kH][row_quads]: 4 int8 taps each, 0 past kW
+  std::vector<int32_t> init;         // [class][out_channels]: bias - (zero_point + offset) * (the weight sum
+                                     // of the class's rows), modulo 2^32
 };
 
 struct PackedConv2D {
