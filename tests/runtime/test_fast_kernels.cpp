@@ -634,9 +634,34 @@ TEST_CASE("fast quantize equals fx::quantize on ties, extremes, infinities and r
       REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
     }
   }
+  // Near-ties: x / scale lands just off a half-integer where x * (1 / scale) lands on it (scale
+  // 0.7: -1429.75 / 0.7 = -2042.5000000000002, -1429.75 * (1 / 0.7) = -2042.5), so a multiply
+  // alone would round some of these the other way.
+  const QParams q{0.7, 0, QType::Int16};
+  std::vector<float> ties;
+  int apart = 0;
+  for (int k = -3000; k < 3000; ++k) {
+    const auto v = static_cast<float>((k + 0.5) * q.scale);
+    for (const float t : {v, std::nextafter(v, INFINITY), std::nextafter(v, -INFINITY)}) {
+      ties.push_back(t);
+      apart += std::nearbyint(double{t} / q.scale) != std::nearbyint(double{t} * (1.0 / q.scale)) ? 1 : 0;
+    }
+  }
+  REQUIRE(apart > 50);
+  std::vector<int32_t> want(ties.size());
+  for (size_t i = 0; i < ties.size(); ++i) want[i] = quantize(static_cast<double>(ties[i]), q);
+  for (const fast::Isa isa : isas()) {
+    std::vector<int32_t> got(ties.size(), -999);
+    REQUIRE(fast::quantize(q, isa, ties, got) == -1);
+    CHECK_MESSAGE(got == want, fast::isa_name(isa));
+  }
   std::vector<float> x{1.0f, 2.0f, NAN, 3.0f, NAN};
   std::vector<int32_t> y(x.size());
-  CHECK(fast::quantize(QParams{0.1, 0, QType::Int8}, fast::best_isa(), x, y) == 2);
+  for (const fast::Isa isa : isas()) CHECK(fast::quantize(QParams{0.1, 0, QType::Int8}, isa, x, y) == 2);
+  x.assign(37, 1.0f);  // the NaN in a vector's tail
+  x[35] = NAN;
+  y.resize(x.size());
+  for (const fast::Isa isa : isas()) CHECK(fast::quantize(QParams{0.1, 0, QType::Int8}, isa, x, y) == 35);
 }
 
 TEST_CASE("fast concat equals fx::concat with copied and rescaled inputs of every type, and reports its errors") {
