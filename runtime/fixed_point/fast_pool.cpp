@@ -11,6 +11,11 @@
 
 #include "runtime/fixed_point/fast_kernels.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QFLOW_FAST_POOL_X86 1
+#endif
+
 namespace qflow::fx::fast {
 namespace {
 
@@ -87,16 +92,20 @@ struct Sum {
   int32_t operator()(int32_t a, int32_t b) const { return a + b; }
 };
 
+// The padded input's rows and columns, extended with the fill to every tap read: pool_out_h
+// truncates toward zero, so a window taller than the padded input may still make one output row.
+std::pair<int64_t, int64_t> padded_extent(const Pool2DParams& p, int64_t oh, int64_t ow) {
+  return {std::max(p.in_h + p.pads[0] + p.pads[2], (oh - 1) * p.strides[0] + (p.kernel_h - 1) * p.dilations[0] + 1),
+          std::max(p.in_w + p.pads[1] + p.pads[3], (ow - 1) * p.strides[1] + (p.kernel_w - 1) * p.dilations[1] + 1)};
+}
+
 // Runs `op` windows over every channel, handing each output row's accumulators to `emit`;
 // `fill` is the padding value and the accumulators' start (the identity of `op`).
 template <typename Op, typename Emit>
 void run_planes(const Pool2DParams& p, std::span<const int32_t> x, int32_t fill, int32_t offset, Op op, Emit emit) {
   PoolScratch& s = pool_scratch();
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
-  // The padded input, extended with `fill` to every tap read: pool_out_h truncates toward zero,
-  // so a window taller than the padded input may still make one output row.
-  const int64_t ph = std::max(p.in_h + p.pads[0] + p.pads[2], (oh - 1) * p.strides[0] + (p.kernel_h - 1) * p.dilations[0] + 1);
-  const int64_t pw = std::max(p.in_w + p.pads[1] + p.pads[3], (ow - 1) * p.strides[1] + (p.kernel_w - 1) * p.dilations[1] + 1);
+  const auto [ph, pw] = padded_extent(p, oh, ow);
   if (s.plane.size() < static_cast<size_t>(ph * pw)) s.plane.resize(static_cast<size_t>(ph * pw));
   if (s.acc.size() < static_cast<size_t>(ow)) s.acc.resize(static_cast<size_t>(ow));
   int32_t* plane = s.plane.data();
@@ -109,6 +118,46 @@ void run_planes(const Pool2DParams& p, std::span<const int32_t> x, int32_t fill,
     }
   }
 }
+
+#ifdef QFLOW_FAST_POOL_X86
+// The max pool of one channel's padded plane (pitch pw) on AVX-512, 16 output pixels per
+// vector: stride 1 loads each tap's run, stride 2 takes the even lanes of two loads, larger
+// strides gather. y: the channel's oh x ow outputs.
+__attribute__((target("avx512f"))) void max_plane_avx512(const Pool2DParams& p, const int32_t* plane, int64_t pw,
+                                                         int64_t oh, int64_t ow, int32_t lowest, int32_t* y) {
+  const int64_t sy = p.strides[0], sx = p.strides[1], dy = p.dilations[0], dx = p.dilations[1];
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i steps = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(static_cast<int32_t>(sx)));
+  const __m512i init = _mm512_set1_epi32(lowest);
+  for (int64_t oy = 0; oy < oh; ++oy)
+    for (int64_t ox = 0; ox < ow; ox += 16) {
+      const int64_t n = std::min<int64_t>(16, ow - ox);
+      const auto lanes = static_cast<__mmask16>((1u << n) - 1);
+      // Stride 2: elements 0 .. 2 (n - 1) of the tap's run, 16 per load.
+      const auto low = static_cast<__mmask16>((1u << std::min<int64_t>(16, 2 * n - 1)) - 1);
+      const auto high = static_cast<__mmask16>((1u << std::max<int64_t>(0, 2 * n - 17)) - 1);
+      __m512i acc = init;
+      for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+        const int32_t* row = plane + (oy * sy + ky * dy) * pw + ox * sx;
+        for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+          const int32_t* src = row + kx * dx;
+          __m512i v;
+          if (sx == 1) {
+            v = _mm512_maskz_loadu_epi32(lanes, src);
+          } else if (sx == 2) {
+            v = _mm512_maskz_permutex2var_epi32(lanes, _mm512_maskz_loadu_epi32(low, src), even,
+                                                _mm512_maskz_loadu_epi32(high, src + 16));
+          } else {
+            v = _mm512_mask_i32gather_epi32(init, lanes, steps, src, 4);
+          }
+          acc = _mm512_maskz_max_epi32(0xFFFF, acc, v);  // zero-masked: GCC 12 warns on the plain form
+        }
+      }
+      _mm512_mask_storeu_epi32(y + oy * ow + ox, lanes, acc);
+    }
+}
+#endif
 
 // Valid taps of each window along one axis (dilation 1).
 void valid_counts(int64_t out, int64_t in, int64_t kernel, int64_t stride, int64_t pad, std::vector<int64_t>& v) {
@@ -123,10 +172,29 @@ void valid_counts(int64_t out, int64_t in, int64_t kernel, int64_t stride, int64
 
 Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
                 bool inputs_in_range) {
-  (void)isa;
   if (!pool_ok(p, x, y, inputs_in_range) || p.input != p.output) return fx::max_pool(p, x, y);
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
   const int32_t lowest = range_of(p.input.type).min;
+#ifdef QFLOW_FAST_POOL_X86
+  if (isa == Isa::Avx512Vnni) {
+    // Without padding the windows read the input itself; otherwise a padded copy per channel.
+    const auto [ph, pw] = padded_extent(p, oh, ow);
+    const bool direct = ph == p.in_h && pw == p.in_w && p.pads[0] == 0 && p.pads[1] == 0;
+    std::vector<int32_t>& plane = pool_scratch().plane;
+    if (!direct) {
+      if (plane.size() < static_cast<size_t>(ph * pw)) plane.resize(static_cast<size_t>(ph * pw));
+      std::fill(plane.begin(), plane.begin() + ph * pw, lowest);
+    }
+    for (int64_t nc = 0; nc < p.batch * p.channels; ++nc) {
+      const int32_t* xc = x.data() + nc * p.in_h * p.in_w;
+      if (!direct) fill_interior(p, xc, 0, pw, plane.data());
+      max_plane_avx512(p, direct ? xc : plane.data(), pw, oh, ow, lowest, y.data() + nc * oh * ow);
+    }
+    return Status{};
+  }
+#else
+  (void)isa;
+#endif
   run_planes(p, x, lowest, 0, Max{}, [&](int64_t nc, int64_t oy, const int32_t* acc) {
     std::copy(acc, acc + ow, y.data() + (nc * oh + oy) * ow);
   });
