@@ -8,9 +8,11 @@
 // offset) once init = bias - (zero_point + offset) * sum(w) is added. vpdpbusd's int32 lanes
 // wrap modulo 2^32 on the way and end on the exact sum, which the reference keeps within int32.
 // A kernel row that reads only pad rows for every lane of a window would add (zero_point +
-// offset) * (its weight sum) to each: it is skipped and that sum added to init instead (on
-// PP-OCR cls's 2- and 3-row planes, 2 or 3 of a 5x5 kernel's rows).
+// offset) * (its weight sum) to each: it is skipped, and the init of windows of that class of
+// kernel rows leaves its sum out (PP-OCR cls skips 3 of a 5x5 kernel's rows on 2-row planes, 2
+// on 3-row ones).
 #include <algorithm>
+#include <utility>
 
 #include "runtime/fixed_point/fast_depthwise.h"
 #include "runtime/fixed_point/fast_requant.h"
