@@ -249,5 +249,49 @@ TEST_CASE("A weight that is also a graph input: a fed value replaces the packed 
   }
 }
 
+TEST_CASE("Conv derives its geometry again when a run brings other shapes") {
+  // One executor, inputs and weights of changing shapes (batch, image, kernel), dense and
+  // depthwise: each result must equal a fresh executor's.
+  for (const int64_t group : {int64_t{1}, int64_t{4}}) {
+    Model model;
+    model.opset_imports.push_back({"", 17});
+    Graph& g = *model.graph;
+    Value* xv = g.get_or_create_value("x");
+    Value* wv = g.get_or_create_value("w");
+    Value* yv = g.get_or_create_value("y");
+    g.inputs = {xv, wv};
+    Node* node = g.add_node("Conv", {xv, wv}, {yv}, "node");
+    node->set_attribute(Attribute::make_int("group", group));
+    node->set_attribute(Attribute::make_ints("pads", {1, 1, 1, 1}));
+    g.outputs = {yv};
+    auto shared = Executor::create(model, ExecutorOptions{});
+    REQUIRE_MESSAGE(shared.has_value(), shared.status().message());
+    struct Run {
+      Shape x, w;
+    };
+    const int64_t cg = 4 / group;
+    uint32_t seed = 3;
+    for (const Run& r : {Run{{1, 4, 6, 6}, {4, cg, 3, 3}}, Run{{2, 4, 9, 5}, {4, cg, 3, 3}},
+                         Run{{1, 4, 6, 6}, {4, cg, 5, 5}}, Run{{1, 4, 6, 6}, {4, cg, 3, 3}}}) {
+      const auto count = [](const Shape& s) {
+        int64_t n = 1;
+        for (const int64_t d : s) n *= d;
+        return n;
+      };
+      const std::map<std::string, Tensor> feeds{{"x", floats(r.x, noise(count(r.x), ++seed))},
+                                                {"w", floats(r.w, noise(count(r.w), ++seed))}};
+      auto fresh = Executor::create(model, ExecutorOptions{});
+      REQUIRE(fresh.has_value());
+      auto want = (*fresh)->run(feeds);
+      auto got = (*shared)->run(feeds);
+      REQUIRE_MESSAGE(want.has_value(), want.status().message());
+      REQUIRE_MESSAGE(got.has_value(), got.status().message());
+      INFO("group ", group, " x ", shape_to_string(r.x), " w ", shape_to_string(r.w));
+      CHECK(got->at("y").shape() == want->at("y").shape());
+      CHECK(got->at("y").bitwise_equal(want->at("y")));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace qflow

@@ -2,6 +2,9 @@
 // (float32) or an Eigen GEMM (double), a GEMM and col2im per output channel for
 // ConvTranspose, bias and fused activation applied per tile while it is in cache.
 #include <algorithm>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -75,16 +78,23 @@ void finish_rows(T* data, int64_t rows, int64_t count, int64_t ld, const T* bias
   }
 }
 
+// What a conv derives from its input and weight shapes: the geometry and, for a 2-D
+// depthwise conv, the plane plan.
+struct ConvShapes {
+  Shape x, w;
+  ConvGeometry g;
+  std::optional<DepthwisePlan> depthwise;
+
+  bool is_depthwise() const { return g.in_channels_per_group() == 1 && g.group > 1 && g.rank() == 2; }
+};
+
 // `packed`: the weight packed when the kernel was made, or null.
 template <typename T>
-Status run_conv(KernelContext& context, const ConvAttributes& attrs, const PackedConvWeights* packed) {
+Status run_conv(KernelContext& context, const ConvShapes& shapes, const PackedConvWeights* packed) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
   QFLOW_ASSIGN_OR_RETURN(const Tensor* w, context.required_input(1));
   const Tensor* bias = context.input(2);
-  if (w->dtype() != x->dtype()) return context.error("weight element type differs from the input's");
-  auto geometry = make_conv_geometry(attrs, x->shape(), w->shape());
-  if (!geometry) return context.error(geometry.status().message());
-  const ConvGeometry& g = *geometry;
+  const ConvGeometry& g = shapes.g;
   QFLOW_RETURN_IF_ERROR(check_bias(context, bias, g.out_channels, x->dtype()));
 
   QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(x->dtype(), g.column_shape()));
@@ -99,10 +109,10 @@ Status run_conv(KernelContext& context, const ConvAttributes& attrs, const Packe
           ? context.epilogue
           : nullptr;
 
-  if (cg == 1 && groups > 1 && g.rank() == 2) {
+  if (shapes.is_depthwise()) {
     // Depthwise: a GEMM per channel would be a 1 x k row times a k x out_size panel.
     const DepthwiseIsa isa = depthwise_best_isa();
-    const DepthwisePlan plan(g);
+    const DepthwisePlan& plan = *shapes.depthwise;
     context.parallel_for(g.batch * g.out_channels, 2 * k * out_size, [&](int64_t begin, int64_t end) {
       T* padded = scratch<T>(static_cast<std::size_t>(plan.scratch_size()));
       plan.clear(padded);
@@ -210,12 +220,32 @@ class ConvKernel final : public Kernel {
   bool supports_epilogue() const override { return true; }
   Status compute(KernelContext& context) const override {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
-    return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv<T>(context, attrs_, packed_.get()); });
+    QFLOW_ASSIGN_OR_RETURN(const Tensor* w, context.required_input(1));
+    if (w->dtype() != x->dtype()) return context.error("weight element type differs from the input's");
+    std::shared_ptr<const ConvShapes> shapes;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      shapes = shapes_;
+    }
+    if (!shapes || shapes->x != x->shape() || shapes->w != w->shape()) {
+      auto geometry = make_conv_geometry(attrs_, x->shape(), w->shape());
+      if (!geometry) return context.error(geometry.status().message());
+      auto made = std::make_shared<ConvShapes>(ConvShapes{x->shape(), w->shape(), std::move(geometry).value(), {}});
+      if (made->is_depthwise()) made->depthwise.emplace(made->g);
+      shapes = made;
+      const std::lock_guard<std::mutex> lock(mutex_);
+      shapes_ = shapes;
+    }
+    return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv<T>(context, *shapes, packed_.get()); });
   }
 
  private:
   ConvAttributes attrs_;
   std::unique_ptr<PackedConvWeights> packed_;
+  // The shapes of the last call: a model runs with the same shapes every time, and deriving
+  // them allocated a dozen small vectors per call. Executors may run in parallel threads.
+  mutable std::mutex mutex_;
+  mutable std::shared_ptr<const ConvShapes> shapes_;
 };
 
 Status conv_transpose(KernelContext& context) {
