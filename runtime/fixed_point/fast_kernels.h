@@ -188,6 +188,10 @@ Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<co
 // (y is then unspecified) or -1.
 int64_t quantize(const QParams& q, Isa isa, std::span<const float> x, std::span<int32_t> y);
 
+// y[i] = float(fx::dequantize(x[i], q)) for every i, inlined (the same double expression, so
+// the same bits on every instruction set).
+void dequantize(const QParams& q, Isa isa, std::span<const int32_t> x, std::span<float> y);
+
 // fx::concat with the rescaled inputs through the int32 requantize epilogue (any type).
 Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inner, const QParams& output, Isa isa,
               std::span<int32_t> y);

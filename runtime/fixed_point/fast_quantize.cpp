@@ -35,7 +35,28 @@ void quantize_portable(const float* x, int64_t n, double scale, double zero_poin
   quantize_loop(x, n, scale, zero_point, lo, hi, y);
 }
 
+// The reference's dequantize, inline so the loop vectorizes: scale * (x - zero_point) in
+// double, rounded once to float.
+[[gnu::always_inline]] inline void dequantize_loop(const int32_t* x, int64_t n, double scale, double zero_point,
+                                                   float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(scale * (static_cast<double>(x[i]) - zero_point));
+}
+
+void dequantize_portable(const int32_t* x, int64_t n, double scale, double zero_point, float* y) {
+  dequantize_loop(x, n, scale, zero_point, y);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f"))) void dequantize_avx512(const int32_t* x, int64_t n, double scale,
+                                                          double zero_point, float* y) {
+  dequantize_loop(x, n, scale, zero_point, y);
+}
+
+__attribute__((target("avx2"))) void dequantize_avx2(const int32_t* x, int64_t n, double scale, double zero_point,
+                                                     float* y) {
+  dequantize_loop(x, n, scale, zero_point, y);
+}
+
 __attribute__((target("avx2"))) void quantize_avx2(const float* x, int64_t n, double scale, double zero_point,
                                                    double lo, double hi, int32_t* y) {
   quantize_loop(x, n, scale, zero_point, lo, hi, y);
@@ -92,6 +113,17 @@ int64_t quantize(const QParams& q, Isa isa, std::span<const float> x, std::span<
 #endif
   quantize_portable(x.data(), n, q.scale, q.zero_point, r.min, r.max, y.data());
   return -1;
+}
+
+void dequantize(const QParams& q, Isa isa, std::span<const int32_t> x, std::span<float> y) {
+  const auto n = static_cast<int64_t>(std::min(x.size(), y.size()));
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa == Isa::Avx512Vnni) return dequantize_avx512(x.data(), n, q.scale, q.zero_point, y.data());
+  if (isa != Isa::Portable) return dequantize_avx2(x.data(), n, q.scale, q.zero_point, y.data());
+#else
+  (void)isa;
+#endif
+  dequantize_portable(x.data(), n, q.scale, q.zero_point, y.data());
 }
 
 }  // namespace qflow::fx::fast

@@ -80,7 +80,8 @@ class IntegerOp {
   std::shared_ptr<const PackedOp> pack(fx::fast::Isa isa) const {
     if (op_.type == "add" || op_.type == "sub" || op_.type == "mul" || op_.type == "lut" || op_.type == "max_pool" ||
         op_.type == "average_pool" || op_.type == "global_average_pool" ||
-        op_.type == "quantize" || op_.type == "concat" || op_.type == "requantize" || op_.type == "softmax" ||
+        op_.type == "quantize" || op_.type == "dequantize" || op_.type == "concat" || op_.type == "requantize" ||
+        op_.type == "softmax" ||
         (op_.type == "matmul" && !has(1))) {  // the instruction set only (a run-time B is packed per run)
       auto packed = std::make_shared<PackedOp>();
       packed->isa = isa;
@@ -221,6 +222,10 @@ class IntegerOp {
     const fx::QParams q = qin(0);
     const IntBuffer& x = in(0).ints;
     std::vector<float>& y = out().floats;
+    if (packed_) {
+      fx::fast::dequantize(q, packed_->isa, x, y);
+      return Status::ok();
+    }
     for (size_t i = 0; i < x.size(); ++i) y[i] = static_cast<float>(fx::dequantize(x[i], q));
     return Status::ok();
   }

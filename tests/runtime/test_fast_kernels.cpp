@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -662,6 +663,27 @@ TEST_CASE("fast quantize equals fx::quantize on ties, extremes, infinities and r
   x[35] = NAN;
   y.resize(x.size());
   for (const fast::Isa isa : isas()) CHECK(fast::quantize(QParams{0.1, 0, QType::Int8}, isa, x, y) == 35);
+}
+
+TEST_CASE("fast dequantize equals fx::dequantize bit for bit on every type, scale and zero point") {
+  std::mt19937 rng(47);
+  const std::vector<QType> types{QType::Int8, QType::UInt8, QType::Int16, QType::UInt16};
+  for (int trial = 0; trial < 100; ++trial) {
+    const QType t = types[rng() % 4];
+    const QParams q{std::exp2(std::uniform_real_distribution<double>(-20.0, 4.0)(rng)),
+                    random_in(rng, range_of(t).min, range_of(t).max), t};
+    std::vector<int32_t> x = random_values(rng, static_cast<size_t>(random_in(rng, 1, 300)), t);
+    x[0] = range_of(t).min;
+    x.back() = range_of(t).max;
+    std::vector<float> want(x.size());
+    for (size_t i = 0; i < x.size(); ++i) want[i] = static_cast<float>(dequantize(x[i], q));
+    for (const fast::Isa isa : isas()) {
+      std::vector<float> got(x.size(), -999.0f);
+      fast::dequantize(q, isa, x, got);
+      REQUIRE_MESSAGE(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0,
+                      fast::isa_name(isa) << " trial " << trial);
+    }
+  }
 }
 
 TEST_CASE("fast concat equals fx::concat with copied and rescaled inputs of every type, and reports its errors") {
