@@ -146,11 +146,20 @@ struct PackedMatMul {
   int64_t rows = 0;   // N rounded up to kRowBlock
   std::vector<int16_t> b;               // [rows][depth]: column j of B minus its zero point
   std::vector<int32_t> bias;            // [rows]
+  // With `quads` (B without a zero point), also for gemm_quads_u8s8 as conv2d's: A goes in as
+  // a + quad_offset, and quad_init[j] is bias[j] - (a's zero point + quad_offset) * (column j's
+  // sum), modulo 2^32.
+  int64_t quads = 0;                    // K in quads (the last one zero padded); 0: not packed
+  int64_t quad_rows = 0;                // N rounded up to kQuadRowBlock
+  int32_t quad_offset = 0;              // 128 for int8 A, 0 for uint8
+  std::vector<int8_t> quad_weights;     // [quad_rows / kQuadRowBlock][quads][kQuadRowBlock][4]
+  std::vector<int32_t> quad_init;       // [quad_rows]
   std::vector<Multiplier> multipliers;  // [N]
   int32_t lo = 0, hi = 0;
 };
+// `quads`: also pack for the VNNI byte product (a constant B; one packed per run skips it).
 Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<const int32_t> bias,
-                   PackedMatMul& out);
+                   PackedMatMul& out, bool quads = true);
 // fx::matmul(p, a, b, bias, y) with the packed B.
 Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y,
               bool inputs_in_range = false);

@@ -384,7 +384,7 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
 }
 
 Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<const int32_t> bias,
-                   PackedMatMul& out) {
+                   PackedMatMul& out, bool quads) {
   if (!supports(p.a.type, p.b_type)) return Status::error("matmul: no fast kernel for this type pair");
   if (Status s = check_matmul(p, static_cast<size_t>(p.m * p.k), nullptr, b, bias, static_cast<size_t>(p.m * p.n));
       !s.ok())
@@ -404,6 +404,25 @@ Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<
     }
     if (!bias.empty()) out.bias[static_cast<size_t>(j)] = bias[static_cast<size_t>(j)];
   }
+  if (quads && p.b_zero_point == 0) {
+    out.quads = (p.k + 3) / 4;
+    out.quad_rows = round_up(p.n, kQuadRowBlock);
+    out.quad_offset = p.a.type == QType::Int8 ? 128 : 0;
+    out.quad_weights.assign(static_cast<size_t>(out.quad_rows * out.quads * 4), 0);
+    out.quad_init.assign(static_cast<size_t>(out.quad_rows), 0);
+    const int64_t shift = int64_t{p.a.zero_point} + out.quad_offset;
+    for (int64_t j = 0; j < p.n; ++j) {
+      int8_t* block = out.quad_weights.data() + j / kQuadRowBlock * kQuadRowBlock * out.quads * 4;
+      int64_t sum = 0;
+      for (int64_t t = 0; t < p.k; ++t) {
+        const int32_t v = p.b_transposed ? b[static_cast<size_t>(j * p.k + t)] : b[static_cast<size_t>(t * p.n + j)];
+        block[(t / 4 * kQuadRowBlock + j % kQuadRowBlock) * 4 + t % 4] = static_cast<int8_t>(v);
+        sum += v;
+      }
+      const int64_t init = (bias.empty() ? 0 : int64_t{bias[static_cast<size_t>(j)]}) - shift * sum;
+      out.quad_init[static_cast<size_t>(j)] = static_cast<int32_t>(static_cast<uint32_t>(init));  // modulo 2^32
+    }
+  }
   out.multipliers = expand(p.multipliers, p.n);
   const Range r = bounds(p.output.type, p.clamp);
   out.lo = r.min;
@@ -411,12 +430,45 @@ Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<
   return Status{};
 }
 
+namespace {
+
+// matmul on gemm_quads_u8s8 (k.quads packed, a VNNI isa): rows of A as byte quads, blocks of
+// up to 256 of them against all of B's columns.
+void matmul_quads(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y) {
+  const MatMulParams& p = k.params;
+  const int64_t block = std::min<int64_t>(256, round_up(p.m, kQuadPixelBlock));
+  Scratch& s = scratch();
+  uint8_t* x = sized(s.quad_columns, k.quads * block * 4);
+  int32_t* acc = sized(s.acc, k.quad_rows * block);
+  for (int64_t i0 = 0; i0 < p.m; i0 += block) {
+    const int64_t count = std::min(block, p.m - i0), cols = round_up(count, kQuadPixelBlock);
+    // x[(q * cols + c) * 4 + t % 4] = a[i0 + c][t] + offset; past K and past count: zero bytes
+    // (zero weights, or columns no output reads).
+    std::fill(x, x + k.quads * cols * 4, uint8_t{0});
+    for (int64_t c = 0; c < count; ++c) {
+      const int32_t* row = a + (i0 + c) * p.k;
+      for (int64_t t = 0; t < p.k; ++t)
+        x[(t / 4 * cols + c) * 4 + t % 4] = static_cast<uint8_t>(row[t] + k.quad_offset);
+    }
+    gemm_quads_u8s8(isa, k.quad_weights.data(), k.quad_rows, x, cols, k.quads, k.quad_init.data(), acc, cols);
+    for (int64_t j = 0; j < p.n; ++j)
+      requantize_row(isa, acc + j * cols, count, k.multipliers[static_cast<size_t>(j)], p.output.zero_point, k.lo, k.hi,
+                     y + i0 * p.n + j, p.n);
+  }
+}
+
+}  // namespace
+
 Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y, bool inputs_in_range) {
   const MatMulParams& p = k.params;
   if (a.size() != static_cast<size_t>(p.m * p.k) || y.size() != static_cast<size_t>(p.m * p.n))
     return Status::error("matmul: tensor sizes do not match the parameters");
   if (!inputs_in_range)
     if (Status s = check_range(a, p.a.type, "matmul A"); !s.ok()) return s;
+  if (k.quads > 0 && quads_supported(isa)) {
+    matmul_quads(k, isa, a.data(), y.data());
+    return Status{};
+  }
   const int64_t block = std::min(column_block(k.depth), round_up(p.m, kColBlock));
   Scratch& s = scratch();
   int16_t* cols = sized(s.columns, block * k.depth);

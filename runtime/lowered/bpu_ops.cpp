@@ -342,7 +342,7 @@ class IntegerOp {
       if (packed_ && packed_->matmul) {
         s = fx::fast::matmul(*packed_->matmul, packed_->isa, ai, yi, in(0).in_range);
       } else {
-        if (pack_b && (i == 0 || !shared_b)) b_packed = fx::fast::pack_matmul(p, b_i, bias, run_time_b).ok();
+        if (pack_b && (i == 0 || !shared_b)) b_packed = fx::fast::pack_matmul(p, b_i, bias, run_time_b, false).ok();
         s = b_packed ? fx::fast::matmul(run_time_b, packed_->isa, ai, yi, in(0).in_range) : fx::matmul(p, ai, b_i, bias, yi);
       }
       if (!s.ok()) return fx_status(s);
