@@ -29,8 +29,9 @@ constexpr int64_t kLanes = 16, kWindow = 64;
 // Bytes of the plane buffer before the first plane row: a window starts pads[1] bytes early.
 constexpr int64_t kFront = kWindow;
 
-// The byte of window offset `offset` for lane (r, ox) and tap column kx, in the window of
-// rows x window-start column `start`; kWindow (the pad byte) where the tap leaves the image.
+// The window byte that the lane of output row r (of the window's rows) and column ox reads for
+// tap column kx, the window starting at column `start` of its first row; kWindow (the pad
+// byte) where the tap's column leaves the image.
 int64_t window_byte(const Conv2DParams& p, int64_t r, int64_t ox, int64_t kx, int64_t start) {
   const int64_t ix = ox * p.strides[1] + kx * p.dilations[1] - p.pads[1];
   if (ix < 0 || ix >= p.in_w) return kWindow;
@@ -80,7 +81,8 @@ void pack_depthwise_windows(const Conv2DParams& p, std::span<const int32_t> w, s
   DepthwiseWindows d;
   d.row_quads = (kw + 3) / 4;
   d.plane_rows = (oh - 1) * p.strides[0] + (kh - 1) * p.dilations[0] + 1;
-  if (d.plane_rows > kLimit || d.plane_rows * p.in_w > (int64_t{1} << 30)) return;
+  // A run holds kBlock planes: at most 256 MiB, even for a hostile program's pads.
+  if (d.plane_rows > kLimit || d.plane_rows * p.in_w > (int64_t{1} << 26)) return;
   // Slack: windows start pads[1] bytes before a row and read 64 bytes from there.
   d.plane_pitch = (kFront + d.plane_rows * p.in_w + kWindow + chunks * kLanes * p.strides[1] + 63) / 64 * 64;
   d.offset = p.input.type == QType::Int8 ? 128 : 0;

@@ -176,7 +176,8 @@ Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std:
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
   const int32_t lowest = range_of(p.input.type).min;
 #ifdef QFLOW_FAST_POOL_X86
-  if (isa == Isa::Avx512Vnni) {
+  // The gather's lane offsets (up to 15 strides) stay within int32.
+  if (isa == Isa::Avx512Vnni && p.strides[1] <= (int64_t{1} << 26)) {
     // Without padding the windows read the input itself; otherwise a padded copy per channel.
     const auto [ph, pw] = padded_extent(p, oh, ow);
     const bool direct = ph == p.in_h && pw == p.in_w && p.pads[0] == 0 && p.pads[1] == 0;
