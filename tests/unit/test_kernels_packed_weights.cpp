@@ -206,9 +206,9 @@ TEST_CASE("Gemm on sgemm: transposed operands, alpha, beta and C with a constant
     }
 }
 
-// One node whose input 1 is an initializer that is also a graph input, so a run may feed it.
-Tensor run_with_overridable_weight(const std::string& op, const Tensor& x, const Tensor& initial,
-                                   const Tensor* fed) {
+// One node y = op(x, w) on graph inputs x and w; w is also an initializer when `initial` is
+// given, so a run may feed it or not.
+Model x_w_model(const std::string& op, const Tensor* initial, const std::vector<Attribute>& attributes = {}) {
   Model model;
   model.opset_imports.push_back({"", 17});
   Graph& g = *model.graph;
@@ -216,9 +216,16 @@ Tensor run_with_overridable_weight(const std::string& op, const Tensor& x, const
   Value* wv = g.get_or_create_value("w");
   Value* yv = g.get_or_create_value("y");
   g.inputs = {xv, wv};
-  g.set_initializer(wv, initial);
-  g.add_node(op, {xv, wv}, {yv}, "node");
+  if (initial) g.set_initializer(wv, *initial);
+  Node* node = g.add_node(op, {xv, wv}, {yv}, "node");
+  for (const Attribute& a : attributes) node->set_attribute(a);
   g.outputs = {yv};
+  return model;
+}
+
+Tensor run_with_overridable_weight(const std::string& op, const Tensor& x, const Tensor& initial,
+                                   const Tensor* fed) {
+  const Model model = x_w_model(op, &initial);
   auto executor = Executor::create(model, ExecutorOptions{});
   REQUIRE_MESSAGE(executor.has_value(), executor.status().message());
   std::map<std::string, Tensor> feeds{{"x", x}};
@@ -253,17 +260,8 @@ TEST_CASE("Conv derives its geometry again when a run brings other shapes") {
   // One executor, inputs and weights of changing shapes (batch, image, kernel), dense and
   // depthwise: each result must equal a fresh executor's.
   for (const int64_t group : {int64_t{1}, int64_t{4}}) {
-    Model model;
-    model.opset_imports.push_back({"", 17});
-    Graph& g = *model.graph;
-    Value* xv = g.get_or_create_value("x");
-    Value* wv = g.get_or_create_value("w");
-    Value* yv = g.get_or_create_value("y");
-    g.inputs = {xv, wv};
-    Node* node = g.add_node("Conv", {xv, wv}, {yv}, "node");
-    node->set_attribute(Attribute::make_int("group", group));
-    node->set_attribute(Attribute::make_ints("pads", {1, 1, 1, 1}));
-    g.outputs = {yv};
+    const Model model =
+        x_w_model("Conv", nullptr, {Attribute::make_int("group", group), Attribute::make_ints("pads", {1, 1, 1, 1})});
     auto shared = Executor::create(model, ExecutorOptions{});
     REQUIRE_MESSAGE(shared.has_value(), shared.status().message());
     struct Run {
