@@ -121,6 +121,16 @@ TEST_CASE("Resize tf_crop_and_resize extrapolates outside the roi") {
                                  Attribute::make_float("extrapolation_value", 10.0f)});
   spec.inputs[1] = floats({4}, {0, 0, 1, 1.5f});
   check_close(run_one(spec), {1, 4}, {1, 2.5, 4, 10});
+
+  // Nearest, with a row before the roi's start: it holds the extrapolation value though it
+  // reads index 0 as the next row does, which is the image's (a repeated row is copied, an
+  // outside one is not, and neither is one after it).
+  SingleNode nearest = resize_node(floats({2, 2}, {1, 2, 3, 4}), Tensor(), int64s({2}, {4, 2}),
+                                   {Attribute::make_string("mode", "nearest"),
+                                    Attribute::make_string("coordinate_transformation_mode", "tf_crop_and_resize"),
+                                    Attribute::make_float("extrapolation_value", 10.0f)});
+  nearest.inputs[1] = floats({4}, {-0.5f, 0, 1, 1});
+  check_close(run_one(nearest), {4, 2}, {10, 10, 1, 2, 1, 2, 3, 4});  // y = -0.5, 0, 0.5 (to 0), 1
 }
 
 TEST_CASE("Resize-10 and Upsample use asymmetric coordinates") {

@@ -193,6 +193,8 @@ void resize_nearest(const KernelContext& context, const Tensor& x, Tensor& y, co
   const int64_t rows = y.numel() / row_len;
   const T fill = static_cast<T>(extrapolation);
   context.parallel_for(rows, 4 * row_len, [&](int64_t begin, int64_t end) {
+    int64_t previous_base = -1;
+    bool previous_outside = false;
     for (int64_t row = begin; row < end; ++row) {
       int64_t rest = row, base = 0;
       bool outside = false;
@@ -203,6 +205,13 @@ void resize_nearest(const KernelContext& context, const Tensor& x, Tensor& y, co
         base += plans[d].index[static_cast<std::size_t>(o)] * in_strides[d];
       }
       T* dst = out + row * row_len;
+      // An upsampled axis repeats rows: a row that reads what the one before it read is a copy.
+      if (row > begin && base == previous_base && outside == previous_outside) {
+        std::copy(dst - row_len, dst, dst);
+        continue;
+      }
+      previous_base = base;
+      previous_outside = outside;
       const AxisPlan& last = plans[rank - 1];
       for (int64_t o = 0; o < row_len; ++o)
         dst[o] = (outside || last.outside[static_cast<std::size_t>(o)]) ? fill
