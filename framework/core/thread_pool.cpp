@@ -72,10 +72,12 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
 
 void ThreadPool::parallel_for(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& body) {
   if (n <= 0) return;
-  // Saturating n * cost: chunk counts only matter up to size().
+  // Saturating n * cost: chunk counts only matter up to size() * kChunksPerThread.
   const int64_t cost = std::max<int64_t>(1, cost_per_unit);
   const int64_t total = n > INT64_MAX / cost ? INT64_MAX : n * cost;
-  const int64_t chunks = std::min<int64_t>(size(), std::max<int64_t>(1, total / kMinParallelCost));
+  const int64_t coarse = std::min<int64_t>(size(), total / kMinParallelCost);
+  const int64_t fine = std::min<int64_t>(size() * kChunksPerThread, total / kFineChunkCost);
+  const int64_t chunks = std::max<int64_t>({1, coarse, fine});
   run_chunks(n, static_cast<int>(chunks), body);
 }
 

@@ -81,6 +81,14 @@ TEST_CASE("ThreadPool: the partition depends only on n, the work estimate and th
   // Enough work for every thread: four even chunks, the remainder going to the first.
   const Chunks four = record([&](auto body) { pool.parallel_for(10, unit, body); });
   CHECK(four == Chunks{{0, 3}, {3, 6}, {6, 8}, {8, 10}});
+  // A large job: chunks of kFineChunkCost, up to kChunksPerThread per thread.
+  const Chunks ten = record([&](auto body) { pool.parallel_for(40, unit, body); });
+  CHECK(ten.size() == 10);
+  for (const auto& [begin, end] : ten) CHECK(end - begin == 4);
+  const Chunks many = record([&](auto body) { pool.parallel_for(100, unit, body); });
+  REQUIRE(many.size() == static_cast<size_t>(4 * ThreadPool::kChunksPerThread));
+  for (size_t i = 0; i < many.size(); ++i) CHECK(many[i].second - many[i].first == (i < 100 % many.size() ? 7 : 6));
+  check_tiling(many, 100);
   // Work for two and a half chunks: two chunks, not four thin ones.
   const Chunks two = record([&](auto body) { pool.parallel_for(10, unit / 4, body); });
   CHECK(two == Chunks{{0, 5}, {5, 10}});
