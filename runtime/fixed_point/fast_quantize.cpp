@@ -8,7 +8,7 @@
 // multiply by 1 / scale where that gives the same integer. t = x * fl(1 / scale) is within
 // |t| * 2^-51 of the quotient D = fl(x / scale), so nearbyint(t) == nearbyint(D) unless a
 // half-integer lies between them; the lanes where t is within |t| * 2^-48 of a half-integer
-// (ties and near-ties, and |t| >= 2^48 where every double is an integer or a half) are divided
+// (ties and near-ties, and every lane with |t| >= 2^48, where that margin passes 1) are divided
 // after all.
 #include <cmath>
 
