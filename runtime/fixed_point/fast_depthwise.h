@@ -15,6 +15,10 @@ namespace qflow::fx::fast::detail {
 void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, std::vector<int32_t>& plane,
                       std::vector<int32_t>& acc);
 
+// dst[i] = uint8(src[i] + add) for i < n, the sums in [0, 255]: the byte planes of the quad
+// conv2d and of the depthwise windows (fast_linear.cpp).
+void convert_to_bytes(Isa isa, const int32_t* src, int64_t n, int32_t add, uint8_t* dst);
+
 // Fills `out` for a checked depthwise conv with 8-bit activations whose windows fit 64 bytes;
 // leaves it empty otherwise.
 void pack_depthwise_windows(const Conv2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,

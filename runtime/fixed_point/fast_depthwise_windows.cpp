@@ -142,15 +142,6 @@ namespace {
 // of them, so that their vpdpbusd chains overlap and the window's bookkeeping is shared.
 constexpr int64_t kBlock = 4;
 
-// out[i] = x[i] + offset as a byte, for i < n.
-__attribute__((target("avx512f"))) void to_bytes(const int32_t* x, int64_t n, int32_t offset, uint8_t* out) {
-  const __m512i flip = _mm512_set1_epi32(offset);  // 128 flips the sign bit of an int8's byte
-  for (int64_t i = 0; i < n; i += kLanes) {
-    const __mmask16 lanes = n - i >= kLanes ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1);
-    _mm512_mask_cvtepi32_storeu_epi8(out + i, lanes, _mm512_xor_si512(_mm512_maskz_loadu_epi32(lanes, x + i), flip));
-  }
-}
-
 // Output channels [m0, m0 + T) of one image (y: its output), their planes at `planes` (one per
 // channel, plane_pitch apart): every window over the kernel rows its class reads, requantized.
 template <int T>
@@ -209,8 +200,8 @@ void depthwise_windows_conv2d(const PackedConv2D& k, const int32_t* x, int32_t* 
     for (int64_t m0 = 0; m0 < p.out_channels; m0 += kBlock) {
       const int64_t count = std::min(kBlock, p.out_channels - m0);
       for (int64_t i = 0; i < count; ++i)  // the input channel of output channel m0 + i
-        to_bytes(x + (n * p.in_channels + (m0 + i) / mg) * plane_in, image_rows * p.in_w, d.offset,
-                 plane.data() + i * d.plane_pitch + kFront + top * p.in_w);
+        convert_to_bytes(Isa::Avx512Vnni, x + (n * p.in_channels + (m0 + i) / mg) * plane_in, image_rows * p.in_w,
+                         d.offset, plane.data() + i * d.plane_pitch + kFront + top * p.in_w);
       switch (count) {
         case 4: block_windows<4>(k, m0, plane.data(), yn); break;
         case 3: block_windows<3>(k, m0, plane.data(), yn); break;

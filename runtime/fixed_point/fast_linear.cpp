@@ -98,6 +98,16 @@ void convert_run(Isa isa, const int32_t* src, int64_t n, int32_t add, T* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i] + add);
 }
 
+}  // namespace
+
+namespace detail {
+void convert_to_bytes(Isa isa, const int32_t* src, int64_t n, int32_t add, uint8_t* dst) {
+  convert_run(isa, src, n, add, dst);
+}
+}  // namespace detail
+
+namespace {
+
 // Row r of the im2col matrix of image n, group g (r = (c, ky, kx) in the weights' order) over output
 // pixels [p0, p0 + count): x - zp at each tap, 0 for padding taps and up to `tile`. Output rows
 // are copied segment by segment, so the loop over pixels is contiguous (stride 1) or strided.
