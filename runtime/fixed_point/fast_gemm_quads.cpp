@@ -7,6 +7,8 @@
 // w per block of kQuadRowBlock rows [quads][kQuadRowBlock][4] int8. The lanes add with
 // wraparound: the packing folds the activation offset into `init` modulo 2^32, and the exact
 // sum fits int32, so the wrapped lanes end on it (docs/fixed-point.md, "Fast kernels").
+#include <array>
+
 #include "runtime/fixed_point/fast_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -105,10 +107,14 @@ __attribute__((target("avx2"))) void interleave4_avx2(const uint8_t* const rows[
 // spans go in pairs of rows into two registers, and one vpermt2b picks the 64 quad bytes.
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void interleave4_even_vbmi(const uint8_t* const rows[4],
                                                                                  int64_t n, uint8_t* out) {
-  alignas(64) uint8_t order[64];
-  for (int i = 0; i < 16; ++i)
-    for (int j = 0; j < 4; ++j) order[4 * i + j] = static_cast<uint8_t>((j / 2) * 64 + (j % 2) * 32 + 2 * i);
-  const __m512i index = _mm512_load_si512(order);
+  // Byte 4i + j of the output: row j's byte 2i, rows 0 and 1 in `ab`, 2 and 3 in `cd` (index + 64).
+  alignas(64) static constexpr auto order = [] {
+    std::array<uint8_t, 64> o{};
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 4; ++j) o[static_cast<size_t>(4 * i + j)] = static_cast<uint8_t>((j / 2) * 64 + (j % 2) * 32 + 2 * i);
+    return o;
+  }();
+  const __m512i index = _mm512_load_si512(order.data());
   constexpr __mmask64 span = (__mmask64{1} << 31) - 1;  // bytes 0..30: the last even one is 30
   for (int64_t i = 0; i < n; i += 16) {
     __m512i r[4];
