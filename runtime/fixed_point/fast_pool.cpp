@@ -1,8 +1,9 @@
 // MaxPool, AveragePool and GlobalAveragePool on the fast kernels. A global pool sums each
 // channel's x - zp directly (one window, no padding). Otherwise, per channel the input is copied
 // once into a padded plane (the type's minimum around it for max pooling, where padded taps never
-// win; x - zp with zeros around it for averaging, where a padded tap adds 0), so the window loops
-// run without bounds checks and vectorize across output pixels. The divisor of a window is the
+// win; x - zp with zeros around it for averaging, where a padded tap adds 0), or read directly
+// where there is neither padding nor an offset, so the window loops run without bounds checks and
+// vectorize across output pixels (on AVX-512, max pooling 16 pixels per vector). The divisor of a window is the
 // product of its valid rows and columns (or the whole kernel with count_include_pad), and its
 // multiplier is derived only for the divisors that occur. Results and errors equal fx::max_pool,
 // fx::average_pool and fx::global_average_pool: anything the reference refuses goes to it.
@@ -99,24 +100,43 @@ std::pair<int64_t, int64_t> padded_extent(const Pool2DParams& p, int64_t oh, int
           std::max(p.in_w + p.pads[1] + p.pads[3], (ow - 1) * p.strides[1] + (p.kernel_w - 1) * p.dilations[1] + 1)};
 }
 
+// Calls f(nc, plane, pw) for every channel nc with its input as a plane of pitch pw: x - offset
+// inside a border of `fill` reaching every tap read, or without padding and offset the input
+// itself.
+template <typename F>
+void for_each_plane(const Pool2DParams& p, std::span<const int32_t> x, int32_t fill, int32_t offset, F f) {
+  const auto [ph, pw] = padded_extent(p, pool_out_h(p), pool_out_w(p));
+  const bool direct = offset == 0 && ph == p.in_h && pw == p.in_w && p.pads[0] == 0 && p.pads[1] == 0;
+  std::vector<int32_t>& plane = pool_scratch().plane;
+  if (!direct) {
+    if (plane.size() < static_cast<size_t>(ph * pw)) plane.resize(static_cast<size_t>(ph * pw));
+    // The border stays as filled: only the interior is rewritten per channel.
+    std::fill(plane.begin(), plane.begin() + ph * pw, fill);
+  }
+  for (int64_t nc = 0; nc < p.batch * p.channels; ++nc) {
+    const int32_t* xc = x.data() + nc * p.in_h * p.in_w;
+    if (direct) {
+      f(nc, xc, pw);
+    } else {
+      fill_interior(p, xc, offset, pw, plane.data());
+      f(nc, plane.data(), pw);
+    }
+  }
+}
+
 // Runs `op` windows over every channel, handing each output row's accumulators to `emit`;
 // `fill` is the padding value and the accumulators' start (the identity of `op`).
 template <typename Op, typename Emit>
 void run_planes(const Pool2DParams& p, std::span<const int32_t> x, int32_t fill, int32_t offset, Op op, Emit emit) {
-  PoolScratch& s = pool_scratch();
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
-  const auto [ph, pw] = padded_extent(p, oh, ow);
-  if (s.plane.size() < static_cast<size_t>(ph * pw)) s.plane.resize(static_cast<size_t>(ph * pw));
-  if (s.acc.size() < static_cast<size_t>(ow)) s.acc.resize(static_cast<size_t>(ow));
-  int32_t* plane = s.plane.data();
-  std::fill(plane, plane + ph * pw, fill);  // the border stays as filled: only the interior is rewritten
-  for (int64_t nc = 0; nc < p.batch * p.channels; ++nc) {
-    fill_interior(p, x.data() + nc * p.in_h * p.in_w, offset, pw, plane);
+  std::vector<int32_t>& acc = pool_scratch().acc;
+  if (acc.size() < static_cast<size_t>(ow)) acc.resize(static_cast<size_t>(ow));
+  for_each_plane(p, x, fill, offset, [&](int64_t nc, const int32_t* plane, int64_t pw) {
     for (int64_t oy = 0; oy < oh; ++oy) {
-      window_row(p, plane, pw, oy, ow, fill, s.acc.data(), op);
-      emit(nc, oy, s.acc.data());
+      window_row(p, plane, pw, oy, ow, fill, acc.data(), op);
+      emit(nc, oy, acc.data());
     }
-  }
+  });
 }
 
 #ifdef QFLOW_FAST_POOL_X86
@@ -178,19 +198,9 @@ Status max_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, std:
 #ifdef QFLOW_FAST_POOL_X86
   // The gather's lane offsets (up to 15 strides) stay within int32.
   if (isa == Isa::Avx512Vnni && p.strides[1] <= (int64_t{1} << 26)) {
-    // Without padding the windows read the input itself; otherwise a padded copy per channel.
-    const auto [ph, pw] = padded_extent(p, oh, ow);
-    const bool direct = ph == p.in_h && pw == p.in_w && p.pads[0] == 0 && p.pads[1] == 0;
-    std::vector<int32_t>& plane = pool_scratch().plane;
-    if (!direct) {
-      if (plane.size() < static_cast<size_t>(ph * pw)) plane.resize(static_cast<size_t>(ph * pw));
-      std::fill(plane.begin(), plane.begin() + ph * pw, lowest);
-    }
-    for (int64_t nc = 0; nc < p.batch * p.channels; ++nc) {
-      const int32_t* xc = x.data() + nc * p.in_h * p.in_w;
-      if (!direct) fill_interior(p, xc, 0, pw, plane.data());
-      max_plane_avx512(p, direct ? xc : plane.data(), pw, oh, ow, lowest, y.data() + nc * oh * ow);
-    }
+    for_each_plane(p, x, lowest, 0, [&](int64_t nc, const int32_t* plane, int64_t pw) {
+      max_plane_avx512(p, plane, pw, oh, ow, lowest, y.data() + nc * oh * ow);
+    });
     return Status{};
   }
 #else
