@@ -59,6 +59,8 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_reduce_kernels(r);
     register_quant_kernels(r);
     register_contrib_kernels(r);
+    register_sampling_kernels(r);
+    register_signal_kernels(r);
     return r;
   }();
   return registry;

@@ -54,5 +54,7 @@ void register_shape_kernels(KernelRegistry& registry);
 void register_reduce_kernels(KernelRegistry& registry);
 void register_quant_kernels(KernelRegistry& registry);
 void register_contrib_kernels(KernelRegistry& registry);
+void register_sampling_kernels(KernelRegistry& registry);
+void register_signal_kernels(KernelRegistry& registry);
 
 }  // namespace qflow

@@ -228,6 +228,72 @@ Status instance_normalization(KernelContext& context) {
                         [&]<typename T>() { return instance_norm_typed<T>(context, *x, *scale, *bias, epsilon); });
 }
 
+// GroupNormalization ------------------------------------------------------------------------
+
+// Statistics per sample and group of C / G channels; scale and bias per group at opsets 18-20,
+// per channel from 21 (where qflow's opset upgrade expands them, framework/quant/opset_upgrade).
+template <typename T>
+Status group_norm_typed(KernelContext& context, const Tensor& x, const Tensor& scale, const Tensor& bias, int64_t groups,
+                        bool per_channel, float epsilon) {
+  const int64_t batch = x.dim(0), channels = x.dim(1);
+  const int64_t per_group = channels / groups;
+  const int64_t inner = product(x.shape(), 2, x.shape().size());
+  const int64_t span = per_group * inner;
+  Tensor y(x.dtype(), x.shape());
+  const T* in = x.data<T>();
+  T* out = y.data<T>();
+  const T* s = scale.data<T>();
+  const T* b = bias.data<T>();
+  context.parallel_for(batch * groups, 4 * span, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t g = row % groups;
+      const T* src = in + row * span;
+      T* dst = out + row * span;
+      double sum = 0.0;
+      for (int64_t i = 0; i < span; ++i) sum += static_cast<double>(src[i]);
+      const double mean = span > 0 ? sum / static_cast<double>(span) : 0.0;
+      double sq = 0.0;
+      for (int64_t i = 0; i < span; ++i) {
+        const double d = static_cast<double>(src[i]) - mean;
+        sq += d * d;
+      }
+      const double inv_std = 1.0 / std::sqrt((span > 0 ? sq / static_cast<double>(span) : 0.0) + epsilon);
+      for (int64_t c = 0; c < per_group; ++c) {
+        const int64_t p = per_channel ? g * per_group + c : g;
+        const double k = static_cast<double>(s[p]) * inv_std;
+        const double shift = static_cast<double>(b[p]);
+        for (int64_t i = c * inner; i < (c + 1) * inner; ++i)
+          dst[i] = static_cast<T>((static_cast<double>(src[i]) - mean) * k + shift);
+      }
+    }
+  });
+  context.outputs[0] = std::move(y);
+  return Status::ok();
+}
+
+Status group_normalization(KernelContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* scale, context.required_input(1));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* bias, context.required_input(2));
+  QFLOW_RETURN_IF_ERROR(check_float_input(context, *x));
+  if (x->rank() < 2) return context.error("input must have rank >= 2, got " + shape_to_string(x->shape()));
+  const int64_t groups = context.node.attr_int("num_groups", 0);
+  if (groups <= 0 || x->dim(1) % groups != 0)
+    return context.error("num_groups " + std::to_string(groups) + " does not divide " + std::to_string(x->dim(1)) +
+                         " channels");
+  if (scale->dtype() != x->dtype() || bias->dtype() != x->dtype())
+    return context.error("scale and bias must have the input's element type");
+  const bool per_channel = context.opset >= 21;
+  const int64_t expected = per_channel ? x->dim(1) : groups;
+  if (scale->numel() != expected || bias->numel() != expected)
+    return context.error("scale and bias must have " + std::to_string(expected) + " elements (one per " +
+                         (per_channel ? "channel" : "group") + " at opset " + std::to_string(context.opset) + ")");
+  const float epsilon = context.node.attr_float("epsilon", 1e-5f);
+  return dispatch_float(x->dtype(), [&]<typename T>() {
+    return group_norm_typed<T>(context, *x, *scale, *bias, groups, per_channel, epsilon);
+  });
+}
+
 // LpNormalization ----------------------------------------------------------------------------
 
 template <typename T>
@@ -487,6 +553,7 @@ void register_normalization_kernels(KernelRegistry& registry) {
   registry.add_function("", "InstanceNormalization", 1, kLatestOpset, instance_normalization);
   registry.add_function("", "LpNormalization", 1, kLatestOpset, lp_normalization);
   registry.add_function("", "LayerNormalization", 17, kLatestOpset, layer_normalization);
+  registry.add_function("", "GroupNormalization", 18, kLatestOpset, group_normalization);
   registry.add_function("", "MeanVarianceNormalization", 9, kLatestOpset, mean_variance_normalization);
   registry.add("", "Softmax", 1, kLatestOpset, softmax_kernel(SoftmaxKind::Softmax));
   registry.add("", "LogSoftmax", 1, kLatestOpset, softmax_kernel(SoftmaxKind::LogSoftmax));
