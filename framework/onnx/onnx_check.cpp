@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <exception>
 
-#include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "framework/onnx/onnx_schemas.h"
 #include "framework/onnx/proto_convert.h"
 
 namespace qflow {
@@ -45,7 +45,7 @@ Status check_model(const Model& model) {
   try {
     onnx::ModelProto proto;
     QFLOW_RETURN_IF_ERROR(onnx_proto::model_to_proto(model, proto));
-    onnx::checker::check_model(proto);
+    check_model_proto(proto);
   } catch (const std::exception& e) {
     return invalid_input(e.what());
   }
@@ -58,7 +58,7 @@ Status infer_shapes(Model& model) {
     QFLOW_RETURN_IF_ERROR(onnx_proto::model_to_proto(model, proto));
     // Data propagation lets shapes computed by Shape/Gather/Concat chains reach Reshape.
     const onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/0, /*data_prop_val=*/true);
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(proto, onnx_schemas(), options);
   } catch (const std::exception& e) {
     return invalid_input(std::string("shape inference failed: ") + e.what());
   }

@@ -6,9 +6,10 @@
 
 namespace qflow {
 
-// Runs onnx::checker::check_model on the exported proto; the message is libonnx's.
+// Runs libonnx's checker on the exported proto (with onnx_schemas(), so the opset-18 forms
+// qflow's opset upgrade writes are known); the message is libonnx's.
 Status check_model(const Model& model);
-// Runs onnx::shape_inference::InferShapes and records inferred types on the IR's values
+// Runs onnx::shape_inference::InferShapes (with onnx_schemas()) and records inferred types on the IR's values
 // (declared types are kept; inferred ones fill Value::type where it was empty).
 Status infer_shapes(Model& model);
 

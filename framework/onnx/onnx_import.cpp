@@ -9,11 +9,11 @@
 #include <exception>
 #include <filesystem>
 
-#include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 
 #include "framework/core/file_io.h"
 #include "framework/core/memory_limit.h"
+#include "framework/onnx/onnx_schemas.h"
 #include "framework/onnx/proto_convert.h"
 #include "framework/onnx/tensor_pb.h"
 
@@ -231,7 +231,7 @@ Status graph_from_proto(const onnx::GraphProto& proto, Graph& graph, const Impor
 
 Status run_checker(const onnx::ModelProto& proto, const std::string& source_name) {
   try {
-    onnx::checker::check_model(proto);
+    check_model_proto(proto);
   } catch (const std::exception& e) {
     return invalid_input(source_name + ": " + e.what());
   }
