@@ -6,6 +6,7 @@
 #include <limits>
 #include <set>
 
+#include "framework/quant/opset_upgrade.h"
 #include "framework/quant/scale_alignment.h"
 #include "framework/runtime/kernel_registry.h"
 #include "qflow/quant/quant_math.h"
@@ -24,18 +25,6 @@ bool is_graph_input(const Graph& graph, const Value* value) {
 }
 bool is_graph_output(const Graph& graph, const Value* value) {
   return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
-}
-
-// Default-domain ops whose meaning or form changed at an opset in (13, 21]: raising a model
-// across that version would reinterpret its attributes or inputs.
-const std::map<std::string, int64_t>& changed_ops() {
-  static const std::map<std::string, int64_t> kChanged = {
-      {"RoiAlign", 16},        {"ReduceL1", 18},     {"ReduceL2", 18},        {"ReduceLogSum", 18},
-      {"ReduceLogSumExp", 18}, {"ReduceMax", 18},    {"ReduceMean", 18},      {"ReduceMin", 18},
-      {"ReduceProd", 18},      {"ReduceSumSquare", 18}, {"Split", 18},        {"GridSample", 20},
-      {"DFT", 20},             {"GroupNormalization", 21},
-  };
-  return kChanged;
 }
 
 void collect_ops(const Graph& graph, std::set<std::string>& ops) {
@@ -440,23 +429,22 @@ Status ensure_quant_opset(Model& model, bool needs_16_bit) {
                        " of the default ONNX domain; QDQ quantization needs opset 13 or later (per-axis "
                        "QuantizeLinear/DequantizeLinear): import it with import-onnx option min-opset = 13");
   if (!needs_16_bit || current >= k16BitOpset) return Status::ok();
+  // The adapters only add ops the interpreter runs at every opset (Shape, Div, Concat,
+  // Unsqueeze, Expand, Reshape), so the model's own ops are the ones to check.
   std::set<std::string> ops;
   collect_ops(*model.graph, ops);
-  std::vector<std::string> changed, missing;
-  for (const std::string& op : ops) {
-    if (auto it = changed_ops().find(op); it != changed_ops().end() && it->second > current && it->second <= k16BitOpset)
-      changed.push_back(op + " (changed at opset " + std::to_string(it->second) + ")");
+  std::vector<std::string> missing;
+  for (const std::string& op : ops)
     if (!KernelRegistry::builtin().supports("", op, k16BitOpset)) missing.push_back(op);
-  }
-  if (!changed.empty() || !missing.empty())
+  const std::vector<std::string> blockers = opset_upgrade_blockers(model, k16BitOpset);
+  if (!blockers.empty() || !missing.empty()) {
+    std::string why;
+    for (const std::string& b : blockers) why += (why.empty() ? "" : "; ") + b;
+    if (!missing.empty()) why += (why.empty() ? "" : "; ") + ("the interpreter has no opset-21 kernel for " + join(missing));
     return unsupported("16-bit QuantizeLinear/DequantizeLinear need opset 21, the model imports opset " +
-                       std::to_string(current) + " and cannot be raised: " +
-                       (changed.empty() ? std::string() : "raising it would change the meaning of " + join(changed)) +
-                       (!changed.empty() && !missing.empty() ? "; " : "") +
-                       (missing.empty() ? std::string() : "the interpreter has no opset-21 kernel for " + join(missing)));
-  for (OpsetImport& import : model.opset_imports)
-    if (import.domain.empty() || import.domain == "ai.onnx") import.version = k16BitOpset;
-  return Status::ok();
+                       std::to_string(current) + " and cannot be raised: " + why);
+  }
+  return upgrade_opset(model, k16BitOpset);
 }
 
 Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantConfig* config, const QdqOptions& options) {

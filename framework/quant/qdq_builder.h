@@ -61,9 +61,11 @@ std::map<std::string, QuantSpec> tensor_specs(const Model* model, const std::map
                                               const QuantConfig* config);
 
 // The opset the model needs for `table` (13 for per-axis 8-bit, 21 for 16-bit types). When
-// the model imports a lower default-domain opset in [13, 21) it is raised if no op in the
-// model changes meaning in between and the interpreter has a kernel for every op at the
-// new version; otherwise an error says why. Models below opset 13 are refused.
+// the model imports a lower default-domain opset in [13, 21) it is raised by upgrade_opset
+// (framework/quant/opset_upgrade.h), whose adapters rewrite the ops that changed meaning in
+// between, if every node can be adapted and the interpreter has a kernel for every op at
+// the new version; otherwise an error names the nodes and ops in the way. Models below opset
+// 13 are refused.
 Status ensure_quant_opset(Model& model, bool needs_16_bit);
 
 // Builds the QDQ model in place (docs/quantization.md): the scale alignment rules are

@@ -247,6 +247,30 @@ TEST_CASE("InstanceNormalization, LpNormalization and MeanVarianceNormalization"
   check_close(run_one(mvn), {1, 2, 1, 2}, {-1, 1, 0, 0});
 }
 
+TEST_CASE("GroupNormalization: scale and bias per group at 18, per channel at 21") {
+  // Two groups of two channels; group 0 holds {1, 2, 3, 4}, group 1 {10, 10, 12, 12}.
+  SingleNode gn;
+  gn.op_type = "GroupNormalization";
+  gn.opset = 18;
+  gn.inputs = {floats({1, 4, 2}, {1, 2, 3, 4, 10, 10, 12, 12}), floats({2}, {2, 3}), floats({2}, {1, -1})};
+  gn.attributes = {Attribute::make_int("num_groups", 2), Attribute::make_float("epsilon", 0.0f)};
+  const float s = 2.0f / std::sqrt(1.25f);
+  check_close(run_one(gn), {1, 4, 2}, {1 - 1.5f * s, 1 - 0.5f * s, 1 + 0.5f * s, 1 + 1.5f * s, -4, -4, 2, 2});
+  // Opset 21: one scale per channel, so group 0's channels may scale differently.
+  gn.opset = 21;
+  gn.inputs[1] = floats({4}, {2, 4, 3, 3});
+  gn.inputs[2] = floats({4}, {1, 0, -1, -1});
+  const float t = 4.0f / std::sqrt(1.25f);
+  check_close(run_one(gn), {1, 4, 2}, {1 - 1.5f * s, 1 - 0.5f * s, 0.5f * t, 1.5f * t, -4, -4, 2, 2});
+  // The per-group form at 21 (and per-channel at 18) is refused.
+  gn.inputs[1] = floats({2}, {2, 3});
+  gn.inputs[2] = floats({2}, {1, -1});
+  auto wrong = run_single_node(gn);
+  REQUIRE_FALSE(wrong.has_value());
+  CHECK(wrong.status().message().find("scale and bias must have 4 elements (one per channel at opset 21)") !=
+        std::string::npos);
+}
+
 TEST_CASE("Resize opset 18 axes and keep_aspect_ratio_policy") {
   // sizes name only the last two axes; not_larger keeps the 2:4 ratio inside 4x4 (factor 1),
   // not_smaller covers it (factor 2).

@@ -412,17 +412,48 @@ TEST_CASE("qdq: table errors and opset rules") {
   const std::vector<float> expected = run_output(wide_float, input_tensor());
   CHECK(cosine_similarity(expected, run_output(round_trip(wide), input_tensor())) > 0.9999);
 
-  // ... and refuse when an op in the model changed meaning (ReduceMean's axes at 18).
+  // An op whose form changed in between is adapted on the way (ReduceMean's axes became an
+  // input at 18) ...
   Model reduce = concat_model(13);
   Graph& g = *reduce.graph;
   Value* m = g.get_or_create_value("m");
-  g.add_node("ReduceMean", {g.find_value("y")}, {m}, "mean");
+  m->type = float_type({d(1), d(1)});
+  g.add_node("ReduceMean", {g.find_value("y")}, {m}, "mean")->set_attribute(Attribute::make_ints("axes", {1}));
   g.outputs.push_back(m);
-  wide_table["m"] = params(1.0, DType::Int16);
-  status = build_qdq_model(reduce, wide_table, nullptr, {});
+  QuantTable reduce_table = wide_table;
+  reduce_table["m"] = params(1.0, DType::Int16);
+  status = build_qdq_model(reduce, reduce_table, nullptr, {});
+  REQUIRE_MESSAGE(status.is_ok(), status.message());
+  CHECK(reduce.opset("") == 21);
+  const Node* mean = nullptr;
+  for (const auto& n : reduce.graph->nodes())
+    if (n->op_type() == "ReduceMean") mean = n.get();
+  REQUIRE(mean != nullptr);
+  CHECK(mean->find_attribute("axes") == nullptr);
+  REQUIRE(mean->inputs().size() == 2);
+  CHECK(reduce.graph->initializer(mean->input(1))->to_int64s() == std::vector<int64_t>{1});
+  CHECK(cosine_similarity(run_output(wide_float, input_tensor()), run_output(round_trip(reduce), input_tensor())) > 0.9999);
+
+  // ... and a node no adapter can carry across is refused, named (training-mode
+  // BatchNormalization outputs changed at 14).
+  Model training = concat_model(13);
+  Graph& t = *training.graph;
+  std::vector<Value*> bn_inputs = {t.find_value("c")};
+  for (const char* p : {"bn_scale", "bn_bias", "bn_mean", "bn_var"}) {
+    Value* v = t.get_or_create_value(p);
+    t.set_initializer(v, Tensor::from_vector<float>({3}, {1.0f, 0.5f, 0.25f}));
+    bn_inputs.push_back(v);
+  }
+  std::vector<Value*> bn_outputs;
+  for (const char* o : {"bn_y", "bn_running_mean", "bn_running_var", "bn_saved_mean", "bn_saved_var"})
+    bn_outputs.push_back(t.get_or_create_value(o));
+  t.add_node("BatchNormalization", bn_inputs, bn_outputs, "bn");
+  t.outputs.push_back(bn_outputs[0]);
+  status = build_qdq_model(training, wide_table, nullptr, {});
   CHECK(status.code() == StatusCode::Unsupported);
-  CHECK(status.message().find("ReduceMean (changed at opset 18)") != std::string::npos);
-  CHECK(reduce.opset("") == 13);
+  CHECK(status.message().find("16-bit QuantizeLinear/DequantizeLinear need opset 21, the model imports opset 13 and "
+                              "cannot be raised: BatchNormalization 'bn' (changed at opset 14") == 0);
+  CHECK(training.opset("") == 13);
 }
 
 TEST_CASE("qdq: empirical bias correction measures the mean output shift per channel") {
