@@ -140,13 +140,29 @@ std::vector<double> kl_divergences(const std::vector<double>& counts, int64_t ta
   return divergences;
 }
 
-double kl_threshold(const std::vector<double>& counts, double range, int64_t target_bins) {
+double kl_threshold(const std::vector<double>& counts, double range, int64_t target_bins, int64_t first_candidate) {
   const std::vector<double> divergences = kl_divergences(counts, target_bins);
-  std::size_t best = 0;
-  for (std::size_t c = 1; c < divergences.size(); ++c)
+  // Element c is candidate c + target_bins; the last candidate (all bins) is always allowed.
+  std::size_t best = static_cast<std::size_t>(
+      std::clamp<int64_t>(first_candidate - target_bins, 0, static_cast<int64_t>(divergences.size()) - 1));
+  for (std::size_t c = best + 1; c < divergences.size(); ++c)
     if (divergences[c] < divergences[best]) best = c;
   const double w = range / static_cast<double>(counts.size());
   return static_cast<double>(static_cast<int64_t>(best) + target_bins) * w;
+}
+
+int64_t bulk_edge(const std::vector<double>& counts, double clipped_percent) {
+  double total = 0.0;
+  for (double c : counts) total += c;
+  const double allowed = total * (clipped_percent / 100.0);
+  // Walk down from the top while the mass above stays within the allowance.
+  double above = 0.0;
+  auto k = static_cast<int64_t>(counts.size());
+  while (k > 0 && above + counts[static_cast<std::size_t>(k - 1)] <= allowed) {
+    above += counts[static_cast<std::size_t>(k - 1)];
+    --k;
+  }
+  return k;
 }
 
 double expected_quantization_mse(const std::vector<double>& counts, double range, double threshold, double qmax) {

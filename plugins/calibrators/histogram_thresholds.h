@@ -56,9 +56,18 @@ double percentile_threshold(const std::vector<double>& counts, double range, dou
 // cost is O(bins) logarithms, not O(bins^2).
 std::vector<double> kl_divergences(const std::vector<double>& counts, int64_t target_bins);
 
-// The upper edge i*w of the candidate with the smallest kl_divergences() value; on ties
-// the smallest i.
-double kl_threshold(const std::vector<double>& counts, double range, int64_t target_bins);
+// The upper edge i*w of the candidate with the smallest kl_divergences() value among the
+// candidates i >= first_candidate; on ties the smallest i.
+double kl_threshold(const std::vector<double>& counts, double range, int64_t target_bins, int64_t first_candidate = 0);
+
+// The smallest bin edge k (0 <= k <= counts.size()) with at most `clipped_percent` percent
+// (0 <= clipped_percent <= 100) of the total count in bins >= k: a threshold at edge k*w or
+// above clips no more than that share of the values. The floor that keeps a threshold
+// search out of the region below a distribution's bulk: KL divergence rates a threshold at
+// the bottom of a distribution whose mass lies away from zero (sigmoid gates in
+// [0.06, 0.8]) as perfect, because all the clipped mass folds into one bin that the
+// candidate then represents exactly.
+int64_t bulk_edge(const std::vector<double>& counts, double clipped_percent);
 
 // Expected squared error of symmetric quantization of |x| with clipping threshold
 // `threshold` and `qmax` steps between 0 and the threshold (scale s = threshold / qmax),

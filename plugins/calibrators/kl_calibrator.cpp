@@ -17,6 +17,9 @@ ComponentInfo KlCalibrator::info() {
       {"flatten-zero-bin", OptionType::Bool, true,
        "replace bin 0 by bin 1 before the search, so a spike of exact zeros (ReLU outputs) does not pull the "
        "threshold down (as NVIDIA's pytorch-quantization does); false: the plain TensorRT search"},
+      {"max-clipped", OptionType::Float, kKlMaxClippedPercent,
+       "percent of the values a threshold may clip, in [0, 100]: candidates below the bulk of a distribution whose "
+       "mass lies away from zero (sigmoid gates) look perfect to the divergence; 100: no floor"},
   };
   return info;
 }
@@ -25,11 +28,15 @@ Expected<std::unique_ptr<Calibrator>> KlCalibrator::create(const Options& option
   const int64_t target_bins = options.get_int("target-bins");
   if (target_bins < 1)
     return invalid_input("kl calibrator: option target-bins must be at least 1, got " + std::to_string(target_bins));
-  return std::unique_ptr<Calibrator>(std::make_unique<KlCalibrator>(target_bins, options.get_bool("flatten-zero-bin")));
+  const double max_clipped = options.get_float("max-clipped");
+  if (!(max_clipped >= 0.0 && max_clipped <= 100.0))
+    return invalid_input("kl calibrator: option max-clipped must be in [0, 100], got " + std::to_string(max_clipped));
+  return std::unique_ptr<Calibrator>(
+      std::make_unique<KlCalibrator>(target_bins, options.get_bool("flatten-zero-bin"), max_clipped));
 }
 
 Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t target_bins, bool flatten_zero_bin,
-                                     const std::string& method, const std::string& what) {
+                                     double max_clipped, const std::string& method, const std::string& what) {
   const auto bins = static_cast<int64_t>(stats.histogram.size());
   if (target_bins > bins)
     return invalid_input(method + " calibrator: tensor '" + what + "': target-bins " + std::to_string(target_bins) +
@@ -37,15 +44,15 @@ Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t targ
   if (flatten_zero_bin && bins >= 2) {
     std::vector<double> counts = stats.histogram;
     counts[0] = counts[1];
-    return kl_threshold(counts, stats.histogram_range, target_bins);
+    return kl_threshold(counts, stats.histogram_range, target_bins, bulk_edge(counts, max_clipped));
   }
-  return kl_threshold(stats.histogram, stats.histogram_range, target_bins);
+  return kl_threshold(stats.histogram, stats.histogram_range, target_bins, bulk_edge(stats.histogram, max_clipped));
 }
 
 Expected<QuantTable> KlCalibrator::calibrate(const CalibrationRequest& request) {
   return calibrate_from_histograms(request, "kl",
                                    [this](const std::string& name, const TensorStatistics& stats, const QuantSpec&) {
-                                     return kl_tensor_threshold(stats, target_bins_, flatten_zero_bin_, "kl", name);
+                                     return kl_tensor_threshold(stats, target_bins_, flatten_zero_bin_, max_clipped_, "kl", name);
                                    });
 }
 

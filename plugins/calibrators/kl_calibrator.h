@@ -17,24 +17,32 @@ namespace qflow {
 // histogram_thresholds.h, which documents the divergence), then activation_params() under
 // the tensor's QuantSpec. Works on the bins the histogram has (2048 from the `histogram`
 // observer by default); target-bins above a tensor's bin count is an error for that tensor.
+// Candidates that clip more than `max-clipped` percent of the values are not considered
+// (bulk_edge() says why: on distributions whose mass lies away from zero the divergence
+// favours a threshold below the whole distribution).
 class KlCalibrator final : public Calibrator {
  public:
   static ComponentInfo info();
   static Expected<std::unique_ptr<Calibrator>> create(const Options& options);
 
-  KlCalibrator(int64_t target_bins, bool flatten_zero_bin)
-      : target_bins_(target_bins), flatten_zero_bin_(flatten_zero_bin) {}
+  KlCalibrator(int64_t target_bins, bool flatten_zero_bin, double max_clipped)
+      : target_bins_(target_bins), flatten_zero_bin_(flatten_zero_bin), max_clipped_(max_clipped) {}
 
   Expected<QuantTable> calibrate(const CalibrationRequest& request) override;
 
  private:
   int64_t target_bins_;
   bool flatten_zero_bin_;
+  double max_clipped_;
 };
 
+// The default of option max-clipped, in percent.
+inline constexpr double kKlMaxClippedPercent = 1.0;
+
 // The threshold kl_threshold() gives, after checking target_bins against the histogram;
-// with `flatten_zero_bin` on a copy whose bin 0 holds bin 1's count.
+// with `flatten_zero_bin` on a copy whose bin 0 holds bin 1's count; candidates start at
+// bulk_edge(counts, max_clipped) of the counts searched.
 Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t target_bins, bool flatten_zero_bin,
-                                     const std::string& method, const std::string& what);
+                                     double max_clipped, const std::string& method, const std::string& what);
 
 }  // namespace qflow

@@ -16,7 +16,7 @@ namespace qflow {
 // smallest expected_quantization_mse() of the tensor's |x| histogram (qmax from
 // error_qmax() for its QuantSpec) wins; ties go to the earlier method in the list.
 //  * built-in names are computed here with their default options: max = max(|min|, |max|),
-//    percentile = percentile_threshold(99.99), kl = kl_threshold(128 levels),
+//    percentile = percentile_threshold(99.99), kl = the kl calibrator's defaults,
 //    mse = mse_threshold(); the parameters then come from activation_params();
 //  * any other name is made through request.services->make_calibrator(name, {}) and run
 //    once on the same request (without the report); its entry for the tensor is scored by

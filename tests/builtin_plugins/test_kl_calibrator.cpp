@@ -33,6 +33,7 @@ TensorStatistics histogram_stats(std::vector<double> counts, double range) {
 Expected<QuantTable> run(int64_t target_bins, const std::map<std::string, TensorStatistics>& stats) {
   Options options;
   options.set("target-bins", target_bins);
+  options.set("max-clipped", 100.0);  // the plain search these cases define
   auto calibrator = KlCalibrator::create(options);
   if (!calibrator) return calibrator.status();
   CalibrationRequest request;
@@ -230,11 +231,13 @@ TEST_CASE("kl: the calibrator applies the threshold and checks target-bins per t
   zero.set("target-bins", int64_t{0});
   CHECK_FALSE(KlCalibrator::create(zero).has_value());
   const ComponentInfo info = KlCalibrator::info();
-  REQUIRE(info.options.size() == 2);
+  REQUIRE(info.options.size() == 3);
   CHECK(info.options[0].name == "target-bins");
   CHECK(std::get<int64_t>(info.options[0].default_value) == 128);
   CHECK(info.options[1].name == "flatten-zero-bin");
   CHECK(std::get<bool>(info.options[1].default_value));
+  CHECK(info.options[2].name == "max-clipped");
+  CHECK(std::get<double>(info.options[2].default_value) == kKlMaxClippedPercent);
 }
 
 TEST_CASE("kl: flatten-zero-bin keeps a spike of zeros from pulling the threshold down") {
@@ -247,6 +250,7 @@ TEST_CASE("kl: flatten-zero-bin keeps a spike of zeros from pulling the threshol
     Options options;
     options.set("target-bins", int64_t{128});
     options.set("flatten-zero-bin", flatten);
+    options.set("max-clipped", 100.0);
     CalibrationRequest request;
     request.statistics = &stats;
     auto table = KlCalibrator::create(options).value()->calibrate(request);

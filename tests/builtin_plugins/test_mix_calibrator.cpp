@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plugins/calibrators/histogram_thresholds.h"
+#include "plugins/calibrators/kl_calibrator.h"
 #include "plugins/calibrators/mix_calibrator.h"
 
 namespace qflow {
@@ -166,7 +167,7 @@ TEST_CASE("mix: with the default methods each tensor takes the method with the s
     const std::map<std::string, double> thresholds = {
         {"max", std::max(std::fabs(s.min), std::fabs(s.max))},
         {"percentile", percentile_threshold(s.histogram, s.histogram_range, 99.99)},
-        {"kl", kl_threshold(s.histogram, s.histogram_range, 128)},
+        {"kl", kl_tensor_threshold(s, 128, true, kKlMaxClippedPercent, "mix", name).value()},
         {"mse", mse_threshold(s.histogram, s.histogram_range, 127.0)}};
     std::string best;
     double best_error = 0.0;
