@@ -97,6 +97,11 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
   options.max_drop = std::get<double>(stage.options.at("max-drop").value);
   options.limit = std::get<int64_t>(stage.options.at("limit").value);
   options.max_changes = std::get<int64_t>(stage.options.at("max-changes").value);
+  options.max_evaluations = std::get<int64_t>(stage.options.at("max-evaluations").value);
+  const std::string on_miss = string_option(stage, "on-miss");
+  if (on_miss != "warn" && on_miss != "error")
+    return invalid_input(head + ": option 'on-miss' is \"" + on_miss + "\"; allowed: \"warn\", \"error\"");
+  options.error_on_miss = on_miss == "error";
   options.threads = context.threads;
 
   std::shared_ptr<Metric> metric;
@@ -135,14 +140,15 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
   QFLOW_ASSIGN_OR_RETURN(out.artifact.bytes, precision_json(result));
   out.side_files["precision_overrides.toml"] = precision_overrides_file(result);
   char line[160];
-  std::snprintf(line, sizeof line, "%s %.6f -> %.6f (target %.6f), ", result.target_kind.c_str(), result.before,
-                result.after, result.threshold);
+  std::snprintf(line, sizeof line, "%s %.6f -> %.6f (target %.6f%s), ", result.target_kind.c_str(), result.before,
+                result.after, result.threshold, result.reached ? "" : ", not reached");
   out.printed = "precision search: " + std::string(line) +
                 (result.changes.empty() ? std::string("no change needed")
                                         : std::to_string(result.changes.size()) + " node change(s), " +
                                               std::to_string(result.raised_tensors) + " of " +
                                               std::to_string(result.quantized_tensors) + " quantized tensors raised; " +
                                               "overrides in precision_overrides.toml");
+  if (!result.reached) out.warnings.push_back(result.miss);
   out.precision = std::move(result);
   return out;
 }

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <set>
+#include <string_view>
 
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
@@ -110,6 +113,9 @@ class Evaluator {
   double float_value_ = 1.0;
   int64_t evaluations_ = 0;
 };
+
+// value_after of a change whose prefix has not been measured (JSON null).
+constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();
 
 bool same_params(const QuantParams& a, const QuantParams& b) {
   return a.dtype == b.dtype && a.scale == b.scale && a.zero_point == b.zero_point && a.axis == b.axis;
@@ -278,23 +284,19 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   }
   std::map<std::string, const Node*> by_name;
   for (const auto& node : graph.nodes()) by_name[node->name()] = node.get();
+  auto budget_left = [&] { return options.max_evaluations <= 0 || evaluator.evaluations() < options.max_evaluations; };
 
-  std::vector<PrecisionChange> kept;
-  double value = result.before;
-  bool reached = false;
-  for (const SensitivityRow& row : ranking->rows) {
-    if (options.max_changes > 0 && static_cast<int64_t>(kept.size()) >= options.max_changes)
-      return invalid_input("precision search: max-changes (" + std::to_string(options.max_changes) + ") reached with " +
-                           result.target_kind + " " + value_text(value) + ", target " + value_text(result.threshold));
-    auto node_it = by_name.find(row.node);
-    if (node_it == by_name.end()) continue;  // a ranking from another model: nothing to raise
-    const Node& node = *node_it->second;
+  // The int16 raise of a ranked node, or nothing when it has no int16 candidate. With an
+  // oracle, a raise the platform refuses becomes a CPU move (`refusal` says why).
+  auto int16_candidate = [&](const SensitivityRow& row, const Node& node,
+                             const std::vector<PrecisionChange>& kept) -> Expected<std::optional<PrecisionChange>> {
     const QuantSpec spec = merge_quant_config(base, overrides_of(kept, false)).resolve(node.name(), node.op_type());
-    if (!spec.quantize) continue;
+    if (!spec.quantize) return std::optional<PrecisionChange>();
     PrecisionChange change;
     change.node = row.node;
     change.op_type = row.op_type;
     change.sensitivity = row.worst();
+    change.value_after = kUnmeasured;
     // The sensitive side: the one with the lower single-node cosine, and the other one too
     // when, with a cosine target, it misses the target on its own.
     const bool weight_worse = row.has_weight && (!row.has_activation || row.weight_cosine < row.activation_cosine);
@@ -303,7 +305,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
                         (!weight_worse || (cosine_target && row.activation_cosine < result.threshold));
     change.weight = row.has_weight && spec.weight_dtype != DType::Int16 &&
                     (weight_worse || (cosine_target && row.weight_cosine < result.threshold));
-    if (!change.activation && !change.weight) continue;
+    if (!change.activation && !change.weight) return std::optional<PrecisionChange>();
     change.from = std::string(dtype_name(change.activation ? spec.activation_dtype : spec.weight_dtype));
     change.to = "int16";
     const std::vector<std::string> activations = node_activations(graph, node, table);
@@ -319,11 +321,11 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     {
       QFLOW_ASSIGN_OR_RETURN(const QuantTable now, aligned(overrides_of(kept, false)));
       Expected<QuantTable> then = aligned(overrides_of(trial, false));
-      if (!then) continue;
+      if (!then) return std::optional<PrecisionChange>();
       bool differs = change.weight;
       for (const auto& [name, params] : *then)
         if (auto it = now.find(name); it == now.end() || !same_params(it->second, params)) differs = true;
-      if (!differs) continue;
+      if (!differs) return std::optional<PrecisionChange>();
     }
     if (options.oracle) {
       QFLOW_ASSIGN_OR_RETURN(Model model, build(overrides_of(trial, true)));
@@ -342,45 +344,143 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
         change.activation = change.weight = false;
         change.tensors = activations;
         if (weight) change.tensors.push_back(node.input(1)->name());
-        trial.back() = change;
       } else {
         placement = after;
       }
     }
-    QFLOW_ASSIGN_OR_RETURN(value, evaluate(overrides_of(trial, false)));
-    trial.back().value_after = value;
-    kept = std::move(trial);
-    if (meets(value)) {
-      reached = true;
-      break;
-    }
-  }
-  if (!reached)
-    return invalid_input("precision search: the candidates ran out after " + std::to_string(kept.size()) +
-                         " changes with " + result.target_kind + " " + value_text(value) + ", target " +
-                         value_text(result.threshold) + " (plain PTQ: " + value_text(result.before) + ")");
+    return std::optional<PrecisionChange>(std::move(change));
+  };
 
-  // Fewest changes: drop each kept change (latest first) whose removal keeps the target.
-  bool dropped = false;
-  for (std::size_t i = kept.size(); i-- > 0;) {
-    std::vector<PrecisionChange> without = kept;
-    without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
-    QFLOW_ASSIGN_OR_RETURN(const double v, evaluate(overrides_of(without, false)));
-    if (!meets(v)) continue;
-    kept = std::move(without);
-    value = v;
-    dropped = true;
-  }
-  // Values after each change, in order, for what is left.
-  if (dropped)
-    for (std::size_t i = 0; i < kept.size(); ++i) {
-      const std::vector<PrecisionChange> prefix(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(i + 1));
-      if (i + 1 == kept.size()) {
-        kept[i].value_after = value;
-      } else {
-        QFLOW_ASSIGN_OR_RETURN(kept[i].value_after, evaluate(overrides_of(prefix, false)));
-      }
+  // The move of a ranked node to float on the CPU, or nothing when the node quantizes
+  // nothing any more. The caller removes the node's int16 raise, if any.
+  auto cpu_candidate = [&](const SensitivityRow& row, const Node& node,
+                           const std::vector<PrecisionChange>& kept) -> std::optional<PrecisionChange> {
+    const QuantSpec spec = merge_quant_config(base, overrides_of(kept, false)).resolve(node.name(), node.op_type());
+    if (!spec.quantize) return std::nullopt;
+    PrecisionChange change;
+    change.node = row.node;
+    change.op_type = row.op_type;
+    change.sensitivity = row.worst();
+    change.value_after = kUnmeasured;
+    change.to = "cpu";
+    change.from = std::string(dtype_name(spec.activation_dtype));
+    change.refusal = "int16 did not reach the target";
+    change.tensors = node_activations(graph, node, table);
+    if (quantizable_weight(graph, node, spec)) change.tensors.push_back(node.input(1)->name());
+    if (change.tensors.empty()) return std::nullopt;
+    return change;
+  };
+
+  // Greedy growth along the ranking, first int16 raises, then (when they do not reach the
+  // target) CPU moves. Changes are measured in batches that double while the target is
+  // missed (1, 1, 2, 4, ...); the batch that reaches it is bisected for the shortest prefix
+  // that does. The best configuration measured is remembered for a miss.
+  std::vector<PrecisionChange> kept;
+  double value = result.before;
+  std::vector<PrecisionChange> best_kept;
+  double best_value = result.before;
+  bool reached = false;
+  std::string stop;  // why the growth stopped short of the target
+  auto measure = [&](std::vector<PrecisionChange>& changes) -> Expected<double> {
+    QFLOW_ASSIGN_OR_RETURN(const double v, evaluate(overrides_of(changes, false)));
+    if (!changes.empty()) changes.back().value_after = v;
+    if (v > best_value) {
+      best_value = v;
+      best_kept = changes;
     }
+    return v;
+  };
+  for (const std::string_view phase : {"int16", "cpu"}) {
+    if (reached || !stop.empty()) break;
+    std::size_t measured = kept.size();  // kept[0, measured) has been measured
+    std::size_t batch = 1;
+    for (std::size_t r = 0; r <= ranking->rows.size() && !reached && stop.empty(); ++r) {
+      const bool last = r == ranking->rows.size();
+      if (!last) {
+        if (options.max_changes > 0 && static_cast<int64_t>(kept.size()) >= options.max_changes) {
+          stop = "max-changes (" + std::to_string(options.max_changes) + ") reached";
+        } else if (auto node_it = by_name.find(ranking->rows[r].node); node_it != by_name.end()) {
+          std::optional<PrecisionChange> change;
+          if (phase == "int16") {
+            QFLOW_ASSIGN_OR_RETURN(change, int16_candidate(ranking->rows[r], *node_it->second, kept));
+          } else {
+            change = cpu_candidate(ranking->rows[r], *node_it->second, kept);
+            const auto raised = std::find_if(kept.begin(), kept.end(),
+                                             [&](const PrecisionChange& c) { return c.node == ranking->rows[r].node; });
+            if (change && raised != kept.end()) {
+              measured = std::min(measured, static_cast<std::size_t>(raised - kept.begin()));
+              kept.erase(raised);
+            }
+          }
+          if (change) kept.push_back(std::move(*change));
+        }
+      }
+      const std::size_t pending = kept.size() - measured;
+      if (pending == 0 || (pending < batch && !last && stop.empty())) continue;
+      if (!budget_left()) {
+        stop = "max-evaluations (" + std::to_string(options.max_evaluations) + ") reached";
+        break;
+      }
+      QFLOW_ASSIGN_OR_RETURN(value, measure(kept));
+      if (meets(value)) {
+        // Bisect the batch: the shortest prefix of kept[measured, end) that reaches the target.
+        std::size_t lo = measured, hi = kept.size();
+        while (hi - lo > 1 && budget_left()) {
+          const std::size_t mid = lo + (hi - lo) / 2;
+          std::vector<PrecisionChange> prefix(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(mid));
+          QFLOW_ASSIGN_OR_RETURN(const double v, measure(prefix));
+          if (meets(v)) {
+            hi = mid;
+            value = v;
+          } else {
+            lo = mid;
+          }
+        }
+        kept.resize(hi);
+        kept.back().value_after = value;
+        reached = true;
+      }
+      measured = kept.size();
+      batch *= 2;
+    }
+  }
+
+  if (!reached) {
+    const std::string message = "precision search: " +
+                                (stop.empty() ? "the candidates ran out after " + std::to_string(kept.size()) + " changes"
+                                              : stop) +
+                                " with " + result.target_kind + " " + value_text(value) + ", target " +
+                                value_text(result.threshold) + " (plain PTQ: " + value_text(result.before) + ")";
+    if (options.error_on_miss) return invalid_input(message);
+    // Deliver the best configuration measured.
+    result.miss = message + "; kept the best configuration measured: " + result.target_kind + " " +
+                  value_text(best_value) + " with " + std::to_string(best_kept.size()) + " change(s)";
+    kept = best_kept;
+    value = best_value;
+  } else {
+    // Fewest changes: drop each kept change (latest first) whose removal keeps the target.
+    bool dropped = false;
+    for (std::size_t i = kept.size(); i-- > 0 && budget_left();) {
+      std::vector<PrecisionChange> without = kept;
+      without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+      QFLOW_ASSIGN_OR_RETURN(const double v, evaluate(overrides_of(without, false)));
+      if (!meets(v)) continue;
+      kept = std::move(without);
+      value = v;
+      dropped = true;
+    }
+    if (dropped)
+      for (PrecisionChange& c : kept) c.value_after = kUnmeasured;
+    if (!kept.empty()) kept.back().value_after = value;
+  }
+  // Values after each change, in order, for what is left: measured where the growth did
+  // not (inside a batch, or after pruning), as the evaluation budget allows.
+  for (std::size_t i = 0; i < kept.size() && budget_left(); ++i) {
+    if (!std::isnan(kept[i].value_after)) continue;
+    const std::vector<PrecisionChange> prefix(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    QFLOW_ASSIGN_OR_RETURN(kept[i].value_after, evaluate(overrides_of(prefix, false)));
+  }
+  result.reached = reached;
   result.after = value;
   result.overrides = overrides_of(kept, false);
   std::set<std::string> raised;
@@ -405,7 +505,8 @@ std::string precision_overrides_toml(const PrecisionSearchResult& result) {
 
 std::string precision_overrides_file(const PrecisionSearchResult& result) {
   std::string text = "# precision search: " + result.target_kind + " " + value_text(result.before) + " -> " +
-                     value_text(result.after) + " (target " + value_text(result.threshold) + "), " +
+                     value_text(result.after) + " (target " + value_text(result.threshold) +
+                     (result.reached ? "" : ", not reached") + "), " +
                      std::to_string(result.changes.size()) + " node change" + (result.changes.size() == 1 ? "" : "s") +
                      ", " + std::to_string(result.raised_tensors) + " of " + std::to_string(result.quantized_tensors) +
                      " quantized tensors\n";
@@ -429,6 +530,8 @@ void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& resul
   json.field("threshold", result.threshold);
   json.field("float", result.float_value);
   json.end_object();
+  json.field("reached", result.reached);
+  if (!result.reached) json.field("miss", result.miss);
   json.field("samples", result.samples);
   json.field("before", result.before);
   json.field("after", result.after);

@@ -32,6 +32,12 @@ struct PrecisionSearchOptions {
   int threads = 1;
   int64_t limit = 0;        // first N samples; <= 0: all
   int64_t max_changes = 0;  // <= 0: no limit
+  // Models built and run, the plain PTQ model included; <= 0: no limit. The search stops
+  // growing, bisecting, pruning or measuring values_after when it is spent.
+  int64_t max_evaluations = 0;
+  // A missed target is an error; otherwise the best configuration measured is the result
+  // (reached = false, `miss` says what happened).
+  bool error_on_miss = false;
   // Empty: int16 is allowed on every node. Otherwise a node is raised to int16 only when no
   // node the oracle places on the accelerator before the change leaves it afterwards.
   PlacementOracle oracle;
@@ -49,7 +55,9 @@ struct PrecisionChange {
   bool weight = false;               // weight-dtype raised (to = int16)
   std::string refusal;               // to = cpu: why int16 was not taken ("" with no oracle)
   double sensitivity = 1.0;          // the node's worst single-node output cosine
-  double value_after = 0.0;          // the target value with this and every earlier kept change
+  // The target value with this and every earlier kept change; NaN when the evaluation
+  // budget ran out before it was measured.
+  double value_after = 0.0;
 };
 
 struct PrecisionSearchResult {
@@ -62,14 +70,19 @@ struct PrecisionSearchResult {
   int64_t evaluations = 0;        // PTQ models built and run
   int64_t quantized_tensors = 0;  // activations and weights the plain PTQ model quantizes
   int64_t raised_tensors = 0;     // of those, the ones a kept change touches
+  bool reached = true;  // the target holds with `changes`
+  std::string miss;     // when not reached: why, and what was kept instead
   std::vector<PrecisionChange> changes;  // kept, in the order they were made
   QuantConfig overrides;                 // node entries only: what the changes set
 };
 
 // Searches as docs/accuracy-debugging.md describes: nodes ranked by sensitivity (most
-// sensitive first) are raised one at a time until the target holds, then every kept change
-// is dropped again in reverse order when the target holds without it. Fails when the
-// candidates or `max_changes` run out, naming the value reached. `config` may be null.
+// sensitive first) are raised to int16, then moved to float on the CPU, in growing batches
+// until the target holds; the batch that reaches it is bisected, then every kept change is
+// dropped again in reverse order when the target holds without it. When the candidates,
+// `max_changes` or `max_evaluations` run out first, the result is the best configuration
+// measured (reached = false), or with `error_on_miss` an error naming the value reached.
+// `config` may be null.
 Expected<PrecisionSearchResult> search_precision(const Model& float_model, const QuantTable& table,
                                                  const QuantConfig* config, const Dataset& dataset,
                                                  const PrecisionSearchOptions& options);

@@ -309,6 +309,19 @@ TEST_CASE("bpu lowering: a model that is not the PTQ model is an error naming th
     CHECK(lower_error(q.model, backend_for("nash")) ==
           "lowering needs the PTQ model (lowering_test_ptq_model.onnx): Conv 'c' weight 'w' is not quantized");
   }
+  SUBCASE("a float node on purpose (quantize = false) is no error: it runs on the CPU") {
+    QdqGraph q;
+    Value* x = q.input("x", {1, 1, 4, 4}, 0.1);
+    Tensor weight(DType::Float32, {1, 1, 1, 1});
+    weight.data<float>()[0] = 0.5f;
+    Value* w = q.constant("w", weight);
+    q.output(q.op("Conv", "c", {x, w}, {1, 1, 4, 4}));
+    const lowered::Model lowered = lower(q.model, backend_for("nash"));
+    CHECK(op_list(lowered) == "cpu: cpu.Conv");
+    // The float segment reads x as given, the reference its int8 rounding: one step apart.
+    const std::vector<std::vector<float>> in = {ramp(16, -1.0f, 1.0f)};
+    check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.1));
+  }
   SUBCASE("activation without Q/DQ") {
     QdqGraph q;
     Value* x = q.g.get_or_create_value("x");

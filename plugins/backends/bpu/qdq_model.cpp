@@ -31,6 +31,15 @@ std::string dims_text(const ValueType* type) {
   return out + "]";
 }
 
+// Whether a QuantizeLinear reads one of the node's outputs.
+bool output_quantized(const Node& node) {
+  for (const Value* out : node.outputs())
+    if (out)
+      for (const auto& [user, index] : out->uses())
+        if (is_q(*user)) return true;
+  return false;
+}
+
 std::string ptq_hint(const Graph& graph) {
   return "lowering needs the PTQ model (" + (graph.name.empty() ? std::string("<name>") : graph.name) + "_ptq_model.onnx): ";
 }
@@ -218,8 +227,11 @@ Expected<QdqModel> read_qdq_model(const Model& ptq) {
       if (q_source.count(in))
         return invalid_input(what + " reads the quantized value '" + in->name() + "' directly; lowering expects every "
                              "consumer behind a DequantizeLinear");
+      // A float weight or bias belongs to a PTQ model only on a node left float on purpose
+      // (`quantize = false`: its output is not quantized either; it runs on the CPU).
       if (const Tensor* t = constant_of(graph, in);
-          t && kWeighted.count(node->op_type()) && default_domain(*node) && (i == 1 || i == 2) && is_float(t->dtype()))
+          t && kWeighted.count(node->op_type()) && default_domain(*node) && (i == 1 || i == 2) &&
+          is_float(t->dtype()) && output_quantized(*node))
         return invalid_input(hint + what + (i == 1 ? " weight '" : " bias '") + in->name() + "' is not quantized");
       if (const Tensor* t = graph.initializer(in)) {
         Value* v = vg.get_or_create_value(in->name());
