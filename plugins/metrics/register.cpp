@@ -1,6 +1,7 @@
 // Entry point of libqflow_metrics: registers the built-in metrics with the host.
 #include "qflow/plugin/entry.h"
 #include "qflow/plugin/registrar.h"
+#include "agreement_metric.h"
 #include "top_k_metric.h"
 
 namespace {
@@ -10,6 +11,11 @@ qflow::Status register_metrics(qflow::ComponentRegistrar& registrar) {
     QFLOW_RETURN_IF_ERROR(registrar.add_metric(qflow::TopKMetric::info(k), [k](const qflow::Options& options) {
       return qflow::TopKMetric::create(k, options);
     }));
+  using Decoder = qflow::AgreementMetric::Decoder;
+  for (Decoder decoder : {Decoder::Argmax, Decoder::Ctc})
+    QFLOW_RETURN_IF_ERROR(registrar.add_metric(
+        qflow::AgreementMetric::info(decoder),
+        [decoder](const qflow::Options& options) { return qflow::AgreementMetric::create(decoder, options); }));
   return qflow::Status::ok();
 }
 

@@ -50,7 +50,7 @@ rows "$work/plugin/calibrators_compare.txt" | awk '$1 == "candidate" && $2 == "f
 
 # Metric typos are refused by the resolver with one line.
 "$qflow" run "$pipeline" --dry-run --set compare.metric=top2 >/dev/null 2>"$work/typo.err" && fail "unknown metric accepted"
-grep -q "unknown metric 'top2' (metrics: top1, top5)" "$work/typo.err" || { cat "$work/typo.err"; fail "unknown metric message"; }
+grep -q "unknown metric 'top2' (metrics: argmax-agreement, ctc-agreement, top1, top5)" "$work/typo.err" || { cat "$work/typo.err"; fail "unknown metric message"; }
 "$qflow" run "$pipeline" --dry-run --set compare.metric=top1 --set compare.metric-options=label=x.npy >/dev/null \
   2>"$work/key.err" && fail "unknown metric option accepted"
 grep -q "unknown option 'label' for metric 'top1' (allowed: labels, output)" "$work/key.err" ||
