@@ -51,8 +51,8 @@ std::string format_pipeline(const Pipeline& pipeline) {
   }
   if (!pipeline.vars.empty()) {
     out += "[vars]\n";
-    // Var values are never substituted into, so they are written as they are.
-    for (const auto& [name, var] : pipeline.vars) out += toml_key(name) + " = " + format_value(var.value, false) + "\n";
+    // Var values are expanded (references resolved), so every '$' is escaped like stage strings.
+    for (const auto& [name, var] : pipeline.vars) out += toml_key(name) + " = " + format_value(var.value, true) + "\n";
   }
   if (!pipeline.quantization.empty()) {
     if (!out.empty()) out += "\n";

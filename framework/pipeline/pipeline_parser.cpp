@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -20,6 +21,26 @@
 namespace qflow {
 
 namespace {
+
+// "${var}" or "${var:modifier}".
+struct VarReference {
+  std::string name;
+  std::string modifier;
+};
+
+VarReference split_reference(const std::string& inside) {
+  const std::size_t colon = inside.find(':');
+  if (colon == std::string::npos) return {inside, ""};
+  return {inside.substr(0, colon), inside.substr(colon + 1)};
+}
+
+// Modifiers of a var reference: `stem`, the file name without folders and extension
+// ("models/rec.onnx" -> "rec"), for artifact names derived from the model path.
+Expected<std::string> apply_modifier(const std::string& value, const std::string& modifier) {
+  if (modifier.empty()) return value;
+  if (modifier == "stem") return std::filesystem::path(value).stem().string();
+  return invalid_input("unknown var modifier ':" + modifier + "' (allowed: :stem)");
+}
 
 using Table = toml::value::table_type;
 
@@ -152,6 +173,7 @@ class Parser {
                         "unknown top-level key '" + key + "' (allowed: plugins, quantization, stage, vars)");
     if (table.count("vars")) QFLOW_RETURN_IF_ERROR(read_vars(table.at("vars"), pipeline));
     QFLOW_RETURN_IF_ERROR(apply_var_sets(sets, pipeline));
+    QFLOW_RETURN_IF_ERROR(expand_var_references(pipeline));
     vars_ = &pipeline.vars;
     if (table.count("plugins")) QFLOW_RETURN_IF_ERROR(read_plugins(table.at("plugins"), pipeline));
     if (table.count("quantization")) QFLOW_RETURN_IF_ERROR(read_quantization(table.at("quantization"), pipeline));
@@ -211,6 +233,44 @@ class Parser {
       if (!value) return value.status().with_context("--set " + set + ": var '" + arg.name + "'");
       it->second.value = std::move(*value);
     }
+    return Status::ok();
+  }
+
+  // A string var may be derived from others (`name = "${model:stem}"`); expanded after --set,
+  // so a var set on the command line changes the vars derived from it.
+  Status expand_var_references(Pipeline& pipeline) const {
+    std::map<std::string, int> state;  // 1: expanding, 2: done
+    std::function<Status(const std::string&)> expand = [&](const std::string& name) -> Status {
+      PipelineVar& var = pipeline.vars.at(name);
+      if (state[name] == 2) return Status::ok();
+      if (state[name] == 1) return invalid_input(var.pos.prefix() + "var '" + name + "' refers to itself");
+      state[name] = 1;
+      if (const auto* text = std::get_if<std::string>(&var.value)) {
+        std::string out;
+        for (std::size_t i = 0; i < text->size(); ++i) {
+          if ((*text)[i] != '$' || i + 1 >= text->size() || (*text)[i + 1] != '{') {
+            out += (*text)[i];
+            if ((*text)[i] == '$' && i + 1 < text->size() && (*text)[i + 1] == '$') ++i;  // "$$" is one '$'
+            continue;
+          }
+          const std::size_t close = text->find('}', i + 2);
+          if (close == std::string::npos)
+            return invalid_input(var.pos.prefix() + "unterminated '${' in var '" + name + "'");
+          const VarReference ref = split_reference(text->substr(i + 2, close - i - 2));
+          if (!pipeline.vars.count(ref.name))
+            return invalid_input(var.pos.prefix() + "unknown var '" + ref.name + "' in var '" + name + "'");
+          QFLOW_RETURN_IF_ERROR(expand(ref.name));
+          auto value = apply_modifier(option_value_text(pipeline.vars.at(ref.name).value), ref.modifier);
+          if (!value) return value.status().with_context(var.pos.prefix() + "var '" + name + "'");
+          out += *value;  // var values are literal where stages use them
+          i = close;
+        }
+        var.value = std::move(out);
+      }
+      state[name] = 2;
+      return Status::ok();
+    };
+    for (const auto& [name, var] : pipeline.vars) QFLOW_RETURN_IF_ERROR(expand(name));
     return Status::ok();
   }
 
@@ -420,7 +480,8 @@ class Parser {
       }
       const std::size_t close = text.find('}', i + 2);
       if (close == std::string::npos) return error_at(value, "unterminated '${' in " + context);
-      const std::string name = text.substr(i + 2, close - i - 2);
+      const VarReference ref = split_reference(text.substr(i + 2, close - i - 2));
+      const std::string& name = ref.name;
       auto it = vars_->find(name);
       if (it == vars_->end()) {
         std::vector<std::string> names;
@@ -429,8 +490,10 @@ class Parser {
                                    (names.empty() ? std::string("none") : join(names, ", ")) + ")");
       }
       ++references;
-      if (i == 0 && close + 1 == text.size()) whole = it->second.value;
-      out += option_value_text(it->second.value);
+      if (i == 0 && close + 1 == text.size() && ref.modifier.empty()) whole = it->second.value;
+      auto expanded = apply_modifier(option_value_text(it->second.value), ref.modifier);
+      if (!expanded) return error_at(value, expanded.status().message() + " in " + context);
+      out += *expanded;
       i = close;
     }
     if (references == 1 && whole) return *whole;

@@ -67,7 +67,7 @@ replayed=$work/replayed
 if ! "$qflow" run "$work/replay.toml" "${common[@]}" --out "$replayed" >"$replayed.log" 2>&1; then
   fail "the replay run failed: $(tail -5 "$replayed.log")"
 else
-  cmp -s "$searched/fashion_mnist_ptq_model.onnx" "$replayed/fashion_mnist_ptq_model.onnx" ||
+  cmp -s "$searched/fashion_mnist_outlier_ptq_model.onnx" "$replayed/fashion_mnist_outlier_ptq_model.onnx" ||
     fail "the replayed PTQ model differs from the searched one"
   grep -F "no change needed" "$replayed.log" >/dev/null || fail "the replayed run still searched"
 fi

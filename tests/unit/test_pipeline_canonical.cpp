@@ -88,7 +88,7 @@ output = "n.hbm"
 }
 
 TEST_CASE("pipeline canonical: the output parses back to itself, awkward values included") {
-  const std::string text = "[vars]\nodd = \"${not-a-ref} \\\"q\\\" \\t \\u0001 é $\"\nf = 1e300\ng = -0.0\n"
+  const std::string text = "[vars]\nodd = \"$${not-a-ref} \\\"q\\\" \\t \\u0001 é $\"\nf = 1e300\ng = -0.0\n"
                            "[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\n"
                            "options = { path = \"$$${odd}$\", name = \"x\" }\n"
                            "[[stage]]\nid = \"b\"\nuse = \"bpu\"\ninputs = { model = \"i\" }\n"

@@ -123,6 +123,36 @@ TEST_CASE("pipeline: unknown var, with the vars there are") {
         "p.toml:4:10: unterminated '${' in 'output' of stage 'i'");
 }
 
+TEST_CASE("pipeline: a var derived from another follows --set; :stem names files after the model") {
+  const std::string text = R"([vars]
+model = "models/fashion.onnx"
+name = "${model:stem}"
+tag = "${name}-$${x}"
+[[stage]]
+id = "import"
+use = "import-onnx"
+options = { path = "${model}", name = "${name}" }
+output = "${model:stem}_float.onnx"
+)";
+  Pipeline p = resolved(text);
+  CHECK(std::get<std::string>(p.vars.at("name").value) == "fashion");
+  CHECK(std::get<std::string>(p.vars.at("tag").value) == "fashion-${x}");
+  CHECK(p.stages[0].output == "fashion_float.onnx");
+  Pipeline set = resolved(text, {"model=/data/ocr/rec_v4.onnx"});
+  CHECK(std::get<std::string>(set.vars.at("name").value) == "rec_v4");
+  CHECK(std::get<std::string>(set.stages[0].options.at("name").value) == "rec_v4");
+  Pipeline named = resolved(text, {"model=/data/ocr/rec_v4.onnx", "name=rec"});
+  CHECK(std::get<std::string>(named.vars.at("name").value) == "rec");
+  CHECK(error_of("[vars]\na = \"${b}\"\nb = \"${a}\"\n[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\n") ==
+        "p.toml:2:5: var 'a' refers to itself");
+  CHECK(error_of("[vars]\na = \"${c}\"\n[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\n") ==
+        "p.toml:2:5: unknown var 'c' in var 'a'");
+  CHECK(error_of("[vars]\na = \"${b:upper}\"\nb = \"x\"\n[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\n") ==
+        "p.toml:2:5: var 'a': unknown var modifier ':upper' (allowed: :stem)");
+  CHECK(error_of(kImport + "[[stage]]\nid = \"d\"\nuse = \"load-data\"\noutput = \"${data:base}\"\n") ==
+        "p.toml:13:10: unknown var modifier ':base' (allowed: :stem) in 'output' of stage 'd'");
+}
+
 TEST_CASE("pipeline: unknown and ambiguous components") {
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"maxx\"\n") ==
         "p.toml:3:7: stage 'c': unknown component 'maxx' (did you mean calibrator:max?)");
