@@ -119,8 +119,8 @@ TEST_CASE("auto: keeps the table with the highest cosine, ties to the earlier me
 
 TEST_CASE("auto: with the built-in calibrators behind the services") {
   // The fake cosine prefers smaller thresholds: 1 - threshold / 100. On {4, 2, 1, 1} over
-  // [0, 2]: max 2, percentile 99.99 just below 2, kl (target-bins 2, made here with that
-  // option) 1.5: kl wins.
+  // [0, 2]: max 2, percentile 99.99 just below 2, kl (target-bins 2 and no bulk floor, made
+  // here with those options) 1.5: kl wins.
   FakeServices services;
   services.calibrators["max"] = std::shared_ptr<Calibrator>(MaxCalibrator::create(Options{}).value());
   Options percentile;
@@ -128,6 +128,7 @@ TEST_CASE("auto: with the built-in calibrators behind the services") {
   services.calibrators["percentile"] = std::shared_ptr<Calibrator>(PercentileCalibrator::create(percentile).value());
   Options kl;
   kl.set("target-bins", int64_t{2});
+  kl.set("max-clipped", 100.0);
   services.calibrators["kl"] = std::shared_ptr<Calibrator>(KlCalibrator::create(kl).value());
 
   class ThresholdCosine final : public CalibrationServices {
