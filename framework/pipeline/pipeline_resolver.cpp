@@ -29,7 +29,8 @@ const std::vector<HostStage>& host_stages() {
        {{"infer-shapes", OptionType::Bool, false,
          "record the shapes ONNX shape inference finds (what shape-dependent stages, e.g. bpu-check, need)"},
         {"input-shape", OptionType::String, std::string(),
-         "fix input shapes: \"1,3,48,320\" (one input) or \"name=1,3,48,320;other=...\"; shapes are inferred again"},
+         "fix input shapes: \"1,3,48,320\" (one input) or \"name=1,3,48,320;other=...\"; shapes are inferred again; "
+         "\"\" with the input 'dataset': a symbolic single input takes the samples' shape with batch 1"},
         {"min-opset", OptionType::Int, int64_t{0},
          "convert models below this default-domain opset up to it with libonnx's version converter (0: keep)"},
         {"name", OptionType::String, std::string("model"), "model name used in artifact file names"},
@@ -486,7 +487,7 @@ std::string_view stage_kind_name(StageKind kind) {
 
 std::vector<InputPort> stage_inputs(StageKind kind) {
   switch (kind) {
-    case StageKind::ImportOnnx:
+    case StageKind::ImportOnnx: return {{"dataset", ArtifactType::Dataset, false}};
     case StageKind::LoadData: return {};
     case StageKind::Pass: return {{"model", ArtifactType::Model, true}};
     case StageKind::Observer: return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true}};

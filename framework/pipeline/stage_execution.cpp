@@ -6,7 +6,7 @@ namespace qflow {
 Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                     const ComponentRegistry& registry, const StageContext& context) {
   switch (stage.kind) {
-    case StageKind::ImportOnnx: return run_import(stage);
+    case StageKind::ImportOnnx: return run_import(stage, inputs);
     case StageKind::LoadData: return run_load_data(stage);
     case StageKind::Observer: return run_observer(stage, inputs, registry, context);
     case StageKind::Calibrator: return run_calibrator(stage, inputs, registry, context);

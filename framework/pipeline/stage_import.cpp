@@ -8,15 +8,42 @@
 
 namespace qflow {
 
-Expected<StageResult> run_import(const PipelineStage& stage) {
+namespace {
+
+// The shape a single-input model takes from its calibration samples when no input-shape is
+// given and its input has symbolic dimensions: the sample shape with a batch axis of 1
+// (feed_shape()), as "1,3,48,320". Empty when the samples do not decide it.
+std::string shape_from_samples(const Model& model, const Dataset& dataset) {
+  const std::vector<Value*> inputs = model.graph->runtime_inputs();
+  if (inputs.size() != 1 || dataset.sample_shape.empty()) return "";
+  const Value& input = *inputs[0];
+  if (input.type && input.type->shape && input.type->static_shape()) return "";
+  std::string text;
+  for (int64_t d : feed_shape(input, dataset.sample_shape)) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(d);
+  }
+  return text;
+}
+
+}  // namespace
+
+Expected<StageResult> run_import(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs) {
   const std::string path = string_option(stage, "path");
   QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_file(path));
   const int64_t min_opset = std::get<int64_t>(stage.options.at("min-opset").value);
   if (min_opset > 0 && default_opset(model) < min_opset) {
     QFLOW_RETURN_IF_ERROR(convert_opset_with_ranks(model, min_opset).with_context(path));
   }
-  const std::string input_shape = string_option(stage, "input-shape");
-  if (!input_shape.empty()) QFLOW_RETURN_IF_ERROR(set_input_shapes(model, input_shape).with_context(path));
+  std::string input_shape = string_option(stage, "input-shape");
+  if (auto it = inputs.find("dataset"); input_shape.empty() && it != inputs.end() && it->second->dataset) {
+    input_shape = shape_from_samples(model, *it->second->dataset);
+    if (!input_shape.empty())
+      QFLOW_RETURN_IF_ERROR(set_input_shapes(model, input_shape)
+                                .with_context(path + ": input shape " + input_shape + " from the calibration samples"));
+  } else if (!input_shape.empty()) {
+    QFLOW_RETURN_IF_ERROR(set_input_shapes(model, input_shape).with_context(path));
+  }
   if (std::get<bool>(stage.options.at("infer-shapes").value))
     QFLOW_RETURN_IF_ERROR(infer_shapes(model).with_context(path));
   return model_result(model);
