@@ -15,7 +15,7 @@ all: build
 
 # What the benchmarks need on top: the training/peer framework and the datasets (the
 # PP-OCR part also uses node and npm, skipped with a message when they are missing).
-BENCH_PACKAGES := python3-torch python3-onnx dataset-fashion-mnist
+BENCH_PACKAGES := python3-torch python3-onnx dataset-fashion-mnist python3-pil fonts-dejavu-core fonts-noto-cjk
 
 # What `make fuzz` needs on top: clang and its libFuzzer/sanitizer runtimes.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
