@@ -299,6 +299,13 @@ Status quantize_activation(Graph& graph, NodeNames& names, Value* t, const Quant
   return Status::ok();
 }
 
+// Whether a node that quantizes (its resolved spec) reads `value`.
+bool read_by_quantized_node(const Value& value, const QuantConfig& config) {
+  for (const auto& [user, index] : value.uses())
+    if (config.resolve(user->name(), user->op_type()).quantize) return true;
+  return false;
+}
+
 }  // namespace
 
 Expected<int64_t> weight_channel_axis(const Node& node, const Tensor& weight) {
@@ -469,7 +476,9 @@ Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantCo
     if (t->type && t->type->dtype != DType::Undefined && t->type->dtype != DType::Float32)
       return invalid_input("calibration table: tensor '" + name + "' is " + std::string(dtype_name(t->type->dtype)) +
                            ", only float tensors are quantized");
-    if (!tensor_spec(*t, cfg).quantize) continue;
+    // A float producer's output is still quantized where a quantized node reads it: that node
+    // runs on the accelerator, which takes integers (a float segment hands over through Q).
+    if (!tensor_spec(*t, cfg).quantize && !read_by_quantized_node(*t, cfg)) continue;
     if (t->uses().empty() && !is_graph_output(graph, t)) continue;
     if (!t->producer() && is_graph_output(graph, t)) continue;
     activations.push_back(t);

@@ -118,16 +118,22 @@ TEST_CASE("precision search: where the platform refuses int16 the node goes to t
   auto result = search_precision(mlp(), table(true), nullptr, f.dataset, options);
   REQUIRE_MESSAGE(result.has_value(), result.status().message());
   CHECK(calls >= 2);
-  REQUIRE(result->changes.size() == 1);
+  // mm1 goes to the CPU; its output 'a' stays int8 while 'add' (quantized) reads it, so
+  // 'add' follows (its int16 raise is refused too: any int16 takes mm1 off the BPU).
+  REQUIRE(result->changes.size() == 2);
   const PrecisionChange& c = result->changes[0];
   CHECK(c.node == "mm1");
   CHECK(c.to == "cpu");
   CHECK(c.refusal == "mm1: MatMul input 'a' is int16 (allowed: int8)");
   CHECK(c.tensors == std::vector<std::string>{"a", "W1"});
+  CHECK(result->changes[1].node == "add");
+  CHECK(result->changes[1].to == "cpu");
   CHECK(result->overrides.nodes.at("mm1").quantize == false);
+  CHECK(result->overrides.nodes.at("add").quantize == false);
   CHECK_FALSE(result->overrides.nodes.at("mm1").activation_dtype.has_value());
   CHECK(result->after >= 0.99);
-  CHECK(precision_overrides_toml(*result) == "[quantization.node.mm1]\nquantize = false\n");
+  CHECK(precision_overrides_toml(*result) ==
+        "[quantization.node.add]\nquantize = false\n[quantization.node.mm1]\nquantize = false\n");
 }
 
 TEST_CASE("precision search: pruning drops a change the target does not need") {

@@ -354,15 +354,16 @@ TEST_CASE("qdq: the calibrated model quantizes activations only") {
   CHECK(run_output(reread, input_tensor()).size() == 4);
 }
 
-TEST_CASE("qdq: quantize = false keeps a node's outputs and weights float") {
+TEST_CASE("qdq: quantize = false keeps a node's weights float, its outputs where no quantized node reads them") {
   QuantConfig config;
   config.nodes["relu"].quantize = false;
   config.op_types["Gemm"].quantize = false;
   Model model = concat_model();
   REQUIRE(build_qdq_model(model, concat_table(), &config, {}).is_ok());
   const Graph& g = *model.graph;
-  CHECK(count_ops(g, "QuantizeLinear") == 4);  // x, c, cat, f
-  CHECK(g.find_value("r_quantized") == nullptr);
+  // x, c, cat, f, and r: the float Relu hands its output to a quantized Concat.
+  CHECK(count_ops(g, "QuantizeLinear") == 5);
+  CHECK(g.find_value("r_quantized") != nullptr);
   CHECK(g.find_value("y_quantized") == nullptr);
   CHECK(producer_of(g, "y")->op_type() == "Gemm");
   CHECK(g.initializer(g.find_value("Wg"))->dtype() == DType::Float32);
