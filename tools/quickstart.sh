@@ -1,7 +1,7 @@
 #!/bin/bash
 # Quick start: inspects the bundled sample model (the Fashion-MNIST classifier), runs it on
 # the bundled calibration samples, and takes it through the standard BPU pipeline
-# (pipelines/bpu_ptq.toml: optimize, calibrate with kl, PTQ model, check, lower to the .bc,
+# (pipelines/bpu_ptq.toml: optimize, calibrate with auto, PTQ model, check, lower to the .bc,
 # compile the .hbm, verify, estimate performance) for the nash platform.
 # usage: tools/quickstart.sh BUILD_DIR   (writes BUILD_DIR/quickstart/)
 set -euo pipefail

@@ -14,7 +14,7 @@ ComponentInfo AutoCalibrator::info() {
   info.name = "auto";
   info.summary = "Runs several calibrators and keeps the table whose quantized model output is closest to float";
   info.options = {
-      {"methods", OptionType::StringList, std::vector<std::string>{"max", "percentile", "kl"},
+      {"methods", OptionType::StringList, std::vector<std::string>{"kl", "mse", "percentile", "max"},
        "calibrators to try, each with its default options; the first wins ties"},
   };
   return info;

@@ -210,7 +210,7 @@ TEST_CASE("auto: errors") {
   const ComponentInfo info = AutoCalibrator::info();
   REQUIRE(info.options.size() == 1);
   CHECK(std::get<std::vector<std::string>>(info.options[0].default_value) ==
-        std::vector<std::string>{"max", "percentile", "kl"});
+        std::vector<std::string>{"kl", "mse", "percentile", "max"});
 }
 
 }  // namespace
