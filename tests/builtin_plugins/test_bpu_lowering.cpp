@@ -318,6 +318,12 @@ TEST_CASE("bpu lowering: a model that is not the PTQ model is an error naming th
     q.output(q.op("Conv", "c", {x, w}, {1, 1, 4, 4}));
     const lowered::Model lowered = lower(q.model, backend_for("nash"));
     CHECK(op_list(lowered) == "cpu: cpu.Conv");
+    // A second float node reading the first one's float output: one CPU segment.
+    QdqGraph chain;
+    Value* cx = chain.input("x", {1, 1, 4, 4}, 0.1);
+    Value* c1 = chain.op("Conv", "c1", {cx, chain.constant("w1", weight)}, {1, 1, 4, 4});
+    chain.output(chain.op("Conv", "c2", {c1, chain.constant("w2", weight)}, {1, 1, 4, 4}));
+    CHECK(op_list(lower(chain.model, backend_for("nash"))) == "cpu: cpu.Conv cpu.Conv");
     // The float segment reads x as given, the reference its int8 rounding: one step apart.
     const std::vector<std::vector<float>> in = {ramp(16, -1.0f, 1.0f)};
     check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.1));

@@ -246,7 +246,10 @@ Expected<QdqModel> read_qdq_model(const Model& ptq) {
       // An activation nothing quantized.
       if (!in->type || in->type->dtype == DType::Undefined)
         return invalid_input(hint + what + " input '" + in->name() + "' has no declared type or shape");
-      if (is_float(in->type->dtype))
+      // Float from a node whose outputs nothing quantizes (left float on purpose, on the CPU)
+      // is a float segment's hand-over; a float graph input is not a PTQ model.
+      const Node* producer = in->producer();
+      if (is_float(in->type->dtype) && (!producer || output_quantized(*producer)))
         return invalid_input(hint + what + " input '" + in->name() + "' is a float activation without "
                              "QuantizeLinear/DequantizeLinear");
       inputs.push_back(declare(in));
