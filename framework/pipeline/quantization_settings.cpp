@@ -34,8 +34,8 @@ void append_table(std::string& out, const std::string& header, const QuantOverri
 }  // namespace
 
 const std::vector<std::string>& quantization_keys() {
-  static const std::vector<std::string> keys = {"activation-dtype", "per-channel", "power-of-two",
-                                                "quantize",         "symmetric",   "weight-dtype"};
+  static const std::vector<std::string> keys = {"activation-dtype", "per-channel", "power-of-two", "quantize",
+                                                "reduce-range",     "symmetric",   "weight-dtype"};
   return keys;
 }
 
@@ -50,11 +50,13 @@ Status set_quantization_key(QuantOverride& entry, const std::string& key, const 
   } else if (key == "weight-dtype") {
     QFLOW_ASSIGN_OR_RETURN(DType dtype, dtype_value(key, value, true));
     entry.weight_dtype = dtype;
-  } else if (key == "symmetric" || key == "power-of-two" || key == "per-channel" || key == "quantize") {
+  } else if (key == "symmetric" || key == "power-of-two" || key == "per-channel" || key == "reduce-range" ||
+             key == "quantize") {
     QFLOW_ASSIGN_OR_RETURN(bool flag, bool_value(key, value));
     if (key == "symmetric") entry.symmetric = flag;
     if (key == "power-of-two") entry.power_of_two = flag;
     if (key == "per-channel") entry.per_channel = flag;
+    if (key == "reduce-range") entry.reduce_range = flag;
     if (key == "quantize") entry.quantize = flag;
   } else {
     return invalid_input("unknown quantization key '" + key + "' (allowed: " + join(quantization_keys(), ", ") + ")");
@@ -68,6 +70,7 @@ std::vector<std::pair<std::string, std::string>> quantization_fields(const Quant
   if (entry.per_channel) fields.emplace_back("per-channel", bool_text(*entry.per_channel));
   if (entry.power_of_two) fields.emplace_back("power-of-two", bool_text(*entry.power_of_two));
   if (entry.quantize) fields.emplace_back("quantize", bool_text(*entry.quantize));
+  if (entry.reduce_range) fields.emplace_back("reduce-range", bool_text(*entry.reduce_range));
   if (entry.symmetric) fields.emplace_back("symmetric", bool_text(*entry.symmetric));
   if (entry.weight_dtype) fields.emplace_back("weight-dtype", dtype_text(*entry.weight_dtype));
   return fields;

@@ -14,7 +14,7 @@
 namespace qflow {
 
 // The settable keys, sorted: activation-dtype, per-channel, power-of-two, quantize,
-// symmetric, weight-dtype.
+// reduce-range, symmetric, weight-dtype.
 const std::vector<std::string>& quantization_keys();
 // The declared type of a key (String for the dtypes, Bool for the others).
 OptionType quantization_key_type(const std::string& key);

@@ -153,7 +153,7 @@ void fit_bias_in_int32(const Tensor& w_float, QuantizedWeight& weight, const std
     needed[k] = std::max(needed[k], std::fabs(static_cast<double>(bias[c])) / (s_in * kBiasLimit));
   }
   const bool is8 = weight.values.dtype() == DType::Int8;
-  const double qmax = symmetric_qmax(weight.values.dtype());
+  const double qmax = weight.qmax;
   int64_t outer = 1, inner = w_float.numel();
   if (weight.axis >= 0) {
     outer = 1;
@@ -326,12 +326,17 @@ Expected<int64_t> weight_channel_axis(const Node& node, const Tensor& weight) {
   return invalid_input(op + " '" + node.name() + "' has no quantizable weight");
 }
 
-Expected<QuantizedWeight> quantize_weight(const Tensor& weight, int64_t axis, DType dtype) {
+double weight_qmax(DType dtype, bool reduce_range) {
+  if (dtype == DType::Int8 && reduce_range) return 64.0;
+  return symmetric_qmax(dtype);  // 127 or 32767: the symmetric range
+}
+
+Expected<QuantizedWeight> quantize_weight(const Tensor& weight, int64_t axis, DType dtype, bool reduce_range) {
   if (weight.dtype() != DType::Float32) return invalid_input("weight is " + std::string(dtype_name(weight.dtype())) + ", not float");
   if (dtype != DType::Int8 && dtype != DType::Int16)
     return invalid_input("weights are quantized to int8 or int16, not " + std::string(dtype_name(dtype)));
   if (axis >= weight.rank()) return invalid_input("weight axis " + std::to_string(axis) + " is out of range");
-  const double qmax = symmetric_qmax(dtype);  // 127 or 32767: the symmetric range
+  const double qmax = weight_qmax(dtype, reduce_range);
   int64_t outer = 1, channels = 1, inner = weight.numel();
   if (axis >= 0) {
     channels = weight.dim(axis);
@@ -351,6 +356,7 @@ Expected<QuantizedWeight> quantize_weight(const Tensor& weight, int64_t axis, DT
       }
   QuantizedWeight out;
   out.axis = axis;
+  out.qmax = qmax;
   // A channel of (near-)zero weights gets a floor scale, 2^-60: its values round to 0 anyway,
   // and the bias scale s_in * s_w must stay a normal float32 (PP-OCR rec has channels
   // whose largest weight is ~1e-30).
@@ -497,7 +503,7 @@ Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantCo
         return invalid_input(node->op_type() + " '" + node->name() + "': weight type " +
                              std::string(dtype_name(spec.weight_dtype)) + " is not int8 or int16");
       QFLOW_ASSIGN_OR_RETURN(int64_t axis, weight_channel_axis(*node, *w));
-      auto quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype);
+      auto quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range);
       if (!quantized) return quantized.status().with_context(node->op_type() + " '" + node->name() + "'");
       weights.push_back({node, std::move(*quantized), spec.weight_dtype});
       needs_16_bit = needs_16_bit || is_16_bit(spec.weight_dtype);

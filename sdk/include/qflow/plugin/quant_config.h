@@ -18,6 +18,10 @@ struct QuantSpec {
   bool power_of_two = false;             // scales rounded up to a power of two
   DType weight_dtype = DType::Int8;      // Int8 or Int16, always symmetric
   bool per_channel = true;               // weights: one scale per output channel
+  // int8 weights in [-64, 64] instead of [-127, 127]: ONNX Runtime's x86 int8 kernels without
+  // VNNI add pairs of u8 x s8 products in 16 bits, and 2 * 255 * 64 still fits
+  // (docs/quantization.md, "QDQ models in ONNX Runtime"). int16 weights are not affected.
+  bool reduce_range = false;
   bool quantize = true;                  // false: the node's outputs and weights stay float
 };
 
@@ -28,6 +32,7 @@ struct QuantOverride {
   std::optional<bool> power_of_two;
   std::optional<DType> weight_dtype;
   std::optional<bool> per_channel;
+  std::optional<bool> reduce_range;
   std::optional<bool> quantize;
 
   void apply_to(QuantSpec& spec) const {
@@ -36,10 +41,12 @@ struct QuantOverride {
     if (power_of_two) spec.power_of_two = *power_of_two;
     if (weight_dtype) spec.weight_dtype = *weight_dtype;
     if (per_channel) spec.per_channel = *per_channel;
+    if (reduce_range) spec.reduce_range = *reduce_range;
     if (quantize) spec.quantize = *quantize;
   }
   bool empty() const {
-    return !activation_dtype && !symmetric && !power_of_two && !weight_dtype && !per_channel && !quantize;
+    return !activation_dtype && !symmetric && !power_of_two && !weight_dtype && !per_channel && !reduce_range &&
+           !quantize;
   }
 };
 
