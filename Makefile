@@ -3,11 +3,12 @@ SHELL := /bin/bash
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 
-# Debian packages the build and the tests need (see docs/architecture.md).
+# Debian packages the build and the tests need (see docs/architecture.md); qemu-user lets
+# models_ptq_ort run ONNX Runtime on an emulated AVX2 CPU (docs/testing-models.md).
 DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
-  libonnx-testdata libstb-dev python3-numpy chromium
+  libonnx-testdata libstb-dev python3-numpy chromium qemu-user
 
 .PHONY: all deps bench-deps fuzz-deps configure build run test test-asan fuzz bench-accuracy bench-bpu clean
 
