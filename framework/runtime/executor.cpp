@@ -334,6 +334,27 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     return v->uses()[0].first;
   };
 
+  // Mul(x, HardSigmoid(x)) as one stage and the steps of the HardSigmoid and the Mul.
+  auto hard_sigmoid_product = [&](const Value* x) -> std::optional<std::pair<EpilogueStage, std::vector<std::size_t>>> {
+    const Node* gate_node = nullptr;
+    const Node* mul = nullptr;
+    for (const auto& [user, input] : x->uses()) {
+      if (user->op_type() == "HardSigmoid" && input == 0) gate_node = user;
+      else if (user->op_type() == "Mul") mul = user;
+    }
+    if (!gate_node || !mul || mul->inputs().size() != 2 || mul->outputs().empty() || !mul->outputs()[0])
+      return std::nullopt;
+    const Value* gate = gate_node->outputs().empty() ? nullptr : gate_node->outputs()[0];
+    if (!gate || kept(gate) || gate->uses().size() != 1 || gate->uses()[0].first != mul) return std::nullopt;
+    const auto gate_step = absorbable(*gate_node), mul_step = absorbable(*mul);
+    if (!gate_step || !mul_step || model_.opset(mul->domain()) < 7) return std::nullopt;
+    EpilogueStage stage;
+    stage.kind = EpilogueStage::Kind::HardSigmoidProduct;
+    stage.alpha = gate_node->attr_float("alpha", 0.2f);
+    stage.beta = gate_node->attr_float("beta", 0.5f);
+    return std::make_pair(stage, std::vector<std::size_t>{*gate_step, *mul_step});
+  };
+
   for (std::size_t s = 0; s < steps_.size(); ++s) {
     Step& step = steps_[s];
     if (step.folded || !step.kernel->supports_epilogue() || step.outputs.size() != 1 || step.outputs[0] < 0) continue;
@@ -350,6 +371,13 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     // Extend the chain while the current value is needed by nothing but its next node.
     while (!kept(x)) {
       if (x->uses().size() == 2) {
+        // x * HardSigmoid(x), with x feeding exactly the HardSigmoid and the Mul.
+        if (const auto product = hard_sigmoid_product(x)) {
+          program.stages.push_back(product->first);
+          for (const std::size_t at : product->second) fusion.steps.push_back(at);
+          x = order_[product->second.back()]->outputs()[0];
+          continue;
+        }
         // x * Clip(x + a, lo, hi) / d, with x feeding exactly the Add and the Mul.
         const Node* add = nullptr;
         const Node* mul = nullptr;

@@ -34,10 +34,12 @@ struct EpilogueStage {
     DivInto,    // constant / v
     // v * Clip(v + constant, lo, hi) / divisor: the Add/Clip/Mul/Div spelling of HardSwish.
     HardSwishDiamond,
+    // v * HardSigmoid(v) (alpha, beta): HardSwish spelt Mul(x, HardSigmoid(x)) before opset 14.
+    HardSigmoidProduct,
   };
   Kind kind = Kind::Relu;
   float lo = 0, hi = 0;        // Clip bounds (absent bounds already resolved)
-  double alpha = 0, beta = 0;  // HardSigmoid
+  double alpha = 0, beta = 0;  // HardSigmoid, HardSigmoidProduct
   float constant = 0;          // the other operand of a binary stage; the diamond's addend
   float divisor = 1;           // the diamond's divisor
   std::vector<float> mean, factor, bias;  // BatchNorm, one per output channel

@@ -94,6 +94,13 @@ class Net {
     Value* product = swapped ? apply("Mul", {gate, x}) : apply("Mul", {x, gate});
     return apply("Div", {product, scalar(6.0f)});
   }
+  // x * HardSigmoid(x): HardSwish as fuse-hardswish writes it below opset 14.
+  Value* hard_sigmoid_product(Value* x, bool swapped) {
+    Node* h = node("HardSigmoid", {x});
+    h->set_attribute(Attribute::make_float("alpha", 0.1666667f));
+    Value* gate = h->outputs()[0];
+    return swapped ? apply("Mul", {gate, x}) : apply("Mul", {x, gate});
+  }
 
  private:
   Model model_;
@@ -146,6 +153,10 @@ const std::vector<Chain>& conv_chains() {
          Value* v = n.apply("Add", {n.apply("Mul", {n.scalar(1.9f, {1}), x}), n.scalar(0.8f, {1})});
          return conv(n, v, {1, c, c, 1, 1, 1, 0, 0, 0, true});
        }},
+      {"BN HardSigmoid product", 3,
+       [](Net& n, Value* x, int64_t c) { return n.hard_sigmoid_product(n.batchnorm(x, c), false); }},
+      {"HardSigmoid product swapped Relu", 3,
+       [](Net& n, Value* x, int64_t) { return n.apply("Relu", {n.hard_sigmoid_product(x, true)}); }},
       {"Relu", 1, [](Net& n, Value* x, int64_t) { return n.apply("Relu", {x}); }},
       {"HardSigmoid", 1,
        [](Net& n, Value* x, int64_t) {
@@ -234,6 +245,7 @@ TEST_CASE("Epilogue: Gemm absorbs the channel-free part of a chain") {
       {"Mul Add Relu", 3,
        [](Net& n, Value* x) { return n.apply("Relu", {n.apply("Add", {n.apply("Mul", {x, n.scalar(1.5f)}), n.scalar(0.2f)})}); }},
       {"diamond", 4, [](Net& n, Value* x) { return n.diamond(x, true); }},
+      {"HardSigmoid product", 2, [](Net& n, Value* x) { return n.hard_sigmoid_product(x, false); }},
       // BatchNormalization's channel is Gemm's column, not its row: stays a node.
       {"BN", 0, [](Net& n, Value* x) { return n.batchnorm(x, 9); }},
       {"Relu BN", 1, [](Net& n, Value* x) { return n.batchnorm(n.apply("Relu", {x}), 9); }},
@@ -283,6 +295,19 @@ TEST_CASE("Epilogue: values that must be seen end the chain") {
   SUBCASE("the last value may be an output") {
     MulAddRelu m;
     check_fused_equals_separate(m.net.model(), m.feeds(), 3);
+  }
+}
+
+TEST_CASE("Epilogue: x * HardSigmoid(x) is absorbed only when the gate is seen by the Mul alone") {
+  for (const bool gate_is_output : {false, true}) {
+    CAPTURE(gate_is_output);
+    Net net(13);
+    Value* c = conv(net, net.input("x"), {1, 3, 4, 1, 3, 1, 1, 6, 5, true});
+    Value* gate = net.node("HardSigmoid", {c})->outputs()[0];
+    net.graph().outputs = {net.apply("Mul", {c, gate})};
+    if (gate_is_output) net.graph().outputs.push_back(gate);
+    check_fused_equals_separate(net.model(), {{"x", Tensor::from_vector<float>({1, 3, 6, 5}, noise(90, 9))}},
+                                gate_is_output ? 0 : 2);
   }
 }
 

@@ -24,22 +24,24 @@ T sigmoid(T v) {
   return e / (T(1) + e);
 }
 
-template <typename T>
-T hard_sigmoid(T v, double alpha, double beta) {
-  return static_cast<T>(std::clamp(alpha * v + beta, 0.0, 1.0));
-}
-
-template <typename T>
-T hard_swish(T v) {
-  return v * std::clamp(v / T(6) + T(0.5), T(0), T(1));
-}
-
 // min(max(v, lo), hi): when lo > hi every element becomes hi, as numpy.clip does. NaN
 // fails both comparisons and stays NaN. Written with std::max/std::min (whose operand
 // order keeps exactly these results) so the loop becomes vector max/min instructions.
 template <typename T>
 T clip(T v, T lo, T hi) {
   return std::min(std::max(v, lo), hi);
+}
+
+// In the input's type, as ONNX Runtime and the device runtime's CPU ops compute it, and
+// with clip() so the loop vectorizes.
+template <typename T>
+T hard_sigmoid(T v, T alpha, T beta) {
+  return clip(alpha * v + beta, T(0), T(1));
+}
+
+template <typename T>
+T hard_swish(T v) {
+  return v * std::clamp(v / T(6) + T(0.5), T(0), T(1));
 }
 
 // Applies one stage to n floats of output channel `channel` in place. Each loop is the
@@ -59,9 +61,11 @@ inline void apply_stage(const EpilogueStage& stage, float* data, int64_t n, int6
     case Kind::Sigmoid:
       for (int64_t i = 0; i < n; ++i) data[i] = sigmoid(data[i]);
       return;
-    case Kind::HardSigmoid:
-      for (int64_t i = 0; i < n; ++i) data[i] = hard_sigmoid(data[i], stage.alpha, stage.beta);
+    case Kind::HardSigmoid: {
+      const auto alpha = static_cast<float>(stage.alpha), beta = static_cast<float>(stage.beta);
+      for (int64_t i = 0; i < n; ++i) data[i] = hard_sigmoid(data[i], alpha, beta);
       return;
+    }
     case Kind::HardSwish:
       for (int64_t i = 0; i < n; ++i) data[i] = hard_swish(data[i]);
       return;
@@ -99,13 +103,12 @@ inline void apply_stage(const EpilogueStage& stage, float* data, int64_t n, int6
       }
       return;
     }
+    case Kind::HardSigmoidProduct: {
+      const auto alpha = static_cast<float>(stage.alpha), beta = static_cast<float>(stage.beta);
+      for (int64_t i = 0; i < n; ++i) data[i] = data[i] * hard_sigmoid(data[i], alpha, beta);
+      return;
+    }
   }
-}
-
-// Runs the program on n floats of output channel `channel` (any value when no stage is per
-// channel) in place, stage after stage while the row is in cache.
-inline void apply(const Epilogue& epilogue, float* data, int64_t n, int64_t channel) {
-  for (const EpilogueStage& stage : epilogue.stages) apply_stage(stage, data, n, channel);
 }
 
 // For each of `rows` rows of n floats (row r at data + r * ld): adds bias[r] (when given), then

@@ -69,6 +69,54 @@ template <bool kBias, bool kBatchNorm>
   else fused_rows<kBias, kBatchNorm, 2>(f, data, rows, n, ld, channel, bias);
 }
 
+// Eight floats as a GCC vector: `a < b ? b : a` on it is a compare and a blend with exactly
+// the scalar's NaN behaviour (a scalar loop with std::min/std::max stays branches, since
+// without -ffinite-math-only GCC may not turn them into min/max instructions). Written out in
+// the loops: a function taking or returning one would change the ABI between the clones.
+using Floats = float __attribute__((vector_size(32)));
+constexpr int64_t kLanes = 8;
+
+// The stages whose scalar loops do not vectorize (they clip), eight lanes at a time, then
+// the tail through apply_stage; false for any other stage. Each lane computes clip() as
+// min(max(x, lo), hi), as std::max/std::min do.
+[[gnu::always_inline]] inline bool clipping_stage(const EpilogueStage& stage, float* data, int64_t n) {
+  const int64_t body = n - n % kLanes;
+  switch (stage.kind) {
+    case Kind::HardSigmoidProduct: {
+      const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
+      const Floats zero = Floats{}, one = Floats{} + 1.0f;
+      for (int64_t i = 0; i < body; i += kLanes) {
+        Floats v;
+        __builtin_memcpy(&v, data + i, sizeof v);
+        Floats gate = alpha * v + beta;
+        gate = gate < zero ? zero : gate;
+        gate = one < gate ? one : gate;
+        v = v * gate;
+        __builtin_memcpy(data + i, &v, sizeof v);
+      }
+      break;
+    }
+    case Kind::HardSwishDiamond: {
+      const Floats c = Floats{} + stage.constant, lo = Floats{} + stage.lo, hi = Floats{} + stage.hi;
+      const Floats d = Floats{} + stage.divisor;
+      for (int64_t i = 0; i < body; i += kLanes) {
+        Floats v;
+        __builtin_memcpy(&v, data + i, sizeof v);
+        Floats gate = v + c;
+        gate = gate < lo ? lo : gate;
+        gate = hi < gate ? hi : gate;
+        v = v * gate / d;
+        __builtin_memcpy(data + i, &v, sizeof v);
+      }
+      break;
+    }
+    default:
+      return false;
+  }
+  apply_stage(stage, data + body, n - body, -1);
+  return true;
+}
+
 }  // namespace
 
 __attribute__((target_clones("avx2", "default"))) void finish_rows(const Epilogue* epilogue, float* data,
@@ -91,7 +139,8 @@ __attribute__((target_clones("avx2", "default"))) void finish_rows(const Epilogu
       const float b = bias[r];
       for (int64_t i = 0; i < n; ++i) row[i] += b;
     }
-    apply(*epilogue, row, n, channel < 0 ? channel : channel + r);
+    for (const EpilogueStage& stage : epilogue->stages)
+      if (!clipping_stage(stage, row, n)) apply_stage(stage, row, n, channel < 0 ? channel : channel + r);
   }
 }
 

@@ -172,7 +172,10 @@ void register_unary_kernels(KernelRegistry& r) {
   r.add(d, "HardSigmoid", 1, L, float_unary([](const Node& n) {
     const double alpha = n.attr_float("alpha", 0.2f);
     const double beta = n.attr_float("beta", 0.5f);
-    return [alpha, beta](auto v) { return activation::hard_sigmoid(v, alpha, beta); };
+    return [alpha, beta](auto v) {
+      using T = decltype(v);
+      return activation::hard_sigmoid(v, static_cast<T>(alpha), static_cast<T>(beta));
+    };
   }));
   r.add(d, "HardSwish", 1, L, float_unary(plain([](auto v) { return activation::hard_swish(v); })));
   r.add(d, "Softplus", 1, L, float_unary(plain([](auto v) {
