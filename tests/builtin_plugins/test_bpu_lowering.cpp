@@ -300,14 +300,42 @@ TEST_CASE("bpu lowering: data movement keeps the input scale and adds a requanti
   check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.1));
 }
 
-TEST_CASE("bpu lowering: a model that is not the PTQ model is an error naming the node") {
-  SUBCASE("float weight") {
+TEST_CASE("bpu lowering: the float and the calibrated model are errors; float nodes of a PTQ model run on the CPU") {
+  SUBCASE("no weight quantized: the calibrated model") {
     QdqGraph q;
     Value* x = q.input("x", {1, 1, 4, 4}, 0.1);
     Value* w = q.constant("w", Tensor(DType::Float32, {1, 1, 1, 1}));
     q.output(q.qdq(q.op("Conv", "c", {x, w}, {1, 1, 4, 4}), 0.1));
     CHECK(lower_error(q.model, backend_for("nash")) ==
-          "lowering needs the PTQ model (lowering_test_ptq_model.onnx): Conv 'c' weight 'w' is not quantized");
+          "lowering needs the PTQ model (lowering_test_ptq_model.onnx): Conv 'c' weight 'w' is not quantized, nor is "
+          "any other weight");
+  }
+  SUBCASE("nothing quantized: the float model") {
+    QdqGraph q;
+    Value* x = q.g.get_or_create_value("x");
+    bpu_test::set_shape(x, {1, 1, 4, 4});
+    q.g.inputs.push_back(x);
+    q.output(q.op("Relu", "relu", {x}, {1, 1, 4, 4}));
+    CHECK(lower_error(q.model, backend_for("nash")) ==
+          "lowering needs the PTQ model (lowering_test_ptq_model.onnx): the model has no "
+          "QuantizeLinear/DequantizeLinear (a float model)");
+  }
+  SUBCASE("a float node whose output a quantized node reads runs on the CPU") {
+    // As the precision search leaves a node it moved to the CPU: float weight, float input
+    // straight from the graph input, the output quantized for the next (quantized) Conv.
+    QdqGraph q;
+    Value* x = q.g.get_or_create_value("x");
+    bpu_test::set_shape(x, {1, 1, 4, 4});
+    q.g.inputs.push_back(x);
+    Tensor weight(DType::Float32, {1, 1, 1, 1});
+    weight.data<float>()[0] = 0.5f;
+    Value* c1 = q.op("Conv", "c1", {x, q.constant("w1", weight)}, {1, 1, 4, 4});
+    Value* c2 = q.op("Conv", "c2", {q.qdq(c1, 0.05), q.weight("w2", {1, 1, 1, 1}, {64}, {0.0078125f}, 0)}, {1, 1, 4, 4});
+    q.output(q.qdq(c2, 0.05));
+    const lowered::Model lowered = lower(q.model, backend_for("nash"));
+    CHECK(op_list(lowered) == "cpu: cpu.Conv | bpu: quantize conv2d dequantize");
+    const std::vector<std::vector<float>> in = {ramp(16, -1.0f, 1.0f)};
+    check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.05));
   }
   SUBCASE("a float node on purpose (quantize = false) is no error: it runs on the CPU") {
     QdqGraph q;
@@ -327,17 +355,6 @@ TEST_CASE("bpu lowering: a model that is not the PTQ model is an error naming th
     // The float segment reads x as given, the reference its int8 rounding: one step apart.
     const std::vector<std::vector<float>> in = {ramp(16, -1.0f, 1.0f)};
     check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.1));
-  }
-  SUBCASE("activation without Q/DQ") {
-    QdqGraph q;
-    Value* x = q.g.get_or_create_value("x");
-    bpu_test::set_shape(x, {1, 1, 4, 4});
-    q.g.inputs.push_back(x);
-    Value* r = q.op("Relu", "relu", {x}, {1, 1, 4, 4});
-    q.output(q.qdq(r, 0.1));
-    CHECK(lower_error(q.model, backend_for("nash")) ==
-          "lowering needs the PTQ model (lowering_test_ptq_model.onnx): Relu 'relu' input 'x' is a float activation "
-          "without QuantizeLinear/DequantizeLinear");
   }
 }
 

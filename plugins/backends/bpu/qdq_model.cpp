@@ -203,7 +203,26 @@ Expected<QdqModel> read_qdq_model(const Model& ptq) {
     vg.inputs.push_back(v);
   }
 
+  // A node left float on purpose (`quantize = false`, or moved to the CPU by the precision
+  // search) runs on the CPU with its float weights and activations, whether or not a
+  // quantized consumer has its output quantized. The float and the calibrated model are
+  // refused as a whole: the one quantizes nothing, the other quantizes the outputs of its
+  // weighted nodes but no weight.
+  if (out.activations.empty() && out.constants.empty())
+    return invalid_input(hint + "the model has no QuantizeLinear/DequantizeLinear (a float model)");
   static const std::set<std::string> kWeighted = {"Conv", "ConvTranspose", "Gemm", "MatMul"};
+  const Node* float_weighted = nullptr;
+  bool weight_quantized = false;
+  for (const Node* node : order) {
+    if (!kWeighted.count(node->op_type()) || !default_domain(*node) || node->inputs().size() < 2) continue;
+    const Value* w = node->input(1);
+    if (auto it = view_name.find(w); it != view_name.end() && out.constants.count(it->second)) weight_quantized = true;
+    else if (const Tensor* t = constant_of(graph, w); t && is_float(t->dtype()) && output_quantized(*node) && !float_weighted)
+      float_weighted = node;
+  }
+  if (float_weighted && !weight_quantized)
+    return invalid_input(hint + float_weighted->op_type() + " '" + float_weighted->name() + "' weight '" +
+                         float_weighted->input(1)->name() + "' is not quantized, nor is any other weight");
   for (const Node* node : order) {
     if (is_q(*node) || is_dq(*node)) continue;
     const std::string what = node->op_type() + " '" + node->name() + "'";
@@ -227,12 +246,6 @@ Expected<QdqModel> read_qdq_model(const Model& ptq) {
       if (q_source.count(in))
         return invalid_input(what + " reads the quantized value '" + in->name() + "' directly; lowering expects every "
                              "consumer behind a DequantizeLinear");
-      // A float weight or bias belongs to a PTQ model only on a node left float on purpose
-      // (`quantize = false`: its output is not quantized either; it runs on the CPU).
-      if (const Tensor* t = constant_of(graph, in);
-          t && kWeighted.count(node->op_type()) && default_domain(*node) && (i == 1 || i == 2) &&
-          is_float(t->dtype()) && output_quantized(*node))
-        return invalid_input(hint + what + (i == 1 ? " weight '" : " bias '") + in->name() + "' is not quantized");
       if (const Tensor* t = graph.initializer(in)) {
         Value* v = vg.get_or_create_value(in->name());
         if (!vg.is_initializer(v)) vg.set_initializer(v, *t);
@@ -246,12 +259,8 @@ Expected<QdqModel> read_qdq_model(const Model& ptq) {
       // An activation nothing quantized.
       if (!in->type || in->type->dtype == DType::Undefined)
         return invalid_input(hint + what + " input '" + in->name() + "' has no declared type or shape");
-      // Float from a node whose outputs nothing quantizes (left float on purpose, on the CPU)
-      // is a float segment's hand-over; a float graph input is not a PTQ model.
-      const Node* producer = in->producer();
-      if (is_float(in->type->dtype) && (!producer || output_quantized(*producer)))
-        return invalid_input(hint + what + " input '" + in->name() + "' is a float activation without "
-                             "QuantizeLinear/DequantizeLinear");
+      // A float activation: the node reads it on the CPU in float (a node left float on
+      // purpose, or behind one).
       inputs.push_back(declare(in));
     }
     std::vector<Value*> outputs;
