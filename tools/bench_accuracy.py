@@ -113,7 +113,7 @@ def fashion_mnist(qflow, out, skip_torch, rows):
     for method, per_channel, cle, bias_correction in configs:
         tag = "%s_%s%s%s" % (method, "pc" if per_channel else "pt", "_cle" if cle else "", "_bc" if bias_correction else "")
         run_dir = os.path.join(out, "fashion_" + tag)
-        sets = ["method=" + method, "quantization.per-channel=" + ("true" if per_channel else "false"),
+        sets = ["model=" + FASHION_MODEL, "data=" + FASHION_CALIB, "method=" + method, "quantization.per-channel=" + ("true" if per_channel else "false"),
                 "ptq.bias-correction=" + ("true" if bias_correction else "false")]
         start = time.monotonic()
         qflow.ptq(cle_pipeline if cle else os.path.join(ROOT, "pipelines/ptq.toml"), run_dir, sets)

@@ -29,6 +29,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 FASHION_MODEL = os.path.join(ROOT, "models/fashion_mnist/fashion_mnist.onnx")
+FASHION_CALIB = os.path.join(ROOT, "models/fashion_mnist/calib_200.npy")
 
 
 def run(cmd, **kwargs):
@@ -125,7 +126,7 @@ def fashion(qflow, out, rows):
     platforms = sorted(f[:-5] for f in os.listdir(os.path.join(ROOT, "plugins/backends/bpu/platforms")) if f.endswith(".toml"))
     for platform in platforms:
         run_dir = os.path.join(out, "fashion_" + platform)
-        seconds = qflow.pipeline(run_dir, ["platform=" + platform])
+        seconds = qflow.pipeline(run_dir, ["model=" + FASHION_MODEL, "data=" + FASHION_CALIB, "platform=" + platform])
         hbm = os.path.join(run_dir, "fashion_mnist.hbm")
         bc = os.path.join(run_dir, "fashion_mnist_quantized_model.bc")
         hbm_out, hbm_seconds = qflow.hbm_run(hbm, images, os.path.join(out, "fashion_hbm_" + platform))

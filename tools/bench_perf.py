@@ -37,6 +37,8 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 FASHION_MODEL = os.path.join(ROOT, "models/fashion_mnist/fashion_mnist.onnx")
 FASHION_CALIB = os.path.join(ROOT, "models/fashion_mnist/calib_200.npy")
 PIPELINE = os.path.join(ROOT, "pipelines/bpu_ptq.toml")
+FASHION_SETS = ["model=" + os.path.join(ROOT, "models/fashion_mnist/fashion_mnist.onnx"),
+                "data=" + os.path.join(ROOT, "models/fashion_mnist/calib_200.npy")]
 BENCH_ORT = os.path.join(ROOT, "tools/ort/bench_ort.js")
 GEN_INPUTS = os.path.join(ROOT, "tools/ort/gen_inputs.js")
 
@@ -205,7 +207,7 @@ class Bench:
             # The .bc/.hbm for the inference rows; the timed pipeline runs are ptq_rounds().
             if not self.fashion_built and not self.args.skip_pipelines:
                 try:
-                    self.pipeline(run_dir, [], "bpu_ptq.toml on the Fashion-MNIST sample")
+                    self.pipeline(run_dir, FASHION_SETS, "bpu_ptq.toml on the Fashion-MNIST sample")
                     self.fashion_built = True
                 except Failure as e:  # float and ORT are still timed
                     self.skip("bpu_ptq.toml on the Fashion-MNIST sample", first_line(e))
@@ -303,7 +305,7 @@ class Bench:
         qflow_runs, torch_runs = [], []
         for r in range(self.args.pipeline_rounds):
             try:
-                qflow_runs.append(self.pipeline(run_dir, [], "bpu_ptq.toml on the Fashion-MNIST sample, round %d" % (r + 1)))
+                qflow_runs.append(self.pipeline(run_dir, FASHION_SETS, "bpu_ptq.toml on the Fashion-MNIST sample, round %d" % (r + 1)))
             except Failure as e:
                 self.skip("bpu_ptq.toml on the Fashion-MNIST sample", first_line(e))
                 return
@@ -514,7 +516,7 @@ def document(info, bench, elapsed):
               "tools/bench_perf.py --quick --models fashion --threads 1   # a quick subset, document untouched with --no-doc",
               "qflow bench MODEL.onnx|MODEL.bc|MODEL.hbm --data X.npy --threads N --runs R --warmup W",
               "node tools/ort/bench_ort.js MODEL.onnx --data X.npy --threads N --runs R --warmup W",
-              "qflow run pipelines/bpu_ptq.toml --out DIR   # + --set model=... for PP-OCR, see tools/bench_perf.py",
+              "qflow run pipelines/bpu_ptq.toml --set model=M.onnx --set data=calib.npy --out DIR   # see tools/bench_perf.py",
               "tools/torch_fx_ptq.py --time-only",
               "```", "",
               "Settings of this run: --rounds %d --runs %d --warmup %d (float and ORT), %d timed runs per round "

@@ -28,8 +28,8 @@ echo "== qflow infer $model --input $input --output-dir $out --batch-size 50"
 "$qflow" infer "$model" --input "$input" --output-dir "$out" --batch-size 50
 
 echo
-echo "== qflow run pipelines/bpu_ptq.toml --out $out/bpu_ptq"
-(cd "$root" && "$qflow" run pipelines/bpu_ptq.toml --out "$out/bpu_ptq")
+echo "== qflow run pipelines/bpu_ptq.toml --set model=$model --set data=$input --out $out/bpu_ptq"
+(cd "$root" && "$qflow" run pipelines/bpu_ptq.toml --set model="$model" --set data="$input" --out "$out/bpu_ptq")
 
 echo
 echo "== qflow hbm info $out/bpu_ptq/fashion_mnist.hbm"

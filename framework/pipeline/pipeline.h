@@ -59,6 +59,7 @@ struct StageInput {
 struct StageOption {
   OptionValue value;
   SourcePos pos;
+  std::string var;  // the var the value is, when written as exactly "${var}" (for messages)
 };
 
 struct PipelineStage {

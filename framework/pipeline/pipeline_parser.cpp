@@ -438,6 +438,10 @@ class Parser {
       option.pos = pos_of_(value);
       if (value.is_string()) {
         QFLOW_ASSIGN_OR_RETURN(option.value, substitute(value, context));
+        const std::string& text = value.as_string().str;
+        if (text.size() > 3 && text.rfind("${", 0) == 0 && text.find('}') == text.size() - 1 &&
+            text.find_first_of(":$", 2) == std::string::npos)
+          option.var = text.substr(2, text.size() - 3);
       } else if (value.is_array()) {
         std::vector<std::string> list;
         for (const toml::value& element : value.as_array()) {

@@ -278,15 +278,17 @@ class Resolver {
                              allowed_text(specs) + ")");
       Expected<OptionValue> value = parse_option_text(set.value, spec->type);
       if (!value) return value.status().with_context(text + ": option '" + set.name + "'");
-      stage.options[set.name] = StageOption{std::move(*value), SourcePos{}};
+      stage.options[set.name] = StageOption{std::move(*value), SourcePos{}, {}};
     }
     for (const OptionSpec& spec : specs)
-      if (!stage.options.count(spec.name)) stage.options[spec.name] = StageOption{spec.default_value, SourcePos{}};
+      if (!stage.options.count(spec.name)) stage.options[spec.name] = StageOption{spec.default_value, SourcePos{}, {}};
     for (const std::string& name : resolved.required) {
-      const OptionValue& value = stage.options.at(name).value;
-      if (option_value_type(value) == OptionType::String && std::get<std::string>(value).empty())
+      const StageOption& option = stage.options.at(name);
+      if (option_value_type(option.value) == OptionType::String && std::get<std::string>(option.value).empty())
         return invalid_input(stage.pos.prefix() + "stage '" + stage.id + "': " + describe(stage) + " needs option '" +
-                             name + "'");
+                             name + "'" +
+                             (option.var.empty() ? std::string()
+                                                 : " (var '" + option.var + "' is empty: --set " + option.var + "=...)"));
     }
     return Status::ok();
   }

@@ -34,7 +34,7 @@ PY
 
 for platform in bernoulli2 bayes nash; do
   out=$work/$platform
-  if ! "$qflow" run pipelines/bpu_ptq.toml --set platform=$platform --out "$out" --threads 2 >"$out.log" 2>&1; then
+  if ! "$qflow" run pipelines/bpu_ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx --set data=models/fashion_mnist/calib_200.npy --set platform=$platform --out "$out" --threads 2 >"$out.log" 2>&1; then
     fail "$platform: bpu_ptq.toml failed: $(tail -3 "$out.log")"
     continue
   fi
@@ -64,7 +64,7 @@ PY
   fi
   [ $platform = bernoulli2 ] || continue
   again=$work/$platform.again
-  if ! "$qflow" run pipelines/bpu_ptq.toml --set platform=$platform --out "$again" --threads 1 >"$again.log" 2>&1; then
+  if ! "$qflow" run pipelines/bpu_ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx --set data=models/fashion_mnist/calib_200.npy --set platform=$platform --out "$again" --threads 1 >"$again.log" 2>&1; then
     fail "$platform: second run failed: $(tail -3 "$again.log")"
   else
     for artifact in fashion_mnist_quantized_model.bc fashion_mnist.hbm; do

@@ -13,6 +13,7 @@ cd "$source_dir" || exit 1
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 pipeline=pipelines/compare_calibrators.toml
+fashion=(--set model=models/fashion_mnist/fashion_mnist.onnx --set data=models/fashion_mnist/calib_200.npy)
 metric=(--set compare.metric=top1 --set compare.metric-options=labels=models/fashion_mnist/calib_200_labels.npy)
 
 # Rows of a table: "branch method cosine [metric] seconds", header lines skipped.
@@ -21,7 +22,7 @@ rows() { awk '/^branch /{on=1; next} on' "$1"; }
 untimed() { rows "$1" | awk '{ $NF = ""; print }'; }
 
 for threads in 1 2; do
-  "$qflow" run "$pipeline" --out "$work/t$threads" --threads "$threads" "${metric[@]}" >"$work/t$threads.log" 2>&1 ||
+  "$qflow" run "$pipeline" "${fashion[@]}" --out "$work/t$threads" --threads "$threads" "${metric[@]}" >"$work/t$threads.log" 2>&1 ||
     { cat "$work/t$threads.log"; fail "run with --threads $threads failed"; }
 done
 table=$work/t1/calibrators_compare.txt
@@ -43,21 +44,21 @@ grep -q "^branch  *method  *output_cos  *top1  *calibrate_s$" "$work/t1.log" || 
 grep -q '"side_files": \[ *"calibrators_compare.txt" *\]' "$work/t1/manifest.json" || fail "the manifest does not list the .txt"
 
 # A plugin calibrator as the candidate, no metric.
-"$qflow" run "$pipeline" --out "$work/plugin" --threads 2 --plugin "$plugin" --set candidate=fixed >"$work/plugin.log" 2>&1 ||
+"$qflow" run "$pipeline" "${fashion[@]}" --out "$work/plugin" --threads 2 --plugin "$plugin" --set candidate=fixed >"$work/plugin.log" 2>&1 ||
   { cat "$work/plugin.log"; fail "run with the plugin calibrator failed"; }
 rows "$work/plugin/calibrators_compare.txt" | awk '$1 == "candidate" && $2 == "fixed" && $3 > 0 && $3 <= 1 { found = 1 } END { exit !found }' ||
   { cat "$work/plugin/calibrators_compare.txt"; fail "no candidate row for the plugin calibrator 'fixed' with a cosine in (0, 1]"; }
 
 # Metric typos are refused by the resolver with one line.
-"$qflow" run "$pipeline" --dry-run --set compare.metric=top2 >/dev/null 2>"$work/typo.err" && fail "unknown metric accepted"
+"$qflow" run "$pipeline" "${fashion[@]}" --dry-run --set compare.metric=top2 >/dev/null 2>"$work/typo.err" && fail "unknown metric accepted"
 grep -q "unknown metric 'top2' (metrics: argmax-agreement, ctc-agreement, top1, top5)" "$work/typo.err" || { cat "$work/typo.err"; fail "unknown metric message"; }
-"$qflow" run "$pipeline" --dry-run --set compare.metric=top1 --set compare.metric-options=label=x.npy >/dev/null \
+"$qflow" run "$pipeline" "${fashion[@]}" --dry-run --set compare.metric=top1 --set compare.metric-options=label=x.npy >/dev/null \
   2>"$work/key.err" && fail "unknown metric option accepted"
 grep -q "unknown option 'label' for metric 'top1' (allowed: labels, output)" "$work/key.err" ||
   { cat "$work/key.err"; fail "unknown metric option message"; }
 # A labels file cut short fails the stage, naming the file.
 head -c 1000 models/fashion_mnist/calib_200_labels.npy >"$work/cut.npy"
-"$qflow" run "$pipeline" --out "$work/cut" --set compare.metric=top1 --set compare.metric-options=labels="$work/cut.npy" \
+"$qflow" run "$pipeline" "${fashion[@]}" --out "$work/cut" --set compare.metric=top1 --set compare.metric-options=labels="$work/cut.npy" \
   >/dev/null 2>"$work/cut.err" && fail "a truncated labels file accepted"
 grep -q "cut.npy': truncated: 200 labels need 1600 bytes" "$work/cut.err" || { cat "$work/cut.err"; fail "truncated labels message"; }
 exit $failed

@@ -16,7 +16,7 @@ failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
 target=0.99
-common=(--set model=models/fashion_mnist/fashion_mnist_outlier.onnx --set method=max --set platform=nash
+common=(--set model=models/fashion_mnist/fashion_mnist_outlier.onnx --set data=models/fashion_mnist/calib_200.npy --set method=max --set platform=nash
         --set target-cosine=$target --threads 2)
 searched=$work/searched
 if ! "$qflow" run pipelines/bpu_ptq.toml "${common[@]}" --out "$searched" >"$searched.log" 2>&1; then

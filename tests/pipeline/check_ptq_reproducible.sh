@@ -31,7 +31,7 @@ PY
 run() {
   local name=$1
   shift
-  if ! "$qflow" run pipelines/ptq.toml --set method=kl --out "$work/$name" "$@" >"$work/$name.log" 2>&1; then
+  if ! "$qflow" run pipelines/ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx --set data=models/fashion_mnist/calib_200.npy --set method=kl --out "$work/$name" "$@" >"$work/$name.log" 2>&1; then
     fail "run $name ($*) failed: $(cat "$work/$name.log")"
     return
   fi

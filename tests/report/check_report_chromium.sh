@@ -42,7 +42,7 @@ grep -q 'CONSOLE.*Uncaught ReferenceError' "$work/control.log" ||
 
 # verify on the first 16 samples keeps the run short; the report compares 16 samples too.
 out=$work/run
-if ! "$qflow" run pipelines/bpu_ptq.toml --set verify.limit=16 --out "$out" >"$work/run.log" 2>&1; then
+if ! "$qflow" run pipelines/bpu_ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx --set data=models/fashion_mnist/calib_200.npy --set verify.limit=16 --out "$out" >"$work/run.log" 2>&1; then
   echo "FAIL: bpu_ptq.toml failed: $(tail -3 "$work/run.log")"
   exit 1
 fi

@@ -177,6 +177,11 @@ TEST_CASE("pipeline: options are checked against the declaration") {
                            "options = { level = 1 }\n") ==
         "p.toml:14:21: stage 'd': unknown option 'level' for pass 'dead-code-elimination' (it takes no options)");
   CHECK(error_of("[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\n") == "p.toml:2:6: stage 'i': import-onnx needs option 'path'");
+  // A required option written as one var reference names the var to set.
+  const std::string from_var = "[vars]\nmodel = \"\"\n[[stage]]\nid = \"i\"\nuse = \"import-onnx\"\noptions = { path = \"${model}\" }\n";
+  CHECK(error_of(from_var) == "p.toml:4:6: stage 'i': import-onnx needs option 'path' (var 'model' is empty: --set model=...)");
+  CHECK(error_of(from_var, {"model="}) ==
+        "p.toml:4:6: stage 'i': import-onnx needs option 'path' (var 'model' is empty: --set model=...)");
   // An int is a valid float; the resolved value is a double.
   const Pipeline p = resolved(
       "[[stage]]\nid = \"c\"\nuse = \"calibrator:max\"\ninputs = { statistics = \"s.statistics\" }\n"

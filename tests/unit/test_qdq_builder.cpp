@@ -575,8 +575,8 @@ TEST_CASE("qdq: the quantize stage reads its options and inputs") {
     stage.id = id;
     stage.kind = StageKind::Quantize;
     stage.component = component;
-    stage.options["weights"] = StageOption{weights, {}};
-    stage.options["bias-correction"] = StageOption{bias_correction, {}};
+    stage.options["weights"] = StageOption{weights, {}, {}};
+    stage.options["bias-correction"] = StageOption{bias_correction, {}, {}};
     return stage;
   };
   const std::map<std::string, const Artifact*> inputs = {{"model", &model}, {"qparams", &qparams}};
