@@ -142,17 +142,9 @@ std::vector<std::string> node_activations(const Graph& graph, const Node& node, 
 
 QuantConfig merge_quant_config(const QuantConfig& base, const QuantConfig& overrides) {
   QuantConfig merged = base;
-  auto merge = [](QuantOverride& into, const QuantOverride& from) {
-    if (from.activation_dtype) into.activation_dtype = from.activation_dtype;
-    if (from.symmetric) into.symmetric = from.symmetric;
-    if (from.power_of_two) into.power_of_two = from.power_of_two;
-    if (from.weight_dtype) into.weight_dtype = from.weight_dtype;
-    if (from.per_channel) into.per_channel = from.per_channel;
-    if (from.quantize) into.quantize = from.quantize;
-  };
-  merge(merged.model, overrides.model);
-  for (const auto& [op, entry] : overrides.op_types) merge(merged.op_types[op], entry);
-  for (const auto& [node, entry] : overrides.nodes) merge(merged.nodes[node], entry);
+  merged.model.merge_from(overrides.model);
+  for (const auto& [op, entry] : overrides.op_types) merged.op_types[op].merge_from(entry);
+  for (const auto& [node, entry] : overrides.nodes) merged.nodes[node].merge_from(entry);
   return merged;
 }
 

@@ -243,4 +243,23 @@ TEST_CASE("precision search: a precision.json without overrides is refused") {
   CHECK(wrong.status().message().find("node 'n'") != std::string::npos);
 }
 
+TEST_CASE("precision: merged overrides keep every key the base or the overrides set") {
+  QuantConfig base;
+  base.model.reduce_range = true;
+  base.nodes["n"].per_channel = false;
+  QuantConfig overrides;
+  overrides.nodes["n"].activation_dtype = DType::Int16;
+  overrides.nodes["n"].reduce_range = false;
+  overrides.op_types["Conv"].power_of_two = true;
+  const QuantConfig merged = merge_quant_config(base, overrides);
+  CHECK(merged.model.reduce_range == true);
+  CHECK(merged.nodes.at("n").per_channel == false);
+  CHECK(merged.nodes.at("n").activation_dtype == DType::Int16);
+  CHECK(merged.nodes.at("n").reduce_range == false);
+  CHECK(merged.op_types.at("Conv").power_of_two == true);
+  const QuantSpec spec = merged.resolve("n", "Conv");
+  CHECK_FALSE(spec.reduce_range);
+  CHECK(spec.power_of_two);
+}
+
 }  // namespace qflow

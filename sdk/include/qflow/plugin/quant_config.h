@@ -44,6 +44,16 @@ struct QuantOverride {
     if (reduce_range) spec.reduce_range = *reduce_range;
     if (quantize) spec.quantize = *quantize;
   }
+  // The keys `other` sets replace this entry's (an entry over another, as a node's over its op type's).
+  void merge_from(const QuantOverride& other) {
+    if (other.activation_dtype) activation_dtype = other.activation_dtype;
+    if (other.symmetric) symmetric = other.symmetric;
+    if (other.power_of_two) power_of_two = other.power_of_two;
+    if (other.weight_dtype) weight_dtype = other.weight_dtype;
+    if (other.per_channel) per_channel = other.per_channel;
+    if (other.reduce_range) reduce_range = other.reduce_range;
+    if (other.quantize) quantize = other.quantize;
+  }
   bool empty() const {
     return !activation_dtype && !symmetric && !power_of_two && !weight_dtype && !per_channel && !reduce_range &&
            !quantize;
