@@ -5,6 +5,19 @@
 
 namespace qflow {
 
+int64_t dims_product(const Shape& shape, std::size_t begin, std::size_t end) {
+  int64_t n = 1;
+  for (std::size_t i = begin; i < end && i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+Status check_float_input(const KernelContext& context, const Tensor& x) {
+  if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64)
+    return unsupported(context.node.op_type() + " '" + context.node.name() + "': element type " +
+                       std::string(dtype_name(x.dtype())) + " is not supported (float or double expected)");
+  return Status::ok();
+}
+
 Expected<int64_t> normalize_axis(int64_t axis, int64_t rank) {
   const int64_t lo = -std::max<int64_t>(rank, 1), hi = std::max<int64_t>(rank, 1) - 1;
   if (axis < lo || axis > hi)

@@ -12,6 +12,12 @@ namespace qflow {
 // Maps a possibly negative axis into [0, rank); error when out of range.
 Expected<int64_t> normalize_axis(int64_t axis, int64_t rank);
 
+// The product of shape[begin, end) (end clamped to the rank; 1 when empty).
+int64_t dims_product(const Shape& shape, std::size_t begin, std::size_t end);
+
+// An error naming the node unless x holds float or double values.
+Status check_float_input(const KernelContext& context, const Tensor& x);
+
 // Numpy multidirectional broadcasting of two / many shapes.
 Expected<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 Expected<Shape> broadcast_shapes(const std::vector<Shape>& shapes);

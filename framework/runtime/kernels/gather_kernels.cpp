@@ -12,12 +12,6 @@ namespace {
 
 using shape_detail::make_output;
 
-int64_t product(const Shape& shape, std::size_t begin, std::size_t end) {
-  int64_t p = 1;
-  for (std::size_t i = begin; i < end && i < shape.size(); ++i) p *= shape[i];
-  return p;
-}
-
 // Reads an index tensor and maps negative entries into [0, dim); refuses anything outside.
 Expected<std::vector<int64_t>> read_indices(const KernelContext& context, const Tensor& indices, int64_t dim) {
   if (indices.dtype() != DType::Int32 && indices.dtype() != DType::Int64)
@@ -43,9 +37,9 @@ Status gather(KernelContext& context) {
   out_shape.insert(out_shape.end(), indices->shape().begin(), indices->shape().end());
   out_shape.insert(out_shape.end(), data->shape().begin() + static_cast<std::ptrdiff_t>(axis) + 1, data->shape().end());
   QFLOW_ASSIGN_OR_RETURN(Tensor out, make_output(context, data->dtype(), out_shape));
-  const int64_t outer = product(data->shape(), 0, axis);
+  const int64_t outer = dims_product(data->shape(), 0, axis);
   const std::size_t inner =
-      static_cast<std::size_t>(product(data->shape(), axis + 1, data->shape().size())) * dtype_size(data->dtype());
+      static_cast<std::size_t>(dims_product(data->shape(), axis + 1, data->shape().size())) * dtype_size(data->dtype());
   const std::size_t n = idx.size();
   if (inner > 0) {
     for (int64_t o = 0; o < outer; ++o)
@@ -125,11 +119,11 @@ Expected<NdSlices> nd_slices(const KernelContext& context, const Tensor& data, c
   const std::vector<int64_t> strides = contiguous_strides(data.shape());
   NdSlices out;
   out.tuple_shape.assign(indices.shape().begin(), indices.shape().end() - 1);
-  out.slice = product(data.shape(), b + static_cast<std::size_t>(k), data.shape().size());
+  out.slice = dims_product(data.shape(), b + static_cast<std::size_t>(k), data.shape().size());
   const int64_t tuples = shape_numel(out.tuple_shape);
-  const int64_t batches = product(data.shape(), 0, b);
+  const int64_t batches = dims_product(data.shape(), 0, b);
   const int64_t per_batch = batches == 0 ? 0 : tuples / batches;
-  const int64_t batch_stride = product(data.shape(), b, data.shape().size());
+  const int64_t batch_stride = dims_product(data.shape(), b, data.shape().size());
   out.offsets.reserve(static_cast<std::size_t>(tuples));
   for (int64_t t = 0; t < tuples; ++t) {
     int64_t offset = per_batch == 0 ? 0 : (t / per_batch) * batch_stride;
@@ -265,8 +259,8 @@ Status one_hot(KernelContext& context) {
   const std::byte* off = values->raw_data();
   const std::byte* on = values->raw_data() + size;
   for (int64_t i = 0; i < out.numel(); ++i) std::memcpy(out.raw_data() + static_cast<std::size_t>(i) * size, off, size);
-  const int64_t outer = product(indices->shape(), 0, axis);
-  const int64_t inner = product(indices->shape(), axis, indices->shape().size());
+  const int64_t outer = dims_product(indices->shape(), 0, axis);
+  const int64_t inner = dims_product(indices->shape(), axis, indices->shape().size());
   const std::vector<double> idx = indices->to_doubles();
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {

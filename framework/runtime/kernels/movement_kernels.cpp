@@ -16,12 +16,6 @@ using shape_detail::normalize_axes;
 using shape_detail::read_ints;
 using shape_detail::remap_axes;
 
-int64_t product(const Shape& shape, std::size_t begin, std::size_t end) {
-  int64_t p = 1;
-  for (std::size_t i = begin; i < end && i < shape.size(); ++i) p *= shape[i];
-  return p;
-}
-
 Status concat(KernelContext& context) {
   std::vector<const Tensor*> inputs;
   for (const Tensor* t : context.inputs)
@@ -47,8 +41,8 @@ Status concat(KernelContext& context) {
     out_shape[axis] += t->shape()[axis];
   }
   QFLOW_ASSIGN_OR_RETURN(Tensor out, make_output(context, first.dtype(), out_shape));
-  const int64_t outer = product(out_shape, 0, axis);
-  const std::size_t inner_bytes = static_cast<std::size_t>(product(out_shape, axis + 1, out_shape.size())) *
+  const int64_t outer = dims_product(out_shape, 0, axis);
+  const std::size_t inner_bytes = static_cast<std::size_t>(dims_product(out_shape, axis + 1, out_shape.size())) *
                                   dtype_size(first.dtype());
   std::byte* dst = out.raw_data();
   for (int64_t o = 0; o < outer; ++o) {
@@ -96,9 +90,9 @@ Status split(KernelContext& context) {
   }
   if (total != dim)
     return context.error("split sizes sum to " + std::to_string(total) + ", axis has size " + std::to_string(dim));
-  const int64_t outer = product(data->shape(), 0, axis);
+  const int64_t outer = dims_product(data->shape(), 0, axis);
   const std::size_t inner_bytes =
-      static_cast<std::size_t>(product(data->shape(), axis + 1, data->shape().size())) * dtype_size(data->dtype());
+      static_cast<std::size_t>(dims_product(data->shape(), axis + 1, data->shape().size())) * dtype_size(data->dtype());
   const std::size_t row_bytes = static_cast<std::size_t>(dim) * inner_bytes;
   std::size_t offset = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {

@@ -13,19 +13,6 @@
 namespace qflow {
 namespace {
 
-int64_t product(const Shape& shape, std::size_t begin, std::size_t end) {
-  int64_t n = 1;
-  for (std::size_t i = begin; i < end && i < shape.size(); ++i) n *= shape[i];
-  return n;
-}
-
-Status check_float_input(const KernelContext& context, const Tensor& x) {
-  if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64)
-    return unsupported(context.node.op_type() + " '" + context.node.name() + "': element type " +
-                       std::string(dtype_name(x.dtype())) + " is not supported (float or double expected)");
-  return Status::ok();
-}
-
 bool wants_output(const KernelContext& context, std::size_t i) {
   return i < context.outputs.size() && context.node.output(i) != nullptr;
 }
@@ -56,7 +43,7 @@ template <typename T>
 Status batchnorm_inference(KernelContext& context, const Tensor& x, float epsilon) {
   const int64_t batch = x.rank() > 0 ? x.dim(0) : 1;
   const int64_t channels = x.rank() > 1 ? x.dim(1) : 1;
-  const int64_t inner = product(x.shape(), 2, x.shape().size());
+  const int64_t inner = dims_product(x.shape(), 2, x.shape().size());
   QFLOW_ASSIGN_OR_RETURN(const bool per_position, batchnorm_per_position(context, x, channels, inner));
   const T* scale = context.input(1)->data<T>();
   const T* bias = context.input(2)->data<T>();
@@ -99,7 +86,7 @@ template <typename T>
 Status batchnorm_training(KernelContext& context, const Tensor& x, float epsilon, float momentum) {
   const int64_t batch = x.rank() > 0 ? x.dim(0) : 1;
   const int64_t channels = x.rank() > 1 ? x.dim(1) : 1;
-  const int64_t inner = product(x.shape(), 2, x.shape().size());
+  const int64_t inner = dims_product(x.shape(), 2, x.shape().size());
   QFLOW_ASSIGN_OR_RETURN(const bool per_position, batchnorm_per_position(context, x, channels, inner));
   if (per_position) return context.error("training mode needs per-channel parameters");
   const T* scale = context.input(1)->data<T>();
@@ -184,7 +171,7 @@ template <typename T>
 Status instance_norm_typed(KernelContext& context, const Tensor& x, const Tensor& scale, const Tensor& bias,
                            float epsilon) {
   const int64_t batch = x.dim(0), channels = x.dim(1);
-  const int64_t inner = product(x.shape(), 2, x.shape().size());
+  const int64_t inner = dims_product(x.shape(), 2, x.shape().size());
   Tensor y(x.dtype(), x.shape());
   const T* in = x.data<T>();
   T* out = y.data<T>();
@@ -237,7 +224,7 @@ Status group_norm_typed(KernelContext& context, const Tensor& x, const Tensor& s
                         bool per_channel, float epsilon) {
   const int64_t batch = x.dim(0), channels = x.dim(1);
   const int64_t per_group = channels / groups;
-  const int64_t inner = product(x.shape(), 2, x.shape().size());
+  const int64_t inner = dims_product(x.shape(), 2, x.shape().size());
   const int64_t span = per_group * inner;
   Tensor y(x.dtype(), x.shape());
   const T* in = x.data<T>();
@@ -298,9 +285,9 @@ Status group_normalization(KernelContext& context) {
 
 template <typename T>
 Status lp_norm_typed(KernelContext& context, const Tensor& x, int64_t axis, int64_t p) {
-  const int64_t outer = product(x.shape(), 0, static_cast<std::size_t>(axis));
+  const int64_t outer = dims_product(x.shape(), 0, static_cast<std::size_t>(axis));
   const int64_t len = x.dim(axis);
-  const int64_t inner = product(x.shape(), static_cast<std::size_t>(axis) + 1, x.shape().size());
+  const int64_t inner = dims_product(x.shape(), static_cast<std::size_t>(axis) + 1, x.shape().size());
   Tensor y(x.dtype(), x.shape());
   const T* in = x.data<T>();
   T* out = y.data<T>();
@@ -338,8 +325,8 @@ template <typename T, typename U>
 Status layer_norm_typed(KernelContext& context, const Tensor& x, int64_t axis, float epsilon, const Tensor& scale,
                         const Tensor* bias, DType stash) {
   const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
-  const int64_t outer = product(x.shape(), 0, static_cast<std::size_t>(axis));
-  const int64_t inner = product(norm_shape, 0, norm_shape.size());
+  const int64_t outer = dims_product(x.shape(), 0, static_cast<std::size_t>(axis));
+  const int64_t inner = dims_product(norm_shape, 0, norm_shape.size());
   // Scale and B broadcast unidirectionally to the normalised shape.
   std::vector<int64_t> scale_index(static_cast<std::size_t>(inner)), bias_index(static_cast<std::size_t>(inner));
   for_each_broadcast(norm_shape, scale.shape(), bias ? bias->shape() : norm_shape, [&](int64_t i, int64_t a, int64_t b) {
@@ -515,12 +502,12 @@ Status softmax_family(KernelContext& context, SoftmaxKind kind, int64_t axis_att
   }
   int64_t outer = 1, len = 1, inner = 1;
   if (rank > 0) {
-    outer = product(x->shape(), 0, static_cast<std::size_t>(axis));
+    outer = dims_product(x->shape(), 0, static_cast<std::size_t>(axis));
     if (coerce_2d) {
-      len = product(x->shape(), static_cast<std::size_t>(axis), x->shape().size());
+      len = dims_product(x->shape(), static_cast<std::size_t>(axis), x->shape().size());
     } else {
       len = x->dim(axis);
-      inner = product(x->shape(), static_cast<std::size_t>(axis) + 1, x->shape().size());
+      inner = dims_product(x->shape(), static_cast<std::size_t>(axis) + 1, x->shape().size());
     }
   }
   return dispatch_float(x->dtype(), [&]<typename T>() -> Status {

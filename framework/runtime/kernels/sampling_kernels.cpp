@@ -13,13 +13,6 @@
 namespace qflow {
 namespace {
 
-Status check_float_input(const KernelContext& context, const Tensor& x) {
-  if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64)
-    return unsupported(context.node.op_type() + " '" + context.node.name() + "': element type " +
-                       std::string(dtype_name(x.dtype())) + " is not supported (float or double expected)");
-  return Status::ok();
-}
-
 // RoiAlign ----------------------------------------------------------------------------------
 
 // One bilinear sample of a bin: four pixel offsets in the plane and their weights.

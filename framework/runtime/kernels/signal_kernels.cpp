@@ -12,19 +12,6 @@
 namespace qflow {
 namespace {
 
-int64_t product(const Shape& shape, std::size_t begin, std::size_t end) {
-  int64_t n = 1;
-  for (std::size_t i = begin; i < end && i < shape.size(); ++i) n *= shape[i];
-  return n;
-}
-
-Status check_float_input(const KernelContext& context, const Tensor& x) {
-  if (x.dtype() != DType::Float32 && x.dtype() != DType::Float64)
-    return unsupported(context.node.op_type() + " '" + context.node.name() + "': element type " +
-                       std::string(dtype_name(x.dtype())) + " is not supported (float or double expected)");
-  return Status::ok();
-}
-
 struct DftPlan {
   int64_t outer = 1, inner = 1;  // elements before the axis, signal positions after it (complex part excluded)
   int64_t in_len = 0;            // input length along the axis
@@ -104,8 +91,8 @@ Status dft(KernelContext& context) {
   p.onesided = context.node.attr_int("onesided", 0) != 0;
   p.complex_in = x->dim(rank - 1) == 2;
   p.in_len = x->dim(axis);
-  p.outer = product(x->shape(), 0, static_cast<std::size_t>(axis));
-  p.inner = product(x->shape(), static_cast<std::size_t>(axis) + 1, static_cast<std::size_t>(rank - 1));
+  p.outer = dims_product(x->shape(), 0, static_cast<std::size_t>(axis));
+  p.inner = dims_product(x->shape(), static_cast<std::size_t>(axis) + 1, static_cast<std::size_t>(rank - 1));
   if (p.onesided && !p.inverse && p.complex_in) return context.error("a one-sided forward DFT needs a real input");
   if (p.onesided && p.inverse && !p.complex_in) return context.error("a one-sided inverse DFT needs a complex input");
   p.length = p.onesided && p.inverse ? 2 * (p.in_len - 1) : p.in_len;
