@@ -32,8 +32,7 @@ T clip(T v, T lo, T hi) {
   return std::min(std::max(v, lo), hi);
 }
 
-// In the input's type, as ONNX Runtime and the device runtime's CPU ops compute it, and
-// with clip() so the loop vectorizes.
+// In the input's type, as ONNX Runtime and the device runtime's CPU ops compute it.
 template <typename T>
 T hard_sigmoid(T v, T alpha, T beta) {
   return clip(alpha * v + beta, T(0), T(1));

@@ -70,9 +70,10 @@ template <bool kBias, bool kBatchNorm>
 }
 
 // Eight floats as a GCC vector: `a < b ? b : a` on it is a compare and a blend with exactly
-// the scalar's NaN behaviour (a scalar loop with std::min/std::max stays branches, since
-// without -ffinite-math-only GCC may not turn them into min/max instructions). Written out in
-// the loops: a function taking or returning one would change the ABI between the clones.
+// the scalar's NaN behaviour. apply_stage's scalar loops, compiled once for the baseline ISA,
+// stay compare-and-branch on these stages (measured: a third of the PP-OCRv4 rec model's
+// time). Written out in the loops: a function taking or returning one would change the ABI
+// between the clones.
 using Floats = float __attribute__((vector_size(32)));
 constexpr int64_t kLanes = 8;
 
