@@ -437,11 +437,7 @@ class Parser {
       StageOption option;
       option.pos = pos_of_(value);
       if (value.is_string()) {
-        QFLOW_ASSIGN_OR_RETURN(option.value, substitute(value, context));
-        const std::string& text = value.as_string().str;
-        if (text.size() > 3 && text.rfind("${", 0) == 0 && text.find('}') == text.size() - 1 &&
-            text.find_first_of(":$", 2) == std::string::npos)
-          option.var = text.substr(2, text.size() - 3);
+        QFLOW_ASSIGN_OR_RETURN(option.value, substitute(value, context, &option.var));
       } else if (value.is_array()) {
         std::vector<std::string> list;
         for (const toml::value& element : value.as_array()) {
@@ -462,8 +458,10 @@ class Parser {
   }
 
   // "$$" is a literal '$'; "${name}" is a var; a string that is one whole reference takes
-  // the var's type, so `threshold = "${t}"` stays a float.
-  Expected<OptionValue> substitute(const toml::value& value, const std::string& context) const {
+  // the var's type, so `threshold = "${t}"` stays a float; `whole_var` (when given) receives
+  // that var's name.
+  Expected<OptionValue> substitute(const toml::value& value, const std::string& context,
+                                   std::string* whole_var = nullptr) const {
     const std::string& text = value.as_string().str;
     std::string out;
     std::size_t references = 0;
@@ -494,7 +492,10 @@ class Parser {
                                    (names.empty() ? std::string("none") : join(names, ", ")) + ")");
       }
       ++references;
-      if (i == 0 && close + 1 == text.size() && ref.modifier.empty()) whole = it->second.value;
+      if (i == 0 && close + 1 == text.size() && ref.modifier.empty()) {
+        whole = it->second.value;
+        if (whole_var) *whole_var = name;
+      }
       auto expanded = apply_modifier(option_value_text(it->second.value), ref.modifier);
       if (!expanded) return error_at(value, expanded.status().message() + " in " + context);
       out += *expanded;
