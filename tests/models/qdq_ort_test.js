@@ -18,6 +18,7 @@ const h = require('./harness');
 const { readNpy } = require(path.join(h.TOOLS, 'ort', 'npy'));
 const { loadOrt, fileNameFor } = require(path.join(h.TOOLS, 'ort', 'ort_loader'));
 const { metrics, formatTable } = require(path.join(h.TOOLS, 'ort', 'compare'));
+const { encodeVarint } = require(path.join(h.TOOLS, 'ort', 'protobuf'));
 
 const MODEL = path.join(h.SOURCE_DIR, 'models', 'sample', 'sample_cnn.onnx');
 const DATA = path.join(h.SOURCE_DIR, 'models', 'sample', 'input.npy');
@@ -46,17 +47,6 @@ function readVarint(buf, pos) {
     scale *= 128;
   } while (b & 0x80);
   return [value, pos];
-}
-
-function encodeVarint(n) {
-  const out = [];
-  do {
-    let b = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) b |= 0x80;
-    out.push(b);
-  } while (n > 0);
-  return Buffer.from(out);
 }
 
 // Top-level fields of a message: { field, wire, start, end, value (Buffer or number) }.

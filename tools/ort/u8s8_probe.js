@@ -10,22 +10,13 @@
 // Prints what it found; exits 0 whatever the answer, 1 when ONNX Runtime fails.
 'use strict';
 const { loadOrt } = require('./ort_loader');
+const { encodeVarint: varint } = require('./protobuf');
 
 const CHANNELS = 8;
 const OUTPUTS = 16;
 
 // --- a minimal protobuf writer for the few ONNX messages the probe needs
 
-function varint(n) {
-  const out = [];
-  do {
-    let b = n % 128;
-    n = Math.floor(n / 128);
-    if (n > 0) b |= 0x80;
-    out.push(b);
-  } while (n > 0);
-  return Buffer.from(out);
-}
 const field = (number, wire) => varint(number * 8 + wire);
 const int = (number, value) => Buffer.concat([field(number, 0), varint(value)]);
 const bytes = (number, body) => Buffer.concat([field(number, 2), varint(body.length), body]);
