@@ -312,9 +312,7 @@ TEST_CASE("bpu lowering: the float and the calibrated model are errors; float no
   }
   SUBCASE("nothing quantized: the float model") {
     QdqGraph q;
-    Value* x = q.g.get_or_create_value("x");
-    bpu_test::set_shape(x, {1, 1, 4, 4});
-    q.g.inputs.push_back(x);
+    Value* x = q.float_input("x", {1, 1, 4, 4});
     q.output(q.op("Relu", "relu", {x}, {1, 1, 4, 4}));
     CHECK(lower_error(q.model, backend_for("nash")) ==
           "lowering needs the PTQ model (lowering_test_ptq_model.onnx): the model has no "
@@ -324,9 +322,7 @@ TEST_CASE("bpu lowering: the float and the calibrated model are errors; float no
     // As the precision search leaves a node it moved to the CPU: float weight, float input
     // straight from the graph input, the output quantized for the next (quantized) Conv.
     QdqGraph q;
-    Value* x = q.g.get_or_create_value("x");
-    bpu_test::set_shape(x, {1, 1, 4, 4});
-    q.g.inputs.push_back(x);
+    Value* x = q.float_input("x", {1, 1, 4, 4});
     Tensor weight(DType::Float32, {1, 1, 1, 1});
     weight.data<float>()[0] = 0.5f;
     Value* c1 = q.op("Conv", "c1", {x, q.constant("w1", weight)}, {1, 1, 4, 4});

@@ -53,10 +53,14 @@ struct QdqGraph {
   }
 
   Value* input(const std::string& name, const Shape& shape, double scale, int64_t zp = 0, DType type = DType::Int8) {
+    return qdq(float_input(name, shape), scale, zp, type);
+  }
+  // A graph input read as float (no Q/DQ after it).
+  Value* float_input(const std::string& name, const Shape& shape) {
     Value* x = g.get_or_create_value(name);
     bpu_test::set_shape(x, shape);
     g.inputs.push_back(x);
-    return qdq(x, scale, zp, type);
+    return x;
   }
 
   // Integer weight behind a DequantizeLinear (per channel along `axis` when several scales).
