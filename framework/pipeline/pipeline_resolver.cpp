@@ -501,7 +501,8 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
       return {{"dataset", ArtifactType::Dataset, false},
               {"model", ArtifactType::Model, true},
               {"precision", ArtifactType::Report, false},
-              {"qparams", ArtifactType::QParams, true}};
+              {"qparams", ArtifactType::QParams, true},
+              {"statistics", ArtifactType::Statistics, false}};
     case StageKind::Backend: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, false}};
     case StageKind::Verify:
       return {{"bc", ArtifactType::Binary, true},
@@ -526,7 +527,8 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
               {"qparams", ArtifactType::QParams, true, true}};
     case StageKind::PrecisionSearch:
       return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
-              {"qparams", ArtifactType::QParams, true}, {"sensitivity", ArtifactType::Report, false}};
+              {"qparams", ArtifactType::QParams, true}, {"sensitivity", ArtifactType::Report, false},
+              {"statistics", ArtifactType::Statistics, false}};
   }
   return {};
 }

@@ -132,6 +132,7 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
     QFLOW_ASSIGN_OR_RETURN(ranking, read_sensitivity(it->second->bytes, "input 'sensitivity' of " + head));
     options.sensitivity = &ranking;
   }
+  if (auto it = inputs.find("statistics"); it != inputs.end()) options.statistics = it->second->statistics.get();
   QFLOW_ASSIGN_OR_RETURN(PrecisionSearchResult result,
                          search_precision(float_model, *inputs.at("qparams")->qparams, context.quantization,
                                           *inputs.at("dataset")->dataset, options));

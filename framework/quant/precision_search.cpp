@@ -117,6 +117,8 @@ class Evaluator {
 // value_after of a change whose prefix has not been measured (JSON null).
 constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();
 
+bool is_16bit(DType t) { return t == DType::Int16 || t == DType::UInt16; }
+
 bool same_params(const QuantParams& a, const QuantParams& b) {
   return a.dtype == b.dtype && a.scale == b.scale && a.zero_point == b.zero_point && a.axis == b.axis;
 }
@@ -148,7 +150,8 @@ QuantConfig merge_quant_config(const QuantConfig& base, const QuantConfig& overr
   return merged;
 }
 
-Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& table, const QuantConfig* config) {
+Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& table, const QuantConfig* config,
+                                      const std::map<std::string, TensorStatistics>* statistics) {
   const QuantConfig defaults;
   const QuantConfig& cfg = config ? *config : defaults;
   QuantTable out = table;
@@ -159,6 +162,14 @@ Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& tabl
     if (!spec.quantize || spec.activation_dtype == params.dtype) continue;
     if (params.scale.size() != 1 || params.zero_point.size() != 1)
       return invalid_input("precision: tensor '" + name + "' has per-axis parameters; only per-tensor activations change type");
+    if (statistics && is_16bit(spec.activation_dtype)) {
+      if (auto it = statistics->find(name); it != statistics->end() && it->second.count > 0) {
+        const TensorStatistics& observed = it->second;
+        const double magnitude = std::max(std::fabs(observed.min), std::fabs(observed.max));
+        QFLOW_ASSIGN_OR_RETURN(params, activation_params(spec, observed, magnitude, "max", name));
+        continue;
+      }
+    }
     const QuantRange range = quant_range(params.dtype);
     const double scale = params.scale[0];
     const auto zp = static_cast<double>(params.zero_point[0]);
@@ -187,6 +198,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   const QuantConfig base = config ? *config : QuantConfig{};
   PrecisionSearchResult result;
   result.target_kind = options.metric ? (options.metric_name.empty() ? "metric" : options.metric_name) : "cosine";
+  result.observed_ranges = options.statistics != nullptr;
 
   // The ranking: given, or measured here.
   SensitivityResult measured;
@@ -216,7 +228,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     const QuantConfig cfg = merge_quant_config(base, overrides);
     QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(bytes, "precision search: float model"));
     (void)infer_shapes(model);  // as the quantize stage: the backend's checks need shapes
-    QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(*model.graph, table, &cfg));
+    QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(*model.graph, table, &cfg, options.statistics));
     QdqOptions qdq;
     qdq.weights = true;
     QFLOW_RETURN_IF_ERROR(build_qdq_model(model, adjusted, &cfg, qdq));
@@ -224,7 +236,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   };
   auto aligned = [&](const QuantConfig& overrides) -> Expected<QuantTable> {
     const QuantConfig cfg = merge_quant_config(base, overrides);
-    QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(graph, table, &cfg));
+    QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(graph, table, &cfg, options.statistics));
     return align_scales(graph, adjusted, &cfg);
   };
   auto evaluate = [&](const QuantConfig& overrides) -> Expected<double> {
@@ -530,6 +542,7 @@ void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& resul
   json.field("evaluations", result.evaluations);
   json.field("quantized_tensors", result.quantized_tensors);
   json.field("raised_tensors", result.raised_tensors);
+  json.field("ranges", result.observed_ranges ? "observed" : "threshold");
   json.key("changes").begin_array();
   for (const PrecisionChange& c : result.changes) {
     json.begin_object(true);
@@ -579,6 +592,16 @@ Expected<QuantConfig> precision_overrides_from_json(const std::string& text, con
     }
   }
   return config;
+}
+
+Expected<bool> precision_uses_observed_ranges(const std::string& text, const std::string& source) {
+  QFLOW_ASSIGN_OR_RETURN(JsonValue doc, parse_json(text, source));
+  const JsonValue* ranges = doc.find("ranges");
+  // Written before raised ranges were recorded: thresholds kept.
+  if (!ranges) return false;
+  if (!ranges->is_string() || (ranges->as_string() != "observed" && ranges->as_string() != "threshold"))
+    return invalid_input(source + ": \"ranges\" is neither \"observed\" nor \"threshold\"");
+  return ranges->as_string() == "observed";
 }
 
 }  // namespace qflow

@@ -15,6 +15,7 @@
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"
 #include "qflow/plugin/metric.h"
+#include "qflow/plugin/observer.h"
 #include "qflow/plugin/quant_config.h"
 
 namespace qflow {
@@ -43,6 +44,9 @@ struct PrecisionSearchOptions {
   PlacementOracle oracle;
   // The ranking to follow (a `sensitivity` stage's result); null: computed here.
   const SensitivityResult* sensitivity = nullptr;
+  // The observer's statistics (not owned; may be null): with them an activation raised to
+  // 16 bits takes its observed range (table_for_config).
+  const std::map<std::string, TensorStatistics>* statistics = nullptr;
 };
 
 struct PrecisionChange {
@@ -71,6 +75,9 @@ struct PrecisionSearchResult {
   int64_t quantized_tensors = 0;  // activations and weights the plain PTQ model quantizes
   int64_t raised_tensors = 0;     // of those, the ones a kept change touches
   bool reached = true;  // the target holds with `changes`
+  // Raised activations took their observed range from statistics: the PTQ model is built
+  // with the same statistics (precision.json "ranges": "observed", else "threshold").
+  bool observed_ranges = false;
   std::string miss;     // when not reached: why, and what was kept instead
   std::vector<PrecisionChange> changes;  // kept, in the order they were made
   QuantConfig overrides;                 // node entries only: what the changes set
@@ -91,9 +98,17 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
 QuantConfig merge_quant_config(const QuantConfig& base, const QuantConfig& overrides);
 
 // `table` for `config`: an activation entry whose producer's spec asks for another dtype
-// than the entry has is recomputed for that dtype from its threshold (symmetric) or the range
-// it represents (asymmetric), as a calibrator would under that spec. Other entries are kept.
-Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& table, const QuantConfig* config);
+// than the entry has is recomputed for that dtype. Raised to 16 bits with `statistics` given,
+// it takes the tensor's observed range, as every histogram calibrator does at 16 bits
+// (docs/calibrators.md): the clipping an 8-bit threshold trades for resolution is the larger
+// error at 16 bits. Otherwise it keeps its threshold (symmetric) or the range it represents
+// (asymmetric). Other entries are kept.
+Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& table, const QuantConfig* config,
+                                      const std::map<std::string, TensorStatistics>* statistics = nullptr);
+
+// Whether the precision.json `text` was searched with observed ranges (its PTQ model must be
+// built with the same statistics).
+Expected<bool> precision_uses_observed_ranges(const std::string& text, const std::string& source);
 
 // The overrides as `[quantization.node."<name>"]` tables to paste into a pipeline ("" when none).
 std::string precision_overrides_toml(const PrecisionSearchResult& result);

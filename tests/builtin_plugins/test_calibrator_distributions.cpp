@@ -169,6 +169,29 @@ TEST_CASE("calibrator distributions: asymmetric uint8 never clips below the bulk
   check_all_shapes(spec);
 }
 
+TEST_CASE("calibrator distributions: at 16 bits kl, mse and percentile keep the observed range") {
+  QuantSpec spec16;
+  spec16.activation_dtype = DType::Int16;
+  const QuantSpec spec8;
+  for (const Distribution& d : distributions()) {
+    const TensorStatistics stats = observe(d.values);
+    const double magnitude = std::max(std::fabs(stats.min), std::fabs(stats.max));
+    for (const char* method : {"kl", "mse", "percentile"}) {
+      INFO(d.name << " " << method);
+      const QuantParams wide = calibrate(method, stats, spec16);
+      CHECK(wide.dtype == DType::Int16);
+      CHECK(wide.threshold == magnitude);
+      CHECK(wide.method == method);
+      // The 8-bit threshold at 16 bits never has the smaller error (heavy tails left out:
+      // there clipping the rare outliers is each method's own trade).
+      const QuantParams clipped = calibrate(method, stats, spec8);
+      auto at16 = activation_params(spec16, stats, clipped.threshold, method, "t");
+      REQUIRE(at16);
+      if (d.name != "heavy") CHECK(measured_mse(d.values, wide) <= measured_mse(d.values, *at16) * (1.0 + 1e-9));
+    }
+  }
+}
+
 TEST_CASE("calibrator distributions: kl's bulk floor is an option; 100 restores the plain search") {
   // The gate distribution: the plain search picks the first non-empty bin.
   const std::vector<float> gate = distributions().front().values;

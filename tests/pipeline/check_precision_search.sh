@@ -4,8 +4,8 @@
 # pipelines/bpu_ptq.toml on nash reaches the target cosine with at most 10% of the quantized
 # tensors raised, the decisions are in manifest.json and report.md, and the overrides it
 # writes, pasted into the pipeline's [quantization] without the search's input on the PTQ
-# stage, give the same PTQ model bytes. `max` calibration: an int16 table entry is then the
-# same whether the calibrator or the search computed it.
+# stage, give the same PTQ model bytes. `percentile` calibration clips at 8 bits; a tensor
+# raised to int16 takes its observed range whether the search or the calibrator computes it.
 #
 # usage: check_precision_search.sh QFLOW SOURCE_DIR WORK_DIR
 set -u
@@ -16,7 +16,7 @@ failed=0
 fail() { echo "FAIL: $*"; failed=1; }
 
 target=0.99
-common=(--set model=models/fashion_mnist/fashion_mnist_outlier.onnx --set data=models/fashion_mnist/calib_200.npy --set method=max --set platform=nash
+common=(--set model=models/fashion_mnist/fashion_mnist_outlier.onnx --set data=models/fashion_mnist/calib_200.npy --set method=percentile --set platform=nash
         --set target-cosine=$target --threads 2)
 searched=$work/searched
 if ! "$qflow" run pipelines/bpu_ptq.toml "${common[@]}" --out "$searched" >"$searched.log" 2>&1; then
@@ -57,10 +57,10 @@ import sys
 text = open(sys.argv[1]).read()
 fragment = "".join(line for line in open(sys.argv[2]) if not line.startswith("#"))
 head = "per-channel = true\n"
-assert head in text and ', precision = "precision.report" }\noutput = "${name}_ptq_model.onnx"' in text
+searched = ', precision = "precision.report", statistics = "observe.statistics" }\noutput = "${name}_ptq_model.onnx"'
+assert head in text and searched in text
 text = text.replace(head, head + "\n" + fragment, 1)
-text = text.replace(', precision = "precision.report" }\noutput = "${name}_ptq_model.onnx"',
-                    ' }\noutput = "${name}_ptq_model.onnx"')
+text = text.replace(searched, ' }\noutput = "${name}_ptq_model.onnx"')
 open(sys.argv[3], "w").write(text)
 PY
 replayed=$work/replayed
@@ -70,6 +70,16 @@ else
   cmp -s "$searched/fashion_mnist_outlier_ptq_model.onnx" "$replayed/fashion_mnist_outlier_ptq_model.onnx" ||
     fail "the replayed PTQ model differs from the searched one"
   grep -F "no change needed" "$replayed.log" >/dev/null || fail "the replayed run still searched"
+fi
+
+# The searched ranges come from the statistics: a PTQ stage without them is refused.
+sed 's|, precision = "precision.report", statistics = "observe.statistics" }|, precision = "precision.report" }|' \
+  pipelines/bpu_ptq.toml >"$work/no_statistics.toml"
+if "$qflow" run "$work/no_statistics.toml" "${common[@]}" --out "$work/no_statistics" >"$work/no_statistics.log" 2>&1; then
+  fail "a PTQ stage without the search's statistics was accepted"
+else
+  grep -F "stage 'ptq': input 'precision' raised activations to their observed ranges; give this stage the same input 'statistics'" \
+    "$work/no_statistics.log" >/dev/null || fail "no statistics error: $(tail -2 "$work/no_statistics.log")"
 fi
 
 [ $failed = 0 ] && echo "precision search: ok"

@@ -105,6 +105,51 @@ TEST_CASE("precision search: the outlier activation goes to int16; replay throug
   CHECK(retabled->at("b").scale == table(true).at("b").scale);
 }
 
+TEST_CASE("precision search: with statistics a raised activation takes its observed range") {
+  Fixture f;
+  // 'a' observed in [-3, 4]: its int8 entry clips at 300 (the outlier table); raised to
+  // int16 with the statistics it covers 4, without them it keeps 300.
+  TensorStatistics observed;
+  observed.count = 64;
+  observed.min = -3.0;
+  observed.max = 4.0;
+  const std::map<std::string, TensorStatistics> statistics = {{"a", observed}};
+  PrecisionSearchOptions options;
+  options.target_cosine = 0.99;
+  options.statistics = &statistics;
+  auto result = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(result->observed_ranges);
+  REQUIRE(result->changes.size() == 1);
+  CHECK(result->changes[0].tensors == std::vector<std::string>{"a"});
+  auto json = precision_json(*result);
+  REQUIRE(json.has_value());
+  auto observed_json = precision_uses_observed_ranges(*json, "precision.json");
+  REQUIRE(observed_json.has_value());
+  CHECK(*observed_json);
+
+  const QuantConfig merged = merge_quant_config(QuantConfig{}, result->overrides);
+  const Model model = mlp();
+  auto retabled = table_for_config(*model.graph, table(true), &merged, &statistics);
+  REQUIRE(retabled.has_value());
+  CHECK(retabled->at("a").dtype == DType::Int16);
+  CHECK(retabled->at("a").scale[0] == static_cast<float>(4.0 / 32767.0));
+  CHECK(retabled->at("a").method == "max");
+  auto kept = table_for_config(*model.graph, table(true), &merged);
+  REQUIRE(kept.has_value());
+  CHECK(kept->at("a").scale[0] == static_cast<float>(300.0 / 32767.0));
+
+  // A search without statistics says so; a precision.json without the key predates it.
+  options.statistics = nullptr;
+  auto plain = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+  REQUIRE(plain.has_value());
+  auto plain_json = precision_json(*plain);
+  REQUIRE(plain_json.has_value());
+  CHECK(plain_json->find("\"ranges\": \"threshold\"") != std::string::npos);
+  CHECK_FALSE(*precision_uses_observed_ranges("{\"overrides\": {}}", "old.json"));
+  CHECK_FALSE(precision_uses_observed_ranges("{\"ranges\": 3}", "bad.json").has_value());
+}
+
 TEST_CASE("precision search: where the platform refuses int16 the node goes to the CPU") {
   Fixture f;
   PrecisionSearchOptions options;
