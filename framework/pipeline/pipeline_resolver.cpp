@@ -108,6 +108,9 @@ const std::vector<HostStage>& host_stages() {
         {"on-miss", OptionType::String, std::string("warn"),
          "when the target is not reached: \"warn\" keeps the best configuration measured, \"error\" fails the stage"},
         {"platform", OptionType::String, std::string(), "the backend's platform option; \"\" = its default"},
+        {"prune", OptionType::Bool, true,
+         "drop the kept changes the target does not need and measure the value after each; false: the shortest "
+         "reaching prefix of the ranking"},
         {"target-cosine", OptionType::Float, 0.99, "without a metric: the output cosine the PTQ model must reach"}},
        {}},
   };

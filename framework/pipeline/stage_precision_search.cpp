@@ -98,6 +98,7 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
   options.limit = std::get<int64_t>(stage.options.at("limit").value);
   options.max_changes = std::get<int64_t>(stage.options.at("max-changes").value);
   options.max_evaluations = std::get<int64_t>(stage.options.at("max-evaluations").value);
+  options.prune = std::get<bool>(stage.options.at("prune").value);
   const std::string on_miss = string_option(stage, "on-miss");
   if (on_miss != "warn" && on_miss != "error")
     return invalid_input(head + ": option 'on-miss' is \"" + on_miss + "\"; allowed: \"warn\", \"error\"");

@@ -461,7 +461,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
                   value_text(best_value) + " with " + std::to_string(best_kept.size()) + " change(s)";
     kept = best_kept;
     value = best_value;
-  } else {
+  } else if (options.prune) {
     // Fewest changes: drop each kept change (latest first) whose removal keeps the target.
     bool dropped = false;
     for (std::size_t i = kept.size(); i-- > 0 && budget_left();) {
@@ -479,7 +479,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   }
   // Values after each change, in order, for what is left: measured where the growth did
   // not (inside a batch, or after pruning), as the evaluation budget allows.
-  for (std::size_t i = 0; i < kept.size() && budget_left(); ++i) {
+  for (std::size_t i = 0; i < kept.size() && options.prune && budget_left(); ++i) {
     if (!std::isnan(kept[i].value_after)) continue;
     const std::vector<PrecisionChange> prefix(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(i + 1));
     QFLOW_ASSIGN_OR_RETURN(kept[i].value_after, evaluate(overrides_of(prefix, false)));

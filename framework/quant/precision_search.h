@@ -36,6 +36,11 @@ struct PrecisionSearchOptions {
   // Models built and run, the plain PTQ model included; <= 0: no limit. The search stops
   // growing, bisecting, pruning or measuring values_after when it is spent.
   int64_t max_evaluations = 0;
+  // Once the target holds: drop every kept change it does not need (one PTQ model per kept
+  // change), then measure value_after where the growth did not (up to one more each).
+  // false: the shortest prefix of the ranking that holds the target is the result, values
+  // after changes inside a measured batch stay unmeasured.
+  bool prune = true;
   // A missed target is an error; otherwise the best configuration measured is the result
   // (reached = false, `miss` says what happened).
   bool error_on_miss = false;

@@ -267,6 +267,36 @@ TEST_CASE("precision search: when int16 is not enough, nodes move to float on th
   for (const PrecisionChange& c : result->changes) CHECK_FALSE(std::isnan(c.value_after));
 }
 
+TEST_CASE("precision search: without pruning the shortest reaching prefix of the ranking is kept") {
+  Fixture f;
+  PrecisionSearchOptions options;
+  options.target_cosine = 0.99966;
+  auto pruned = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(pruned.has_value(), pruned.status().message());
+  options.prune = false;
+  auto prefix = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(prefix.has_value(), prefix.status().message());
+  CHECK(prefix->reached);
+  CHECK(prefix->after >= 0.99966);
+  CHECK(prefix->evaluations < pruned->evaluations);
+  CHECK(prefix->changes.size() >= pruned->changes.size());
+  REQUIRE_FALSE(prefix->changes.empty());
+  CHECK(prefix->changes.back().value_after == prefix->after);
+  // Without the last change the target is missed: the prefix is the shortest.
+  std::vector<PrecisionChange> shorter(prefix->changes.begin(), prefix->changes.end() - 1);
+  QuantConfig overrides;
+  for (const PrecisionChange& c : shorter) {
+    if (c.to == "cpu") overrides.nodes[c.node].quantize = false;
+    if (c.activation) overrides.nodes[c.node].activation_dtype = DType::Int16;
+    if (c.weight) overrides.nodes[c.node].weight_dtype = DType::Int16;
+  }
+  options.target_cosine = 2.0;  // nothing reaches it: the plain value of `overrides` is measured
+  options.max_evaluations = 1;
+  auto shorter_value = search_precision(mlp(), table(true), &overrides, f.dataset, options);
+  REQUIRE(shorter_value.has_value());
+  CHECK(shorter_value->before < 0.99966);
+}
+
 TEST_CASE("precision search: the evaluation budget bounds the work") {
   Fixture f;
   PrecisionSearchOptions options;
