@@ -17,6 +17,27 @@ bool wants_output(const KernelContext& context, std::size_t i) {
   return i < context.outputs.size() && context.node.output(i) != nullptr;
 }
 
+// Mean and population variance of n contiguous values (0 and 0 when n is 0), two passes in
+// double: the statistics of InstanceNormalization, GroupNormalization and LayerNormalization.
+struct MeanVariance {
+  double mean = 0.0;
+  double variance = 0.0;
+};
+
+template <typename T>
+MeanVariance mean_variance(const T* v, int64_t n) {
+  if (n <= 0) return {};
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(v[i]);
+  const double mean = sum / static_cast<double>(n);
+  double sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(v[i]) - mean;
+    sq += d * d;
+  }
+  return {mean, sq / static_cast<double>(n)};
+}
+
 // BatchNormalization -----------------------------------------------------------------------
 
 // Parameters are per channel (C values) or, for the pre-opset-9 `spatial=0` form, per
@@ -182,15 +203,7 @@ Status instance_norm_typed(KernelContext& context, const Tensor& x, const Tensor
       const int64_t c = row % channels;
       const T* src = in + row * inner;
       T* dst = out + row * inner;
-      double sum = 0.0;
-      for (int64_t i = 0; i < inner; ++i) sum += static_cast<double>(src[i]);
-      const double mean = inner > 0 ? sum / static_cast<double>(inner) : 0.0;
-      double sq = 0.0;
-      for (int64_t i = 0; i < inner; ++i) {
-        const double d = static_cast<double>(src[i]) - mean;
-        sq += d * d;
-      }
-      const double var = inner > 0 ? sq / static_cast<double>(inner) : 0.0;
+      const auto [mean, var] = mean_variance(src, inner);
       const double k = static_cast<double>(s[c]) / std::sqrt(var + epsilon);
       for (int64_t i = 0; i < inner; ++i)
         dst[i] = static_cast<T>((static_cast<double>(src[i]) - mean) * k + static_cast<double>(b[c]));
@@ -236,15 +249,8 @@ Status group_norm_typed(KernelContext& context, const Tensor& x, const Tensor& s
       const int64_t g = row % groups;
       const T* src = in + row * span;
       T* dst = out + row * span;
-      double sum = 0.0;
-      for (int64_t i = 0; i < span; ++i) sum += static_cast<double>(src[i]);
-      const double mean = span > 0 ? sum / static_cast<double>(span) : 0.0;
-      double sq = 0.0;
-      for (int64_t i = 0; i < span; ++i) {
-        const double d = static_cast<double>(src[i]) - mean;
-        sq += d * d;
-      }
-      const double inv_std = 1.0 / std::sqrt((span > 0 ? sq / static_cast<double>(span) : 0.0) + epsilon);
+      const auto [mean, var] = mean_variance(src, span);
+      const double inv_std = 1.0 / std::sqrt(var + epsilon);
       for (int64_t c = 0; c < per_group; ++c) {
         const int64_t p = per_channel ? g * per_group + c : g;
         const double k = static_cast<double>(s[p]) * inv_std;
@@ -347,15 +353,7 @@ Status layer_norm_typed(KernelContext& context, const Tensor& x, int64_t axis, f
     for (int64_t row = begin; row < end; ++row) {
       const T* src = in + row * inner;
       T* dst = out + row * inner;
-      double sum = 0.0;
-      for (int64_t i = 0; i < inner; ++i) sum += static_cast<double>(src[i]);
-      const double mean = inner > 0 ? sum / static_cast<double>(inner) : 0.0;
-      double sq = 0.0;
-      for (int64_t i = 0; i < inner; ++i) {
-        const double d = static_cast<double>(src[i]) - mean;
-        sq += d * d;
-      }
-      const double var = inner > 0 ? sq / static_cast<double>(inner) : 0.0;
+      const auto [mean, var] = mean_variance(src, inner);
       const double inv_std = 1.0 / std::sqrt(var + epsilon);
       for (int64_t i = 0; i < inner; ++i) {
         double v = (static_cast<double>(src[i]) - mean) * inv_std *
