@@ -117,8 +117,6 @@ class Evaluator {
 // value_after of a change whose prefix has not been measured (JSON null).
 constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();
 
-bool is_16bit(DType t) { return t == DType::Int16 || t == DType::UInt16; }
-
 bool same_params(const QuantParams& a, const QuantParams& b) {
   return a.dtype == b.dtype && a.scale == b.scale && a.zero_point == b.zero_point && a.axis == b.axis;
 }
@@ -162,11 +160,9 @@ Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& tabl
     if (!spec.quantize || spec.activation_dtype == params.dtype) continue;
     if (params.scale.size() != 1 || params.zero_point.size() != 1)
       return invalid_input("precision: tensor '" + name + "' has per-axis parameters; only per-tensor activations change type");
-    if (statistics && is_16bit(spec.activation_dtype)) {
+    if (statistics && is_16bit_quant(spec.activation_dtype)) {
       if (auto it = statistics->find(name); it != statistics->end() && it->second.count > 0) {
-        const TensorStatistics& observed = it->second;
-        const double magnitude = std::max(std::fabs(observed.min), std::fabs(observed.max));
-        QFLOW_ASSIGN_OR_RETURN(params, activation_params(spec, observed, magnitude, "max", name));
+        QFLOW_ASSIGN_OR_RETURN(params, activation_params(spec, it->second, observed_magnitude(it->second), "max", name));
         continue;
       }
     }
@@ -179,7 +175,7 @@ Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& tabl
     stats.min = (static_cast<double>(range.min) - zp) * scale;
     stats.max = (static_cast<double>(range.max) - zp) * scale;
     const double threshold =
-        params.threshold > 0.0 ? params.threshold : std::max(std::fabs(stats.min), std::fabs(stats.max));
+        params.threshold > 0.0 ? params.threshold : observed_magnitude(stats);
     QFLOW_ASSIGN_OR_RETURN(QuantParams changed,
                            activation_params(spec, stats, threshold, params.method.empty() ? "precision" : params.method, name));
     params = changed;

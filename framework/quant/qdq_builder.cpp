@@ -18,8 +18,6 @@ namespace {
 constexpr int64_t kPerAxisOpset = 13;
 constexpr int64_t k16BitOpset = 21;
 
-bool is_16_bit(DType dtype) { return dtype == DType::Int16 || dtype == DType::UInt16; }
-
 bool is_graph_input(const Graph& graph, const Value* value) {
   return std::find(graph.inputs.begin(), graph.inputs.end(), value) != graph.inputs.end();
 }
@@ -489,7 +487,7 @@ Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantCo
     if (!t->producer() && is_graph_output(graph, t)) continue;
     activations.push_back(t);
     quantized_acts.insert(name);
-    needs_16_bit = needs_16_bit || is_16_bit(params.dtype);
+    needs_16_bit = needs_16_bit || is_16bit_quant(params.dtype);
   }
 
   std::vector<WeightPlan> weights;
@@ -506,7 +504,7 @@ Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantCo
       auto quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range);
       if (!quantized) return quantized.status().with_context(node->op_type() + " '" + node->name() + "'");
       weights.push_back({node, std::move(*quantized), spec.weight_dtype});
-      needs_16_bit = needs_16_bit || is_16_bit(spec.weight_dtype);
+      needs_16_bit = needs_16_bit || is_16bit_quant(spec.weight_dtype);
     }
   }
   for (const auto& [name, shift] : options.bias_shift) {

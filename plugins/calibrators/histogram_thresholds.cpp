@@ -235,8 +235,8 @@ Expected<QuantTable> calibrate_from_histograms(const CalibrationRequest& request
     QFLOW_RETURN_IF_ERROR(check_observed(stats, method, name));
     QFLOW_RETURN_IF_ERROR(check_histogram(stats, method, name));
     const QuantSpec spec = request.spec_for(name);
-    double t = std::max(std::fabs(stats.min), std::fabs(stats.max));
-    if (!is_16bit(spec.activation_dtype)) {
+    double t = observed_magnitude(stats);
+    if (!is_16bit_quant(spec.activation_dtype)) {
       QFLOW_ASSIGN_OR_RETURN(t, threshold(name, stats, spec));
     }
     QFLOW_ASSIGN_OR_RETURN(QuantParams params, activation_params(spec, stats, t, method, name));

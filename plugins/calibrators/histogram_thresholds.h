@@ -88,9 +88,6 @@ double mse_threshold(const std::vector<double>& counts, double range, double qma
 // values ((max - min) / 2: 127.5, 32767.5).
 double error_qmax(const QuantSpec& spec, const TensorStatistics& stats);
 
-// Whether a type has 16 bits (int16, uint16).
-inline bool is_16bit(DType t) { return t == DType::Int16 || t == DType::UInt16; }
-
 // The loop of the histogram calibrators: for every tensor of request.statistics (none is
 // skipped), check_observed() and check_histogram(), then `threshold` (its error is returned
 // as is), then activation_params() under request.spec_for(name). A 16-bit tensor takes its

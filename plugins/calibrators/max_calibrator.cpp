@@ -1,8 +1,6 @@
 // MaxCalibrator: the threshold is the largest finite magnitude; the spec does the rest.
 #include "max_calibrator.h"
 
-#include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "qflow/quant/quant_math.h"
@@ -26,8 +24,8 @@ Expected<QuantTable> MaxCalibrator::calibrate(const CalibrationRequest& request)
   QuantTable table;
   for (const auto& [name, stats] : *request.statistics) {
     QFLOW_RETURN_IF_ERROR(check_observed(stats, "max", name));
-    const double threshold = std::max(std::fabs(stats.min), std::fabs(stats.max));
-    QFLOW_ASSIGN_OR_RETURN(QuantParams params, activation_params(request.spec_for(name), stats, threshold, "max", name));
+    QFLOW_ASSIGN_OR_RETURN(QuantParams params,
+                           activation_params(request.spec_for(name), stats, observed_magnitude(stats), "max", name));
     table.emplace(name, std::move(params));
   }
   return table;

@@ -29,7 +29,7 @@ std::string joined(const std::vector<std::string>& names) {
 // The threshold a built-in method gives with its default options.
 Expected<double> built_in_threshold(const std::string& method, const TensorStatistics& stats, const QuantSpec& spec,
                                     const std::string& what) {
-  if (method == "max") return std::max(std::fabs(stats.min), std::fabs(stats.max));
+  if (method == "max") return observed_magnitude(stats);
   if (method == "percentile") return percentile_threshold(stats.histogram, stats.histogram_range, 99.99);
   if (method == "kl") return kl_tensor_threshold(stats, 128, true, kKlMaxClippedPercent, kMethod, what);
   return mse_threshold(stats.histogram, stats.histogram_range, error_qmax(spec, stats));

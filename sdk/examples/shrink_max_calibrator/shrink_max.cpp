@@ -3,9 +3,7 @@
 // It exists to show the plugin API end to end (component metadata, a typed option, a
 // factory that validates it, registration through QFLOW_PLUGIN); it is not a recommended
 // calibration method. It needs only the min/max a range observer records.
-#include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <memory>
 #include <string>
 
@@ -26,7 +24,7 @@ class ShrinkMaxCalibrator final : public qflow::Calibrator {
     for (const auto& [name, stats] : *request.statistics) {
       // A tensor that never held a finite value has no range to shrink; leave it to others.
       if (stats.count == 0) continue;
-      const double threshold = ratio_ * std::max(std::fabs(stats.min), std::fabs(stats.max));
+      const double threshold = ratio_ * qflow::observed_magnitude(stats);
       // quant_math.h turns a threshold into parameters under the tensor's settings
       // (dtype, symmetric or not, power-of-two scales) from the pipeline's [quantization].
       QFLOW_ASSIGN_OR_RETURN(qflow::QuantParams params,

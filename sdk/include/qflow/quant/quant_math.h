@@ -31,6 +31,13 @@ inline QuantRange quant_range(DType dtype) {
   }
 }
 inline bool is_signed_quant(DType dtype) { return dtype == DType::Int8 || dtype == DType::Int16; }
+inline bool is_16bit_quant(DType dtype) { return dtype == DType::Int16 || dtype == DType::UInt16; }
+
+// The largest finite magnitude observed, max(|min|, |max|): the `max` calibrator's threshold,
+// and every histogram calibrator's at 16 bits.
+inline double observed_magnitude(const TensorStatistics& stats) {
+  return std::max(std::fabs(stats.min), std::fabs(stats.max));
+}
 
 // The largest magnitude a symmetric scale maps to: 127 for int8, 32767 for int16, the
 // unsigned maximum for unsigned types (whose zero point is then 0).
