@@ -36,20 +36,18 @@ Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<st
   const QuantTable* table = qparams_it->second->qparams.get();
   QuantTable adjusted;
   if (auto it = inputs.find("precision"); it != inputs.end()) {
-    QFLOW_ASSIGN_OR_RETURN(const QuantConfig overrides,
-                           precision_overrides_from_json(it->second->bytes, "input 'precision' of " + head));
-    searched = merge_quant_config(config ? *config : QuantConfig{}, overrides);
+    QFLOW_ASSIGN_OR_RETURN(const PrecisionReplay replay,
+                           precision_replay_from_json(it->second->bytes, "input 'precision' of " + head));
+    searched = merge_quant_config(config ? *config : QuantConfig{}, replay.overrides);
     config = &searched;
     // The search measured raised activations with their observed ranges: the model it
     // measured needs the same statistics.
-    QFLOW_ASSIGN_OR_RETURN(const bool observed,
-                           precision_uses_observed_ranges(it->second->bytes, "input 'precision' of " + head));
     const std::map<std::string, TensorStatistics>* statistics = nullptr;
     if (auto stats_it = inputs.find("statistics"); stats_it != inputs.end()) statistics = stats_it->second->statistics.get();
-    if (observed && !statistics)
+    if (replay.observed_ranges && !statistics)
       return invalid_input(head + ": input 'precision' raised activations to their observed ranges; give this stage "
                                   "the same input 'statistics' as the precision search");
-    auto retabled = table_for_config(*model.graph, *table, config, observed ? statistics : nullptr);
+    auto retabled = table_for_config(*model.graph, *table, config, replay.observed_ranges ? statistics : nullptr);
     if (!retabled) return retabled.status().with_context(head);
     adjusted = std::move(*retabled);
     table = &adjusted;

@@ -570,14 +570,19 @@ void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& resul
   json.end_object();
 }
 
-Expected<QuantConfig> precision_overrides_from_json(const std::string& text, const std::string& source) {
+Expected<PrecisionReplay> precision_replay_from_json(const std::string& text, const std::string& source) {
   QFLOW_ASSIGN_OR_RETURN(JsonValue doc, parse_json(text, source));
   const JsonValue* overrides = doc.find("overrides");
   if (!overrides || !overrides->is_object()) return invalid_input(source + ": no \"overrides\" object (not a precision.json)");
-  QuantConfig config;
+  PrecisionReplay replay;
+  if (const JsonValue* ranges = doc.find("ranges")) {
+    if (!ranges->is_string() || (ranges->as_string() != "observed" && ranges->as_string() != "threshold"))
+      return invalid_input(source + ": \"ranges\" is neither \"observed\" nor \"threshold\"");
+    replay.observed_ranges = ranges->as_string() == "observed";
+  }
   for (const auto& [node, entry] : overrides->members()) {
     if (!entry.is_object()) return invalid_input(source + ": overrides of node '" + node + "' are not an object");
-    QuantOverride& o = config.nodes[node];
+    QuantOverride& o = replay.overrides.nodes[node];
     for (const auto& [key, value] : entry.members()) {
       OptionValue option;
       if (value.is_bool()) option = value.as_bool();
@@ -587,17 +592,7 @@ Expected<QuantConfig> precision_overrides_from_json(const std::string& text, con
         return s.with_context(source + ": node '" + node + "'");
     }
   }
-  return config;
-}
-
-Expected<bool> precision_uses_observed_ranges(const std::string& text, const std::string& source) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue doc, parse_json(text, source));
-  const JsonValue* ranges = doc.find("ranges");
-  // Written before raised ranges were recorded: thresholds kept.
-  if (!ranges) return false;
-  if (!ranges->is_string() || (ranges->as_string() != "observed" && ranges->as_string() != "threshold"))
-    return invalid_input(source + ": \"ranges\" is neither \"observed\" nor \"threshold\"");
-  return ranges->as_string() == "observed";
+  return replay;
 }
 
 }  // namespace qflow

@@ -111,10 +111,6 @@ QuantConfig merge_quant_config(const QuantConfig& base, const QuantConfig& overr
 Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& table, const QuantConfig* config,
                                       const std::map<std::string, TensorStatistics>* statistics = nullptr);
 
-// Whether the precision.json `text` was searched with observed ranges (its PTQ model must be
-// built with the same statistics).
-Expected<bool> precision_uses_observed_ranges(const std::string& text, const std::string& source);
-
 // The overrides as `[quantization.node."<name>"]` tables to paste into a pipeline ("" when none).
 std::string precision_overrides_toml(const PrecisionSearchResult& result);
 // precision_overrides.toml: a comment saying what the search reached, then the fragment
@@ -125,7 +121,13 @@ std::string precision_overrides_file(const PrecisionSearchResult& result);
 void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& result);
 // precision.json: write_precision_fields and the TOML fragment.
 Expected<std::string> precision_json(const PrecisionSearchResult& result);
-// The overrides of a precision.json (what the quantize stage merges over [quantization]).
-Expected<QuantConfig> precision_overrides_from_json(const std::string& text, const std::string& source);
+// What the quantize stage takes from a precision.json: the overrides it merges over
+// [quantization], and whether raised activations take their observed ranges (the PTQ model
+// then needs the search's statistics; a file without "ranges" kept thresholds).
+struct PrecisionReplay {
+  QuantConfig overrides;
+  bool observed_ranges = false;
+};
+Expected<PrecisionReplay> precision_replay_from_json(const std::string& text, const std::string& source);
 
 }  // namespace qflow

@@ -90,13 +90,14 @@ TEST_CASE("precision search: the outlier activation goes to int16; replay throug
 
   auto json = precision_json(*result);
   REQUIRE(json.has_value());
-  auto back = precision_overrides_from_json(*json, "precision.json");
+  auto back = precision_replay_from_json(*json, "precision.json");
   REQUIRE_MESSAGE(back.has_value(), back.status().message());
-  CHECK(back->nodes.size() == 1);
-  CHECK(back->nodes.at("mm1").activation_dtype == DType::Int16);
+  CHECK(back->overrides.nodes.size() == 1);
+  CHECK(back->overrides.nodes.at("mm1").activation_dtype == DType::Int16);
+  CHECK_FALSE(back->observed_ranges);
 
   // The replayed table: 'a' recomputed for int16 from its threshold, the rest kept.
-  const QuantConfig merged = merge_quant_config(QuantConfig{}, *back);
+  const QuantConfig merged = merge_quant_config(QuantConfig{}, back->overrides);
   const Model model = mlp();
   auto retabled = table_for_config(*model.graph, table(true), &merged);
   REQUIRE(retabled.has_value());
@@ -124,9 +125,9 @@ TEST_CASE("precision search: with statistics a raised activation takes its obser
   CHECK(result->changes[0].tensors == std::vector<std::string>{"a"});
   auto json = precision_json(*result);
   REQUIRE(json.has_value());
-  auto observed_json = precision_uses_observed_ranges(*json, "precision.json");
-  REQUIRE(observed_json.has_value());
-  CHECK(*observed_json);
+  auto replay = precision_replay_from_json(*json, "precision.json");
+  REQUIRE(replay.has_value());
+  CHECK(replay->observed_ranges);
 
   const QuantConfig merged = merge_quant_config(QuantConfig{}, result->overrides);
   const Model model = mlp();
@@ -146,8 +147,8 @@ TEST_CASE("precision search: with statistics a raised activation takes its obser
   auto plain_json = precision_json(*plain);
   REQUIRE(plain_json.has_value());
   CHECK(plain_json->find("\"ranges\": \"threshold\"") != std::string::npos);
-  CHECK_FALSE(*precision_uses_observed_ranges("{\"overrides\": {}}", "old.json"));
-  CHECK_FALSE(precision_uses_observed_ranges("{\"ranges\": 3}", "bad.json").has_value());
+  CHECK_FALSE(precision_replay_from_json("{\"overrides\": {}}", "old.json")->observed_ranges);
+  CHECK_FALSE(precision_replay_from_json("{\"overrides\": {}, \"ranges\": 3}", "bad.json").has_value());
 }
 
 TEST_CASE("precision search: where the platform refuses int16 the node goes to the CPU") {
@@ -310,10 +311,10 @@ TEST_CASE("precision search: the evaluation budget bounds the work") {
 }
 
 TEST_CASE("precision search: a precision.json without overrides is refused") {
-  auto bad = precision_overrides_from_json("{\"ranking\": []}", "x.json");
+  auto bad = precision_replay_from_json("{\"ranking\": []}", "x.json");
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.status().message().find("not a precision.json") != std::string::npos);
-  auto wrong = precision_overrides_from_json("{\"overrides\": {\"n\": {\"activation-dtype\": \"int4\"}}}", "x.json");
+  auto wrong = precision_replay_from_json("{\"overrides\": {\"n\": {\"activation-dtype\": \"int4\"}}}", "x.json");
   REQUIRE_FALSE(wrong.has_value());
   CHECK(wrong.status().message().find("node 'n'") != std::string::npos);
 }
