@@ -37,8 +37,7 @@ PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.execu
 FASHION_MODEL = os.path.join(ROOT, "models/fashion_mnist/fashion_mnist.onnx")
 FASHION_CALIB = os.path.join(ROOT, "models/fashion_mnist/calib_200.npy")
 PIPELINE = os.path.join(ROOT, "pipelines/bpu_ptq.toml")
-FASHION_SETS = ["model=" + os.path.join(ROOT, "models/fashion_mnist/fashion_mnist.onnx"),
-                "data=" + os.path.join(ROOT, "models/fashion_mnist/calib_200.npy")]
+FASHION_SETS = ["model=" + FASHION_MODEL, "data=" + FASHION_CALIB]
 BENCH_ORT = os.path.join(ROOT, "tools/ort/bench_ort.js")
 GEN_INPUTS = os.path.join(ROOT, "tools/ort/gen_inputs.js")
 

@@ -12,10 +12,11 @@ set -u
 qflow=$1 src=$2 work=$3
 check=$src/tests/hostile/check_outputs.py
 fail() { echo "FAIL killed_runs: $*"; exit 1; }
-run() { "$qflow" run pipelines/bpu_ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx --set data=models/fashion_mnist/calib_200.npy --threads 2 --out "$1" >/dev/null 2>&1; }
+fashion=(--set model=models/fashion_mnist/fashion_mnist.onnx --set data=models/fashion_mnist/calib_200.npy)
+run() { "$qflow" run pipelines/bpu_ptq.toml "${fashion[@]}" --threads 2 --out "$1" >/dev/null 2>&1; }
 # In the background with $pid = qflow's own pid: `run ... &` would give the pid of a subshell,
 # and killing that would leave qflow running and writing into the next run's folder.
-start_run() { "$qflow" run pipelines/bpu_ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx --set data=models/fashion_mnist/calib_200.npy --threads 2 --out "$1" >/dev/null 2>&1 & pid=$!; }
+start_run() { "$qflow" run pipelines/bpu_ptq.toml "${fashion[@]}" --threads 2 --out "$1" >/dev/null 2>&1 & pid=$!; }
 listed() { /usr/bin/python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["stages"]))' "$1/manifest.json" 2>/dev/null || echo none; }
 
 rm -rf "$work" && mkdir -p "$work" || exit 1
