@@ -49,6 +49,35 @@ def two_inputs():
          helper.make_tensor_value_info("out/prod", TensorProto.FLOAT, ["N", 2])], name="two_inputs")
 
 
+def no_inputs():
+    """y = a constant: a model that takes no input."""
+    value = numpy_helper.from_array(np.array([1.5, -2.0], np.float32), "value")
+    return model([helper.make_node("Constant", [], ["y"], name="constant", value=value)], [],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], name="no_inputs")
+
+
+def with_state():
+    """y = x @ w + state with x [1, 3], state [2, 1, 2]: inputs whose first dimensions differ."""
+    w = np.array([[1.0, -0.5], [0.25, 2.0], [-1.0, 0.5]], np.float32)
+    return model(
+        [helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
+         helper.make_node("Add", ["xw", "state"], ["y"], name="add")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3]),
+         helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, 1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 1, 2])],
+        [numpy_helper.from_array(w, "w")], name="with_state"), w
+
+
+def unsorted(sorted_model):
+    """The same model with its nodes listed consumers first: runtimes accept it, the checker not."""
+    m = onnx.ModelProto()
+    m.CopyFrom(sorted_model)
+    nodes = list(m.graph.node)[::-1]
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m
+
+
 def relu_model(nodes, extra_inits=(), input_name="x", output_name="y"):
     return model(nodes, [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, [1, 4])],
                  [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [1, 4])], extra_inits)
@@ -281,9 +310,12 @@ def main():
 
     tiny_n, w, b = tiny("N")
     tiny_1, _, _ = tiny(1)
-    for name, m in (("tiny.onnx", tiny_n), ("tiny_b1.onnx", tiny_1), ("two_inputs.onnx", two_inputs())):
+    state_model, w_state = with_state()
+    for name, m in (("tiny.onnx", tiny_n), ("tiny_b1.onnx", tiny_1), ("two_inputs.onnx", two_inputs()),
+                    ("no_inputs.onnx", no_inputs()), ("with_state.onnx", state_model)):
         onnx.checker.check_model(m, full_check=True)
         onnx.save(m, os.path.join(d, name))
+    onnx.save(unsorted(tiny_n), os.path.join(d, "tiny_unsorted.onnx"))
 
     x = (np.arange(12, dtype=np.float32).reshape(4, 3) - 5.0) / 4.0
     np.save(os.path.join(d, "x_4x3.npy"), x)
@@ -297,6 +329,17 @@ def main():
     np.save(os.path.join(d, "b_2x2.npy"), bb[:2])
     np.save(os.path.join(d, "two_inputs_expected_sum.npy"), a + bb)
     np.save(os.path.join(d, "two_inputs_expected_prod.npy"), a * bb)
+    x1 = x[:1]
+    state = np.array([[[0.5, -1.0]], [[2.0, 0.25]]], np.float32)
+    np.save(os.path.join(d, "x_1x3.npy"), x1)
+    np.save(os.path.join(d, "state_2x1x2.npy"), state)
+    np.save(os.path.join(d, "with_state_expected_y.npy"), (x1 @ w_state + state).astype(np.float32))
+    # --carry y=state over the rows of x_4x3.npy: each run adds its row's product to the last y.
+    carried, ys = state, []
+    for row in x:
+        carried = (row[None, :] @ w_state + carried).astype(np.float32)
+        ys.append(carried)
+    np.save(os.path.join(d, "with_state_carry_expected_y.npy"), np.concatenate(ys, axis=0))
 
     for name, data in bad_models(tiny_n.SerializeToString()).items():
         with open(os.path.join(d, name), "wb") as f:

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "framework/cli/command.h"
+#include "framework/cli/input_batching.h"
 #include "framework/cli/lowered_io.h"
 #include "framework/cli/model_format.h"
 #include "framework/core/file_io.h"
@@ -29,11 +30,14 @@ constexpr std::string_view kDescription =
     "--input FILE binds to the first model input that is not an initializer, a second\n"
     "unnamed --input to the next one, and so on; --input NAME=FILE binds by name.\n\n"
     "An array whose shape matches the input's declared shape (static dimensions equal,\n"
-    "symbolic ones anything) is fed as is. Otherwise its first axis indexes samples: a model\n"
-    "with a fixed first dimension B runs them B at a time (one by one for B = 1). A model with\n"
-    "a symbolic first dimension runs --batch-size samples at a time (default 0: all in one\n"
-    "run). Outputs of several runs are concatenated along their first axis. All batched inputs\n"
-    "must hold the same number of samples.\n\n"
+    "symbolic ones anything) is fed as is, whatever the other inputs hold. An array whose\n"
+    "first dimension is a multiple k > 1 of a fixed first dimension B is a stack of samples,\n"
+    "run B at a time (one by one for B = 1). With --batch-size B > 0, the rows of inputs with a\n"
+    "symbolic first dimension are samples too, run B at a time (default 0: all in one run).\n"
+    "Outputs of several runs are concatenated along their first axis. All inputs split into\n"
+    "runs must hold the same number of samples. A model without inputs takes no --input.\n\n"
+    "--carry OUTPUT=INPUT runs a recurrent model over a stream: each run's OUTPUT is fed to\n"
+    "INPUT in the next run (a VAD's state across audio frames with --batch-size 1).\n\n"
     "A lowered model (MODEL.bc, written by a BPU backend) runs with the fixed-point executor.\n"
     "Its inputs take float32 arrays of their exact shape; an input of batch 1 also takes a\n"
     "stack of samples along the first axis, run one by one. --batch-size and --threads do not\n"
@@ -43,13 +47,6 @@ struct BoundInput {
   const Value* value = nullptr;
   std::string file;
   Tensor tensor;
-};
-
-// How an input's array is split into runs.
-struct InputPlan {
-  bool batched = false;   // false: fed whole to every run
-  int64_t samples = 0;
-  int64_t fixed_chunk = 0;  // > 0 when the model fixes the first dimension
 };
 
 std::string safe_file_name(const std::string& name) {
@@ -63,8 +60,6 @@ std::string safe_file_name(const std::string& name) {
   if (out[0] == '.') out[0] = '_';
   return out;
 }
-
-std::string array_text(const Tensor& t) { return std::string(dtype_name(t.dtype())) + " " + shape_to_string(t.shape()); }
 
 Expected<std::vector<BoundInput>> bind_inputs(const Graph& graph, const std::vector<std::string>& specs) {
   const std::vector<Value*> runtime = graph.runtime_inputs();
@@ -106,101 +101,6 @@ Expected<std::vector<BoundInput>> bind_inputs(const Graph& graph, const std::vec
   return bound;
 }
 
-Expected<InputPlan> plan_input(const BoundInput& in) {
-  const std::optional<ValueType>& type = in.value->type;
-  const Tensor& t = in.tensor;
-  const std::string declared = format_value_type(type);
-  if (type && type->dtype != DType::Undefined && type->dtype != t.dtype())
-    return invalid_input(in.file + ": input '" + in.value->name() + "' expects " + declared + ", the file holds " +
-                         array_text(t));
-  if (!type || !type->shape || type->shape->empty()) return InputPlan{};
-  const std::vector<Dim>& dims = *type->shape;
-  bool trailing_match = dims.size() == static_cast<std::size_t>(t.rank());
-  for (std::size_t i = 1; trailing_match && i < dims.size(); ++i)
-    if (dims[i].value && *dims[i].value != t.shape()[i]) trailing_match = false;
-  if (trailing_match) {
-    const Dim& first = dims[0];
-    if (!first.value) return InputPlan{true, t.dim(0), 0};
-    const int64_t b = *first.value;
-    if (t.dim(0) == b) return InputPlan{true, t.dim(0), b};
-    if (b > 0 && t.dim(0) % b == 0) return InputPlan{true, t.dim(0), b};
-  }
-  const bool stackable = dims[0].value && *dims[0].value > 0;
-  return invalid_input(in.file + ": input '" + in.value->name() + "' expects " + declared +
-                       (stackable ? " (or such arrays stacked along the first axis)" : "") + ", the file holds " +
-                       array_text(t));
-}
-
-// Rows [begin, begin + count) of the first axis, copied.
-Tensor slice_rows(const Tensor& t, int64_t begin, int64_t count) {
-  if (begin == 0 && count == t.dim(0)) return t;
-  Shape shape = t.shape();
-  shape[0] = count;
-  Tensor out(t.dtype(), shape);
-  const std::size_t row_bytes = t.dim(0) ? t.nbytes() / static_cast<std::size_t>(t.dim(0)) : 0;
-  if (out.nbytes() > 0)
-    std::memcpy(out.raw_data(), t.raw_data() + static_cast<std::size_t>(begin) * row_bytes, out.nbytes());
-  return out;
-}
-
-Expected<Tensor> concat_rows(const std::string& name, const std::vector<Tensor>& parts) {
-  if (parts.size() == 1) return parts[0];
-  const Tensor& first = parts[0];
-  int64_t rows = 0;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const Tensor& p = parts[i];
-    const bool same_tail = p.rank() == first.rank() && p.rank() > 0 &&
-                           std::equal(p.shape().begin() + 1, p.shape().end(), first.shape().begin() + 1);
-    if (p.dtype() != first.dtype() || !same_tail)
-      return invalid_input("output '" + name + "' cannot be concatenated along its first axis: run 1 gave " +
-                           array_text(first) + ", run " + std::to_string(i + 1) + " gave " + array_text(p));
-    rows += p.dim(0);
-  }
-  Shape shape = first.shape();
-  shape[0] = rows;
-  QFLOW_ASSIGN_OR_RETURN(Tensor out, Tensor::make(first.dtype(), shape));
-  std::size_t offset = 0;
-  for (const Tensor& p : parts) {
-    if (p.nbytes() > 0) std::memcpy(out.raw_data() + offset, p.raw_data(), p.nbytes());
-    offset += p.nbytes();
-  }
-  return out;
-}
-
-struct RunPlan {
-  int64_t samples = 0;
-  int64_t chunk = 0;  // 0: a single run with everything
-};
-
-Expected<RunPlan> plan_runs(const std::vector<BoundInput>& inputs, const std::vector<InputPlan>& plans,
-                            int64_t batch_size) {
-  RunPlan run;
-  const BoundInput* reference = nullptr;
-  bool any_fixed = false;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!plans[i].batched) continue;
-    if (reference && plans[i].samples != run.samples)
-      return invalid_input("inputs hold different numbers of samples: " + reference->file + " has " +
-                           std::to_string(run.samples) + ", " + inputs[i].file + " has " +
-                           std::to_string(plans[i].samples));
-    if (!reference) {
-      reference = &inputs[i];
-      run.samples = plans[i].samples;
-    }
-    if (plans[i].fixed_chunk > 0) {
-      if (any_fixed && run.chunk != plans[i].fixed_chunk)
-        return unsupported("inputs fix different batch sizes (" + std::to_string(run.chunk) + " and " +
-                           std::to_string(plans[i].fixed_chunk) + ")");
-      any_fixed = true;
-      run.chunk = plans[i].fixed_chunk;
-    }
-  }
-  if (reference && run.samples == 0) return invalid_input(reference->file + " holds no samples");
-  if (!any_fixed) run.chunk = batch_size > 0 ? batch_size : 0;
-  if (run.chunk >= run.samples) run.chunk = 0;
-  return run;
-}
-
 Status write_outputs(const Graph& graph, const std::string& dir, const std::map<std::string, Tensor>& results) {
   std::map<std::string, std::string> file_of;  // file name -> output name
   for (const Value* v : graph.outputs) {
@@ -216,9 +116,33 @@ Status write_outputs(const Graph& graph, const std::string& dir, const std::map<
     const Tensor& t = results.at(v->name());
     const std::string path = (std::filesystem::path(dir) / (safe_file_name(v->name()) + ".npy")).string();
     QFLOW_RETURN_IF_ERROR(write_npy_file(path, t));
-    std::cout << "wrote " << path << " (" << array_text(t) << ")\n";
+    std::cout << "wrote " << path << " (" << format_array_type(t) << ")\n";
   }
   return Status::ok();
+}
+
+// --carry OUTPUT=INPUT pairs, checked: OUTPUT is a graph output, INPUT a bound input fed
+// whole to every run (its file holds the first run's value).
+Expected<std::vector<std::pair<std::string, std::string>>> bind_carries(const Graph& graph,
+                                                                        const std::vector<BoundInput>& inputs,
+                                                                        const std::vector<InputBatching>& plans,
+                                                                        const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, std::string>> carries;
+  for (const std::string& spec : specs) {
+    const std::size_t eq = spec.find('=');
+    if (eq == std::string::npos) return invalid_input("--carry " + spec + ": expected OUTPUT=INPUT");
+    const std::string output = spec.substr(0, eq), input = spec.substr(eq + 1);
+    if (std::none_of(graph.outputs.begin(), graph.outputs.end(), [&](const Value* v) { return v->name() == output; }))
+      return invalid_input("--carry " + spec + ": the model has no output named '" + output + "'");
+    std::size_t i = 0;
+    while (i < inputs.size() && inputs[i].value->name() != input) ++i;
+    if (i == inputs.size()) return invalid_input("--carry " + spec + ": the model has no input named '" + input + "'");
+    if (plans[i].batched)
+      return invalid_input("--carry " + spec + ": input '" + input + "' must be given one value (its declared shape), " +
+                           inputs[i].file + " holds a stack of " + std::to_string(plans[i].samples));
+    carries.emplace_back(output, input);
+  }
+  return carries;
 }
 
 // `qflow infer MODEL.bc`: the lowered model with the executor the .hbm runtime also uses.
@@ -259,17 +183,21 @@ Status run_infer(const std::vector<std::string>& args) {
   options.add_options()
       ("help,h", "show this help")
       ("model", po::value<std::string>()->required(), "the ONNX model (or lowered .bc model) to run")
-      ("input,i", po::value<std::vector<std::string>>()->composing()->required(),
-       "FILE.npy or NAME=FILE.npy; repeat for several inputs")
+      ("input,i", po::value<std::vector<std::string>>()->composing(),
+       "FILE.npy or NAME=FILE.npy; repeat for several inputs (none for a model without inputs)")
       ("output-dir,o", po::value<std::string>()->required(), "folder for the <output-name>.npy files")
       ("batch-size", po::value<int64_t>()->default_value(0),
        "samples per run for models with a symbolic first dimension (0: all at once)")
+      ("carry", po::value<std::vector<std::string>>()->composing(),
+       "OUTPUT=INPUT: each run's OUTPUT feeds INPUT of the next run (recurrent state); the first "
+       "run takes INPUT's file; repeat for several")
       ("threads", po::value<int>()->default_value(0), "worker threads (0: one per core)");
   po::positional_options_description positional;
   positional.add("model", 1);
   QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("infer", args, options, positional));
   if (cmd.help) {
-    print_command_help("infer MODEL --input [NAME=]X.npy [--input ...] --output-dir DIR [--batch-size B] [--threads N]",
+    print_command_help("infer MODEL --input [NAME=]X.npy [--input ...] --output-dir DIR [--batch-size B] "
+                       "[--carry OUTPUT=INPUT ...] [--threads N]",
                        kDescription, options);
     return Status::ok();
   }
@@ -280,20 +208,28 @@ Status run_infer(const std::vector<std::string>& args) {
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   const std::string path = cmd.values["model"].as<std::string>();
+  const std::vector<std::string> input_specs =
+      cmd.values.count("input") ? cmd.values["input"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".bc") == 0) {
-    return run_infer_bc(path, cmd.values["input"].as<std::vector<std::string>>(),
+    return run_infer_bc(path, input_specs,
                         cmd.values["output-dir"].as<std::string>());
   }
   QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_file(path));
   const Graph& graph = *model.graph;
   QFLOW_ASSIGN_OR_RETURN(std::vector<BoundInput> inputs,
-                         bind_inputs(graph, cmd.values["input"].as<std::vector<std::string>>()));
-  std::vector<InputPlan> plans;
+                         bind_inputs(graph, input_specs));
+  std::vector<InputBatching> plans;
+  std::vector<std::string> files;
   for (const BoundInput& in : inputs) {
-    QFLOW_ASSIGN_OR_RETURN(InputPlan plan, plan_input(in));
+    QFLOW_ASSIGN_OR_RETURN(InputBatching plan, plan_input_batching(*in.value, in.tensor, in.file, batch_size > 0));
     plans.push_back(plan);
+    files.push_back(in.file);
   }
-  QFLOW_ASSIGN_OR_RETURN(RunPlan run, plan_runs(inputs, plans, batch_size));
+  QFLOW_ASSIGN_OR_RETURN(const RunBatches run, plan_run_batches(plans, files, batch_size));
+
+  const std::vector<std::string> carry_specs =
+      cmd.values.count("carry") ? cmd.values["carry"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  QFLOW_ASSIGN_OR_RETURN(const auto carries, bind_carries(graph, inputs, plans, carry_specs));
 
   ExecutorOptions executor_options;
   executor_options.threads = threads;
@@ -309,6 +245,8 @@ Status run_infer(const std::vector<std::string>& args) {
       feeds[inputs[i].value->name()] =
           plans[i].batched && runs > 1 ? slice_rows(t, r * chunk, std::min(chunk, run.samples - r * chunk)) : t;
     }
+    for (const auto& [output, input] : carries)
+      if (r > 0) feeds[input] = parts[output].back();
     auto results = executor->run(feeds);
     if (!results) {
       if (runs == 1) return results.status().with_context(path);

@@ -16,6 +16,10 @@ std::string format_value_type(const std::optional<ValueType>& type) {
   return out + "]";
 }
 
+std::string format_array_type(const Tensor& t) {
+  return std::string(dtype_name(t.dtype())) + " " + shape_to_string(t.shape());
+}
+
 void write_value_type_json(JsonWriter& json, const std::optional<ValueType>& type) {
   json.key("dtype");
   if (type && type->dtype != DType::Undefined) json.value(dtype_name(type->dtype));
