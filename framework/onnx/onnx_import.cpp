@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <iostream>
 
 #include <onnx/defs/schema.h>
 
@@ -15,6 +16,7 @@
 #include "framework/core/memory_limit.h"
 #include "framework/onnx/onnx_schemas.h"
 #include "framework/onnx/proto_convert.h"
+#include "framework/onnx/proto_topological_sort.h"
 #include "framework/onnx/tensor_pb.h"
 
 namespace qflow {
@@ -22,6 +24,11 @@ namespace qflow {
 static_assert(std::endian::native == std::endian::little, "ONNX raw_data is little-endian; qflow copies it as is");
 
 namespace {
+
+void warn(const ImportOptions& options, const std::string& line) {
+  if (options.warning) options.warning(line);
+  else std::cerr << "qflow: warning: " << line << std::endl;
+}
 
 // Protobuf cannot parse messages of 2 GiB or more.
 constexpr int64_t kMaxProtoBytes = int64_t{INT_MAX};
@@ -229,11 +236,19 @@ Status graph_from_proto(const onnx::GraphProto& proto, Graph& graph, const Impor
   return Status::ok();
 }
 
-Status run_checker(const onnx::ModelProto& proto, const std::string& source_name) {
+// libonnx's checker. A complaint about a node (an op without a schema, attributes or inputs
+// its schema refuses) is an error: the node's meaning is unknown. Graph and model bookkeeping
+// that runtimes do not enforce (value_info without shapes, initializers missing from an old
+// IR's inputs, ...) is a warning: qflow's own structural check has passed.
+Status run_checker(const onnx::ModelProto& proto, const std::string& source_name, const ImportOptions& options) {
   try {
     check_model_proto(proto);
   } catch (const std::exception& e) {
-    return invalid_input(source_name + ": " + e.what());
+    const std::string message = e.what();
+    const bool about_a_node = message.find("No Op registered") != std::string::npos ||
+                              message.find("Bad node spec") != std::string::npos;
+    if (about_a_node) return invalid_input(source_name + ": " + message);
+    warn(options, source_name + ": the ONNX checker complains, qflow continues: " + message);
   }
   return Status::ok();
 }
@@ -273,6 +288,8 @@ Expected<Model> import_bytes_unguarded(std::string_view bytes, const std::string
   if (!proto.has_graph())
     return invalid_input("'" + source_name + "' is not a valid ONNX model (it has no graph)");
   QFLOW_RETURN_IF_ERROR(check_opset_known(proto, source_name));
+  if (onnx_proto::sort_nodes_topologically(*proto.mutable_graph()))
+    warn(options, source_name + ": nodes were not in topological order; sorted (producers before consumers)");
   auto model = onnx_proto::model_from_proto(proto, options);
   if (!model) return model.status().with_context(source_name);
   // qflow's own structural check runs before libonnx's checker: its messages name the
@@ -280,7 +297,7 @@ Expected<Model> import_bytes_unguarded(std::string_view bytes, const std::string
   // Subgraphs may use values of enclosing graphs, so only the top graph is self-contained.
   Status valid = model->graph->validate();
   if (!valid) return valid.with_context(source_name);
-  if (options.run_checker) QFLOW_RETURN_IF_ERROR(run_checker(proto, source_name));
+  if (options.run_checker) QFLOW_RETURN_IF_ERROR(run_checker(proto, source_name, options));
   return model;
 }
 

@@ -1,6 +1,7 @@
 // ONNX -> qflow IR import (protobuf), with size checks before any allocation.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,9 @@ struct ImportOptions {
   int64_t max_tensor_bytes = memory_limit();
   // Run libonnx's checker on the proto before converting.
   bool run_checker = true;
+  // Told what import repaired or let pass (nodes sorted, checker complaints about graph
+  // bookkeeping), one line each; unset: printed to stderr as "qflow: warning: ...".
+  std::function<void(const std::string&)> warning;
 };
 
 // Reads a .onnx file. Errors name the file and what is wrong (truncated/garbage proto,

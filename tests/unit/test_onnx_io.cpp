@@ -489,3 +489,54 @@ TEST_CASE("onnx_io: shape inference fills missing types and refines declared sym
   CHECK(status.code() == StatusCode::InvalidInput);
   CHECK(status.message().find("No Op registered for NoSuchOp") != std::string::npos);
 }
+
+TEST_CASE("onnx_io: nodes out of order are sorted and checker bookkeeping complaints are warnings") {
+  Pb init = tensor("w", {1}, 1);
+  init.bytes(kRawData, std::string(4, '\0'));
+  std::vector<std::string> warnings;
+  ImportOptions options;
+  options.warning = [&warnings](const std::string& line) { warnings.push_back(line); };
+
+  SUBCASE("a consumer listed before its producer") {
+    Pb dim;
+    dim.varint(1, 1);
+    Pb shape;
+    shape.message(1, dim);
+    Pb tensor_type;
+    tensor_type.varint(1, 1).message(2, shape);
+    Pb type;
+    type.message(1, tensor_type);
+    Pb out_info;
+    out_info.bytes(1, "y").message(2, type);
+    Pb consumer, producer;
+    consumer.bytes(1, "t").bytes(2, "y").bytes(3, "second").bytes(4, "Identity");
+    producer.bytes(1, "w").bytes(2, "t").bytes(3, "first").bytes(4, "Identity");
+    Pb graph;
+    graph.message(1, consumer).message(1, producer).bytes(2, "g").message(5, init).message(12, out_info);
+    Pb opset;
+    opset.varint(2, 17);
+    Pb model;
+    model.varint(1, 8).message(8, opset).message(7, graph);
+    auto imported = import_onnx_bytes(model.str(), "unsorted.onnx", options);
+    REQUIRE_MESSAGE(imported, imported.status().message());
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0] == "unsorted.onnx: nodes were not in topological order; sorted (producers before consumers)");
+    CHECK(imported->graph->nodes().front()->name() == "first");
+  }
+  SUBCASE("a graph output without a type") {
+    Pb out_info;
+    out_info.bytes(1, "y");
+    Pb node;
+    node.bytes(1, "w").bytes(2, "y").bytes(4, "Identity");
+    Pb graph;
+    graph.message(1, node).bytes(2, "g").message(5, init).message(12, out_info);
+    Pb opset;
+    opset.varint(2, 17);
+    Pb model;
+    model.varint(1, 8).message(8, opset).message(7, graph);
+    auto imported = import_onnx_bytes(model.str(), "untyped.onnx", options);
+    REQUIRE_MESSAGE(imported, imported.status().message());
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].rfind("untyped.onnx: the ONNX checker complains, qflow continues: ", 0) == 0);
+  }
+}
