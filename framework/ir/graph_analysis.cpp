@@ -7,6 +7,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/strong_components.hpp>
 
+#include "qflow/ir/captured_values.h"
 #include "qflow/ir/graph.h"
 
 namespace qflow {
@@ -58,11 +59,20 @@ Expected<std::vector<Node*>> Graph::topological_order() const {
     index[n.get()] = all.size();
     all.push_back(n.get());
   }
+  // Edges producer -> user, one per input slot, and one per value a subgraph of the user
+  // captures (an If branch reading an outer value runs after that value's producer).
+  std::vector<std::vector<std::size_t>> users(all.size());
   std::vector<int> pending(all.size(), 0);
+  auto add_edge = [&](const Value* v, std::size_t user) {
+    if (!v || !v->producer()) return;
+    auto it = index.find(v->producer());
+    if (it == index.end()) return;
+    users[it->second].push_back(user);
+    ++pending[user];
+  };
   for (std::size_t i = 0; i < all.size(); ++i) {
-    for (const Value* in : all[i]->inputs()) {
-      if (in && in->producer() && index.count(in->producer())) ++pending[i];
-    }
+    for (const Value* in : all[i]->inputs()) add_edge(in, i);
+    for (const std::string& name : captured_value_names(*all[i])) add_edge(find_value(name), i);
   }
   // Min-heap on insertion index keeps the order stable and deterministic.
   std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
@@ -74,13 +84,8 @@ Expected<std::vector<Node*>> Graph::topological_order() const {
     const std::size_t i = ready.top();
     ready.pop();
     order.push_back(const_cast<Node*>(all[i]));
-    for (const Value* out : all[i]->outputs()) {
-      if (!out) continue;
-      for (const auto& [user, slot] : out->uses()) {
-        auto it = index.find(user);
-        if (it != index.end() && --pending[it->second] == 0) ready.push(it->second);
-      }
-    }
+    for (std::size_t user : users[i])
+      if (--pending[user] == 0) ready.push(user);
   }
   if (order.size() != all.size()) {
     const auto cycle = nodes_on_cycle(all, index);

@@ -10,6 +10,8 @@
 #include <unordered_set>
 
 #include "framework/core/thread_pool.h"
+#include "qflow/ir/captured_values.h"
+#include "framework/runtime/kernels/control_flow.h"
 #include "framework/runtime/tensor_arena.h"
 
 namespace qflow {
@@ -190,7 +192,8 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
   std::unique_ptr<Executor> executor(new Executor(model, options));
   Executor& ex = *executor;
   const Graph& graph = *model.graph;
-  QFLOW_RETURN_IF_ERROR(graph.validate());
+  // A subgraph reads values no node of its own makes: its enclosing graph checked them.
+  if (!options.subgraph) QFLOW_RETURN_IF_ERROR(graph.validate());
   QFLOW_ASSIGN_OR_RETURN(ex.order_, graph.topological_order());
   ex.pool_ = std::make_unique<ThreadPool>(std::max(1, options.threads));
 
@@ -204,6 +207,16 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
     return it->second;
   };
   for (const Value* v : graph.initializer_order()) slot_of(v);
+  // Outer values get slots like inputs; one read only by a nested subgraph has no Value here.
+  for (const std::string& name : options.outer_values) {
+    if (const Value* v = graph.find_value(name)) {
+      ex.outer_slots_[name] = slot_of(v);
+    } else {
+      ex.outer_slots_[name] = static_cast<int>(ex.slot_values_.size());
+      ex.slot_values_.push_back(nullptr);
+      ex.constants_.push_back(nullptr);
+    }
+  }
   std::unordered_set<int> overridable;
   for (const Value* v : graph.inputs)
     if (graph.is_initializer(v)) overridable.insert(slot_of(v));
@@ -235,7 +248,24 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
       if (slot >= 0 && (!constant || overridable.count(slot))) all_constant = false;
     }
     for (const Value* out : node->outputs()) step.outputs.push_back(out ? slot_of(out) : -1);
-    auto kernel = (*factory)(*node, opset, constants);
+    for (const std::string& name : captured_value_names(*node)) {
+      int slot = -1;
+      if (const Value* v = graph.find_value(name); v && (v->producer() || graph.is_initializer(v) ||
+                                                         std::find(graph.inputs.begin(), graph.inputs.end(), v) !=
+                                                             graph.inputs.end())) {
+        slot = slot_of(v);
+      } else if (auto it = ex.outer_slots_.find(name); it != ex.outer_slots_.end()) {
+        slot = it->second;
+      } else {
+        return invalid_input("a subgraph of " + node->op_type() + " '" + node->name() + "' reads '" + name +
+                             "', which no enclosing graph defines");
+      }
+      step.captured.emplace_back(name, slot);
+      all_constant = false;
+    }
+    // Control flow builds its subgraphs' executors with this model's opsets and registry.
+    auto kernel = is_control_flow(*node) ? make_control_flow_kernel(*node, model.opset_imports, registry)
+                                         : (*factory)(*node, opset, constants);
     if (!kernel) return kernel.status();
     step.kernel = std::move(kernel).value();
 
@@ -269,6 +299,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
   for (std::size_t s = 0; s < ex.steps_.size(); ++s) {
     for (int slot : ex.steps_[s].inputs)
       if (slot >= 0) last_use[static_cast<std::size_t>(slot)] = static_cast<int>(s);
+    for (const auto& [name, slot] : ex.steps_[s].captured) last_use[static_cast<std::size_t>(slot)] = static_cast<int>(s);
     // Outputs nobody reads die at the end of the step that made them.
     for (int slot : ex.steps_[s].outputs)
       if (slot >= 0 && last_use[static_cast<std::size_t>(slot)] < 0) last_use[static_cast<std::size_t>(slot)] = static_cast<int>(s);
@@ -303,7 +334,8 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
   std::unordered_map<const Node*, std::size_t> step_of;
   for (std::size_t s = 0; s < order_.size(); ++s) step_of[order_[s]] = s;
   std::unordered_map<const Value*, int> slot_of;
-  for (std::size_t slot = 0; slot < slot_values_.size(); ++slot) slot_of.emplace(slot_values_[slot], static_cast<int>(slot));
+  for (std::size_t slot = 0; slot < slot_values_.size(); ++slot)
+    if (slot_values_[slot]) slot_of.emplace(slot_values_[slot], static_cast<int>(slot));
   const std::unordered_set<int> keep(keep_.begin(), keep_.end());
   const std::unordered_set<int> overridable(overridable_.begin(), overridable_.end());
   const ConstantOf constant_of = [&](const Value* v) -> const Tensor* {
@@ -444,7 +476,8 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
   std::vector<Tensor> env(slot_values_.size());
 
   for (const auto& [name, tensor] : inputs) {
-    const bool known = std::any_of(input_slots_.begin(), input_slots_.end(),
+    const bool known = outer_slots_.count(name) ||
+                       std::any_of(input_slots_.begin(), input_slots_.end(),
                                    [&name](const auto& in) { return in.first->name() == name; });
     if (!known) {
       std::string names;
@@ -458,8 +491,13 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
       if (graph.is_initializer(v)) continue;
       return invalid_input("input '" + v->name() + "' was not given");
     }
-    QFLOW_RETURN_IF_ERROR(check_input(*v, it->second));
+    if (!options_.subgraph) QFLOW_RETURN_IF_ERROR(check_input(*v, it->second));
     if (slot >= 0) env[static_cast<std::size_t>(slot)] = it->second;
+  }
+  for (const auto& [name, slot] : outer_slots_) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) return invalid_input("outer value '" + name + "' was not given");
+    env[static_cast<std::size_t>(slot)] = it->second;
   }
 
   // The run borrows an arena; on every way out, after the results were taken, the run's own
@@ -520,6 +558,12 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
       else
         return internal_error("value '" + slot_values_[at]->name() + "' needed by node '" + node.name() +
                               "' was not computed");
+    }
+    for (const auto& [name, slot] : step.captured) {
+      const std::size_t at = static_cast<std::size_t>(slot);
+      const Tensor* t = !env[at].empty() ? &env[at] : constants_[at];
+      if (!t) return internal_error("value '" + name + "' captured by node '" + node.name() + "' was not computed");
+      context.captured.emplace_back(name, t);
     }
     context.outputs.resize(step.outputs.size());
     const bool fuse = step.fusion && !hook;

@@ -25,6 +25,12 @@ struct ExecutorOptions {
   int threads = 1;
   // Values to keep beyond the graph outputs (e.g. for debugging); others are freed early.
   std::vector<std::string> extra_outputs;
+  // Set for a subgraph (an If branch, a Loop or Scan body). Its inputs are not checked
+  // against declared types (bodies often declare other shapes than the spec feeds them: a
+  // [1] iteration count for the scalar), and `outer_values`, the values it reads from
+  // enclosing graphs (captured_value_names), are given to run() among the inputs.
+  bool subgraph = false;
+  std::vector<std::string> outer_values;
 };
 
 class Executor {
@@ -68,6 +74,8 @@ class Executor {
     std::vector<int> inputs;   // slot per node input, -1 when absent
     std::vector<int> outputs;  // slot per node output, -1 when absent
     std::vector<int> frees;    // slots whose last use is this step
+    // Values of this graph the node's subgraphs read: name and slot, handed to the kernel.
+    std::vector<std::pair<std::string, int>> captured;
     std::optional<std::vector<Tensor>> folded;  // outputs computed by create()
     std::optional<Fusion> fusion;
   };
@@ -86,6 +94,7 @@ class Executor {
   std::vector<int> overridable_;             // slots of initializers that are also graph inputs
   std::vector<int> keep_;                    // slots returned by run()
   std::vector<std::pair<const Value*, int>> input_slots_;  // graph input -> slot, -1 when unread
+  std::map<std::string, int> outer_slots_;                 // outer value -> slot, -1 when unread
   std::unique_ptr<ThreadPool> pool_;
   // Arenas of finished runs: concurrent runs each take their own, so buffers survive
   // from one run to the next without being shared by two.

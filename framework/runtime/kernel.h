@@ -72,6 +72,8 @@ struct KernelContext {
   bool epilogue_applied = false;
   // Buffers of dead values of this run, or null (then allocate() makes fresh tensors).
   TensorArena* arena = nullptr;
+  // Values of enclosing graphs the node's subgraphs read (If/Loop/Scan), by name.
+  std::vector<std::pair<std::string, const Tensor*>> captured = {};
 
   std::size_t input_count() const { return inputs.size(); }
   // Input i or nullptr when absent or out of range.

@@ -61,6 +61,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_contrib_kernels(r);
     register_sampling_kernels(r);
     register_signal_kernels(r);
+    register_control_flow_kernels(r);
     return r;
   }();
   return registry;

@@ -56,5 +56,6 @@ void register_quant_kernels(KernelRegistry& registry);
 void register_contrib_kernels(KernelRegistry& registry);
 void register_sampling_kernels(KernelRegistry& registry);
 void register_signal_kernels(KernelRegistry& registry);
+void register_control_flow_kernels(KernelRegistry& registry);
 
 }  // namespace qflow

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "qflow/interpreter.h"
+#include "qflow/ir/captured_values.h"
 
 namespace qflow {
 
@@ -28,20 +29,6 @@ bool has_subgraph(const Node& node) {
 
 bool contains(const std::vector<Value*>& values, const Value* v) {
   return std::find(values.begin(), values.end(), v) != values.end();
-}
-
-void collect_names(const Graph& graph, std::set<std::string>& names) {
-  for (const auto& node : graph.nodes()) {
-    for (const Value* v : node->inputs())
-      if (v) names.insert(v->name());
-    for (const Attribute& attr : node->attributes()) {
-      if (attr.g) collect_names(*attr.g, names);
-      for (const auto& g : attr.graphs)
-        if (g) collect_names(*g, names);
-    }
-  }
-  for (const Value* v : graph.outputs)
-    if (v) names.insert(v->name());
 }
 
 // Size of the result known before running the node, or -1: a guard against evaluating
@@ -110,11 +97,7 @@ namespace folding {
 std::set<std::string> subgraph_referenced_names(const Graph& graph) {
   std::set<std::string> names;
   for (const auto& node : graph.nodes())
-    for (const Attribute& attr : node->attributes()) {
-      if (attr.g) collect_names(*attr.g, names);
-      for (const auto& g : attr.graphs)
-        if (g) collect_names(*g, names);
-    }
+    for (std::string& name : captured_value_names(*node)) names.insert(std::move(name));
   return names;
 }
 

@@ -7,43 +7,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "qflow/ir/captured_values.h"
+
 namespace qflow {
 
 namespace {
-
-// Names a subgraph reads from enclosing scopes: used values it neither produces, takes as
-// an input nor holds as an initializer, including those its own nested subgraphs read.
-void collect_outer_references(const Graph& graph, std::set<std::string>& names);
-
-void collect_node_outer_references(const Node& node, std::set<std::string>& names) {
-  for (const Attribute& attr : node.attributes()) {
-    if (attr.g) collect_outer_references(*attr.g, names);
-    for (const auto& g : attr.graphs)
-      if (g) collect_outer_references(*g, names);
-  }
-}
-
-void collect_outer_references(const Graph& graph, std::set<std::string>& names) {
-  std::set<std::string> inner;
-  for (const auto& node : graph.nodes()) {
-    for (const Value* v : node->inputs())
-      if (v && !v->producer() && !graph.is_initializer(v) &&
-          std::find(graph.inputs.begin(), graph.inputs.end(), v) == graph.inputs.end())
-        names.insert(v->name());
-    collect_node_outer_references(*node, inner);
-  }
-  for (const Value* v : graph.outputs)
-    if (v && !v->producer() && !graph.is_initializer(v) &&
-        std::find(graph.inputs.begin(), graph.inputs.end(), v) == graph.inputs.end())
-      names.insert(v->name());
-  // A nested body's outer reference may be satisfied here; only the rest escapes further.
-  for (const std::string& name : inner) {
-    const Value* v = graph.find_value(name);
-    const bool defined_here = v && (v->producer() || graph.is_initializer(v) ||
-                                    std::find(graph.inputs.begin(), graph.inputs.end(), v) != graph.inputs.end());
-    if (!defined_here) names.insert(name);
-  }
-}
 
 struct Liveness {
   std::unordered_set<const Node*> live_nodes;
@@ -60,9 +28,7 @@ Liveness compute_liveness(const Graph& graph) {
     if (!producer || !result.live_nodes.insert(producer).second) continue;
     for (const Value* in : producer->inputs())
       if (in) work.push_back(in);
-    std::set<std::string> refs;
-    collect_node_outer_references(*producer, refs);
-    for (const std::string& name : refs) {
+    for (const std::string& name : captured_value_names(*producer)) {
       result.subgraph_references.insert(name);
       if (const Value* v = graph.find_value(name)) work.push_back(v);
     }
