@@ -62,6 +62,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_sampling_kernels(r);
     register_signal_kernels(r);
     register_control_flow_kernels(r);
+    register_rnn_kernels(r);
     return r;
   }();
   return registry;

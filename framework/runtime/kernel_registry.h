@@ -57,5 +57,6 @@ void register_contrib_kernels(KernelRegistry& registry);
 void register_sampling_kernels(KernelRegistry& registry);
 void register_signal_kernels(KernelRegistry& registry);
 void register_control_flow_kernels(KernelRegistry& registry);
+void register_rnn_kernels(KernelRegistry& registry);
 
 }  // namespace qflow
