@@ -34,7 +34,7 @@ Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<st
   const QuantConfig* config = context.quantization;
   QuantConfig searched;
   const QuantTable* table = qparams_it->second->qparams.get();
-  QuantTable adjusted;
+  const std::map<std::string, TensorStatistics>* observed = nullptr;
   if (auto it = inputs.find("precision"); it != inputs.end()) {
     QFLOW_ASSIGN_OR_RETURN(const PrecisionReplay replay,
                            precision_replay_from_json(it->second->bytes, "input 'precision' of " + head));
@@ -47,11 +47,14 @@ Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<st
     if (replay.observed_ranges && !statistics)
       return invalid_input(head + ": input 'precision' raised activations to their observed ranges; give this stage "
                                   "the same input 'statistics' as the precision search");
-    auto retabled = table_for_config(*model.graph, *table, config, replay.observed_ranges ? statistics : nullptr);
-    if (!retabled) return retabled.status().with_context(head);
-    adjusted = std::move(*retabled);
-    table = &adjusted;
+    if (replay.observed_ranges) observed = statistics;
   }
+  // Entries whose type the settings change (searched raises; a loaded table's uint8 where
+  // the settings ask for int8) are recomputed for it; the rest are kept as they are.
+  auto retabled = table_for_config(*model.graph, *table, config, observed);
+  if (!retabled) return retabled.status().with_context(head);
+  const QuantTable adjusted = std::move(*retabled);
+  table = &adjusted;
 
   QdqOptions options;
   options.weights = weights;

@@ -166,6 +166,15 @@ Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& tabl
         continue;
       }
     }
+    // Same width, other signedness, asymmetric: the same grid with the zero point moved
+    // (uint8 zp -> int8 zp - 128), so a learned scale is kept exactly (a QAT export's uint8
+    // activations on a platform that takes int8).
+    const QuantRange from = quant_range(params.dtype), to = quant_range(spec.activation_dtype);
+    if (!spec.symmetric && from.max - from.min == to.max - to.min) {
+      params.zero_point[0] += to.min - from.min;
+      params.dtype = spec.activation_dtype;
+      continue;
+    }
     const QuantRange range = quant_range(params.dtype);
     const double scale = params.scale[0];
     const auto zp = static_cast<double>(params.zero_point[0]);

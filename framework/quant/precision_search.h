@@ -106,8 +106,10 @@ QuantConfig merge_quant_config(const QuantConfig& base, const QuantConfig& overr
 // than the entry has is recomputed for that dtype. Raised to 16 bits with `statistics` given,
 // it takes the tensor's observed range, as every histogram calibrator does at 16 bits
 // (docs/calibrators.md): the clipping an 8-bit threshold trades for resolution is the larger
-// error at 16 bits. Otherwise it keeps its threshold (symmetric) or the range it represents
-// (asymmetric). Other entries are kept.
+// error at 16 bits. An asymmetric spec of the same width and other signedness keeps the
+// scale and moves the zero point (uint8 z -> int8 z - 128: the same values). Otherwise it
+// keeps its threshold (symmetric) or the range it represents (asymmetric). Other entries
+// are kept.
 Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& table, const QuantConfig* config,
                                       const std::map<std::string, TensorStatistics>* statistics = nullptr);
 

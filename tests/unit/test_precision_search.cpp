@@ -338,4 +338,32 @@ TEST_CASE("precision: merged overrides keep every key the base or the overrides 
   CHECK(spec.power_of_two);
 }
 
+TEST_CASE("table_for_config: uint8 entries become asymmetric int8 with the same scale, the zero point moved") {
+  // A QAT export's uint8 activation (zero point 73) on settings that ask for asymmetric int8.
+  QuantParams u8;
+  u8.dtype = DType::UInt8;
+  u8.scale = {0.0111f};
+  u8.zero_point = {73};
+  u8.method = "load";
+  QuantTable loaded = table(false);
+  loaded["a"] = u8;
+  QuantConfig asymmetric;
+  asymmetric.model.activation_dtype = DType::Int8;
+  asymmetric.model.symmetric = false;
+  const Model model = mlp();
+  auto retabled = table_for_config(*model.graph, loaded, &asymmetric);
+  REQUIRE_MESSAGE(retabled.has_value(), retabled.status().message());
+  const QuantParams& a = retabled->at("a");
+  CHECK(a.dtype == DType::Int8);
+  CHECK(a.scale == u8.scale);
+  CHECK(a.zero_point == std::vector<int64_t>{73 - 128});
+  // Symmetric settings cannot keep the grid: the range the entry represents is re-fitted.
+  QuantConfig symmetric;
+  auto refit = table_for_config(*model.graph, loaded, &symmetric);
+  REQUIRE(refit.has_value());
+  CHECK(refit->at("a").dtype == DType::Int8);
+  CHECK(refit->at("a").zero_point == std::vector<int64_t>{0});
+  CHECK(refit->at("a").scale != u8.scale);
+}
+
 }  // namespace qflow
