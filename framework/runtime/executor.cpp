@@ -11,6 +11,7 @@
 
 #include "framework/core/thread_pool.h"
 #include "qflow/ir/captured_values.h"
+#include "framework/runtime/half_precision.h"
 #include "framework/runtime/kernels/control_flow.h"
 #include "framework/runtime/tensor_arena.h"
 
@@ -46,6 +47,13 @@ Status check_input(const Value& value, const Tensor& tensor) {
     if (!ok) return invalid_input("input '" + value.name() + "' expects " + describe(type) + ", got " + got);
   }
   return Status::ok();
+}
+
+// Computes `node` with `kernel`; half-precision inputs go through float32 where the op
+// computes (half_precision.h).
+Status compute_node(const Kernel& kernel, const Node& node, KernelContext& context) {
+  const DType half = computes_half_in_float32(node) ? half_type_of(context.inputs) : DType::Undefined;
+  return half == DType::Undefined ? kernel.compute(context) : compute_through_float32(kernel, context, half);
 }
 
 bool is_default_domain(const Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
@@ -263,9 +271,14 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
       step.captured.emplace_back(name, slot);
       all_constant = false;
     }
+    // A kernel that computes half-precision values through float32 is built on float32
+    // copies of its half constants (prepacked weights).
+    std::vector<Tensor> widened;
+    const std::vector<const Tensor*> factory_constants =
+        computes_half_in_float32(*node) ? widen_half(constants, widened) : constants;
     // Control flow builds its subgraphs' executors with this model's opsets and registry.
     auto kernel = is_control_flow(*node) ? make_control_flow_kernel(*node, model.opset_imports, registry)
-                                         : (*factory)(*node, opset, constants);
+                                         : (*factory)(*node, opset, factory_constants);
     if (!kernel) return kernel.status();
     step.kernel = std::move(kernel).value();
 
@@ -276,7 +289,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
     if (all_constant && fixed && is_default_domain(*node) && !is_random(*node)) {
       KernelContext context{*node, opset, constants, {}, ex.pool_.get()};
       context.outputs.resize(node->outputs().size());
-      bool complete = step.kernel->compute(context).is_ok();
+      bool complete = compute_node(*step.kernel, *node, context).is_ok();
       for (std::size_t i = 0; complete && i < step.outputs.size(); ++i)
         if (step.outputs[i] >= 0 && context.outputs[i].empty()) complete = false;
       if (complete) step.folded = std::move(context.outputs);
@@ -568,7 +581,7 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
     context.outputs.resize(step.outputs.size());
     const bool fuse = step.fusion && !hook;
     if (fuse) context.epilogue = &step.fusion->epilogue;
-    QFLOW_RETURN_IF_ERROR(step.kernel->compute(context));
+    QFLOW_RETURN_IF_ERROR(compute_node(*step.kernel, node, context));
     for (std::size_t i = 0; i < step.outputs.size(); ++i)
       if (step.outputs[i] >= 0 && context.outputs[i].empty())
         return internal_error(node.op_type() + " '" + node.name() + "' did not produce output " + std::to_string(i));
