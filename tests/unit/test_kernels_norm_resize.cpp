@@ -60,6 +60,40 @@ TEST_CASE("Resize bilinear 2x2 -> 4x4 align_corners from sizes") {
               {1, 1 + t, 1 + 2 * t, 2, 1 + 2 * t, 2, 2 + t, 2 + 2 * t, 2 + t, 2 + 2 * t, 3, 3 + t, 3, 3 + t, 3 + 2 * t, 4});
 }
 
+TEST_CASE("Resize bilinear float32 rounds as one float sum of four weighted neighbours") {
+  // 3x5 -> 7x9 half_pixel, values with long mantissas: the result must equal, bit for bit,
+  // float weights from float coordinates (0.5 each where both taps are the border) summed
+  // in the order x11, x21, x12, x22 (what ONNX Runtime computes), not a double evaluation.
+  std::vector<float> values;
+  for (int i = 0; i < 15; ++i) values.push_back(0.1f + 1.7f * static_cast<float>(i) / 3.0f);
+  auto spec = resize_node(floats({1, 1, 3, 5}, values), Tensor(), int64s({4}, {1, 1, 7, 9}),
+                          {Attribute::make_string("mode", "linear")});
+  const Tensor y = run_one(spec);
+  auto taps = [](int64_t o, int64_t in_len, int64_t out_len, int64_t& i1, int64_t& i2, float& w1, float& w2) {
+    const float scale = static_cast<float>(out_len) / static_cast<float>(in_len);
+    float in = (static_cast<float>(o) + 0.5f) / scale - 0.5f;
+    in = std::max(0.0f, std::min(in, static_cast<float>(in_len - 1)));
+    i1 = std::min(static_cast<int64_t>(in), in_len - 1);
+    i2 = std::min(i1 + 1, in_len - 1);
+    w1 = std::fabs(in - static_cast<float>(i2));
+    w2 = std::fabs(in - static_cast<float>(i1));
+    if (i1 == i2) w1 = w2 = 0.5f;
+  };
+  for (int64_t oy = 0; oy < 7; ++oy) {
+    for (int64_t ox = 0; ox < 9; ++ox) {
+      int64_t y1, y2, x1, x2;
+      float dy1, dy2, dx1, dx2;
+      taps(oy, 3, 7, y1, y2, dy1, dy2);
+      taps(ox, 5, 9, x1, x2, dx1, dx2);
+      const float expected = dx1 * dy1 * values[static_cast<std::size_t>(y1 * 5 + x1)] +
+                             dx2 * dy1 * values[static_cast<std::size_t>(y1 * 5 + x2)] +
+                             dx1 * dy2 * values[static_cast<std::size_t>(y2 * 5 + x1)] +
+                             dx2 * dy2 * values[static_cast<std::size_t>(y2 * 5 + x2)];
+      CHECK(y.data<float>()[oy * 9 + ox] == expected);
+    }
+  }
+}
+
 TEST_CASE("Resize nearest rounding modes on ties") {
   // asymmetric 3 -> 6 puts every odd output exactly halfway between two inputs.
   const std::vector<std::pair<std::string, std::vector<float>>> cases = {

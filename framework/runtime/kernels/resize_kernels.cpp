@@ -271,6 +271,92 @@ struct Request {
   std::vector<double> roi;  // starts then ends, one pair per axis
 };
 
+// float32 bilinear of a [H, W] or [N, C, H, W] input whose N and C are unchanged, computed in
+// float as ONNX Runtime computes it: float coordinates and weights (both taps weigh 0.5 at
+// the border), then one sum of the four weighted neighbours in a fixed order. The separable
+// double path above rounds differently in the last bit, which a dynamically quantized model
+// (each DynamicQuantizeLinear scales by a tensor's max) amplifies into visible differences.
+bool bilinear_in_float(const ResizeParams& p, const Tensor& x, const Request& r) {
+  if (p.mode != Mode::Linear || x.dtype() != DType::Float32) return false;
+  if (p.coord != Coord::HalfPixel && p.coord != Coord::Asymmetric && p.coord != Coord::PytorchHalfPixel &&
+      p.coord != Coord::AlignCorners)
+    return false;
+  const int64_t rank = x.rank();
+  if (rank != 2 && rank != 4) return false;
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (r.out_shape[static_cast<std::size_t>(d)] != x.dim(d)) return false;
+  // A floored output length (scales that do not divide it) keeps the operator's fractional
+  // width in align_corners; only the general path knows it.
+  for (int64_t d = rank - 2; d < rank; ++d)
+    if (r.widths[static_cast<std::size_t>(d)] != static_cast<double>(r.out_shape[static_cast<std::size_t>(d)]))
+      return false;
+  return true;
+}
+
+// One axis of bilinear_in_float: the two input positions (times `stride`) and their weights.
+struct FloatTaps {
+  std::vector<int64_t> first, second;
+  std::vector<float> w_first, w_second;
+};
+
+FloatTaps float_taps(Coord coord, int64_t in_len, int64_t out_len, float scale, int64_t stride) {
+  FloatTaps t;
+  for (int64_t o = 0; o < out_len; ++o) {
+    const float of = static_cast<float>(o);
+    float in = of;
+    if (scale != 1.0f) {
+      switch (coord) {
+        case Coord::Asymmetric: in = of / scale; break;
+        case Coord::PytorchHalfPixel: in = out_len > 1 ? (of + 0.5f) / scale - 0.5f : 0.0f; break;
+        case Coord::AlignCorners:
+          in = out_len == 1 ? 0.0f : of * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
+          break;
+        default: in = (of + 0.5f) / scale - 0.5f; break;
+      }
+    }
+    in = std::max(0.0f, std::min(in, static_cast<float>(in_len - 1)));
+    const int64_t i1 = std::min(static_cast<int64_t>(in), in_len - 1);
+    const int64_t i2 = std::min(i1 + 1, in_len - 1);
+    float w1 = std::fabs(in - static_cast<float>(i2)), w2 = std::fabs(in - static_cast<float>(i1));
+    if (i1 == i2) w1 = w2 = 0.5f;
+    t.first.push_back(i1 * stride);
+    t.second.push_back(i2 * stride);
+    t.w_first.push_back(w1);
+    t.w_second.push_back(w2);
+  }
+  return t;
+}
+
+void resize_bilinear_float(const KernelContext& context, const ResizeParams& p, const Request& r, const Tensor& x,
+                           Tensor& y) {
+  const int64_t rank = x.rank();
+  const int64_t in_h = x.dim(rank - 2), in_w = x.dim(rank - 1);
+  const int64_t out_h = y.dim(rank - 2), out_w = y.dim(rank - 1);
+  const FloatTaps rows = float_taps(p.coord, in_h, out_h, static_cast<float>(r.scales[static_cast<std::size_t>(rank - 2)]), in_w);
+  const FloatTaps cols = float_taps(p.coord, in_w, out_w, static_cast<float>(r.scales[static_cast<std::size_t>(rank - 1)]), 1);
+  const int64_t planes = x.numel() / std::max<int64_t>(in_h * in_w, 1);
+  const float* in = x.data<float>();
+  float* out = y.data<float>();
+  context.parallel_for(planes, out_h * out_w * 8, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* src = in + plane * in_h * in_w;
+      float* dst = out + plane * out_h * out_w;
+      for (int64_t oy = 0; oy < out_h; ++oy) {
+        const auto yi = static_cast<std::size_t>(oy);
+        const float* row1 = src + rows.first[yi];
+        const float* row2 = src + rows.second[yi];
+        const float dy1 = rows.w_first[yi], dy2 = rows.w_second[yi];
+        for (int64_t ox = 0; ox < out_w; ++ox) {
+          const auto xi = static_cast<std::size_t>(ox);
+          const float dx1 = cols.w_first[xi], dx2 = cols.w_second[xi];
+          const int64_t c1 = cols.first[xi], c2 = cols.second[xi];
+          dst[oy * out_w + ox] = dx1 * dy1 * row1[c1] + dx2 * dy1 * row1[c2] + dx1 * dy2 * row2[c1] + dx2 * dy2 * row2[c2];
+        }
+      }
+    }
+  });
+}
+
 Status run_resize(KernelContext& context, const ResizeParams& params, const Request& request) {
   const Tensor& x = *context.input(0);
   const std::size_t rank = request.out_shape.size();
@@ -292,6 +378,8 @@ Status run_resize(KernelContext& context, const ResizeParams& params, const Requ
         resize_nearest<T>(context, x, *y, plans, params.extrapolation);
         return Status::ok();
       }));
+    } else if (bilinear_in_float(params, x, request)) {
+      resize_bilinear_float(context, params, request, x, *y);
     } else {
       QFLOW_RETURN_IF_ERROR(dispatch_float(x.dtype(), [&]<typename T>() {
         resize_interpolate<T>(context, x, *y, plans, params.extrapolation);
