@@ -34,8 +34,9 @@ struct Lcg {
 };
 
 // Direct-loop 2-D integer convolution, the definition ConvInteger must match.
-std::vector<int32_t> reference_conv2d(const std::vector<int8_t>& x, const Shape& xs, int32_t xz,
-                                      const std::vector<int8_t>& w, const Shape& ws, const std::vector<int32_t>& wz,
+template <typename X, typename W>
+std::vector<int32_t> reference_conv2d(const std::vector<X>& x, const Shape& xs, int32_t xz,
+                                      const std::vector<W>& w, const Shape& ws, const std::vector<int32_t>& wz,
                                       int64_t group, const Shape& strides, const Shape& dilations, const Shape& pads,
                                       const Shape& out_hw) {
   const int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3], m = ws[0], cg = ws[1], kh = ws[2], kw = ws[3];
@@ -262,6 +263,27 @@ TEST_CASE("ConvInteger matches a direct loop with groups, strides, dilations and
   const Tensor y = run_one(spec);
   CHECK(y.shape() == Shape{2, 6, 4, 3});
   CHECK(values_of<int32_t>(y) == same);
+}
+
+TEST_CASE("ConvInteger uint8 over several column blocks and a ragged last block") {
+  // 20 x 29 = 580 output pixels: blocks of 256, 256 and 68 columns; uint8 x and w.
+  Lcg rng;
+  const Shape xs{1, 3, 20, 29}, ws{5, 3, 3, 3};
+  std::vector<uint8_t> x(static_cast<std::size_t>(shape_numel(xs))), w(static_cast<std::size_t>(shape_numel(ws)));
+  for (auto& v : x) v = static_cast<uint8_t>(rng.next(0, 255));
+  for (auto& v : w) v = static_cast<uint8_t>(rng.next(0, 255));
+  SingleNode spec;
+  spec.op_type = "ConvInteger";
+  spec.inputs = {Tensor::from_vector<uint8_t>(xs, x), Tensor::from_vector<uint8_t>(ws, w), Tensor::scalar<uint8_t>(131),
+                 Tensor::scalar<uint8_t>(7)};
+  spec.attributes = {Attribute::make_ints("pads", {1, 1, 1, 1})};
+  const auto expected = reference_conv2d(x, xs, 131, w, ws, {7}, 1, {1, 1}, {1, 1}, {1, 1}, {20, 29});
+  for (int threads : {1, 2}) {
+    spec.threads = threads;
+    const Tensor y = run_one(spec);
+    CHECK(y.shape() == Shape{1, 5, 20, 29});
+    CHECK(values_of<int32_t>(y) == expected);
+  }
 }
 
 TEST_CASE("ConvInteger pointwise and without zero points") {

@@ -9,6 +9,7 @@
 #include "framework/runtime/kernels/conv_geometry.h"
 #include "framework/runtime/kernels/eigen_maps.h"
 #include "framework/runtime/kernels/quant_util.h"
+#include "runtime/fixed_point/fast_kernels.h"
 
 namespace qflow {
 
@@ -223,6 +224,81 @@ Status qlinear_matmul(KernelContext& context) {
 // ---------------------------------------------------------------------------------------------
 // Conv family
 
+// A 2-D convolution of 8-bit operands through the int16 GEMM of the fixed-point runtime
+// (runtime/fixed_point/fast_kernels.h): centred 8-bit values fit int16 and a pair of their
+// products fits int32, and the caller checked no sum of `kc` products can leave int32, so
+// the int32 sums are the exact ones. Columns are pixel-major int16 (padding is 0 once the
+// zero point is subtracted), built and multiplied block by block on the pool.
+template <typename X, typename W>
+void conv2d_s16(const KernelContext& context, const ConvGeometry& g, const X* px, int32_t x_zero_point, const W* pw,
+                const std::vector<int32_t>& w_zero_point, int32_t* py) {
+  namespace fast = fx::fast;
+  const fast::Isa isa = fast::best_isa();
+  const int64_t m = g.out_channels, mg = g.out_channels_per_group(), cg = g.in_channels_per_group();
+  const int64_t kh = g.kernel[0], kw = g.kernel[1], kc = cg * kh * kw;
+  const int64_t in_h = g.in_spatial[0], in_w = g.in_spatial[1], out_w = g.out_spatial[1];
+  const int64_t out_size = g.out_size(), in_size = g.in_size();
+  const int64_t rows = (mg + fast::kRowBlock - 1) / fast::kRowBlock * fast::kRowBlock;
+  const int64_t depth = (kc + fast::kDepthStep - 1) / fast::kDepthStep * fast::kDepthStep;
+  // Weights per group: [rows][depth] int16, padded with zeros.
+  std::vector<int16_t> weights(static_cast<std::size_t>(g.group * rows * depth), 0);
+  for (int64_t oc = 0; oc < m; ++oc) {
+    const int32_t zp = w_zero_point[w_zero_point.size() == 1 ? 0 : static_cast<std::size_t>(oc)];
+    int16_t* row = weights.data() + ((oc / mg) * rows + oc % mg) * depth;
+    for (int64_t j = 0; j < kc; ++j) row[j] = static_cast<int16_t>(static_cast<int32_t>(pw[oc * kc + j]) - zp);
+  }
+  const std::vector<int32_t> zeros(static_cast<std::size_t>(rows), 0);
+  // The group's input, centred and zero padded once, so a column reads each kernel row's
+  // taps without bounds tests.
+  const int64_t pad_h = in_h + g.pads_begin[0] + g.pads_end[0], pad_w = in_w + g.pads_begin[1] + g.pads_end[1];
+  std::vector<int16_t> padded(static_cast<std::size_t>(cg * pad_h * pad_w));
+  constexpr int64_t kBlock = 256;  // output pixels per GEMM: columns of about 2 * depth KiB
+  const int64_t blocks = (out_size + kBlock - 1) / kBlock;
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      const X* plane = px + (n * g.in_channels + grp * cg) * in_size;
+      context.parallel_for(cg * pad_h, pad_w, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const int64_t ci = r / pad_h, iy = r % pad_h - g.pads_begin[0];
+          int16_t* dst = padded.data() + r * pad_w;
+          std::fill(dst, dst + pad_w, int16_t{0});
+          if (iy < 0 || iy >= in_h) continue;
+          const X* src = plane + ci * in_size + iy * in_w;
+          for (int64_t ix = 0; ix < in_w; ++ix)
+            dst[g.pads_begin[1] + ix] = static_cast<int16_t>(static_cast<int32_t>(src[ix]) - x_zero_point);
+        }
+      });
+      int32_t* y = py + (n * m + grp * mg) * out_size;
+      const int16_t* wg = weights.data() + grp * rows * depth;
+      context.parallel_for(blocks, 2 * kBlock * kc * mg, [&](int64_t b0, int64_t b1) {
+        std::vector<int16_t> columns(static_cast<std::size_t>(kBlock * depth), 0);
+        std::vector<int32_t> acc(static_cast<std::size_t>(rows * kBlock));
+        for (int64_t blk = b0; blk < b1; ++blk) {
+          const int64_t p0 = blk * kBlock, count = std::min(kBlock, out_size - p0);
+          const int64_t cols = (count + fast::kColBlock - 1) / fast::kColBlock * fast::kColBlock;
+          for (int64_t c = 0; c < cols; ++c) {
+            int16_t* col = columns.data() + c * depth;
+            if (c >= count) {
+              std::fill(col, col + kc, int16_t{0});
+              continue;
+            }
+            const int64_t pos = p0 + c, oy = pos / out_w, ox = pos % out_w;
+            const int16_t* origin = padded.data() + oy * g.strides[0] * pad_w + ox * g.strides[1];
+            for (int64_t ci = 0; ci < cg; ++ci)
+              for (int64_t ky = 0; ky < kh; ++ky) {
+                const int16_t* src = origin + (ci * pad_h + ky * g.dilations[0]) * pad_w;
+                for (int64_t kx = 0; kx < kw; ++kx) *col++ = src[kx * g.dilations[1]];
+              }
+          }
+          fast::gemm_s16(isa, wg, rows, columns.data(), cols, depth, zeros.data(), acc.data(), kBlock);
+          for (int64_t r = 0; r < mg; ++r)
+            std::copy_n(acc.data() + r * kBlock, count, y + r * out_size + p0);
+        }
+      });
+    }
+  }
+}
+
 // Exact int32 convolution of (x - x_zero_point) with (w - w_zero_point[m]): im2col over
 // zero-point-free input (so padding is 0) and one GEMM per image and group.
 Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t x_zero_point, const Tensor& w,
@@ -235,6 +311,23 @@ Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t
   if (w_zero_point.size() != 1 && static_cast<int64_t>(w_zero_point.size()) != m)
     return context.error("w_zero_point has " + std::to_string(w_zero_point.size()) + " values, expected 1 or " +
                          std::to_string(m));
+  // 8-bit operands of a 2-D convolution: centred values are at most 255 in magnitude, so a
+  // reduction below 2^31 / 255^2 products cannot leave int32.
+  const auto is_8bit = [](DType t) { return t == DType::UInt8 || t == DType::Int8; };
+  const bool eight_bit = is_8bit(x.dtype()) && is_8bit(w.dtype());
+  if (eight_bit && g.rank() == 2 && kc <= (int64_t{1} << 31) / (255 * 255) - 1) {
+    auto made = Tensor::make(DType::Int32, g.column_shape());
+    if (!made) return context.error("output: " + made.status().message());
+    Tensor out = std::move(made).value();
+    const auto run = [&]<typename X, typename W>() {
+      conv2d_s16<X, W>(context, g, x.data<X>(), x_zero_point, w.data<W>(), w_zero_point, out.data<int32_t>());
+    };
+    if (x.dtype() == DType::UInt8 && w.dtype() == DType::Int8) run.template operator()<uint8_t, int8_t>();
+    else if (x.dtype() == DType::UInt8) run.template operator()<uint8_t, uint8_t>();
+    else if (w.dtype() == DType::Int8) run.template operator()<int8_t, int8_t>();
+    else run.template operator()<int8_t, uint8_t>();
+    return out;
+  }
 
   std::vector<int32_t> weights(static_cast<std::size_t>(m * kc));
   const Status weighted = dispatch_quantized(w.dtype(), [&]<typename T>() {
