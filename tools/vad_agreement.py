@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import wave
 
 import numpy as np
@@ -84,7 +85,9 @@ def main():
         q_cmd += ["--input", i]
     for out, inp in carries:
         q_cmd += ["--carry", f"{out}={inp}"]
+    start = time.monotonic()
     subprocess.run(q_cmd, check=True, stdout=subprocess.DEVNULL)
+    q_seconds = time.monotonic() - start
     o_cmd = ["node", os.path.join(root, "tools", "ort", "run_ort_stream.js"), args.model, o_out,
              "--stream", f"input={os.path.join(work, 'frames.npy')}", "--opt-level", args.opt_level] + inputs
     for out, inp in carries:
@@ -104,6 +107,7 @@ def main():
     print(f"  state max abs diff over all frames {worst_state:.3g}")
     agree = float(np.mean((q_p > 0.5) == (o_p > 0.5)))
     print(f"  speech decisions agree on {100 * agree:.1f}% of frames")
+    print(f"  qflow infer over the stream: {q_seconds:.2f} s (the whole command)")
     return 0 if max(np.max(np.abs(q_p - o_p)), worst_state) <= 1e-4 else 1
 
 
