@@ -63,6 +63,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_signal_kernels(r);
     register_control_flow_kernels(r);
     register_rnn_kernels(r);
+    register_loss_kernels(r);
     return r;
   }();
   return registry;
