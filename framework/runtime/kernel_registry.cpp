@@ -64,6 +64,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_control_flow_kernels(r);
     register_rnn_kernels(r);
     register_loss_kernels(r);
+    register_selection_kernels(r);
     return r;
   }();
   return registry;

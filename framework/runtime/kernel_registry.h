@@ -59,5 +59,6 @@ void register_signal_kernels(KernelRegistry& registry);
 void register_control_flow_kernels(KernelRegistry& registry);
 void register_rnn_kernels(KernelRegistry& registry);
 void register_loss_kernels(KernelRegistry& registry);
+void register_selection_kernels(KernelRegistry& registry);
 
 }  // namespace qflow
