@@ -65,6 +65,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_rnn_kernels(r);
     register_loss_kernels(r);
     register_selection_kernels(r);
+    register_linalg_kernels(r);
     return r;
   }();
   return registry;

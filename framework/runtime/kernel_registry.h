@@ -60,5 +60,6 @@ void register_control_flow_kernels(KernelRegistry& registry);
 void register_rnn_kernels(KernelRegistry& registry);
 void register_loss_kernels(KernelRegistry& registry);
 void register_selection_kernels(KernelRegistry& registry);
+void register_linalg_kernels(KernelRegistry& registry);
 
 }  // namespace qflow
