@@ -1,4 +1,4 @@
-// Normalization kernels: BatchNormalization, InstanceNormalization, LpNormalization,
+// Normalization kernels: BatchNormalization, InstanceNormalization, LpNormalization, LRN,
 // LayerNormalization, MeanVarianceNormalization, Softmax, LogSoftmax and Hardmax.
 #include <algorithm>
 #include <cmath>
@@ -325,6 +325,48 @@ Status lp_normalization(KernelContext& context) {
   return dispatch_float(x->dtype(), [&]<typename T>() { return lp_norm_typed<T>(context, *x, *axis, p); });
 }
 
+// LRN ----------------------------------------------------------------------------------------
+
+// Each element is divided by (bias + alpha / size * the sum of squares over a window of
+// neighbouring channels)^beta; the window is clipped at the first and last channel.
+template <typename T>
+Status lrn_typed(KernelContext& context, const Tensor& x, int64_t size, double alpha, double beta, double bias) {
+  const int64_t n = x.dim(0), channels = x.dim(1);
+  const int64_t inner = dims_product(x.shape(), 2, x.shape().size());
+  const int64_t before = (size - 1) / 2, after = size - 1 - before;
+  Tensor y(x.dtype(), x.shape());
+  const T* in = x.data<T>();
+  T* out = y.data<T>();
+  context.parallel_for(n * inner, channels * size, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t base = (row / inner) * channels * inner + row % inner;
+      for (int64_t c = 0; c < channels; ++c) {
+        double square_sum = 0.0;
+        for (int64_t k = std::max<int64_t>(0, c - before); k <= std::min(channels - 1, c + after); ++k) {
+          const double v = static_cast<double>(in[base + k * inner]);
+          square_sum += v * v;
+        }
+        const double scale = std::pow(bias + alpha / static_cast<double>(size) * square_sum, beta);
+        out[base + c * inner] = static_cast<T>(static_cast<double>(in[base + c * inner]) / scale);
+      }
+    }
+  });
+  context.outputs[0] = std::move(y);
+  return Status::ok();
+}
+
+KernelFunction bind_lrn(const Node& node, int64_t) {
+  const int64_t size = node.attr_int("size", 0);
+  const double alpha = node.attr_float("alpha", 1e-4f), beta = node.attr_float("beta", 0.75f), bias = node.attr_float("bias", 1.0f);
+  return [=](KernelContext& context) -> Status {
+    QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
+    QFLOW_RETURN_IF_ERROR(check_float_input(context, *x));
+    if (size <= 0) return context.error("size must be positive, got " + std::to_string(size));
+    if (x->rank() < 3) return context.error("the input must be [N, C, D1, ...], got " + shape_to_string(x->shape()));
+    return dispatch_float(x->dtype(), [&]<typename T>() { return lrn_typed<T>(context, *x, size, alpha, beta, bias); });
+  };
+}
+
 // LayerNormalization -------------------------------------------------------------------------
 
 template <typename T, typename U>
@@ -537,6 +579,7 @@ void register_normalization_kernels(KernelRegistry& registry) {
   registry.add("", "BatchNormalization", 1, kLatestOpset, bound_kernel(bind_batch_normalization));
   registry.add_function("", "InstanceNormalization", 1, kLatestOpset, instance_normalization);
   registry.add_function("", "LpNormalization", 1, kLatestOpset, lp_normalization);
+  registry.add("", "LRN", 1, kLatestOpset, bound_kernel(bind_lrn));
   registry.add_function("", "LayerNormalization", 17, kLatestOpset, layer_normalization);
   registry.add_function("", "GroupNormalization", 18, kLatestOpset, group_normalization);
   registry.add_function("", "MeanVarianceNormalization", 9, kLatestOpset, mean_variance_normalization);

@@ -168,6 +168,13 @@ void register_unary_kernels(KernelRegistry& r) {
     const double alpha = n.attr_float("alpha", 1.0f);
     return [alpha](auto v) { return v > alpha ? v : decltype(v){0}; };
   }));
+  r.add(d, "Shrink", 9, L, numeric_unary([](const Node& n) {
+    const double lambd = n.attr_float("lambd", 0.5f), bias = n.attr_float("bias", 0.0f);
+    return [lambd, bias](auto v) {
+      const double x = static_cast<double>(v);
+      return x < -lambd ? x + bias : (x > lambd ? x - bias : 0.0);
+    };
+  }));
   r.add(d, "Sigmoid", 1, L, float_unary(plain([](auto v) { return activation::sigmoid(v); })));
   r.add(d, "HardSigmoid", 1, L, float_unary([](const Node& n) {
     const double alpha = n.attr_float("alpha", 0.2f);
