@@ -66,6 +66,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_loss_kernels(r);
     register_selection_kernels(r);
     register_linalg_kernels(r);
+    register_window_kernels(r);
     return r;
   }();
   return registry;

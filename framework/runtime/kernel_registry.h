@@ -61,5 +61,6 @@ void register_rnn_kernels(KernelRegistry& registry);
 void register_loss_kernels(KernelRegistry& registry);
 void register_selection_kernels(KernelRegistry& registry);
 void register_linalg_kernels(KernelRegistry& registry);
+void register_window_kernels(KernelRegistry& registry);
 
 }  // namespace qflow
