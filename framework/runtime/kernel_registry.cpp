@@ -67,6 +67,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_selection_kernels(r);
     register_linalg_kernels(r);
     register_window_kernels(r);
+    register_text_kernels(r);
     return r;
   }();
   return registry;
