@@ -171,7 +171,10 @@ TEST_CASE("bpu lowering ops: bilinear Resize and a MatMul with a constant [K, N]
   CHECK(ints(mm, "multiplier_mantissa").size() == 4);
   CHECK(mm.inputs[2] == -1);
   const std::vector<std::vector<float>> in = {ramp(18, -3.0f, 3.0f)};
-  check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.0087));
+  // The ramp puts many resized values exactly halfway between two int8 steps; the reference
+  // bilinear rounds in float32 as ONNX Runtime does, the fixed-point one exactly, so such a
+  // tie may go either way (1 LSB before the MatMul, up to 2 after it).
+  check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(2 * 0.0087));
 }
 
 TEST_CASE("bpu lowering ops: Softmax on a platform without it runs on the CPU between dequantize and quantize") {
