@@ -211,13 +211,11 @@ Status run_infer(const std::vector<std::string>& args) {
   const std::vector<std::string> input_specs =
       cmd.values.count("input") ? cmd.values["input"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".bc") == 0) {
-    return run_infer_bc(path, input_specs,
-                        cmd.values["output-dir"].as<std::string>());
+    return run_infer_bc(path, input_specs, cmd.values["output-dir"].as<std::string>());
   }
   QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_file(path));
   const Graph& graph = *model.graph;
-  QFLOW_ASSIGN_OR_RETURN(std::vector<BoundInput> inputs,
-                         bind_inputs(graph, input_specs));
+  QFLOW_ASSIGN_OR_RETURN(std::vector<BoundInput> inputs, bind_inputs(graph, input_specs));
   std::vector<InputBatching> plans;
   std::vector<std::string> files;
   for (const BoundInput& in : inputs) {

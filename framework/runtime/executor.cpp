@@ -10,10 +10,10 @@
 #include <unordered_set>
 
 #include "framework/core/thread_pool.h"
-#include "qflow/ir/captured_values.h"
 #include "framework/runtime/half_precision.h"
 #include "framework/runtime/kernels/control_flow.h"
 #include "framework/runtime/tensor_arena.h"
+#include "qflow/ir/captured_values.h"
 
 namespace qflow {
 

@@ -94,7 +94,7 @@ class Executor {
   std::vector<int> overridable_;             // slots of initializers that are also graph inputs
   std::vector<int> keep_;                    // slots returned by run()
   std::vector<std::pair<const Value*, int>> input_slots_;  // graph input -> slot, -1 when unread
-  std::map<std::string, int> outer_slots_;                 // outer value -> slot, -1 when unread
+  std::map<std::string, int> outer_slots_;                 // outer value -> slot (subgraphs)
   std::unique_ptr<ThreadPool> pool_;
   // Arenas of finished runs: concurrent runs each take their own, so buffers survive
   // from one run to the next without being shared by two.

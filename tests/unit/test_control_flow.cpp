@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "qflow/ir/captured_values.h"
 #include "framework/runtime/executor.h"
+#include "qflow/ir/captured_values.h"
 
 using namespace qflow;
 

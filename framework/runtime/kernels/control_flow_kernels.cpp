@@ -5,9 +5,9 @@
 #include <map>
 #include <string>
 
-#include "qflow/ir/captured_values.h"
 #include "framework/runtime/executor.h"
 #include "framework/runtime/kernels/control_flow.h"
+#include "qflow/ir/captured_values.h"
 
 namespace qflow {
 
