@@ -145,8 +145,28 @@ T float_to_int(double v) {
   return static_cast<T>(v);
 }
 
+// A plain element loop from source type S: for a float destination and these sources the
+// value converts exactly or rounds once, as through double.
+template <typename T, typename S>
+void store_direct(Tensor& out, const Tensor& in) {
+  const S* src = in.data<S>();
+  T* dst = out.data<T>();
+  for (int64_t i = 0; i < in.numel(); ++i) dst[i] = static_cast<T>(src[i]);
+}
+
 template <typename T>
 void store_from(Tensor& out, const Tensor& in) {
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (in.dtype()) {
+      case DType::Float32: return store_direct<T, float>(out, in);
+      case DType::Float64: return store_direct<T, double>(out, in);
+      case DType::Int32: return store_direct<T, int32_t>(out, in);
+      case DType::Int16: return store_direct<T, int16_t>(out, in);
+      case DType::Int8: return store_direct<T, int8_t>(out, in);
+      case DType::UInt8: return store_direct<T, uint8_t>(out, in);
+      default: break;
+    }
+  }
   T* dst = out.data<T>();
   const int64_t n = in.numel();
   const bool src_integer = is_integer(in.dtype()) || in.dtype() == DType::Bool;

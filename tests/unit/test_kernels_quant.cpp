@@ -1,6 +1,7 @@
 // Quantization kernels against hand-computed values: rounding, saturation, per-axis, int16, QLinear ops.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -186,6 +187,18 @@ TEST_CASE("DynamicQuantizeLinear extends the range to zero") {
   CHECK(out->at(1).data<float>()[0] == 2.0f / 255.0f);
   CHECK(values_of<uint8_t>(out->at(2)) == std::vector<uint8_t>{0});
   CHECK(values_of<uint8_t>(out->at(0)) == std::vector<uint8_t>{64, 255});
+
+  // Range [0, 63.75]: scale 0.25 exactly, so x / scale lands on halves, which go to even;
+  // NaN quantizes to the zero point. 4096 values exercise the split over threads.
+  std::vector<float> x(4096, 0.0f);
+  x[0] = 63.75f, x[1] = 0.125f, x[2] = 0.375f, x[3] = 0.625f, x[4] = std::nanf("");
+  spec.inputs = {Tensor::from_vector<float>({4096}, x)};
+  spec.threads = 2;
+  out = run_single_node(spec);
+  REQUIRE(out.has_value());
+  CHECK(out->at(1).data<float>()[0] == 0.25f);
+  const std::vector<uint8_t> q = values_of<uint8_t>(out->at(0));
+  CHECK(std::vector<uint8_t>(q.begin(), q.begin() + 6) == std::vector<uint8_t>{255, 0, 2, 2, 0, 0});
 }
 
 TEST_CASE("QLinearConv per output channel with bias and half-to-even requantization") {

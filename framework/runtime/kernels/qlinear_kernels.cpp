@@ -252,6 +252,13 @@ void conv2d_s16(const KernelContext& context, const ConvGeometry& g, const X* px
   // taps without bounds tests.
   const int64_t pad_h = in_h + g.pads_begin[0] + g.pads_end[0], pad_w = in_w + g.pads_begin[1] + g.pads_end[1];
   std::vector<int16_t> padded(static_cast<std::size_t>(cg * pad_h * pad_w));
+  // Where reduction index k = (ci, ky, kx) reads, from a pixel's window origin in the plane.
+  std::vector<int64_t> taps(static_cast<std::size_t>(kc));
+  for (int64_t ci = 0; ci < cg; ++ci)
+    for (int64_t ky = 0; ky < kh; ++ky)
+      for (int64_t kx = 0; kx < kw; ++kx)
+        taps[static_cast<std::size_t>((ci * kh + ky) * kw + kx)] =
+            (ci * pad_h + ky * g.dilations[0]) * pad_w + kx * g.dilations[1];
   constexpr int64_t kBlock = 256;  // output pixels per GEMM: columns of about 2 * depth KiB
   const int64_t blocks = (out_size + kBlock - 1) / kBlock;
   for (int64_t n = 0; n < g.batch; ++n) {
@@ -284,11 +291,7 @@ void conv2d_s16(const KernelContext& context, const ConvGeometry& g, const X* px
             }
             const int64_t pos = p0 + c, oy = pos / out_w, ox = pos % out_w;
             const int16_t* origin = padded.data() + oy * g.strides[0] * pad_w + ox * g.strides[1];
-            for (int64_t ci = 0; ci < cg; ++ci)
-              for (int64_t ky = 0; ky < kh; ++ky) {
-                const int16_t* src = origin + (ci * pad_h + ky * g.dilations[0]) * pad_w;
-                for (int64_t kx = 0; kx < kw; ++kx) *col++ = src[kx * g.dilations[1]];
-              }
+            for (int64_t k = 0; k < kc; ++k) col[k] = origin[taps[static_cast<std::size_t>(k)]];
           }
           fast::gemm_s16(isa, wg, rows, columns.data(), cols, depth, zeros.data(), acc.data(), kBlock);
           for (int64_t r = 0; r < mg; ++r)
@@ -316,7 +319,8 @@ Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t
   const auto is_8bit = [](DType t) { return t == DType::UInt8 || t == DType::Int8; };
   const bool eight_bit = is_8bit(x.dtype()) && is_8bit(w.dtype());
   if (eight_bit && g.rank() == 2 && kc <= (int64_t{1} << 31) / (255 * 255) - 1) {
-    auto made = Tensor::make(DType::Int32, g.column_shape());
+    // Every element is written: a dead buffer of the run will do.
+    auto made = context.allocate(DType::Int32, g.column_shape());
     if (!made) return context.error("output: " + made.status().message());
     Tensor out = std::move(made).value();
     const auto run = [&]<typename X, typename W>() {

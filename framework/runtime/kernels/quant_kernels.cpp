@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
@@ -231,21 +232,38 @@ Status dynamic_quantize_linear(KernelContext& context) {
     return context.error("input x must be float, got " + std::string(dtype_name(x->dtype())));
   const float* in = x->data<float>();
   const int64_t n = x->numel();
-  // The range always includes 0 so that 0 is exactly representable.
+  // The range always includes 0 so that 0 is exactly representable. Min and max are exact
+  // whatever the split, so chunks reduce on the pool.
+  std::mutex merge;
   float lo = 0.0f, hi = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    lo = std::min(lo, in[i]);
-    hi = std::max(hi, in[i]);
-  }
+  context.parallel_for(n, 2, [&](int64_t b, int64_t e) {
+    float chunk_lo = 0.0f, chunk_hi = 0.0f;
+    for (int64_t i = b; i < e; ++i) {
+      chunk_lo = std::min(chunk_lo, in[i]);
+      chunk_hi = std::max(chunk_hi, in[i]);
+    }
+    const std::lock_guard<std::mutex> lock(merge);
+    lo = std::min(lo, chunk_lo);
+    hi = std::max(hi, chunk_hi);
+  });
   constexpr float qmin = 0.0f, qmax = 255.0f;
   // An all-zero input would give scale 0; ONNX Runtime uses 1 so the output is all zero points.
   const float scale = hi == lo ? 1.0f : (hi - lo) / (qmax - qmin);
   const float initial_zero_point = qmin - lo / scale;
   const auto zero_point = static_cast<uint8_t>(std::nearbyint(std::clamp(initial_zero_point, qmin, qmax)));
-  Tensor y(DType::UInt8, x->shape());
+  QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(DType::UInt8, x->shape()));
   uint8_t* out = y.data<uint8_t>();
+  // x / scale lies within [-255, 255], where adding and removing 1.5 * 2^23 rounds half to
+  // even exactly as nearbyint does, in a loop the compiler can vectorize.
+  constexpr float kRound = 12582912.0f;
+  const auto zp = static_cast<float>(zero_point);
   context.parallel_for(n, 4, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) out[i] = saturate_round<uint8_t>(in[i] / scale, zero_point);
+    for (int64_t i = b; i < e; ++i) {
+      float v = in[i] / scale;
+      if (v != v) v = 0.0f;  // NaN quantizes to the zero point
+      const float q = (v + kRound) - kRound + zp;
+      out[i] = static_cast<uint8_t>(std::clamp(q, qmin, qmax));
+    }
   });
   context.outputs[0] = std::move(y);
   if (context.outputs.size() > 1) context.outputs[1] = Tensor::scalar<float>(scale);
