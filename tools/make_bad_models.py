@@ -68,6 +68,13 @@ def with_state():
         [numpy_helper.from_array(w, "w")], name="with_state"), w
 
 
+def bf16_identity():
+    """y = x for a bfloat16 x [3]: what qflow infer reads and writes for a type NumPy lacks."""
+    return model([helper.make_node("Identity", ["x"], ["y"], name="identity")],
+                 [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3])],
+                 [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [3])], name="bf16_identity")
+
+
 def unsorted(sorted_model):
     """The same model with its nodes listed consumers first: runtimes accept it, the checker not."""
     m = onnx.ModelProto()
@@ -312,7 +319,8 @@ def main():
     tiny_1, _, _ = tiny(1)
     state_model, w_state = with_state()
     for name, m in (("tiny.onnx", tiny_n), ("tiny_b1.onnx", tiny_1), ("two_inputs.onnx", two_inputs()),
-                    ("no_inputs.onnx", no_inputs()), ("with_state.onnx", state_model)):
+                    ("no_inputs.onnx", no_inputs()), ("with_state.onnx", state_model),
+                    ("bf16_identity.onnx", bf16_identity())):
         onnx.checker.check_model(m, full_check=True)
         onnx.save(m, os.path.join(d, name))
     onnx.save(unsorted(tiny_n), os.path.join(d, "tiny_unsorted.onnx"))
@@ -340,6 +348,12 @@ def main():
         carried = (row[None, :] @ w_state + carried).astype(np.float32)
         ys.append(carried)
     np.save(os.path.join(d, "with_state_carry_expected_y.npy"), np.concatenate(ys, axis=0))
+    # bfloat16 as uint16 bit patterns (1.0, -2.5, 0.15625) and as float32 (0.1 rounds to
+    # 0.10009765625); the output comes back as float32.
+    np.save(os.path.join(d, "x_bf16_bits.npy"), np.array([0x3F80, 0xC020, 0x3E20], np.uint16))
+    np.save(os.path.join(d, "x_bf16_float.npy"), np.array([1.0, -2.5, 0.1], np.float32))
+    np.save(os.path.join(d, "bf16_bits_expected_y.npy"), np.array([1.0, -2.5, 0.15625], np.float32))
+    np.save(os.path.join(d, "bf16_float_expected_y.npy"), np.array([1.0, -2.5, 0.10009765625], np.float32))
 
     for name, data in bad_models(tiny_n.SerializeToString()).items():
         with open(os.path.join(d, name), "wb") as f:

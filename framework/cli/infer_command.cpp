@@ -38,6 +38,8 @@ constexpr std::string_view kDescription =
     "runs must hold the same number of samples. A model without inputs takes no --input.\n\n"
     "--carry OUTPUT=INPUT runs a recurrent model over a stream: each run's OUTPUT is fed to\n"
     "INPUT in the next run (a VAD's state across audio frames with --batch-size 1).\n\n"
+    "NumPy has no bfloat16: a bfloat16 input takes a uint16 array of bit patterns or a float32\n"
+    "array (rounded to nearest even); bfloat16 outputs are written as float32 (exact).\n\n"
     "A lowered model (MODEL.bc, written by a BPU backend) runs with the fixed-point executor.\n"
     "Its inputs take float32 arrays of their exact shape; an input of batch 1 also takes a\n"
     "stack of samples along the first axis, run one by one. --batch-size and --threads do not\n"
@@ -59,6 +61,17 @@ std::string safe_file_name(const std::string& name) {
   if (out.empty()) return "_";
   if (out[0] == '.') out[0] = '_';
   return out;
+}
+
+// NumPy has no bfloat16: an input declared bfloat16 takes a uint16 array of the bit patterns
+// (what onnx.numpy_helper gives) or a float32 array, rounded to the nearest bfloat16.
+Tensor as_bfloat16_input(const Value& input, Tensor array) {
+  if (!input.type || input.type->dtype != DType::BFloat16) return array;
+  if (array.dtype() == DType::Float32) return array.cast(DType::BFloat16);
+  if (array.dtype() != DType::UInt16) return array;
+  Tensor bits(DType::BFloat16, array.shape());
+  if (array.nbytes() > 0) std::memcpy(bits.raw_data(), array.raw_data(), array.nbytes());
+  return bits;
 }
 
 Expected<std::vector<BoundInput>> bind_inputs(const Graph& graph, const std::vector<std::string>& specs) {
@@ -96,7 +109,7 @@ Expected<std::vector<BoundInput>> bind_inputs(const Graph& graph, const std::vec
     if (it == files.end())
       return invalid_input("input '" + v->name() + "' was not given (use --input " + v->name() + "=FILE.npy)");
     QFLOW_ASSIGN_OR_RETURN(Tensor tensor, read_npy_file(it->second));
-    bound.push_back({v, it->second, std::move(tensor)});
+    bound.push_back({v, it->second, as_bfloat16_input(*v, std::move(tensor))});
   }
   return bound;
 }
@@ -113,10 +126,13 @@ Status write_outputs(const Graph& graph, const std::string& dir, const std::map<
   std::filesystem::create_directories(dir, ec);
   if (ec) return io_error("cannot create output directory '" + dir + "': " + ec.message());
   for (const Value* v : graph.outputs) {
-    const Tensor& t = results.at(v->name());
+    const Tensor& result = results.at(v->name());
+    // NumPy has no bfloat16; float32 holds every bfloat16 value exactly.
+    const bool widened = result.dtype() == DType::BFloat16;
+    const Tensor t = widened ? result.cast(DType::Float32) : result;
     const std::string path = (std::filesystem::path(dir) / (safe_file_name(v->name()) + ".npy")).string();
     QFLOW_RETURN_IF_ERROR(write_npy_file(path, t));
-    std::cout << "wrote " << path << " (" << format_array_type(t) << ")\n";
+    std::cout << "wrote " << path << " (" << format_array_type(t) << (widened ? ", from bfloat16" : "") << ")\n";
   }
   return Status::ok();
 }
