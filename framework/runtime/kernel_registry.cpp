@@ -68,6 +68,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_linalg_kernels(r);
     register_window_kernels(r);
     register_text_kernels(r);
+    register_optimizer_kernels(r);
     return r;
   }();
   return registry;

@@ -63,5 +63,6 @@ void register_selection_kernels(KernelRegistry& registry);
 void register_linalg_kernels(KernelRegistry& registry);
 void register_window_kernels(KernelRegistry& registry);
 void register_text_kernels(KernelRegistry& registry);
+void register_optimizer_kernels(KernelRegistry& registry);
 
 }  // namespace qflow
