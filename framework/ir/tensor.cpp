@@ -158,6 +158,16 @@ template <typename T>
 void store_from(Tensor& out, const Tensor& in) {
   if constexpr (std::is_floating_point_v<T>) {
     switch (in.dtype()) {
+      case DType::Float16: {
+        const uint16_t* src = in.data<uint16_t>();
+        for (int64_t i = 0; i < in.numel(); ++i) out.data<T>()[i] = static_cast<T>(half_to_float(src[i]));
+        return;
+      }
+      case DType::BFloat16: {
+        const uint16_t* src = in.data<uint16_t>();
+        for (int64_t i = 0; i < in.numel(); ++i) out.data<T>()[i] = static_cast<T>(bfloat16_to_float(src[i]));
+        return;
+      }
       case DType::Float32: return store_direct<T, float>(out, in);
       case DType::Float64: return store_direct<T, double>(out, in);
       case DType::Int32: return store_direct<T, int32_t>(out, in);
@@ -190,7 +200,10 @@ void store_from(Tensor& out, const Tensor& in) {
 
 Tensor Tensor::cast(DType to) const {
   if (to == dtype_) return clone();
-  Tensor out(to, shape_);
+  // Every branch writes every element, so no zero fill where the checked allocation takes it
+  // (not for an undefined type, or beyond --max-memory, which the plain constructor ignores).
+  Expected<Tensor> raw = make_uninitialized(to, shape_, std::numeric_limits<int64_t>::max());
+  Tensor out = raw ? std::move(raw).value() : Tensor(to, shape_);
   switch (to) {
     case DType::Float32: store_from<float>(out, *this); break;
     case DType::Float64: store_from<double>(out, *this); break;
@@ -205,12 +218,18 @@ Tensor Tensor::cast(DType to) const {
     case DType::Bool: store_from<bool>(out, *this); break;
     case DType::Float16: {
       uint16_t* dst = out.data<uint16_t>();
-      for (int64_t i = 0; i < numel_; ++i) dst[i] = float_to_half(static_cast<float>(load_as_double(*this, i)));
+      if (dtype_ == DType::Float32)
+        for (int64_t i = 0; i < numel_; ++i) dst[i] = float_to_half(data<float>()[i]);
+      else
+        for (int64_t i = 0; i < numel_; ++i) dst[i] = float_to_half(static_cast<float>(load_as_double(*this, i)));
       break;
     }
     case DType::BFloat16: {
       uint16_t* dst = out.data<uint16_t>();
-      for (int64_t i = 0; i < numel_; ++i) dst[i] = float_to_bfloat16(static_cast<float>(load_as_double(*this, i)));
+      if (dtype_ == DType::Float32)
+        for (int64_t i = 0; i < numel_; ++i) dst[i] = float_to_bfloat16(data<float>()[i]);
+      else
+        for (int64_t i = 0; i < numel_; ++i) dst[i] = float_to_bfloat16(static_cast<float>(load_as_double(*this, i)));
       break;
     }
     case DType::Undefined: break;
