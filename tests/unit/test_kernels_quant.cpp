@@ -345,6 +345,30 @@ TEST_CASE("MatMulInteger with per-row and per-column zero points") {
   CHECK_FALSE(run_single_node(spec).has_value());
 }
 
+TEST_CASE("MatMulInteger over several column blocks with zero points on both sides") {
+  // 600 columns: blocks of 256, 256 and 88; int8 A with a zero point, uint8 B with one.
+  Lcg rng;
+  const int64_t m = 5, k = 40, n = 600;
+  std::vector<int8_t> a(static_cast<std::size_t>(m * k));
+  std::vector<uint8_t> b(static_cast<std::size_t>(k * n));
+  for (auto& v : a) v = static_cast<int8_t>(rng.next(-128, 127));
+  for (auto& v : b) v = static_cast<uint8_t>(rng.next(0, 255));
+  std::vector<int32_t> expected(static_cast<std::size_t>(m * n), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p)
+        expected[static_cast<std::size_t>(i * n + j)] +=
+            (a[static_cast<std::size_t>(i * k + p)] + 7) * (b[static_cast<std::size_t>(p * n + j)] - 200);
+  SingleNode spec;
+  spec.op_type = "MatMulInteger";
+  spec.inputs = {Tensor::from_vector<int8_t>({m, k}, a), Tensor::from_vector<uint8_t>({k, n}, b),
+                 Tensor::scalar<int8_t>(-7), Tensor::scalar<uint8_t>(200)};
+  for (int threads : {1, 2}) {
+    spec.threads = threads;
+    CHECK(values_of<int32_t>(run_one(spec)) == expected);
+  }
+}
+
 TEST_CASE("MatMulInteger exact int32 accumulation on a larger product") {
   Lcg rng;
   const int64_t m = 7, k = 300, n = 9;

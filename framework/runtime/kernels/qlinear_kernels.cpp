@@ -140,9 +140,41 @@ Expected<MatmulShapes> matmul_shapes(const KernelContext& context, const Shape& 
   return s;
 }
 
+// C[m, n] = A[m, k] B[k, n] for centred 8-bit operands (|value| <= 255, k small enough that
+// no sum leaves int32) through the fixed-point runtime's int16 GEMM: A's rows are its weight
+// rows, B's columns its pixel-major columns, both zero padded to its blocks; exact.
+void gemm_s16_exact(const KernelContext& context, const int32_t* a, const int32_t* b, int32_t* c, int64_t m, int64_t k,
+                    int64_t n) {
+  namespace fast = fx::fast;
+  const fast::Isa isa = fast::best_isa();
+  const int64_t depth = (k + fast::kDepthStep - 1) / fast::kDepthStep * fast::kDepthStep;
+  const int64_t rows = (m + fast::kRowBlock - 1) / fast::kRowBlock * fast::kRowBlock;
+  std::vector<int16_t> a16(static_cast<std::size_t>(rows * depth), 0);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t j = 0; j < k; ++j) a16[static_cast<std::size_t>(r * depth + j)] = static_cast<int16_t>(a[r * k + j]);
+  const std::vector<int32_t> zeros(static_cast<std::size_t>(rows), 0);
+  constexpr int64_t kBlock = 256;  // columns of B per GEMM
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  context.parallel_for(blocks, 2 * kBlock * k * m, [&](int64_t b0, int64_t b1) {
+    std::vector<int16_t> columns(static_cast<std::size_t>(kBlock * depth), 0);
+    std::vector<int32_t> acc(static_cast<std::size_t>(rows * kBlock));
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t c0 = blk * kBlock, count = std::min(kBlock, n - c0);
+      const int64_t cols = (count + fast::kColBlock - 1) / fast::kColBlock * fast::kColBlock;
+      for (int64_t col = 0; col < cols; ++col)
+        for (int64_t j = 0; j < k; ++j)
+          columns[static_cast<std::size_t>(col * depth + j)] =
+              col < count ? static_cast<int16_t>(b[j * n + c0 + col]) : int16_t{0};
+      fast::gemm_s16(isa, a16.data(), rows, columns.data(), cols, depth, zeros.data(), acc.data(), kBlock);
+      for (int64_t r = 0; r < m; ++r) std::copy_n(acc.data() + r * kBlock, count, c + r * n + c0);
+    }
+  });
+}
+
 // Batched exact product of int32 operands shaped as in `s`; result shaped s.full_out.
+// `eight_bit`: the operands are centred 8-bit values, which the int16 GEMM takes.
 Expected<Tensor> batched_matmul_s32(const KernelContext& context, const MatmulShapes& s, const Tensor& a,
-                                    const Tensor& b) {
+                                    const Tensor& b, bool eight_bit) {
   const int64_t m = s.full_out[s.full_out.size() - 2], n = s.full_out.back(), k = s.a.back();
   auto made = Tensor::make(DType::Int32, s.full_out);
   if (!made) return context.error("output: " + made.status().message());
@@ -152,11 +184,15 @@ Expected<Tensor> batched_matmul_s32(const KernelContext& context, const MatmulSh
   const int32_t* pa = a.data<int32_t>();
   const int32_t* pb = b.data<int32_t>();
   int32_t* pc = out.data<int32_t>();
+  const bool int16_gemm = eight_bit && k <= (int64_t{1} << 31) / (255 * 255) - 1;
   for_each_broadcast(batch, a_batch, b_batch, [&](int64_t i, int64_t ia, int64_t ib) {
-    gemm_s32_parallel(context, pa + ia * m * k, k, pb + ib * k * n, n, pc + i * m * n, n, m, k, n);
+    if (int16_gemm) gemm_s16_exact(context, pa + ia * m * k, pb + ib * k * n, pc + i * m * n, m, k, n);
+    else gemm_s32_parallel(context, pa + ia * m * k, k, pb + ib * k * n, n, pc + i * m * n, n, m, k, n);
   });
   return out;
 }
+
+bool is_8bit(DType t) { return t == DType::UInt8 || t == DType::Int8; }
 
 Status matmul_integer(KernelContext& context) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
@@ -166,7 +202,8 @@ Status matmul_integer(KernelContext& context) {
                                                                       MatmulSide::A, "a_zero_point"));
   QFLOW_ASSIGN_OR_RETURN(const Tensor b32, subtract_matmul_zero_point(context, b->reshaped(s.b), context.input(3),
                                                                       MatmulSide::B, "b_zero_point"));
-  QFLOW_ASSIGN_OR_RETURN(const Tensor acc, batched_matmul_s32(context, s, a32, b32));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor acc,
+                         batched_matmul_s32(context, s, a32, b32, is_8bit(a->dtype()) && is_8bit(b->dtype())));
   context.outputs[0] = acc.reshaped(s.out);
   return Status::ok();
 }
@@ -202,7 +239,8 @@ Status qlinear_matmul(KernelContext& context) {
                          subtract_matmul_zero_point(context, a->reshaped(s.a), a_zp, MatmulSide::A, "a_zero_point"));
   QFLOW_ASSIGN_OR_RETURN(const Tensor b32,
                          subtract_matmul_zero_point(context, b->reshaped(s.b), b_zp, MatmulSide::B, "b_zero_point"));
-  QFLOW_ASSIGN_OR_RETURN(const Tensor acc, batched_matmul_s32(context, s, a32, b32));
+  QFLOW_ASSIGN_OR_RETURN(const Tensor acc,
+                         batched_matmul_s32(context, s, a32, b32, is_8bit(a->dtype()) && is_8bit(b->dtype())));
   Tensor y(out_dtype, s.full_out);
   const Status requantized = dispatch_quantized(out_dtype, [&]<typename Q>() {
     const int32_t* in = acc.data<int32_t>();
@@ -316,7 +354,6 @@ Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t
                          std::to_string(m));
   // 8-bit operands of a 2-D convolution: centred values are at most 255 in magnitude, so a
   // reduction below 2^31 / 255^2 products cannot leave int32.
-  const auto is_8bit = [](DType t) { return t == DType::UInt8 || t == DType::Int8; };
   const bool eight_bit = is_8bit(x.dtype()) && is_8bit(w.dtype());
   if (eight_bit && g.rank() == 2 && kc <= (int64_t{1} << 31) / (255 * 255) - 1) {
     // Every element is written: a dead buffer of the run will do.
