@@ -345,10 +345,11 @@ TEST_CASE("MatMulInteger with per-row and per-column zero points") {
   CHECK_FALSE(run_single_node(spec).has_value());
 }
 
-TEST_CASE("MatMulInteger over several column blocks with zero points on both sides") {
-  // 600 columns: blocks of 256, 256 and 88; int8 A with a zero point, uint8 B with one.
+TEST_CASE("MatMulInteger over several row and column blocks with zero points on both sides") {
+  // 300 rows and 600 columns: blocks of 256 and a ragged rest on both sides (whichever side
+  // the CPU's kernel tiles); int8 A and uint8 B, each with a zero point; k not a multiple of 4.
   Lcg rng;
-  const int64_t m = 5, k = 40, n = 600;
+  const int64_t m = 300, k = 41, n = 600;
   std::vector<int8_t> a(static_cast<std::size_t>(m * k));
   std::vector<uint8_t> b(static_cast<std::size_t>(k * n));
   for (auto& v : a) v = static_cast<int8_t>(rng.next(-128, 127));
@@ -367,6 +368,9 @@ TEST_CASE("MatMulInteger over several column blocks with zero points on both sid
     spec.threads = threads;
     CHECK(values_of<int32_t>(run_one(spec)) == expected);
   }
+  // B and its zero point as initializers: packed once when the kernel is made.
+  spec.constant_inputs = {false, true, false, true};
+  CHECK(values_of<int32_t>(run_one(spec)) == expected);
 }
 
 TEST_CASE("MatMulInteger exact int32 accumulation on a larger product") {

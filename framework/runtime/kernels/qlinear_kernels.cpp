@@ -1,7 +1,9 @@
 // Integer convolution and matmul kernels: ConvInteger, QLinearConv, MatMulInteger, QLinearMatMul.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "framework/runtime/kernel_registry.h"
@@ -194,10 +196,133 @@ Expected<Tensor> batched_matmul_s32(const KernelContext& context, const MatmulSh
 
 bool is_8bit(DType t) { return t == DType::UInt8 || t == DType::Int8; }
 
-Status matmul_integer(KernelContext& context) {
+// B of an 8-bit MatMulInteger packed for the byte-quad GEMM of VNNI CPUs (gemm_quads_u8s8,
+// unsigned x signed bytes): B offset into int8 (B - zb = B' - zb'), B'^T as its weight rows,
+// with B's column sums for the zero-point correction. Built once for a constant B.
+struct QuadB {
+  int64_t k = 0, n = 0, rows = 0, quads = 0;
+  int64_t zb = 0;  // zb' = zb + the offset
+  std::vector<int8_t> w;
+  std::vector<int64_t> col_sum;
+};
+
+template <typename TB>
+QuadB pack_quad_b(const TB* b, int32_t zb, int64_t k, int64_t n) {
+  namespace fast = fx::fast;
+  const int32_t off = std::is_signed_v<TB> ? 0 : -128;
+  QuadB p;
+  p.k = k;
+  p.n = n;
+  p.zb = zb + off;
+  p.quads = (k + 3) / 4;
+  p.rows = (n + fast::kQuadRowBlock - 1) / fast::kQuadRowBlock * fast::kQuadRowBlock;
+  p.w.assign(static_cast<std::size_t>(p.rows * p.quads * 4), 0);
+  p.col_sum.assign(static_cast<std::size_t>(n), 0);
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t nn = 0; nn < n; ++nn) {
+      const auto v = static_cast<int8_t>(static_cast<int32_t>(b[kk * n + nn]) + off);
+      p.w[static_cast<std::size_t>(((nn / fast::kQuadRowBlock * p.quads + kk / 4) * fast::kQuadRowBlock +
+                                    nn % fast::kQuadRowBlock) * 4 + kk % 4)] = v;
+      p.col_sum[static_cast<std::size_t>(nn)] += v;
+    }
+  return p;
+}
+
+// C[m, n] = sum_k (A[m, k] - za) (B[k, n] - zb): A offset into uint8, its rows the GEMM's
+// columns; the zero points come back through A's row sums and B's column sums. Sums wrap
+// modulo 2^32 on the way; the result fits int32 (the caller checked the reduction), so the
+// corrected value is exact.
+template <typename TA>
+void matmul_quads(const KernelContext& context, const QuadB& p, const TA* a, int32_t za, int32_t* c, int64_t m) {
+  namespace fast = fx::fast;
+  const fast::Isa isa = fast::best_isa();
+  const int32_t off_a = std::is_signed_v<TA> ? 128 : 0;
+  const int64_t za1 = za + off_a, k = p.k, n = p.n;
+  const std::vector<int32_t> zeros(static_cast<std::size_t>(p.rows), 0);
+  constexpr int64_t kTile = 256;  // rows of A per GEMM, a multiple of kQuadPixelBlock
+  const int64_t tiles = (m + kTile - 1) / kTile;
+  context.parallel_for(tiles, 2 * kTile * k * n, [&](int64_t t0, int64_t t1) {
+    std::vector<uint8_t> x(static_cast<std::size_t>(p.quads * kTile * 4));
+    std::vector<int64_t> row_sum(static_cast<std::size_t>(kTile));
+    std::vector<int32_t> acc(static_cast<std::size_t>(p.rows * kTile));
+    for (int64_t tile = t0; tile < t1; ++tile) {
+      const int64_t m0 = tile * kTile, count = std::min(kTile, m - m0);
+      const int64_t cols = (count + fast::kQuadPixelBlock - 1) / fast::kQuadPixelBlock * fast::kQuadPixelBlock;
+      std::fill(x.begin(), x.begin() + p.quads * cols * 4, uint8_t{0});
+      for (int64_t col = 0; col < count; ++col) {
+        int64_t sum = 0;
+        const TA* row = a + (m0 + col) * k;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const auto v = static_cast<uint8_t>(static_cast<int32_t>(row[kk]) + off_a);
+          x[static_cast<std::size_t>((kk / 4 * cols + col) * 4 + kk % 4)] = v;
+          sum += v;
+        }
+        row_sum[static_cast<std::size_t>(col)] = sum;
+      }
+      fast::gemm_quads_u8s8(isa, p.w.data(), p.rows, x.data(), cols, p.quads, zeros.data(), acc.data(), kTile);
+      for (int64_t nn = 0; nn < n; ++nn) {
+        const int64_t column_term = za1 * p.col_sum[static_cast<std::size_t>(nn)] - k * za1 * p.zb;
+        const int32_t* from = acc.data() + nn * kTile;
+        for (int64_t col = 0; col < count; ++col) {
+          const int64_t exact = static_cast<int64_t>(from[col]) - p.zb * row_sum[static_cast<std::size_t>(col)] - column_term;
+          c[(m0 + col) * n + nn] = static_cast<int32_t>(static_cast<uint32_t>(exact));
+        }
+      }
+    }
+  });
+}
+
+// Whether the byte-quad path computes this MatMulInteger: 8-bit operands, per-tensor zero
+// points of their operands' types, a VNNI CPU and a reduction whose sums fit int32.
+bool quads_apply(DType a, DType b, const Tensor* a_zp, const Tensor* b_zp, int64_t k) {
+  return is_8bit(a) && is_8bit(b) && is_per_tensor(a_zp) && is_per_tensor(b_zp) && (!a_zp || a_zp->dtype() == a) &&
+         (!b_zp || b_zp->dtype() == b) && fx::fast::quads_supported(fx::fast::best_isa()) &&
+         k <= (int64_t{1} << 31) / (255 * 255) - 1;
+}
+
+int32_t zero_point_of(const Tensor* zp) { return zp ? static_cast<int32_t>(zp->to_int64s()[0]) : 0; }
+
+QuadB pack_quad_b_any(const Tensor& b, int32_t zb, int64_t k, int64_t n) {
+  return b.dtype() == DType::Int8 ? pack_quad_b(b.data<int8_t>(), zb, k, n) : pack_quad_b(b.data<uint8_t>(), zb, k, n);
+}
+
+// MatMulInteger through matmul_quads per batch (B packed here unless `packed` was built
+// from the constant B); nullopt where that path does not apply.
+std::optional<Tensor> matmul_integer_quads(const KernelContext& context, const MatmulShapes& s, const Tensor& a,
+                                           const Tensor& b, const Tensor* a_zp, const Tensor* b_zp,
+                                           const QuadB* packed) {
+  const int64_t m = s.full_out[s.full_out.size() - 2], n = s.full_out.back(), k = s.a.back();
+  if (!quads_apply(a.dtype(), b.dtype(), a_zp, b_zp, k)) return std::nullopt;
+  auto made = Tensor::make(DType::Int32, s.full_out);
+  if (!made) return std::nullopt;
+  Tensor out = std::move(made).value();
+  const int32_t za = zero_point_of(a_zp), zb = zero_point_of(b_zp);
+  const Shape batch(s.full_out.begin(), s.full_out.end() - 2);
+  const Shape a_batch(s.a.begin(), s.a.end() - 2), b_batch(s.b.begin(), s.b.end() - 2);
+  for_each_broadcast(batch, a_batch, b_batch, [&](int64_t i, int64_t ia, int64_t ib) {
+    QuadB local;
+    if (!packed) {
+      local = b.dtype() == DType::Int8 ? pack_quad_b(b.data<int8_t>() + ib * k * n, zb, k, n)
+                                       : pack_quad_b(b.data<uint8_t>() + ib * k * n, zb, k, n);
+    }
+    const QuadB& p = packed ? *packed : local;
+    if (a.dtype() == DType::UInt8)
+      matmul_quads(context, p, a.data<uint8_t>() + ia * m * k, za, out.data<int32_t>() + i * m * n, m);
+    else
+      matmul_quads(context, p, a.data<int8_t>() + ia * m * k, za, out.data<int32_t>() + i * m * n, m);
+  });
+  return out;
+}
+
+Status matmul_integer(KernelContext& context, const QuadB* packed) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
   QFLOW_ASSIGN_OR_RETURN(const Tensor* b, context.required_input(1));
   QFLOW_ASSIGN_OR_RETURN(const MatmulShapes s, matmul_shapes(context, a->shape(), b->shape()));
+  if (std::optional<Tensor> fast = matmul_integer_quads(context, s, a->reshaped(s.a), b->reshaped(s.b),
+                                                        context.input(2), context.input(3), packed)) {
+    context.outputs[0] = fast->reshaped(s.out);
+    return Status::ok();
+  }
   QFLOW_ASSIGN_OR_RETURN(const Tensor a32, subtract_matmul_zero_point(context, a->reshaped(s.a), context.input(2),
                                                                       MatmulSide::A, "a_zero_point"));
   QFLOW_ASSIGN_OR_RETURN(const Tensor b32, subtract_matmul_zero_point(context, b->reshaped(s.b), context.input(3),
@@ -508,12 +633,37 @@ Status qlinear_conv(KernelContext& context) {
   return Status::ok();
 }
 
+// MatMulInteger with its constant 2-D B (and zero point) packed once for the byte-quad GEMM.
+class MatMulIntegerKernel final : public Kernel {
+ public:
+  explicit MatMulIntegerKernel(std::optional<QuadB> packed) : packed_(std::move(packed)) {}
+  Status compute(KernelContext& context) const override {
+    return matmul_integer(context, packed_ ? &*packed_ : nullptr);
+  }
+
+ private:
+  std::optional<QuadB> packed_;
+};
+
+Expected<std::unique_ptr<Kernel>> make_matmul_integer(const Node&, int64_t,
+                                                      const std::vector<const Tensor*>& constants) {
+  const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
+  const Tensor* b_zp = constants.size() > 3 ? constants[3] : nullptr;
+  std::optional<QuadB> packed;
+  // The zero point must be constant too (or absent: then input 3 is not bound at all).
+  const bool zp_known = b_zp || constants.size() <= 3;
+  if (b && zp_known && b->rank() == 2 && is_8bit(b->dtype()) && is_per_tensor(b_zp) &&
+      (!b_zp || b_zp->dtype() == b->dtype()) && fx::fast::quads_supported(fx::fast::best_isa()))
+    packed = pack_quad_b_any(*b, zero_point_of(b_zp), b->dim(0), b->dim(1));
+  return std::unique_ptr<Kernel>(new MatMulIntegerKernel(std::move(packed)));
+}
+
 }  // namespace
 
 namespace quant_detail {
 
 void register_qlinear_kernels(KernelRegistry& registry) {
-  registry.add_function("", "MatMulInteger", 10, kLatestOpset, matmul_integer);
+  registry.add("", "MatMulInteger", 10, kLatestOpset, make_matmul_integer);
   registry.add_function("", "QLinearMatMul", 10, kLatestOpset, qlinear_matmul);
   registry.add_function("", "ConvInteger", 10, kLatestOpset, conv_integer);
   registry.add_function("", "QLinearConv", 10, kLatestOpset, qlinear_conv);
