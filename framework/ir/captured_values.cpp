@@ -19,10 +19,7 @@ void add_captured_of_node(const Node& node, std::set<std::string>& names) {
 }
 
 void add_captured(const Graph& graph, std::set<std::string>& names) {
-  auto defined = [&graph](const Value* v) {
-    return v->producer() || graph.is_initializer(v) ||
-           std::find(graph.inputs.begin(), graph.inputs.end(), v) != graph.inputs.end();
-  };
+  auto defined = [&graph](const Value* v) { return defined_in(graph, *v); };
   for (const auto& node : graph.nodes()) {
     for (const Value* in : node->inputs())
       if (in && !defined(in)) names.insert(in->name());
@@ -38,6 +35,11 @@ void add_captured(const Graph& graph, std::set<std::string>& names) {
 }
 
 }  // namespace
+
+bool defined_in(const Graph& graph, const Value& value) {
+  return value.producer() || graph.is_initializer(&value) ||
+         std::find(graph.inputs.begin(), graph.inputs.end(), &value) != graph.inputs.end();
+}
 
 std::vector<std::string> captured_value_names(const Graph& subgraph) {
   std::set<std::string> names;

@@ -49,10 +49,10 @@ Status check_input(const Value& value, const Tensor& tensor) {
   return Status::ok();
 }
 
-// Computes `node` with `kernel`; half-precision inputs go through float32 where the op
-// computes (half_precision.h).
-Status compute_node(const Kernel& kernel, const Node& node, KernelContext& context) {
-  const DType half = computes_half_in_float32(node) ? half_type_of(context.inputs) : DType::Undefined;
+// Computes a node with `kernel`; half-precision inputs go through float32 where the op
+// computes (`widens_half`, decided once per node: half_precision.h).
+Status compute_node(const Kernel& kernel, bool widens_half, KernelContext& context) {
+  const DType half = widens_half ? half_type_of(context.inputs) : DType::Undefined;
   return half == DType::Undefined ? kernel.compute(context) : compute_through_float32(kernel, context, half);
 }
 
@@ -258,9 +258,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
     for (const Value* out : node->outputs()) step.outputs.push_back(out ? slot_of(out) : -1);
     for (const std::string& name : captured_value_names(*node)) {
       int slot = -1;
-      if (const Value* v = graph.find_value(name); v && (v->producer() || graph.is_initializer(v) ||
-                                                         std::find(graph.inputs.begin(), graph.inputs.end(), v) !=
-                                                             graph.inputs.end())) {
+      if (const Value* v = graph.find_value(name); v && defined_in(graph, *v)) {
         slot = slot_of(v);
       } else if (auto it = ex.outer_slots_.find(name); it != ex.outer_slots_.end()) {
         slot = it->second;
@@ -273,9 +271,9 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
     }
     // A kernel that computes half-precision values through float32 is built on float32
     // copies of its half constants (prepacked weights).
+    step.widens_half = computes_half_in_float32(*node);
     std::vector<Tensor> widened;
-    const std::vector<const Tensor*> factory_constants =
-        computes_half_in_float32(*node) ? widen_half(constants, widened) : constants;
+    const std::vector<const Tensor*> factory_constants = step.widens_half ? widen_half(constants, widened) : constants;
     // Control flow builds its subgraphs' executors with this model's opsets and registry.
     auto kernel = is_control_flow(*node) ? make_control_flow_kernel(*node, model.opset_imports, registry)
                                          : (*factory)(*node, opset, factory_constants);
@@ -289,7 +287,7 @@ Expected<std::unique_ptr<Executor>> Executor::create(const Model& model, const E
     if (all_constant && fixed && is_default_domain(*node) && !is_random(*node)) {
       KernelContext context{*node, opset, constants, {}, ex.pool_.get()};
       context.outputs.resize(node->outputs().size());
-      bool complete = compute_node(*step.kernel, *node, context).is_ok();
+      bool complete = compute_node(*step.kernel, step.widens_half, context).is_ok();
       for (std::size_t i = 0; complete && i < step.outputs.size(); ++i)
         if (step.outputs[i] >= 0 && context.outputs[i].empty()) complete = false;
       if (complete) step.folded = std::move(context.outputs);
@@ -581,7 +579,7 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
     context.outputs.resize(step.outputs.size());
     const bool fuse = step.fusion && !hook;
     if (fuse) context.epilogue = &step.fusion->epilogue;
-    QFLOW_RETURN_IF_ERROR(compute_node(*step.kernel, node, context));
+    QFLOW_RETURN_IF_ERROR(compute_node(*step.kernel, step.widens_half, context));
     for (std::size_t i = 0; i < step.outputs.size(); ++i)
       if (step.outputs[i] >= 0 && context.outputs[i].empty())
         return internal_error(node.op_type() + " '" + node.name() + "' did not produce output " + std::to_string(i));

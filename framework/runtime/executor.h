@@ -76,6 +76,7 @@ class Executor {
     std::vector<int> frees;    // slots whose last use is this step
     // Values of this graph the node's subgraphs read: name and slot, handed to the kernel.
     std::vector<std::pair<std::string, int>> captured;
+    bool widens_half = false;  // half-precision inputs computed through float32
     std::optional<std::vector<Tensor>> folded;  // outputs computed by create()
     std::optional<Fusion> fusion;
   };

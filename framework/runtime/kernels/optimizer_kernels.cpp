@@ -35,15 +35,21 @@ Expected<Step> read_step(const KernelContext& context, std::size_t roles) {
   return step;
 }
 
-// Input `role` (0-based, after R and T) of group `g`, checked to be float with `like`'s shape.
-Expected<const Tensor*> group_input(const KernelContext& context, const Step& step, std::size_t role, std::size_t g,
-                                    const Tensor* like) {
-  QFLOW_ASSIGN_OR_RETURN(const Tensor* t, context.required_input(2 + role * step.groups + g));
-  if (t->dtype() != DType::Float32 && t->dtype() != DType::Float64)
-    return context.error("input " + std::to_string(2 + role * step.groups + g) + " must be float or double");
-  if (like && (t->shape() != like->shape() || t->dtype() != like->dtype()))
-    return context.error("the tensors of group " + std::to_string(g) + " differ in type or shape");
-  return t;
+// The `roles` tensors of group `g` (X first, then its gradient and state), checked: float or
+// double, all of X's type and shape.
+Expected<std::vector<const Tensor*>> group_inputs(const KernelContext& context, const Step& step, std::size_t roles,
+                                                  std::size_t g) {
+  std::vector<const Tensor*> tensors;
+  for (std::size_t role = 0; role < roles; ++role) {
+    const std::size_t index = 2 + role * step.groups + g;
+    QFLOW_ASSIGN_OR_RETURN(const Tensor* t, context.required_input(index));
+    if (t->dtype() != DType::Float32 && t->dtype() != DType::Float64)
+      return context.error("input " + std::to_string(index) + " must be float or double");
+    if (!tensors.empty() && (t->shape() != tensors[0]->shape() || t->dtype() != tensors[0]->dtype()))
+      return context.error("the tensors of group " + std::to_string(g) + " differ in type or shape");
+    tensors.push_back(t);
+  }
+  return tensors;
 }
 
 // Element i of a float or double tensor, in double; and the store back.
@@ -63,9 +69,8 @@ KernelFunction bind_adagrad(const Node& node, int64_t) {
     QFLOW_ASSIGN_OR_RETURN(const Step step, read_step(context, 3));
     const double rate = step.rate / (1.0 + static_cast<double>(step.count) * decay);
     for (std::size_t g = 0; g < step.groups; ++g) {
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* x, group_input(context, step, 0, g, nullptr));
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* grad, group_input(context, step, 1, g, x));
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* h, group_input(context, step, 2, g, x));
+      QFLOW_ASSIGN_OR_RETURN(const auto in, group_inputs(context, step, 3, g));
+      const Tensor *x = in[0], *grad = in[1], *h = in[2];
       Tensor x_new(x->dtype(), x->shape()), h_new(x->dtype(), x->shape());
       for (int64_t i = 0; i < x->numel(); ++i) {
         const double gr = norm * at(*x, i) + at(*grad, i);
@@ -92,9 +97,8 @@ KernelFunction bind_momentum(const Node& node, int64_t) {
     // The first step (T = 0) takes the whole gradient.
     const double beta_adjusted = step.count > 0 ? beta : 1.0;
     for (std::size_t g = 0; g < step.groups; ++g) {
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* x, group_input(context, step, 0, g, nullptr));
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* grad, group_input(context, step, 1, g, x));
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* v, group_input(context, step, 2, g, x));
+      QFLOW_ASSIGN_OR_RETURN(const auto in, group_inputs(context, step, 3, g));
+      const Tensor *x = in[0], *grad = in[1], *v = in[2];
       Tensor x_new(x->dtype(), x->shape()), v_new(x->dtype(), x->shape());
       for (int64_t i = 0; i < x->numel(); ++i) {
         const double gr = norm * at(*x, i) + at(*grad, i);
@@ -122,10 +126,8 @@ KernelFunction bind_adam(const Node& node, int64_t) {
     const double rate = step.count > 0 ? step.rate * std::sqrt(1.0 - std::pow(beta, t)) / (1.0 - std::pow(alpha, t))
                                        : step.rate;
     for (std::size_t g = 0; g < step.groups; ++g) {
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* x, group_input(context, step, 0, g, nullptr));
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* grad, group_input(context, step, 1, g, x));
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* v, group_input(context, step, 2, g, x));
-      QFLOW_ASSIGN_OR_RETURN(const Tensor* h, group_input(context, step, 3, g, x));
+      QFLOW_ASSIGN_OR_RETURN(const auto in, group_inputs(context, step, 4, g));
+      const Tensor *x = in[0], *grad = in[1], *v = in[2], *h = in[3];
       Tensor x_new(x->dtype(), x->shape()), v_new(x->dtype(), x->shape()), h_new(x->dtype(), x->shape());
       for (int64_t i = 0; i < x->numel(); ++i) {
         const double gr = norm * at(*x, i) + at(*grad, i);

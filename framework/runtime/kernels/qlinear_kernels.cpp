@@ -50,6 +50,34 @@ void gemm_s32_parallel(const KernelContext& context, const int32_t* a, int64_t l
   }
 }
 
+constexpr int64_t round_up(int64_t n, int64_t step) { return (n + step - 1) / step * step; }
+
+// out[r * ld + c] = sum_k w[r][k] * column_c[k] for r < real_rows and c < n, through
+// fx::fast::gemm_s16 in blocks of 256 columns on the pool. `w` holds `rows` (real_rows
+// rounded up to kRowBlock) int16 rows of `depth` (the reduction k rounded up to kDepthStep)
+// values, zero padded; `gather(c0, count, columns)` writes columns [c0, c0 + count)
+// pixel-major, `depth` values apart, their first k values (the rest stay zero). Exact for
+// int16 operands whose sums of k products fit int32.
+template <typename Gather>
+void gemm_s16_columns(const KernelContext& context, const int16_t* w, int64_t real_rows, int64_t rows, int64_t depth,
+                      int64_t k, int64_t n, int32_t* out, int64_t ld, const Gather& gather) {
+  namespace fast = fx::fast;
+  const fast::Isa isa = fast::best_isa();
+  const std::vector<int32_t> zeros(static_cast<std::size_t>(rows), 0);
+  constexpr int64_t kBlock = 256;  // columns per GEMM: about 2 * depth KiB
+  context.parallel_for(round_up(n, kBlock) / kBlock, 2 * kBlock * k * real_rows, [&](int64_t b0, int64_t b1) {
+    std::vector<int16_t> columns(static_cast<std::size_t>(kBlock * depth), 0);
+    std::vector<int32_t> acc(static_cast<std::size_t>(rows * kBlock));
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t c0 = blk * kBlock, count = std::min(kBlock, n - c0), cols = round_up(count, fast::kColBlock);
+      gather(c0, count, columns.data());
+      std::fill(columns.begin() + count * depth, columns.begin() + cols * depth, int16_t{0});
+      fast::gemm_s16(isa, w, rows, columns.data(), cols, depth, zeros.data(), acc.data(), kBlock);
+      for (int64_t r = 0; r < real_rows; ++r) std::copy_n(acc.data() + r * kBlock, count, out + r * ld + c0);
+    }
+  });
+}
+
 Status with_node(const KernelContext& context, const Status& status) {
   return status.with_context(context.node.op_type() + " '" + context.node.name() + "'");
 }
@@ -148,28 +176,13 @@ Expected<MatmulShapes> matmul_shapes(const KernelContext& context, const Shape& 
 void gemm_s16_exact(const KernelContext& context, const int32_t* a, const int32_t* b, int32_t* c, int64_t m, int64_t k,
                     int64_t n) {
   namespace fast = fx::fast;
-  const fast::Isa isa = fast::best_isa();
-  const int64_t depth = (k + fast::kDepthStep - 1) / fast::kDepthStep * fast::kDepthStep;
-  const int64_t rows = (m + fast::kRowBlock - 1) / fast::kRowBlock * fast::kRowBlock;
+  const int64_t depth = round_up(k, fast::kDepthStep), rows = round_up(m, fast::kRowBlock);
   std::vector<int16_t> a16(static_cast<std::size_t>(rows * depth), 0);
   for (int64_t r = 0; r < m; ++r)
     for (int64_t j = 0; j < k; ++j) a16[static_cast<std::size_t>(r * depth + j)] = static_cast<int16_t>(a[r * k + j]);
-  const std::vector<int32_t> zeros(static_cast<std::size_t>(rows), 0);
-  constexpr int64_t kBlock = 256;  // columns of B per GEMM
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
-  context.parallel_for(blocks, 2 * kBlock * k * m, [&](int64_t b0, int64_t b1) {
-    std::vector<int16_t> columns(static_cast<std::size_t>(kBlock * depth), 0);
-    std::vector<int32_t> acc(static_cast<std::size_t>(rows * kBlock));
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      const int64_t c0 = blk * kBlock, count = std::min(kBlock, n - c0);
-      const int64_t cols = (count + fast::kColBlock - 1) / fast::kColBlock * fast::kColBlock;
-      for (int64_t col = 0; col < cols; ++col)
-        for (int64_t j = 0; j < k; ++j)
-          columns[static_cast<std::size_t>(col * depth + j)] =
-              col < count ? static_cast<int16_t>(b[j * n + c0 + col]) : int16_t{0};
-      fast::gemm_s16(isa, a16.data(), rows, columns.data(), cols, depth, zeros.data(), acc.data(), kBlock);
-      for (int64_t r = 0; r < m; ++r) std::copy_n(acc.data() + r * kBlock, count, c + r * n + c0);
-    }
+  gemm_s16_columns(context, a16.data(), m, rows, depth, k, n, c, n, [&](int64_t c0, int64_t count, int16_t* columns) {
+    for (int64_t col = 0; col < count; ++col)
+      for (int64_t j = 0; j < k; ++j) columns[col * depth + j] = static_cast<int16_t>(b[j * n + c0 + col]);
   });
 }
 
@@ -215,7 +228,7 @@ QuadB pack_quad_b(const TB* b, int32_t zb, int64_t k, int64_t n) {
   p.n = n;
   p.zb = zb + off;
   p.quads = (k + 3) / 4;
-  p.rows = (n + fast::kQuadRowBlock - 1) / fast::kQuadRowBlock * fast::kQuadRowBlock;
+  p.rows = round_up(n, fast::kQuadRowBlock);
   p.w.assign(static_cast<std::size_t>(p.rows * p.quads * 4), 0);
   p.col_sum.assign(static_cast<std::size_t>(n), 0);
   for (int64_t kk = 0; kk < k; ++kk)
@@ -240,14 +253,14 @@ void matmul_quads(const KernelContext& context, const QuadB& p, const TA* a, int
   const int64_t za1 = za + off_a, k = p.k, n = p.n;
   const std::vector<int32_t> zeros(static_cast<std::size_t>(p.rows), 0);
   constexpr int64_t kTile = 256;  // rows of A per GEMM, a multiple of kQuadPixelBlock
-  const int64_t tiles = (m + kTile - 1) / kTile;
+  const int64_t tiles = round_up(m, kTile) / kTile;
   context.parallel_for(tiles, 2 * kTile * k * n, [&](int64_t t0, int64_t t1) {
     std::vector<uint8_t> x(static_cast<std::size_t>(p.quads * kTile * 4));
     std::vector<int64_t> row_sum(static_cast<std::size_t>(kTile));
     std::vector<int32_t> acc(static_cast<std::size_t>(p.rows * kTile));
     for (int64_t tile = t0; tile < t1; ++tile) {
       const int64_t m0 = tile * kTile, count = std::min(kTile, m - m0);
-      const int64_t cols = (count + fast::kQuadPixelBlock - 1) / fast::kQuadPixelBlock * fast::kQuadPixelBlock;
+      const int64_t cols = round_up(count, fast::kQuadPixelBlock);
       std::fill(x.begin(), x.begin() + p.quads * cols * 4, uint8_t{0});
       for (int64_t col = 0; col < count; ++col) {
         int64_t sum = 0;
@@ -396,13 +409,11 @@ template <typename X, typename W>
 void conv2d_s16(const KernelContext& context, const ConvGeometry& g, const X* px, int32_t x_zero_point, const W* pw,
                 const std::vector<int32_t>& w_zero_point, int32_t* py) {
   namespace fast = fx::fast;
-  const fast::Isa isa = fast::best_isa();
   const int64_t m = g.out_channels, mg = g.out_channels_per_group(), cg = g.in_channels_per_group();
   const int64_t kh = g.kernel[0], kw = g.kernel[1], kc = cg * kh * kw;
   const int64_t in_h = g.in_spatial[0], in_w = g.in_spatial[1], out_w = g.out_spatial[1];
   const int64_t out_size = g.out_size(), in_size = g.in_size();
-  const int64_t rows = (mg + fast::kRowBlock - 1) / fast::kRowBlock * fast::kRowBlock;
-  const int64_t depth = (kc + fast::kDepthStep - 1) / fast::kDepthStep * fast::kDepthStep;
+  const int64_t rows = round_up(mg, fast::kRowBlock), depth = round_up(kc, fast::kDepthStep);
   // Weights per group: [rows][depth] int16, padded with zeros.
   std::vector<int16_t> weights(static_cast<std::size_t>(g.group * rows * depth), 0);
   for (int64_t oc = 0; oc < m; ++oc) {
@@ -410,7 +421,6 @@ void conv2d_s16(const KernelContext& context, const ConvGeometry& g, const X* px
     int16_t* row = weights.data() + ((oc / mg) * rows + oc % mg) * depth;
     for (int64_t j = 0; j < kc; ++j) row[j] = static_cast<int16_t>(static_cast<int32_t>(pw[oc * kc + j]) - zp);
   }
-  const std::vector<int32_t> zeros(static_cast<std::size_t>(rows), 0);
   // The group's input, centred and zero padded once, so a column reads each kernel row's
   // taps without bounds tests.
   const int64_t pad_h = in_h + g.pads_begin[0] + g.pads_end[0], pad_w = in_w + g.pads_begin[1] + g.pads_end[1];
@@ -422,8 +432,6 @@ void conv2d_s16(const KernelContext& context, const ConvGeometry& g, const X* px
       for (int64_t kx = 0; kx < kw; ++kx)
         taps[static_cast<std::size_t>((ci * kh + ky) * kw + kx)] =
             (ci * pad_h + ky * g.dilations[0]) * pad_w + kx * g.dilations[1];
-  constexpr int64_t kBlock = 256;  // output pixels per GEMM: columns of about 2 * depth KiB
-  const int64_t blocks = (out_size + kBlock - 1) / kBlock;
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t grp = 0; grp < g.group; ++grp) {
       const X* plane = px + (n * g.in_channels + grp * cg) * in_size;
@@ -438,29 +446,15 @@ void conv2d_s16(const KernelContext& context, const ConvGeometry& g, const X* px
             dst[g.pads_begin[1] + ix] = static_cast<int16_t>(static_cast<int32_t>(src[ix]) - x_zero_point);
         }
       });
-      int32_t* y = py + (n * m + grp * mg) * out_size;
-      const int16_t* wg = weights.data() + grp * rows * depth;
-      context.parallel_for(blocks, 2 * kBlock * kc * mg, [&](int64_t b0, int64_t b1) {
-        std::vector<int16_t> columns(static_cast<std::size_t>(kBlock * depth), 0);
-        std::vector<int32_t> acc(static_cast<std::size_t>(rows * kBlock));
-        for (int64_t blk = b0; blk < b1; ++blk) {
-          const int64_t p0 = blk * kBlock, count = std::min(kBlock, out_size - p0);
-          const int64_t cols = (count + fast::kColBlock - 1) / fast::kColBlock * fast::kColBlock;
-          for (int64_t c = 0; c < cols; ++c) {
-            int16_t* col = columns.data() + c * depth;
-            if (c >= count) {
-              std::fill(col, col + kc, int16_t{0});
-              continue;
-            }
-            const int64_t pos = p0 + c, oy = pos / out_w, ox = pos % out_w;
-            const int16_t* origin = padded.data() + oy * g.strides[0] * pad_w + ox * g.strides[1];
-            for (int64_t k = 0; k < kc; ++k) col[k] = origin[taps[static_cast<std::size_t>(k)]];
-          }
-          fast::gemm_s16(isa, wg, rows, columns.data(), cols, depth, zeros.data(), acc.data(), kBlock);
-          for (int64_t r = 0; r < mg; ++r)
-            std::copy_n(acc.data() + r * kBlock, count, y + r * out_size + p0);
-        }
-      });
+      gemm_s16_columns(context, weights.data() + grp * rows * depth, mg, rows, depth, kc, out_size,
+                       py + (n * m + grp * mg) * out_size, out_size, [&](int64_t p0, int64_t count, int16_t* columns) {
+                         for (int64_t c = 0; c < count; ++c) {
+                           const int64_t pos = p0 + c, oy = pos / out_w, ox = pos % out_w;
+                           const int16_t* origin = padded.data() + oy * g.strides[0] * pad_w + ox * g.strides[1];
+                           int16_t* col = columns + c * depth;
+                           for (int64_t k = 0; k < kc; ++k) col[k] = origin[taps[static_cast<std::size_t>(k)]];
+                         }
+                       });
     }
   }
 }

@@ -242,18 +242,6 @@ KernelFunction bind_cast(const Node& node, int64_t) {
   }
   return [target](KernelContext& context) -> Status {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* data, context.required_input(0));
-    if (data->dtype() == DType::Int32 && target == DType::Float32) {
-      // Integer accumulators to float (ConvInteger, MatMulInteger in dynamically quantized
-      // models): one rounding either way, here into a buffer of the run, on the pool.
-      QFLOW_ASSIGN_OR_RETURN(Tensor out, context.allocate(DType::Float32, data->shape()));
-      const int32_t* in = data->data<int32_t>();
-      float* o = out.data<float>();
-      context.parallel_for(data->numel(), 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) o[i] = static_cast<float>(in[i]);
-      });
-      context.outputs[0] = std::move(out);
-      return Status::ok();
-    }
     context.outputs[0] = cast_any(*data, target);
     return Status::ok();
   };
