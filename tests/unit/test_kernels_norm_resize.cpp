@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tests/unit/node_runner.h"
+#include "tests/unit/test_model_util.h"
 
 using namespace qflow;
 using qflow::testing::run_single_node;
@@ -13,7 +14,7 @@ using qflow::testing::SingleNode;
 
 namespace {
 
-Tensor floats(Shape shape, std::vector<float> values) { return Tensor::from_vector<float>(std::move(shape), values); }
+using test::floats;
 Tensor int64s(Shape shape, std::vector<int64_t> values) { return Tensor::from_vector<int64_t>(std::move(shape), values); }
 
 void check_close(const Tensor& actual, const Shape& shape, const std::vector<float>& expected, float tol = 1e-5f) {

@@ -65,6 +65,19 @@ std::vector<int32_t> reference_conv2d(const std::vector<X>& x, const Shape& xs, 
   return y;
 }
 
+// Direct-loop integer matmul, the definition MatMulInteger must match.
+template <typename A, typename B>
+std::vector<int32_t> reference_matmul(const std::vector<A>& a, int32_t za, const std::vector<B>& b, int32_t zb,
+                                      int64_t m, int64_t k, int64_t n) {
+  std::vector<int32_t> c(static_cast<std::size_t>(m * n), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p)
+        c[static_cast<std::size_t>(i * n + j)] +=
+            (a[static_cast<std::size_t>(i * k + p)] - za) * (b[static_cast<std::size_t>(p * n + j)] - zb);
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("QuantizeLinear rounds half to even before adding the zero point") {
@@ -354,12 +367,7 @@ TEST_CASE("MatMulInteger over several row and column blocks with zero points on 
   std::vector<uint8_t> b(static_cast<std::size_t>(k * n));
   for (auto& v : a) v = static_cast<int8_t>(rng.next(-128, 127));
   for (auto& v : b) v = static_cast<uint8_t>(rng.next(0, 255));
-  std::vector<int32_t> expected(static_cast<std::size_t>(m * n), 0);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t p = 0; p < k; ++p)
-        expected[static_cast<std::size_t>(i * n + j)] +=
-            (a[static_cast<std::size_t>(i * k + p)] + 7) * (b[static_cast<std::size_t>(p * n + j)] - 200);
+  const std::vector<int32_t> expected = reference_matmul(a, -7, b, 200, m, k, n);
   SingleNode spec;
   spec.op_type = "MatMulInteger";
   spec.inputs = {Tensor::from_vector<int8_t>({m, k}, a), Tensor::from_vector<uint8_t>({k, n}, b),
@@ -379,12 +387,7 @@ TEST_CASE("MatMulInteger exact int32 accumulation on a larger product") {
   std::vector<uint8_t> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
   for (auto& v : a) v = static_cast<uint8_t>(rng.next(0, 255));
   for (auto& v : b) v = static_cast<uint8_t>(rng.next(0, 255));
-  std::vector<int32_t> expected(static_cast<std::size_t>(m * n), 0);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t p = 0; p < k; ++p)
-        expected[static_cast<std::size_t>(i * n + j)] +=
-            (a[static_cast<std::size_t>(i * k + p)] - 0) * (b[static_cast<std::size_t>(p * n + j)] - 128);
+  const std::vector<int32_t> expected = reference_matmul(a, 0, b, 128, m, k, n);
   SingleNode spec;
   spec.op_type = "MatMulInteger";
   spec.inputs = {Tensor::from_vector<uint8_t>({m, k}, a), Tensor::from_vector<uint8_t>({k, n}, b), Tensor(),

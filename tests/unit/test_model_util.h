@@ -38,6 +38,21 @@ inline std::vector<float> wave(std::size_t n, double step, double amplitude) {
   return v;
 }
 
+// Deterministic pseudo-random values in [-1, 1) (a linear congruential sequence from `seed`).
+inline std::vector<float> noise(int64_t n, uint32_t seed) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (float& x : v) {
+    seed = seed * 1664525u + 1013904223u;
+    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.0f;
+  }
+  return v;
+}
+
+// A float32 tensor of `shape` holding `values`.
+inline Tensor floats(Shape shape, const std::vector<float>& values) {
+  return Tensor::from_vector<float>(std::move(shape), values);
+}
+
 // x[1,8] -> MatMul(W1[8,8]) "mm1" -> a -> Add(bias) "add" -> b -> MatMul(W2[8,4]) "mm2" -> y,
 // bias and W2 from wave().
 inline Model mlp_model(const Tensor& w1) {

@@ -63,8 +63,8 @@ Pb tensor(const std::string& name, std::vector<int64_t> dims, int data_type) {
   return t;
 }
 
-// ModelProto with one initializer `init` feeding Identity -> y.
-std::string model_with_initializer(const Pb& init) {
+// ValueInfoProto `name`: float of shape [1].
+Pb float1_info(const std::string& name) {
   Pb dim;
   dim.varint(1, 1);
   Pb shape;
@@ -73,17 +73,27 @@ std::string model_with_initializer(const Pb& init) {
   tensor_type.varint(1, 1).message(2, shape);
   Pb type;
   type.message(1, tensor_type);
-  Pb out_info;
-  out_info.bytes(1, "y").message(2, type);
-  Pb node;
-  node.bytes(1, "w").bytes(2, "y").bytes(4, "Identity");
-  Pb graph;
-  graph.message(1, node).bytes(2, "g").message(5, init).message(12, out_info);
+  Pb info;
+  info.bytes(1, name).message(2, type);
+  return info;
+}
+
+// ModelProto of `graph`: IR 8, default-domain opset 17.
+std::string model_of(const Pb& graph) {
   Pb opset;
   opset.varint(2, 17);
   Pb model;
   model.varint(1, 8).message(8, opset).message(7, graph);
   return model.str();
+}
+
+// ModelProto with one initializer `init` feeding Identity -> y.
+std::string model_with_initializer(const Pb& init) {
+  Pb node;
+  node.bytes(1, "w").bytes(2, "y").bytes(4, "Identity");
+  Pb graph;
+  graph.message(1, node).bytes(2, "g").message(5, init).message(12, float1_info("y"));
+  return model_of(graph);
 }
 
 std::string import_error(const std::string& bytes) {
@@ -498,26 +508,12 @@ TEST_CASE("onnx_io: nodes out of order are sorted and checker bookkeeping compla
   options.warning = [&warnings](const std::string& line) { warnings.push_back(line); };
 
   SUBCASE("a consumer listed before its producer") {
-    Pb dim;
-    dim.varint(1, 1);
-    Pb shape;
-    shape.message(1, dim);
-    Pb tensor_type;
-    tensor_type.varint(1, 1).message(2, shape);
-    Pb type;
-    type.message(1, tensor_type);
-    Pb out_info;
-    out_info.bytes(1, "y").message(2, type);
     Pb consumer, producer;
     consumer.bytes(1, "t").bytes(2, "y").bytes(3, "second").bytes(4, "Identity");
     producer.bytes(1, "w").bytes(2, "t").bytes(3, "first").bytes(4, "Identity");
     Pb graph;
-    graph.message(1, consumer).message(1, producer).bytes(2, "g").message(5, init).message(12, out_info);
-    Pb opset;
-    opset.varint(2, 17);
-    Pb model;
-    model.varint(1, 8).message(8, opset).message(7, graph);
-    auto imported = import_onnx_bytes(model.str(), "unsorted.onnx", options);
+    graph.message(1, consumer).message(1, producer).bytes(2, "g").message(5, init).message(12, float1_info("y"));
+    auto imported = import_onnx_bytes(model_of(graph), "unsorted.onnx", options);
     REQUIRE_MESSAGE(imported, imported.status().message());
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0] == "unsorted.onnx: nodes were not in topological order; sorted (producers before consumers)");
@@ -530,11 +526,7 @@ TEST_CASE("onnx_io: nodes out of order are sorted and checker bookkeeping compla
     node.bytes(1, "w").bytes(2, "y").bytes(4, "Identity");
     Pb graph;
     graph.message(1, node).bytes(2, "g").message(5, init).message(12, out_info);
-    Pb opset;
-    opset.varint(2, 17);
-    Pb model;
-    model.varint(1, 8).message(8, opset).message(7, graph);
-    auto imported = import_onnx_bytes(model.str(), "untyped.onnx", options);
+    auto imported = import_onnx_bytes(model_of(graph), "untyped.onnx", options);
     REQUIRE_MESSAGE(imported, imported.status().message());
     REQUIRE(warnings.size() == 1);
     CHECK(warnings[0].rfind("untyped.onnx: the ONNX checker complains, qflow continues: ", 0) == 0);

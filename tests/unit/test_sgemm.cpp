@@ -10,19 +10,12 @@
 #include <vector>
 
 #include "framework/runtime/kernels/sgemm.h"
+#include "test_model_util.h"
 
 namespace qflow {
 namespace {
 
-// Deterministic pseudo-random values in [-1, 1).
-std::vector<float> noise(int64_t n, uint32_t seed) {
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) {
-    seed = seed * 1664525u + 1013904223u;
-    x = static_cast<float>(seed >> 8) / static_cast<float>(1u << 23) - 1.0f;
-  }
-  return v;
-}
+using test::noise;
 
 struct Shape3 {
   int64_t m, n, k;

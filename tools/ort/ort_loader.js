@@ -16,10 +16,22 @@ function loadOrt() {
   }
 }
 
+// A session as the comparison tools run it: sequential, `threads` intra-op threads, the given
+// graph optimisation level, warnings off (old-opset warnings on stderr would bury real errors).
+function createSession(model, { threads = 1, optLevel = 'all' } = {}) {
+  return loadOrt().InferenceSession.create(model, {
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: optLevel,
+    logSeverityLevel: 3,
+  });
+}
+
 // Output names become file names; keep them readable but never let them escape the folder.
 function fileNameFor(tensorName) {
   // Same rule as `qflow infer`, so both sides of a comparison name a tensor alike.
   return tensorName.replace(/[^A-Za-z0-9._-]/g, '_').replace(/^\./, '_') + '.npy';
 }
 
-module.exports = { cacheDir, loadOrt, fileNameFor };
+module.exports = { cacheDir, loadOrt, createSession, fileNameFor };

@@ -8,7 +8,7 @@ const fs = require('fs');
 const path = require('path');
 const { readNpy, writeNpy } = require('./npy');
 const { readTensorProto } = require('./tensor_proto');
-const { loadOrt, fileNameFor } = require('./ort_loader');
+const { loadOrt, createSession, fileNameFor } = require('./ort_loader');
 
 function usage(msg) {
   if (msg) console.error(`run_ort.js: ${msg}`);
@@ -46,13 +46,7 @@ function readTensorFile(file) {
 // Returns { ms, outputs } where ms is the time spent in session.run.
 async function runModel(model, inputs, outDir, { threads = 1, optLevel = 'all' } = {}) {
   const ort = loadOrt();
-  const session = await ort.InferenceSession.create(model, {
-    intraOpNumThreads: threads,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: optLevel,
-    logSeverityLevel: 3, // old-opset warnings on stderr would bury real errors
-  });
+  const session = await createSession(model, { threads, optLevel });
   if (inputs.length !== session.inputNames.length) {
     throw new Error(`${model} has ${session.inputNames.length} inputs (${session.inputNames.join(', ')}), ` +
                     `${inputs.length} given`);

@@ -10,7 +10,7 @@
 const fs = require('fs');
 const path = require('path');
 const { readNpy, writeNpy } = require('./npy');
-const { loadOrt, fileNameFor } = require('./ort_loader');
+const { loadOrt, createSession, fileNameFor } = require('./ort_loader');
 
 function usage(msg) {
   if (msg) console.error(`run_ort_stream.js: ${msg}`);
@@ -67,13 +67,7 @@ function concat(parts) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const ort = loadOrt();
-  const session = await ort.InferenceSession.create(args.model, {
-    intraOpNumThreads: args.threads,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: args.optLevel,
-    logSeverityLevel: 3,
-  });
+  const session = await createSession(args.model, args);
   const [streamName, streamFile] = args.stream;
   const frames = readNpy(streamFile);
   const feeds = {};
