@@ -142,7 +142,8 @@ def main():
         "",
         "## Float agreement with ONNX Runtime",
         "",
-        "| model (package) | what is in it | input | agreement with ORT | task metric | qflow | ORT |",
+        "| model (package) | what is in it | input | agreement with ORT | task metric | qflow (%s) | ORT (%s) |"
+        % (cpu_extensions(), cpu_extensions()),
         "|---|---|---|---|---|---|---|",
     ]
     for name, row in vad.items():
@@ -172,7 +173,8 @@ def main():
         "  recorded states), which load-data does not take yet, and its If and LSTM nodes are",
         "  placed on the CPU, which the .hbm runtime does not run.",
         "- Background removal: not run. The dynamically quantized model is already integer; the fp16",
-        "  model is 160 GMACs at 1024x1024, which the interpreter runs in %.0f s per sample, so" % seg["medium"]["seconds"],
+        "  model is 160 GMACs at 1024x1024, which the interpreter runs in %.0f s per sample (%s), so"
+        % (seg["medium"]["seconds"], cpu_extensions()),
         "  calibrating it is a long benchmark rather than part of this one.",
         "",
     ]
