@@ -1,6 +1,7 @@
 // The training optimizers of ai.onnx.preview.training (Adagrad, Momentum, Adam): one update
 // step of every tensor group they are given, as the operators define it. Inputs are R (the
 // learning rate) and T (the update count), then the groups' tensors, one list per role.
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -61,6 +62,27 @@ void set(Tensor& t, int64_t i, double v) {
   else t.data<float>()[i] = static_cast<float>(v);
 }
 
+// One step over every group of `roles` inputs: `update(in, out)` maps the roles' values at an
+// element (in double) to the new X and states, roles - 1 of them, which become the outputs
+// in the operators' order (every new X, then every state of the first kind, ...).
+template <std::size_t Roles, typename Update>
+Status update_groups(KernelContext& context, const Step& step, const Update& update) {
+  for (std::size_t g = 0; g < step.groups; ++g) {
+    QFLOW_ASSIGN_OR_RETURN(const auto in, group_inputs(context, step, Roles, g));
+    std::vector<Tensor> out;
+    for (std::size_t r = 0; r + 1 < Roles; ++r) out.emplace_back(in[0]->dtype(), in[0]->shape());
+    std::array<double, Roles> values{};
+    std::array<double, Roles - 1> results{};
+    for (int64_t i = 0; i < in[0]->numel(); ++i) {
+      for (std::size_t r = 0; r < Roles; ++r) values[r] = at(*in[r], i);
+      update(values, results);
+      for (std::size_t r = 0; r + 1 < Roles; ++r) set(out[r], i, results[r]);
+    }
+    for (std::size_t r = 0; r + 1 < Roles; ++r) context.outputs[r * step.groups + g] = std::move(out[r]);
+  }
+  return Status::ok();
+}
+
 KernelFunction bind_adagrad(const Node& node, int64_t) {
   const double decay = node.attr_float("decay_factor", 0.0f);
   const double epsilon = node.attr_float("epsilon", 1e-6f);
@@ -68,20 +90,12 @@ KernelFunction bind_adagrad(const Node& node, int64_t) {
   return [=](KernelContext& context) -> Status {
     QFLOW_ASSIGN_OR_RETURN(const Step step, read_step(context, 3));
     const double rate = step.rate / (1.0 + static_cast<double>(step.count) * decay);
-    for (std::size_t g = 0; g < step.groups; ++g) {
-      QFLOW_ASSIGN_OR_RETURN(const auto in, group_inputs(context, step, 3, g));
-      const Tensor *x = in[0], *grad = in[1], *h = in[2];
-      Tensor x_new(x->dtype(), x->shape()), h_new(x->dtype(), x->shape());
-      for (int64_t i = 0; i < x->numel(); ++i) {
-        const double gr = norm * at(*x, i) + at(*grad, i);
-        const double hn = at(*h, i) + gr * gr;
-        set(h_new, i, hn);
-        set(x_new, i, at(*x, i) - rate * gr / (std::sqrt(hn) + epsilon));
-      }
-      context.outputs[g] = std::move(x_new);
-      context.outputs[step.groups + g] = std::move(h_new);
-    }
-    return Status::ok();
+    // (X, G, H) -> (X', H')
+    return update_groups<3>(context, step, [&](const std::array<double, 3>& in, std::array<double, 2>& out) {
+      const double gr = norm * in[0] + in[1];
+      out[1] = in[2] + gr * gr;
+      out[0] = in[0] - rate * gr / (std::sqrt(out[1]) + epsilon);
+    });
   };
 }
 
@@ -96,20 +110,13 @@ KernelFunction bind_momentum(const Node& node, int64_t) {
     QFLOW_ASSIGN_OR_RETURN(const Step step, read_step(context, 3));
     // The first step (T = 0) takes the whole gradient.
     const double beta_adjusted = step.count > 0 ? beta : 1.0;
-    for (std::size_t g = 0; g < step.groups; ++g) {
-      QFLOW_ASSIGN_OR_RETURN(const auto in, group_inputs(context, step, 3, g));
-      const Tensor *x = in[0], *grad = in[1], *v = in[2];
-      Tensor x_new(x->dtype(), x->shape()), v_new(x->dtype(), x->shape());
-      for (int64_t i = 0; i < x->numel(); ++i) {
-        const double gr = norm * at(*x, i) + at(*grad, i);
-        const double vn = alpha * at(*v, i) + beta_adjusted * gr;
-        set(v_new, i, vn);
-        set(x_new, i, at(*x, i) - step.rate * (mode == "standard" ? vn : gr + alpha * vn));
-      }
-      context.outputs[g] = std::move(x_new);
-      context.outputs[step.groups + g] = std::move(v_new);
-    }
-    return Status::ok();
+    const bool standard = mode == "standard";
+    // (X, G, V) -> (X', V')
+    return update_groups<3>(context, step, [&](const std::array<double, 3>& in, std::array<double, 2>& out) {
+      const double gr = norm * in[0] + in[1];
+      out[1] = alpha * in[2] + beta_adjusted * gr;
+      out[0] = in[0] - step.rate * (standard ? out[1] : gr + alpha * out[1]);
+    });
   };
 }
 
@@ -125,23 +132,13 @@ KernelFunction bind_adam(const Node& node, int64_t) {
     // Bias correction of both moving averages, from the second step on.
     const double rate = step.count > 0 ? step.rate * std::sqrt(1.0 - std::pow(beta, t)) / (1.0 - std::pow(alpha, t))
                                        : step.rate;
-    for (std::size_t g = 0; g < step.groups; ++g) {
-      QFLOW_ASSIGN_OR_RETURN(const auto in, group_inputs(context, step, 4, g));
-      const Tensor *x = in[0], *grad = in[1], *v = in[2], *h = in[3];
-      Tensor x_new(x->dtype(), x->shape()), v_new(x->dtype(), x->shape()), h_new(x->dtype(), x->shape());
-      for (int64_t i = 0; i < x->numel(); ++i) {
-        const double gr = norm * at(*x, i) + at(*grad, i);
-        const double vn = alpha * at(*v, i) + (1.0 - alpha) * gr;
-        const double hn = beta * at(*h, i) + (1.0 - beta) * gr * gr;
-        set(v_new, i, vn);
-        set(h_new, i, hn);
-        set(x_new, i, (1.0 - norm_post) * (at(*x, i) - rate * (vn / (std::sqrt(hn) + epsilon))));
-      }
-      context.outputs[g] = std::move(x_new);
-      context.outputs[step.groups + g] = std::move(v_new);
-      context.outputs[2 * step.groups + g] = std::move(h_new);
-    }
-    return Status::ok();
+    // (X, G, V, H) -> (X', V', H')
+    return update_groups<4>(context, step, [&](const std::array<double, 4>& in, std::array<double, 3>& out) {
+      const double gr = norm * in[0] + in[1];
+      out[1] = alpha * in[2] + (1.0 - alpha) * gr;
+      out[2] = beta * in[3] + (1.0 - beta) * gr * gr;
+      out[0] = (1.0 - norm_post) * (in[0] - rate * (out[1] / (std::sqrt(out[2]) + epsilon)));
+    });
   };
 }
 
