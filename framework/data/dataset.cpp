@@ -60,21 +60,21 @@ std::string nonfinite_text(const std::string& path, int64_t row, const NonFinite
 
 std::string size_text(int64_t height, int64_t width) { return std::to_string(height) + "x" + std::to_string(width); }
 
-// Reads samples by (file, row) through descriptors it owns; one per iteration, so
-// concurrent iterations share nothing.
+// Reads one source's samples by (file, row) through descriptors it owns; one per iteration,
+// so concurrent iterations share nothing.
 class SampleReader {
  public:
-  explicit SampleReader(const Dataset& dataset) : dataset_(dataset) {}
+  SampleReader(const SampleSource& source, const DataSpec& spec) : source_(source), spec_(spec) {}
 
   Expected<Tensor> read(std::size_t file_index, int64_t row) {
-    const DatasetFile& file = dataset_.files[file_index];
-    if (dataset_.source == DataSource::ImageFolder) return read_image(file.path);
+    const DatasetFile& file = source_.files[file_index];
+    if (source_.kind == DataSource::ImageFolder) return read_image(file.path);
     if (!stream_ || open_file_ != file_index) {
       // The header was read by open_dataset; only the descriptor is new.
       stream_.reset();
       NpyHeader header;
-      header.dtype = dataset_.dtype;
-      header.shape = dataset_.sample_shape;
+      header.dtype = source_.dtype;
+      header.shape = source_.sample_shape;
       header.shape.insert(header.shape.begin(), file.rows);
       header.data_offset = static_cast<std::size_t>(file.data_offset);
       header.data_bytes = shape_numel(header.shape) * static_cast<int64_t>(dtype_size(header.dtype));
@@ -88,17 +88,18 @@ class SampleReader {
  private:
   Expected<Tensor> read_image(const std::string& path) const {
     QFLOW_ASSIGN_OR_RETURN(DecodedImage image, decode_image(path));
-    if (dataset_.spec.resize_height == 0) {
-      const Shape expected = image_sample_shape(image.info.height, image.info.width, dataset_.spec);
-      if (expected != dataset_.sample_shape)
+    if (spec_.resize_height == 0) {
+      const Shape expected = image_sample_shape(image.info.height, image.info.width, spec_);
+      if (expected != source_.sample_shape)
         return invalid_input(path + ": image is " + size_text(image.info.height, image.info.width) +
-                             " (HxW), the dataset's samples are " + shape_to_string(dataset_.sample_shape) +
+                             " (HxW), the dataset's samples are " + shape_to_string(source_.sample_shape) +
                              "; set load-data option 'resize' to feed images of different sizes");
     }
-    return preprocess_image(image, dataset_.spec);
+    return preprocess_image(image, spec_);
   }
 
-  const Dataset& dataset_;
+  const SampleSource& source_;
+  const DataSpec& spec_;
   std::optional<NpyStream> stream_;
   std::size_t open_file_ = 0;
 };
@@ -135,7 +136,7 @@ Expected<Listing> list_files(const std::string& path) {
 }
 
 // Image options only mean something for images; a changed one on .npy data is a mistake.
-Status check_no_image_options(const DataSpec& spec) {
+Status check_no_image_options(const DataSpec& spec, const std::string& path) {
   const DataSpec defaults;
   const char* changed = nullptr;
   if (spec.resize_height != defaults.resize_height || spec.resize_width != defaults.resize_width) changed = "resize";
@@ -147,39 +148,39 @@ Status check_no_image_options(const DataSpec& spec) {
   else if (spec.std != defaults.std) changed = "std";
   else if (spec.layout != defaults.layout) changed = "layout";
   if (!changed) return Status::ok();
-  return invalid_input(std::string("load-data option '") + changed + "' applies to folders of images only; '" + spec.path +
+  return invalid_input(std::string("load-data option '") + changed + "' applies to folders of images only; '" + path +
                        "' holds .npy samples");
 }
 
 // Adds one file's description: its sample count and, for .npy, the data offset; checks
 // that its samples match the first file's.
-Status describe_file(Dataset& dataset, const std::string& path) {
+Status describe_file(SampleSource& source, const DataSpec& spec, const std::string& path) {
   DatasetFile file;
   file.path = path;
-  if (dataset.source == DataSource::ImageFolder) {
+  if (source.kind == DataSource::ImageFolder) {
     QFLOW_ASSIGN_OR_RETURN(ImageInfo info, probe_image(path));
-    const Shape shape = image_sample_shape(info.height, info.width, dataset.spec);
-    if (dataset.files.empty()) {
-      dataset.dtype = DType::Float32;
-      dataset.sample_shape = shape;
-    } else if (shape != dataset.sample_shape) {
-      const Shape& first = dataset.sample_shape;
-      const bool nchw = dataset.spec.layout == SampleLayout::Nchw;
+    const Shape shape = image_sample_shape(info.height, info.width, spec);
+    if (source.files.empty()) {
+      source.dtype = DType::Float32;
+      source.sample_shape = shape;
+    } else if (shape != source.sample_shape) {
+      const Shape& first = source.sample_shape;
+      const bool nchw = spec.layout == SampleLayout::Nchw;
       const int64_t h = nchw ? first[1] : first[0], w = nchw ? first[2] : first[1];
-      return invalid_input(path + ": image is " + size_text(info.height, info.width) + " (HxW), " + dataset.files[0].path +
+      return invalid_input(path + ": image is " + size_text(info.height, info.width) + " (HxW), " + source.files[0].path +
                            " is " + size_text(h, w) + "; set load-data option 'resize' to feed images of different sizes");
     }
     file.samples = 1;
   } else {
     QFLOW_ASSIGN_OR_RETURN(NpyHeader header, read_npy_header(path));
     const Shape sample(header.shape.begin() + 1, header.shape.end());
-    if (dataset.files.empty()) {
-      dataset.dtype = header.dtype;
-      dataset.sample_shape = sample;
-    } else if (header.dtype != dataset.dtype || sample != dataset.sample_shape) {
+    if (source.files.empty()) {
+      source.dtype = header.dtype;
+      source.sample_shape = sample;
+    } else if (header.dtype != source.dtype || sample != source.sample_shape) {
       return invalid_input(path + ": samples are " + std::string(dtype_name(header.dtype)) + " " + shape_to_string(sample) +
-                           ", " + dataset.files[0].path + " holds " + std::string(dtype_name(dataset.dtype)) + " " +
-                           shape_to_string(dataset.sample_shape));
+                           ", " + source.files[0].path + " holds " + std::string(dtype_name(source.dtype)) + " " +
+                           shape_to_string(source.sample_shape));
     }
     // A sample must fit the memory limit; checked from the header, before any allocation.
     QFLOW_RETURN_IF_ERROR(check_memory(shape_numel(sample) * static_cast<int64_t>(dtype_size(header.dtype)),
@@ -188,9 +189,22 @@ Status describe_file(Dataset& dataset, const std::string& path) {
     file.rows = header.shape[0];
     file.data_offset = static_cast<int64_t>(header.data_offset);
   }
-  dataset.files.push_back(std::move(file));
+  source.files.push_back(std::move(file));
   return Status::ok();
 }
+
+// "'state' (states.npy)": a source in messages.
+std::string source_text(const SampleSource& source) {
+  return source.input.empty() ? source.path : "input '" + source.input + "' (" + source.path + ")";
+}
+
+// One source while open_dataset scans it: its listing, described lazily, and the reading
+// position.
+struct SourceScan {
+  std::vector<std::string> listed;
+  std::size_t file = 0;  // the file holding the next row
+  int64_t row = 0;       // within it
+};
 
 // Where sample `index` is: its position among all rows (skipped ones included), the file
 // holding that position and the file's first position.
@@ -201,7 +215,7 @@ struct Cursor {
   int64_t file_start = 0;
 };
 
-Cursor seek(const Dataset& dataset, int64_t index) {
+Cursor seek(const Dataset& dataset, const SampleSource& source, int64_t index) {
   Cursor cursor;
   cursor.position = index;
   while (cursor.skipped_before < dataset.skipped.size() &&
@@ -209,8 +223,8 @@ Cursor seek(const Dataset& dataset, int64_t index) {
     ++cursor.position;
     ++cursor.skipped_before;
   }
-  while (cursor.file < dataset.files.size() && cursor.position >= cursor.file_start + dataset.files[cursor.file].samples)
-    cursor.file_start += dataset.files[cursor.file++].samples;
+  while (cursor.file < source.files.size() && cursor.position >= cursor.file_start + source.files[cursor.file].samples)
+    cursor.file_start += source.files[cursor.file++].samples;
   return cursor;
 }
 
@@ -225,58 +239,137 @@ std::string_view data_source_name(DataSource source) {
   return "unknown";
 }
 
+Expected<std::vector<InputPath>> split_input_paths(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || std::filesystem::exists(path, ec)) return std::vector<InputPath>{{"", path}};
+  std::vector<InputPath> named;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = path.find(',', start);
+    const std::string part = path.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::size_t eq = part.find('=');
+    // Not a list of NAME=PATH: one path, which listing will report missing.
+    if (eq == 0 || eq == std::string::npos || eq + 1 == part.size()) return std::vector<InputPath>{{"", path}};
+    InputPath entry{part.substr(0, eq), part.substr(eq + 1)};
+    for (const InputPath& seen : named)
+      if (seen.input == entry.input)
+        return invalid_input("load-data option 'path' names input '" + entry.input + "' twice");
+    named.push_back(std::move(entry));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return named;
+}
+
 Expected<Dataset> open_dataset(const DataSpec& spec) {
-  QFLOW_ASSIGN_OR_RETURN(Listing listing, list_files(spec.path));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<InputPath> paths, split_input_paths(spec.path));
   Dataset dataset;
   dataset.spec = spec;
-  dataset.source = listing.source;
-  if (dataset.source != DataSource::ImageFolder) QFLOW_RETURN_IF_ERROR(check_no_image_options(spec));
-
-  // One sweep over the samples: NaN/Inf policy and the limit. Files past the limit are
-  // never opened.
-  SampleReader reader(dataset);
-  int64_t position = 0;
-  for (const std::string& path : listing.files) {
-    if (spec.limit > 0 && dataset.count == spec.limit) break;
-    QFLOW_RETURN_IF_ERROR(describe_file(dataset, path));
-    DatasetFile& file = dataset.files.back();
-    const std::size_t file_index = dataset.files.size() - 1;
-    int64_t rows = 0;
-    for (; rows < file.samples && !(spec.limit > 0 && dataset.count == spec.limit); ++rows, ++position) {
-      QFLOW_ASSIGN_OR_RETURN(Tensor sample, reader.read(file_index, rows));
-      const NonFinite bad = count_nonfinite(sample);
-      if (bad.nan == 0 && bad.inf == 0) {
-        ++dataset.count;
-        continue;
-      }
-      if (!spec.skip_nonfinite)
-        return invalid_input(nonfinite_text(path, rows, bad) +
-                             " (set load-data option skip-nonfinite = true to skip such samples)");
-      dataset.skipped.push_back({position, file_index, rows, bad.nan, bad.inf});
-    }
-    file.samples = rows;
+  std::vector<SourceScan> scans(paths.size());
+  bool any_images = false;
+  for (std::size_t s = 0; s < paths.size(); ++s) {
+    QFLOW_ASSIGN_OR_RETURN(Listing listing, list_files(paths[s].path));
+    SampleSource source;
+    source.input = paths[s].input;
+    source.path = paths[s].path;
+    source.kind = listing.source;
+    any_images |= source.kind == DataSource::ImageFolder;
+    scans[s].listed = std::move(listing.files);
+    dataset.sources.push_back(std::move(source));
   }
+  // Image options shape the images; set while no source holds images, they are a mistake.
+  if (!any_images) QFLOW_RETURN_IF_ERROR(check_no_image_options(spec, dataset.first().path));
+
+  // Several sources must line up row for row: every file is described up front to count
+  // them. A single source is described lazily, so files past the limit are never opened.
+  const bool several = dataset.sources.size() > 1;
+  if (several) {
+    std::vector<int64_t> rows(dataset.sources.size(), 0);
+    for (std::size_t s = 0; s < dataset.sources.size(); ++s) {
+      for (const std::string& path : scans[s].listed) {
+        QFLOW_RETURN_IF_ERROR(describe_file(dataset.sources[s], spec, path));
+        rows[s] += dataset.sources[s].files.back().samples;
+      }
+      if (rows[s] != rows[0])
+        return invalid_input(source_text(dataset.sources[s]) + " holds " + std::to_string(rows[s]) + " samples, " +
+                             source_text(dataset.sources[0]) + " holds " + std::to_string(rows[0]) +
+                             "; every input needs one sample per row");
+    }
+  }
+
+  // One sweep over the samples, all sources in step: NaN/Inf policy and the limit.
+  std::vector<SampleReader> readers;
+  for (const SampleSource& source : dataset.sources) readers.emplace_back(source, spec);
+  for (int64_t position = 0; !(spec.limit > 0 && dataset.count == spec.limit); ++position) {
+    bool done = false;
+    for (std::size_t s = 0; s < dataset.sources.size() && !done; ++s) {
+      SampleSource& source = dataset.sources[s];
+      SourceScan& scan = scans[s];
+      while (!done && (scan.file >= source.files.size() || scan.row >= source.files[scan.file].samples)) {
+        if (scan.file < source.files.size()) {
+          ++scan.file;
+          scan.row = 0;
+        } else if (source.files.size() < scan.listed.size()) {
+          QFLOW_RETURN_IF_ERROR(describe_file(source, spec, scan.listed[source.files.size()]));
+        } else {
+          done = true;  // counted equal above, so every source ends here
+        }
+      }
+    }
+    if (done) break;
+    std::optional<SkippedSample> bad;
+    for (std::size_t s = 0; s < dataset.sources.size() && !bad; ++s) {
+      const SourceScan& scan = scans[s];
+      QFLOW_ASSIGN_OR_RETURN(Tensor sample, readers[s].read(scan.file, scan.row));
+      const NonFinite found = count_nonfinite(sample);
+      if (found.nan != 0 || found.inf != 0) bad = SkippedSample{position, s, scan.file, scan.row, found.nan, found.inf};
+    }
+    for (SourceScan& scan : scans) ++scan.row;
+    if (!bad) {
+      ++dataset.count;
+      continue;
+    }
+    const std::string& path = dataset.sources[bad->source].files[bad->file].path;
+    if (!spec.skip_nonfinite)
+      return invalid_input(nonfinite_text(path, bad->row, {bad->nan_count, bad->inf_count}) +
+                           " (set load-data option skip-nonfinite = true to skip such samples)");
+    dataset.skipped.push_back(*bad);
+  }
+  // Keep only the rows read: a limit ends the dataset inside a file or before later ones.
+  for (std::size_t s = 0; s < dataset.sources.size(); ++s) {
+    SampleSource& source = dataset.sources[s];
+    const SourceScan& scan = scans[s];
+    if (scan.file < source.files.size()) {
+      source.files[scan.file].samples = scan.row;
+      source.files.resize(scan.row > 0 ? scan.file + 1 : scan.file);
+    }
+  }
+  const std::string where = several ? std::string("the inputs") : dataset.first().path;
   if (dataset.count == 0) {
     if (!dataset.skipped.empty())
-      return invalid_input(spec.path + ": all " + std::to_string(dataset.skipped.size()) +
+      return invalid_input(where + ": all " + std::to_string(dataset.skipped.size()) +
                            " samples hold NaN or Inf values; none is left to use");
-    return invalid_input(spec.path + ": holds no samples");
+    return invalid_input(where + ": " + (several ? "hold" : "holds") + " no samples");
   }
   return dataset;
 }
 
-Expected<std::string> dataset_json(const Dataset& dataset) {
-  const DataSpec& spec = dataset.spec;
-  JsonWriter json;
-  json.begin_object();
-  json.field("count", dataset.count);
-  json.field("dtype", dtype_name(dataset.dtype));
+namespace {
+
+// The fields of one source in the load-data artifact, in two parts so that a single source's
+// fields and the dataset's ("limit") keep one alphabetical order.
+void source_json_head(JsonWriter& json, const SampleSource& source, int64_t count) {
+  json.field("count", count);
+  json.field("dtype", dtype_name(source.dtype));
   json.key("files").begin_array();
-  for (const DatasetFile& file : dataset.files)
+  for (const DatasetFile& file : source.files)
     json.begin_object(true).field("path", file.path).field("samples", file.samples).end_object();
   json.end_array();
-  json.field("limit", spec.limit);
-  if (dataset.source == DataSource::ImageFolder) {
+  if (!source.input.empty()) json.field("input", source.input);
+}
+
+void source_json_tail(JsonWriter& json, const SampleSource& source, const DataSpec& spec) {
+  if (source.kind == DataSource::ImageFolder) {
     json.key("preprocess").begin_object();
     json.field("color", spec.color == ColorOrder::Rgb ? "rgb" : spec.color == ColorOrder::Bgr ? "bgr" : "gray");
     json.field("keep_ratio", spec.keep_ratio);
@@ -295,18 +388,42 @@ Expected<std::string> dataset_json(const Dataset& dataset) {
     json.end_object();
   }
   json.key("sample_shape").begin_array(true);
-  for (int64_t d : dataset.sample_shape) json.value(d);
+  for (int64_t d : source.sample_shape) json.value(d);
   json.end_array();
+}
+
+}  // namespace
+
+Expected<std::string> dataset_json(const Dataset& dataset) {
+  // One source: its fields at the top level. Several: one object each under "inputs".
+  const bool several = dataset.sources.size() > 1;
+  JsonWriter json;
+  json.begin_object();
+  if (several) {
+    json.field("count", dataset.count);
+    json.key("inputs").begin_array();
+    for (const SampleSource& source : dataset.sources) {
+      json.begin_object();
+      source_json_head(json, source, dataset.count);
+      source_json_tail(json, source, dataset.spec);
+      json.field("source", data_source_name(source.kind));
+      json.end_object();
+    }
+    json.end_array();
+  } else {
+    source_json_head(json, dataset.first(), dataset.count);
+  }
+  json.field("limit", dataset.spec.limit);
+  if (!several) source_json_tail(json, dataset.first(), dataset.spec);
   json.key("skipped").begin_array();
-  for (const SkippedSample& s : dataset.skipped)
-    json.begin_object(true)
-        .field("inf_count", s.inf_count)
-        .field("nan_count", s.nan_count)
-        .field("path", dataset.files[s.file].path)
-        .field("sample", s.row)
-        .end_object();
+  for (const SkippedSample& s : dataset.skipped) {
+    const SampleSource& source = dataset.sources[s.source];
+    json.begin_object(true).field("inf_count", s.inf_count);
+    if (several) json.field("input", source.input);
+    json.field("nan_count", s.nan_count).field("path", source.files[s.file].path).field("sample", s.row).end_object();
+  }
   json.end_array();
-  json.field("source", data_source_name(dataset.source));
+  if (!several) json.field("source", data_source_name(dataset.first().kind));
   json.end_object();
   return json.finish();
 }
@@ -315,7 +432,7 @@ std::vector<std::string> dataset_warnings(const Dataset& dataset) {
   std::vector<std::string> warnings;
   for (std::size_t i = 0; i < dataset.skipped.size() && i < kMaxListedWarnings; ++i) {
     const SkippedSample& s = dataset.skipped[i];
-    warnings.push_back(nonfinite_text(dataset.files[s.file].path, s.row, {s.nan_count, s.inf_count}) +
+    warnings.push_back(nonfinite_text(dataset.sources[s.source].files[s.file].path, s.row, {s.nan_count, s.inf_count}) +
                        "; skipped (skip-nonfinite = true)");
   }
   if (dataset.skipped.size() > kMaxListedWarnings)
@@ -324,42 +441,76 @@ std::vector<std::string> dataset_warnings(const Dataset& dataset) {
   return warnings;
 }
 
+namespace {
+
+// Reads one source's rows from sample `begin` on, skipping the dataset's skipped positions.
+class SourceCursor {
+ public:
+  SourceCursor(const Dataset& dataset, std::size_t source, int64_t begin)
+      : dataset_(dataset), source_(dataset.sources[source]), reader_(source_, dataset.spec) {
+    const Cursor cursor = seek(dataset, source_, begin);
+    position_ = cursor.position;
+    skip_ = cursor.skipped_before;
+    file_ = cursor.file;
+    file_start_ = cursor.file_start;
+  }
+
+  // The next usable sample, with the file and row it came from.
+  Expected<Tensor> next(std::string& location) {
+    while (true) {
+      if (file_ >= source_.files.size())
+        return internal_error("the dataset's files hold fewer than " + std::to_string(dataset_.count) + " samples");
+      const DatasetFile& file = source_.files[file_];
+      const int64_t row = position_ - file_start_;
+      if (row >= file.samples) {
+        file_start_ += file.samples;
+        ++file_;
+        continue;
+      }
+      const bool skipped = skip_ < dataset_.skipped.size() && dataset_.skipped[skip_].position == position_;
+      ++position_;
+      if (skipped) {
+        ++skip_;
+        continue;
+      }
+      location = file.path + ", sample " + std::to_string(row);
+      // Read errors name the file themselves.
+      QFLOW_ASSIGN_OR_RETURN(Tensor sample, reader_.read(file_, row));
+      const NonFinite bad = count_nonfinite(sample);
+      if (bad.nan != 0 || bad.inf != 0)
+        return invalid_input(nonfinite_text(file.path, row, bad) + " (the file changed since load-data checked it)");
+      return sample;
+    }
+  }
+
+ private:
+  const Dataset& dataset_;
+  const SampleSource& source_;
+  SampleReader reader_;
+  int64_t position_ = 0;
+  std::size_t skip_ = 0;
+  std::size_t file_ = 0;
+  int64_t file_start_ = 0;
+};
+
+}  // namespace
+
 Status for_each_sample_in(const Dataset& dataset, int64_t begin, int64_t end, const SampleVisitor& visit) {
   if (begin < 0 || begin > end || end > dataset.count)
     return internal_error("sample range [" + std::to_string(begin) + ", " + std::to_string(end) + ") is outside [0, " +
                           std::to_string(dataset.count) + ")");
   if (begin == end) return Status::ok();
-  Cursor cursor = seek(dataset, begin);
-  int64_t position = cursor.position;
-  auto skip = dataset.skipped.begin() + static_cast<std::ptrdiff_t>(cursor.skipped_before);
-  std::size_t file_index = cursor.file;
-  int64_t file_start = cursor.file_start;
-
-  SampleReader reader(dataset);
-  int64_t index = begin;
-  while (index < end) {
-    if (file_index >= dataset.files.size())
-      return internal_error("the dataset's files hold fewer than " + std::to_string(dataset.count) + " samples");
-    const DatasetFile& file = dataset.files[file_index];
-    const int64_t row = position - file_start;
-    if (row >= file.samples) {
-      file_start += file.samples;
-      ++file_index;
-      continue;
+  std::vector<SourceCursor> cursors;
+  cursors.reserve(dataset.sources.size());
+  for (std::size_t s = 0; s < dataset.sources.size(); ++s) cursors.emplace_back(dataset, s, begin);
+  std::vector<Tensor> samples(dataset.sources.size());
+  std::string location, first_location;
+  for (int64_t index = begin; index < end; ++index) {
+    for (std::size_t s = 0; s < cursors.size(); ++s) {
+      QFLOW_ASSIGN_OR_RETURN(samples[s], cursors[s].next(location));
+      if (s == 0) first_location = location;
     }
-    if (skip != dataset.skipped.end() && skip->position == position) {
-      ++skip;
-      ++position;
-      continue;
-    }
-    // Read errors name the file themselves.
-    QFLOW_ASSIGN_OR_RETURN(Tensor sample, reader.read(file_index, row));
-    const NonFinite bad = count_nonfinite(sample);
-    if (bad.nan != 0 || bad.inf != 0)
-      return invalid_input(nonfinite_text(file.path, row, bad) + " (the file changed since load-data checked it)");
-    QFLOW_RETURN_IF_ERROR(visit(index, sample).with_context(file.path + ", sample " + std::to_string(row)));
-    ++index;
-    ++position;
+    QFLOW_RETURN_IF_ERROR(visit(index, samples).with_context(first_location));
   }
   return Status::ok();
 }
@@ -369,9 +520,10 @@ Status for_each_sample(const Dataset& dataset, const SampleVisitor& visit) {
 }
 
 std::string sample_location(const Dataset& dataset, int64_t index) {
-  const Cursor cursor = seek(dataset, index);
-  if (index < 0 || cursor.file >= dataset.files.size()) return "sample " + std::to_string(index);
-  return dataset.files[cursor.file].path + ", sample " + std::to_string(cursor.position - cursor.file_start);
+  const SampleSource& source = dataset.first();
+  const Cursor cursor = seek(dataset, source, index);
+  if (index < 0 || cursor.file >= source.files.size()) return "sample " + std::to_string(index);
+  return source.files[cursor.file].path + ", sample " + std::to_string(cursor.position - cursor.file_start);
 }
 
 Shape feed_shape(const Value& input, const Shape& sample_shape) {

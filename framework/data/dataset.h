@@ -47,28 +47,50 @@ struct DatasetFile {
   int64_t rows = 0;         // .npy: rows the file holds (more than `samples` under a limit)
 };
 
-// A sample left out because it holds NaN or Inf (skip-nonfinite).
+// The samples of one model input: one path of DataSpec::path.
+struct SampleSource {
+  std::string input;  // the model input it feeds; "" = the model's only input
+  std::string path;
+  DataSource kind = DataSource::NpyBatch;
+  std::vector<DatasetFile> files;  // reading order
+  DType dtype = DType::Float32;
+  Shape sample_shape;  // without the samples axis
+};
+
+// A sample left out because one of its inputs holds NaN or Inf (skip-nonfinite); with
+// several inputs the whole sample goes, and this names the first input at fault.
 struct SkippedSample {
-  int64_t position = 0;  // among all rows read, before skipping
-  std::size_t file = 0;  // index into Dataset::files
-  int64_t row = 0;       // within that file
+  int64_t position = 0;    // among all rows read, before skipping
+  std::size_t source = 0;  // index into Dataset::sources
+  std::size_t file = 0;    // index into that source's files
+  int64_t row = 0;         // within that file
   int64_t nan_count = 0;
   int64_t inf_count = 0;
 };
 
+// Samples of one or several model inputs: sample i is row i of every source.
 struct Dataset {
   DataSpec spec;
-  std::vector<DatasetFile> files;  // reading order
-  DType dtype = DType::Float32;
-  Shape sample_shape;  // without the samples axis
-  int64_t count = 0;   // usable samples: the rows of `files` minus `skipped`
-  DataSource source = DataSource::NpyBatch;
-  std::vector<SkippedSample> skipped;  // ascending position
+  std::vector<SampleSource> sources;  // one per input, in the order `spec.path` names them
+  int64_t count = 0;                  // usable samples: rows minus `skipped`
+  std::vector<SkippedSample> skipped; // ascending position, one per position
+
+  // The first source: the only one of a single-input dataset.
+  const SampleSource& first() const { return sources.front(); }
 };
 
-// Scans `spec.path`: lists the files, checks that every sample has the same dtype and
-// shape, reads every sample once to find NaN and Inf (an error, or skipped with
-// spec.skip_nonfinite), applies spec.limit, counts samples. No sample data is kept.
+// One path per model input. `path` names one source, or several as "NAME=PATH,NAME=PATH"
+// (NAME a model input); a path that exists as written is always one source.
+struct InputPath {
+  std::string input;  // "" when unnamed
+  std::string path;
+};
+Expected<std::vector<InputPath>> split_input_paths(const std::string& path);
+
+// Scans every path of `spec.path`: lists the files, checks that every sample of a source has
+// the same dtype and shape and that the sources hold the same number of samples, reads every
+// sample once to find NaN and Inf (an error, or skipped with spec.skip_nonfinite), applies
+// spec.limit, counts samples. No sample data is kept.
 Expected<Dataset> open_dataset(const DataSpec& spec);
 
 // The dataset description as JSON (the load-data artifact): source kind, preprocessing,
@@ -78,16 +100,17 @@ Expected<std::string> dataset_json(const Dataset& dataset);
 // One line per skipped sample (capped), for StageResult::warnings.
 std::vector<std::string> dataset_warnings(const Dataset& dataset);
 
-// Calls `visit(index, sample)` for every sample in dataset order; `sample` has the dataset's
-// sample shape. Stops at the first error, adding the file and sample to its message.
-// Thread-safe and reentrant: every call reads through descriptors of its own, so several
-// threads may iterate one const Dataset at once.
-using SampleVisitor = std::function<Status(int64_t index, const Tensor& sample)>;
+// Calls `visit(index, samples)` for every sample in dataset order; `samples` holds one tensor
+// per source, each of its source's sample shape. Stops at the first error, adding the file
+// and sample to its message. Thread-safe and reentrant: every call reads through descriptors
+// of its own, so several threads may iterate one const Dataset at once.
+using SampleVisitor = std::function<Status(int64_t index, const std::vector<Tensor>& samples)>;
 Status for_each_sample(const Dataset& dataset, const SampleVisitor& visit);
 // The same for samples [begin, end) (indices as for_each_sample numbers them), for shards.
 Status for_each_sample_in(const Dataset& dataset, int64_t begin, int64_t end, const SampleVisitor& visit);
 
-// "calib.npy, sample 3": where sample `index` comes from (file and row), for messages.
+// "calib.npy, sample 3": where sample `index` comes from (file and row; the first source's
+// when there are several), for messages.
 std::string sample_location(const Dataset& dataset, int64_t index);
 
 // The shape a sample is fed to `input` with: the sample's own shape, or with a leading

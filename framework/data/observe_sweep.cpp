@@ -14,9 +14,9 @@ namespace {
 
 class Sweep {
  public:
-  Sweep(const Executor& executor, const Value& input, const Shape& shape, const Dataset& dataset,
-        const ObserverFactory& make, ProgressBar* progress)
-      : executor_(executor), input_(input), shape_(shape), dataset_(dataset), make_(make), progress_(progress) {}
+  Sweep(const Executor& executor, const InputBinding& binding, const Dataset& dataset, const ObserverFactory& make,
+        ProgressBar* progress)
+      : executor_(executor), binding_(binding), dataset_(dataset), make_(make), progress_(progress) {}
 
   Expected<std::shared_ptr<Observer>> make() {
     std::lock_guard<std::mutex> lock(make_mutex_);
@@ -26,19 +26,20 @@ class Sweep {
   // Samples [begin, end) in dataset order into `observers`, read batch-size at a time.
   Status run_shard(ObserverMap& observers, int64_t begin, int64_t end, int pass) {
     const int64_t batch = std::max<int64_t>(1, dataset_.spec.batch_size);
-    std::vector<Tensor> samples;
+    std::vector<Feeds> samples;
     for (int64_t group = begin; group < end && !failed_.load(); group += batch) {
       const int64_t group_end = std::min(end, group + batch);
       samples.clear();
-      QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset_, group, group_end, [&](int64_t, const Tensor& sample) {
-        samples.push_back(sample);
+      QFLOW_RETURN_IF_ERROR(for_each_feed_in(dataset_, binding_, group, group_end, [&](int64_t, const Feeds& feeds) {
+        samples.push_back(feeds);
         return Status::ok();
       }));
       for (std::size_t i = 0; i < samples.size(); ++i) {
-        const Tensor fed = samples[i].reshaped(shape_);
-        Status status = observe(observers, input_.name(), fed, pass);
+        Status status = Status::ok();
+        for (auto it = samples[i].begin(); status.is_ok() && it != samples[i].end(); ++it)
+          status = observe(observers, it->first, it->second, pass);
         if (status.is_ok()) {
-          auto outputs = executor_.run({{input_.name(), fed}}, [&](const Value& value, const Tensor& tensor) {
+          auto outputs = executor_.run(samples[i], [&](const Value& value, const Tensor& tensor) {
             return observe(observers, value.name(), tensor, pass);
           });
           status = outputs.status();
@@ -70,8 +71,7 @@ class Sweep {
   }
 
   const Executor& executor_;
-  const Value& input_;
-  const Shape& shape_;
+  const InputBinding& binding_;
   const Dataset& dataset_;
   const ObserverFactory& make_;
   ProgressBar* progress_;
@@ -125,10 +125,10 @@ class ShardMerger {
 
 }  // namespace
 
-Expected<ObserverMap> observe_dataset(const Executor& executor, const Value& input, const Shape& fed_shape,
-                                      const Dataset& dataset, const ObserverFactory& make, const ObserveOptions& options) {
+Expected<ObserverMap> observe_dataset(const Executor& executor, const InputBinding& binding, const Dataset& dataset,
+                                      const ObserverFactory& make, const ObserveOptions& options) {
   if (dataset.count <= 0) return invalid_input("the dataset holds no samples");
-  Sweep sweep(executor, input, fed_shape, dataset, make, options.progress);
+  Sweep sweep(executor, binding, dataset, make, options.progress);
   QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Observer> probe, sweep.make());
   const int passes = std::max(1, probe->passes());
   const int64_t shard_count = (dataset.count + kObserveShardSamples - 1) / kObserveShardSamples;

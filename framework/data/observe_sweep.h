@@ -10,6 +10,7 @@
 #include <string>
 
 #include "framework/data/dataset.h"
+#include "framework/data/input_feeds.h"
 #include "framework/data/progress_bar.h"
 #include "framework/runtime/executor.h"
 #include "qflow/core/status.h"
@@ -29,14 +30,14 @@ struct ObserveOptions {
   ProgressBar* progress = nullptr;  // advanced by samples done (count * passes in total)
 };
 
-// Feeds every sample (reshaped to `fed_shape`, batch axis 1) to `input` and observes the
-// graph input and every float32 node output. Shards of kObserveShardSamples samples are
+// Feeds every sample to the model's inputs as `binding` says and observes the float32 graph
+// inputs and node outputs. Shards of kObserveShardSamples samples are
 // observed by fresh observers on one thread each, in dataset order, read dataset.spec
 // .batch_size samples at a time, and merged in shard order. Multi-pass observers: after
 // pass k-1 the shards are merged; every shard of pass k starts from a copy of that state
 // (make + deserialize(serialize())), gets begin_pass(k), and the copies are merged again.
 // An error names the file and sample; with several, the first shard's.
-Expected<ObserverMap> observe_dataset(const Executor& executor, const Value& input, const Shape& fed_shape,
-                                      const Dataset& dataset, const ObserverFactory& make, const ObserveOptions& options);
+Expected<ObserverMap> observe_dataset(const Executor& executor, const InputBinding& binding, const Dataset& dataset,
+                                      const ObserverFactory& make, const ObserveOptions& options);
 
 }  // namespace qflow

@@ -1,6 +1,7 @@
 // import-onnx: reads a float ONNX model through qflow's importer and checks, optionally
 // raising its opset (QDQ with per-channel weights needs opset 13) and recording inferred shapes.
 #include "framework/pipeline/input_shapes.h"
+#include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_version.h"
 #include "framework/pipeline/stage_util.h"
@@ -10,18 +11,23 @@ namespace qflow {
 
 namespace {
 
-// The shape a single-input model takes from its calibration samples when no input-shape is
-// given and its input has symbolic dimensions: the sample shape with a batch axis of 1
-// (feed_shape()), as "1,3,48,320". Empty when the samples do not decide it.
+// The shapes a model's inputs with symbolic dimensions take from the calibration samples
+// when no input-shape is given: each sample shape with a batch axis of 1 (feed_shape()), as
+// "x=1,3,48,320;state=2,1,128". Empty when the samples do not decide any; a dataset that does
+// not fit the model is left for the stages feeding it to report.
 std::string shape_from_samples(const Model& model, const Dataset& dataset) {
-  const std::vector<Value*> inputs = model.graph->runtime_inputs();
-  if (inputs.size() != 1 || dataset.sample_shape.empty()) return "";
-  const Value& input = *inputs[0];
-  if (input.type && input.type->shape && input.type->static_shape()) return "";
+  Expected<InputBinding> binding = bind_inputs(*model.graph, dataset);
+  if (!binding) return "";
   std::string text;
-  for (int64_t d : feed_shape(input, dataset.sample_shape)) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(d);
+  for (const InputFeed& feed : *binding) {
+    const Value* input = model.graph->find_value(feed.input);
+    if (!input || feed.shape.empty() || (input->type && input->type->shape && input->type->static_shape())) continue;
+    if (!text.empty()) text += ';';
+    text += feed.input + '=';
+    for (std::size_t i = 0; i < feed.shape.size(); ++i) {
+      if (i) text += ',';
+      text += std::to_string(feed.shape[i]);
+    }
   }
   return text;
 }

@@ -55,36 +55,6 @@ std::string statistics_json(const std::string& component, int64_t samples, const
   return text ? *text : std::string();
 }
 
-// "float [1, 'N', 28, 28]"-like text of a declared input type, as the message shows it.
-std::string declared_text(const ValueType& type) {
-  std::string out(dtype_name(type.dtype));
-  if (!type.shape) return out + " of unknown rank";
-  out += " [";
-  for (std::size_t i = 0; i < type.shape->size(); ++i) {
-    const Dim& d = (*type.shape)[i];
-    out += (i ? ", " : "") + (d.value ? std::to_string(*d.value) : (d.param.empty() ? std::string("?") : d.param));
-  }
-  return out + "]";
-}
-
-// The samples must fit the input: same dtype, and the fed shape matching every static dim.
-Status check_samples_fit(const std::string& stage_id, const Value& input, const Dataset& dataset, const Shape& fed) {
-  if (!input.type) return Status::ok();
-  const ValueType& type = *input.type;
-  bool ok = type.dtype == DType::Undefined || type.dtype == dataset.dtype;
-  if (ok && type.shape) {
-    ok = type.shape->size() == fed.size();
-    for (std::size_t i = 0; ok && i < fed.size(); ++i) {
-      const Dim& d = (*type.shape)[i];
-      if (d.value && *d.value >= 0 && *d.value != fed[i]) ok = false;
-    }
-  }
-  if (ok) return Status::ok();
-  return invalid_input("stage '" + stage_id + "': samples are " + std::string(dtype_name(dataset.dtype)) + " " +
-                       shape_to_string(dataset.sample_shape) + ", model input '" + input.name() + "' takes " +
-                       declared_text(type));
-}
-
 }  // namespace
 
 // One observer per float32 value (graph input or node output), fed every sample once per
@@ -96,13 +66,8 @@ Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<st
   const Artifact& model_artifact = *inputs.at("model");
   const Dataset& dataset = *inputs.at("dataset")->dataset;
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, model_artifact));
-  const std::vector<Value*> model_inputs = model.graph->runtime_inputs();
-  if (model_inputs.size() != 1)
-    return unsupported("stage '" + stage.id + "': the model has " + std::to_string(model_inputs.size()) +
-                       " inputs; load-data feeds exactly one");
-  const Value& input = *model_inputs[0];
-  const Shape shape = feed_shape(input, dataset.sample_shape);
-  QFLOW_RETURN_IF_ERROR(check_samples_fit(stage.id, input, dataset, shape));
+  Expected<InputBinding> binding = bind_inputs(*model.graph, dataset);
+  if (!binding) return binding.status().with_context("stage '" + stage.id + "'");
   // Single-threaded kernels: the parallelism is across shards; Executor::run is const and
   // keeps every intermediate in a per-call environment.
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(model));
@@ -114,7 +79,7 @@ Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<st
   ObserveOptions observe;
   observe.threads = context.threads;
   observe.progress = &progress;
-  Expected<ObserverMap> observed = observe_dataset(*executor, input, shape, dataset, make, observe);
+  Expected<ObserverMap> observed = observe_dataset(*executor, *binding, dataset, make, observe);
   progress.finish();
   if (!observed) return observed.status().with_context("stage '" + stage.id + "'");
   const ObserverMap& merged = *observed;

@@ -1,6 +1,7 @@
 // Empirical bias correction: duplicate nodes with fake-quantized weights beside the originals.
 #include "framework/quant/bias_correction.h"
 
+#include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/quant/qdq_builder.h"
@@ -53,12 +54,8 @@ Expected<std::map<std::string, std::vector<double>>> measure_bias_shift(const Mo
   std::map<std::string, std::vector<double>> shifts;
   if (probes.empty()) return shifts;
 
-  const std::vector<Value*> inputs = graph.runtime_inputs();
-  if (inputs.size() != 1)
-    return unsupported("bias correction: the model has " + std::to_string(inputs.size()) +
-                       " inputs; the dataset feeds exactly one");
-  const std::string input_name = inputs[0]->name();
-  const Shape shape = feed_shape(*inputs[0], dataset.sample_shape);
+  Expected<InputBinding> binding = bind_inputs(graph, dataset);
+  if (!binding) return binding.status().with_context("bias correction");
   ExecutorOptions options;
   for (const Probe& p : probes) {
     options.extra_outputs.push_back(p.float_output);
@@ -68,8 +65,8 @@ Expected<std::map<std::string, std::vector<double>>> measure_bias_shift(const Mo
   std::vector<std::vector<double>> sums(probes.size());
   std::vector<int64_t> counts(probes.size(), 0);
   for (std::size_t i = 0; i < probes.size(); ++i) sums[i].assign(static_cast<std::size_t>(probes[i].channels), 0.0);
-  QFLOW_RETURN_IF_ERROR(for_each_sample(dataset, [&](int64_t, const Tensor& sample) -> Status {
-    QFLOW_ASSIGN_OR_RETURN(auto outputs, executor->run({{input_name, sample.reshaped(shape)}}));
+  QFLOW_RETURN_IF_ERROR(for_each_feed_in(dataset, *binding, 0, dataset.count, [&](int64_t, const Feeds& feeds) -> Status {
+    QFLOW_ASSIGN_OR_RETURN(auto outputs, executor->run(feeds));
     for (std::size_t i = 0; i < probes.size(); ++i) {
       const Tensor& y = outputs.at(probes[i].float_output);
       const Tensor& yq = outputs.at(probes[i].quant_output);

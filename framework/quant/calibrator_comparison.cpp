@@ -6,6 +6,7 @@
 
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
+#include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/quant/output_cosine.h"
@@ -17,8 +18,7 @@ namespace qflow {
 namespace {
 
 // The outputs of `model` for every sample, in sample order (graph output order within one).
-Expected<std::vector<SampleOutputs>> run_outputs(const Model& model, const std::string& input_name,
-                                                 const std::vector<Tensor>& samples, ThreadPool& pool,
+Expected<std::vector<SampleOutputs>> run_outputs(const Model& model, const std::vector<Feeds>& samples, ThreadPool& pool,
                                                  const Dataset& dataset) {
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(model));
   std::vector<SampleOutputs> outputs(samples.size());
@@ -26,7 +26,7 @@ Expected<std::vector<SampleOutputs>> run_outputs(const Model& model, const std::
   pool.parallel_for(static_cast<int64_t>(samples.size()), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const auto k = static_cast<std::size_t>(i);
-      auto values = executor->run({{input_name, samples[k]}});
+      auto values = executor->run(samples[k]);
       if (!values) {
         status[k] = values.status();
         continue;
@@ -62,18 +62,9 @@ Expected<CalibratorComparison> compare_calibrators(const Model& float_model, con
                                                    const QuantConfig* config, bool weights, const Dataset& dataset,
                                                    int threads, int64_t limit, const Metric* metric,
                                                    const std::string& metric_name) {
-  const std::vector<Value*> inputs = float_model.graph->runtime_inputs();
-  if (inputs.size() != 1)
-    return unsupported("compare-calibrators: the model has " + std::to_string(inputs.size()) +
-                       " inputs; the dataset feeds exactly one");
-  const std::string input_name = inputs[0]->name();
-  const Shape shape = feed_shape(*inputs[0], dataset.sample_shape);
-  std::vector<Tensor> samples;
-  const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
-  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t, const Tensor& sample) -> Status {
-    samples.push_back(sample.reshaped(shape));
-    return Status::ok();
-  }));
+  Expected<InputBinding> binding = bind_inputs(*float_model.graph, dataset);
+  if (!binding) return binding.status().with_context("compare-calibrators");
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<Feeds> samples, read_feeds(dataset, *binding, limit));
   if (samples.empty()) return invalid_input("compare-calibrators: the dataset has no samples");
 
   CalibratorComparison result;
@@ -82,7 +73,7 @@ Expected<CalibratorComparison> compare_calibrators(const Model& float_model, con
   result.metric = metric ? metric_name : std::string();
   ThreadPool pool(std::max(1, threads));
   QFLOW_ASSIGN_OR_RETURN(const std::vector<SampleOutputs> reference,
-                         run_outputs(float_model, input_name, samples, pool, dataset));
+                         run_outputs(float_model, samples, pool, dataset));
   std::vector<std::vector<float>> reference_flat;
   for (const SampleOutputs& outputs : reference) reference_flat.push_back(flatten_sample_outputs(outputs));
   auto score = [&](const std::vector<SampleOutputs>& outputs) -> Expected<double> {
@@ -106,7 +97,7 @@ Expected<CalibratorComparison> compare_calibrators(const Model& float_model, con
     QdqOptions options;
     options.weights = weights;
     QFLOW_RETURN_IF_ERROR(build_qdq_model(qdq, *branch.table, config, options).with_context(head));
-    Expected<std::vector<SampleOutputs>> outputs = run_outputs(qdq, input_name, samples, pool, dataset);
+    Expected<std::vector<SampleOutputs>> outputs = run_outputs(qdq, samples, pool, dataset);
     if (!outputs) return outputs.status().with_context(head);
     CalibratorScore row{branch.label, branch.stage, branch.method, branch.seconds, 0.0, std::nullopt};
     double sum = 0.0;

@@ -50,7 +50,7 @@ struct CalibratorComparison {
 // samples at once. The cosine per sample flattens all graph outputs in output order; its mean
 // is taken in sample order, so results do not depend on the thread count. `metric` (may be
 // null; its name in `metric_name`) scores the float model and every branch on the same
-// outputs. The model must have one input.
+// outputs. The dataset feeds every model input (bind_inputs).
 Expected<CalibratorComparison> compare_calibrators(const Model& float_model, const std::vector<CalibratorBranch>& branches,
                                                    const QuantConfig* config, bool weights, const Dataset& dataset,
                                                    int threads, int64_t limit, const Metric* metric,

@@ -14,6 +14,7 @@
 
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
+#include "framework/data/input_feeds.h"
 #include "framework/runtime/executor.h"
 
 namespace qflow {
@@ -229,13 +230,10 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
                                          int threads, int64_t limit) {
   const Graph& fg = *float_model.graph;
   const Graph& qg = *qdq_model.graph;
-  const std::vector<Value*> float_inputs = fg.runtime_inputs(), qdq_inputs = qg.runtime_inputs();
-  if (float_inputs.size() != 1 || qdq_inputs.size() != 1)
-    return unsupported("compare: the models must have exactly one input (the dataset feeds one); the float model has " +
-                       std::to_string(float_inputs.size()) + ", the QDQ model " + std::to_string(qdq_inputs.size()));
-  const std::string float_input = float_inputs[0]->name(), qdq_input = qdq_inputs[0]->name();
-  const Shape float_shape = feed_shape(*float_inputs[0], dataset.sample_shape);
-  const Shape qdq_shape = feed_shape(*qdq_inputs[0], dataset.sample_shape);
+  Expected<InputBinding> float_binding = bind_inputs(fg, dataset);
+  if (!float_binding) return float_binding.status().with_context("compare: the float model");
+  Expected<InputBinding> qdq_binding = bind_inputs(qg, dataset);
+  if (!qdq_binding) return qdq_binding.status().with_context("compare: the QDQ model");
 
   QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, qg.topological_order());
   LayerComparison result;
@@ -306,16 +304,16 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
 
   const std::size_t rows = pairs.size();
   // Per sample: sums[2r] accumulated, sums[2r + 1] isolated.
-  auto run_one = [&](const Tensor& sample) -> Expected<std::vector<ErrorSums>> {
+  auto run_one = [&](const std::vector<Tensor>& sample) -> Expected<std::vector<ErrorSums>> {
     std::vector<ErrorSums> sums(2 * rows);
     std::vector<RowInfo> seen = infos;
     std::unordered_map<std::string, Tensor> floats;
-    const Tensor fx = sample.reshaped(float_shape);
-    floats[float_input] = fx;
+    const Feeds float_feeds = make_feeds(*float_binding, sample);
+    for (const auto& [name, tensor] : float_feeds) floats[name] = tensor;
     for (const Value* v : fg.initializer_order())
       if (needed.count(v->name())) floats[v->name()] = *fg.initializer(v);
     QFLOW_RETURN_IF_ERROR(float_exec
-                              ->run({{float_input, fx}},
+                              ->run(float_feeds,
                                     [&](const Value& value, const Tensor& tensor) -> Status {
                                       if (needed.count(value.name())) floats[value.name()] = tensor;
                                       return Status::ok();
@@ -327,7 +325,7 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
       return &it->second;
     };
     QFLOW_RETURN_IF_ERROR(qdq_exec
-                              ->run({{qdq_input, sample.reshaped(qdq_shape)}},
+                              ->run(make_feeds(*qdq_binding, sample),
                                     [&](const Value& value, const Tensor& tensor) -> Status {
                                       auto it = row_of_dq.find(value.name());
                                       if (it == row_of_dq.end()) return Status::ok();
@@ -355,7 +353,7 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
   threads = std::max(1, threads);
   ThreadPool pool(threads);
   std::vector<ErrorSums> total(2 * rows);
-  std::vector<std::pair<int64_t, Tensor>> batch;
+  std::vector<std::pair<int64_t, std::vector<Tensor>>> batch;
   auto flush = [&]() -> Status {
     std::vector<Expected<std::vector<ErrorSums>>> done(batch.size(), internal_error("sample not run"));
     pool.parallel_for(static_cast<int64_t>(batch.size()), [&](int64_t begin, int64_t end) {
@@ -371,7 +369,7 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
     return Status::ok();
   };
   const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
-  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t index, const Tensor& sample) -> Status {
+  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t index, const std::vector<Tensor>& sample) -> Status {
     batch.emplace_back(index, sample);
     return batch.size() >= static_cast<std::size_t>(threads) ? flush() : Status::ok();
   }));

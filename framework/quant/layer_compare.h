@@ -54,7 +54,7 @@ struct LayerComparison {
 // Compares every quantized activation of `qdq_model` (a QuantizeLinear -> DequantizeLinear
 // pair on a non-constant tensor) with the same tensor of `float_model` over the first
 // `limit` samples of `dataset` (all when limit <= 0), `threads` samples at a time. Results
-// do not depend on the thread count. Both models must have one input.
+// do not depend on the thread count. The dataset feeds every input of both models.
 Expected<LayerComparison> compare_layers(const Model& float_model, const Model& qdq_model, const Dataset& dataset,
                                          int threads, int64_t limit);
 

@@ -9,6 +9,7 @@
 
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
+#include "framework/data/input_feeds.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/runtime/executor.h"
 #include "qflow/runtime.h"
@@ -52,11 +53,16 @@ bool LoweredVerification::bit_identical() const {
 Expected<LoweredVerification> verify_lowered(const Model& ptq_model, const lowered::Model& bc_model,
                                              std::span<const uint8_t> hbm_bytes, const Dataset& dataset, int threads,
                                              int64_t limit) {
-  const std::vector<Value*> inputs = ptq_model.graph->runtime_inputs();
-  if (inputs.size() != 1 || bc_model.inputs.size() != 1)
-    return unsupported("verify: the models must have exactly one input (the dataset feeds one)");
-  const std::string input_name = inputs[0]->name();
-  const Shape shape = feed_shape(*inputs[0], dataset.sample_shape);
+  Expected<InputBinding> binding = bind_inputs(*ptq_model.graph, dataset);
+  if (!binding) return binding.status().with_context("verify");
+  // The lowered program's inputs in its own order, by name.
+  std::vector<std::string> bc_inputs;
+  for (int32_t index : bc_model.inputs) {
+    const std::string& name = bc_model.tensors[static_cast<size_t>(index)].name;
+    if (std::none_of(binding->begin(), binding->end(), [&](const InputFeed& f) { return f.input == name; }))
+      return invalid_input("verify: the .bc reads input '" + name + "', which the PTQ model does not have");
+    bc_inputs.push_back(name);
+  }
   const auto& outputs = ptq_model.graph->outputs;
   if (outputs.size() != bc_model.outputs.size())
     return invalid_input("verify: the PTQ model has " + std::to_string(outputs.size()) + " outputs, the .bc has " +
@@ -91,17 +97,24 @@ Expected<LoweredVerification> verify_lowered(const Model& ptq_model, const lower
   }
   std::vector<double> bc_cosine_sum(output_count, 0.0), hbm_cosine_sum(output_count, 0.0);
 
-  auto run_one = [&](const Tensor& sample, qflow_rt_model* handle) -> Expected<SampleOutputs> {
+  auto run_one = [&](const Feeds& sample, qflow_rt_model* handle) -> Expected<SampleOutputs> {
     SampleOutputs out;
-    QFLOW_ASSIGN_OR_RETURN(auto ptq_out, ptq->run({{input_name, sample.reshaped(shape)}}));
+    QFLOW_ASSIGN_OR_RETURN(auto ptq_out, ptq->run(sample));
     for (const Value* value : outputs) {
       const Tensor& t = ptq_out.at(value->name());
       std::vector<float> flat;
       for (double v : t.to_doubles()) flat.push_back(static_cast<float>(v));
       out.ptq.push_back(std::move(flat));
     }
-    const std::vector<float> x = sample_floats(sample);
-    lowered::Status bc_status = bc->run({std::span<const float>(x)}, out.bc);
+    std::vector<std::vector<float>> x;
+    std::vector<std::span<const float>> spans;
+    std::vector<const float*> feeds;
+    for (const std::string& name : bc_inputs) x.push_back(sample_floats(sample.at(name)));
+    for (const std::vector<float>& v : x) {
+      spans.emplace_back(v);
+      feeds.push_back(v.data());
+    }
+    lowered::Status bc_status = bc->run(spans, out.bc);
     if (!bc_status) return invalid_input(".bc simulator: " + bc_status.message());
     out.hbm.resize(output_count);
     std::vector<float*> targets;
@@ -109,14 +122,13 @@ Expected<LoweredVerification> verify_lowered(const Model& ptq_model, const lower
       out.hbm[o].resize(hbm_sizes[o]);
       targets.push_back(out.hbm[o].data());
     }
-    const float* feed = x.data();
-    if (qflow_rt_run(handle, &feed, targets.data()) != QFLOW_RT_OK)
+    if (qflow_rt_run(handle, feeds.data(), targets.data()) != QFLOW_RT_OK)
       return invalid_input(std::string(".hbm runtime: ") + qflow_rt_last_error());
     return out;
   };
 
   ThreadPool pool(threads);
-  std::vector<std::pair<int64_t, Tensor>> batch;
+  std::vector<std::pair<int64_t, Feeds>> batch;
   auto flush = [&]() -> Status {
     std::vector<Expected<SampleOutputs>> done(batch.size(), internal_error("sample not run"));
     pool.parallel_for(static_cast<int64_t>(batch.size()), [&](int64_t begin, int64_t end) {
@@ -156,7 +168,7 @@ Expected<LoweredVerification> verify_lowered(const Model& ptq_model, const lower
     return Status::ok();
   };
   const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
-  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t index, const Tensor& sample) -> Status {
+  QFLOW_RETURN_IF_ERROR(for_each_feed_in(dataset, *binding, 0, end, [&](int64_t index, const Feeds& sample) -> Status {
     batch.emplace_back(index, sample);
     return batch.size() >= static_cast<size_t>(threads) ? flush() : Status::ok();
   }));

@@ -38,7 +38,8 @@ struct LoweredVerification {
 };
 
 // Runs every sample of `dataset` (the first `limit` when limit > 0) through the three.
-// The models must have one input and the same outputs (names, element counts).
+// The dataset feeds every input of the PTQ model, and the .bc reads inputs of those names
+// (converted to float); the models have the same outputs (names, element counts).
 Expected<LoweredVerification> verify_lowered(const Model& ptq_model, const lowered::Model& bc_model,
                                              std::span<const uint8_t> hbm_bytes, const Dataset& dataset, int threads,
                                              int64_t limit);

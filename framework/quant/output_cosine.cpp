@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "framework/core/thread_pool.h"
+#include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/runtime/executor.h"
@@ -66,12 +67,9 @@ Expected<std::unique_ptr<OutputCosine>> OutputCosine::create(std::string float_m
                                                              const QuantConfig* config, int threads) {
   std::unique_ptr<OutputCosine> self(new OutputCosine(std::move(float_model), dataset, config, threads));
   QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(self->bytes_, "output cosine: float model"));
-  const std::vector<Value*> inputs = model.graph->runtime_inputs();
-  if (inputs.size() != 1)
-    return unsupported("output cosine: the model has " + std::to_string(inputs.size()) +
-                       " inputs; the dataset feeds exactly one");
-  self->input_name_ = inputs[0]->name();
-  self->feed_shape_ = feed_shape(*inputs[0], dataset.sample_shape);
+  Expected<InputBinding> binding = bind_inputs(*model.graph, dataset);
+  if (!binding) return binding.status().with_context("output cosine");
+  self->binding_ = std::move(*binding);
   self->float_model_ = std::make_shared<Model>(std::move(model));
   return self;
 }
@@ -82,13 +80,13 @@ Status OutputCosine::run_samples(const Executor& executor,
                                  const std::function<Status(int64_t, std::vector<float>)>& done) const {
   ThreadPool pool(threads_);
   const auto batch_size = static_cast<std::size_t>(threads_);
-  std::vector<std::pair<int64_t, Tensor>> batch;
+  std::vector<std::pair<int64_t, Feeds>> batch;
   auto flush = [&]() -> Status {
     std::vector<Expected<std::vector<float>>> results(batch.size(), internal_error("sample not run"));
     pool.parallel_for(static_cast<int64_t>(batch.size()), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const auto& [index, sample] = batch[static_cast<std::size_t>(i)];
-        auto outputs = executor.run({{input_name_, sample.reshaped(feed_shape_)}});
+        auto outputs = executor.run(sample);
         results[static_cast<std::size_t>(i)] =
             outputs ? flatten_outputs(*executor.model().graph, *outputs) : Expected<std::vector<float>>(outputs.status());
       }
@@ -100,8 +98,8 @@ Status OutputCosine::run_samples(const Executor& executor,
     batch.clear();
     return Status::ok();
   };
-  QFLOW_RETURN_IF_ERROR(for_each_sample(dataset_, [&](int64_t index, const Tensor& sample) -> Status {
-    batch.emplace_back(index, sample);
+  QFLOW_RETURN_IF_ERROR(for_each_feed_in(dataset_, binding_, 0, dataset_.count, [&](int64_t index, const Feeds& feeds) -> Status {
+    batch.emplace_back(index, feeds);
     return batch.size() >= batch_size ? flush() : Status::ok();
   }));
   return flush();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "framework/data/dataset.h"
+#include "framework/data/input_feeds.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"
@@ -42,8 +43,7 @@ class OutputCosine {
   const Dataset& dataset_;
   const QuantConfig* config_;
   int threads_;
-  std::string input_name_;
-  Shape feed_shape_;
+  InputBinding binding_;
   std::shared_ptr<Model> float_model_;
   mutable std::mutex mutex_;
   mutable std::vector<std::vector<float>> float_outputs_;  // per sample, once computed

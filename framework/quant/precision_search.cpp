@@ -12,6 +12,7 @@
 
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
+#include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
@@ -34,10 +35,8 @@ bool is_graph_output(const Graph& graph, const Value* v) {
 // Runs models on the kept samples and scores them against the float model.
 class Evaluator {
  public:
-  Evaluator(const Model& float_model, std::vector<Tensor> samples, std::string input_name, int threads,
-            const Metric* metric)
-      : float_model_(float_model), samples_(std::move(samples)), input_name_(std::move(input_name)),
-        pool_(std::max(1, threads)), metric_(metric) {}
+  Evaluator(const Model& float_model, std::vector<Feeds> samples, int threads, const Metric* metric)
+      : float_model_(float_model), samples_(std::move(samples)), pool_(std::max(1, threads)), metric_(metric) {}
 
   Status init() {
     QFLOW_ASSIGN_OR_RETURN(reference_, outputs_of(float_model_));
@@ -64,7 +63,7 @@ class Evaluator {
     pool_.parallel_for(static_cast<int64_t>(samples_.size()), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const auto k = static_cast<std::size_t>(i);
-        auto out = executor->run({{input_name_, samples_[k]}});
+        auto out = executor->run(samples_[k]);
         if (!out) {
           results[k] = out.status();
           continue;
@@ -104,8 +103,7 @@ class Evaluator {
   }
 
   const Model& float_model_;
-  std::vector<Tensor> samples_;
-  std::string input_name_;
+  std::vector<Feeds> samples_;
   ThreadPool pool_;
   const Metric* metric_;
   std::vector<SampleOutputs> reference_;
@@ -196,10 +194,8 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
                                                  const QuantConfig* config, const Dataset& dataset,
                                                  const PrecisionSearchOptions& options) {
   const Graph& graph = *float_model.graph;
-  const std::vector<Value*> inputs = graph.runtime_inputs();
-  if (inputs.size() != 1)
-    return unsupported("precision search: the model has " + std::to_string(inputs.size()) +
-                       " inputs; the dataset feeds exactly one");
+  Expected<InputBinding> binding = bind_inputs(graph, dataset);
+  if (!binding) return binding.status().with_context("precision search");
   const QuantConfig base = config ? *config : QuantConfig{};
   PrecisionSearchResult result;
   result.target_kind = options.metric ? (options.metric_name.empty() ? "metric" : options.metric_name) : "cosine";
@@ -213,16 +209,10 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     ranking = &measured;
   }
 
-  std::vector<Tensor> samples;
-  const Shape shape = feed_shape(*inputs[0], dataset.sample_shape);
-  const int64_t end = options.limit > 0 ? std::min(options.limit, dataset.count) : dataset.count;
-  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t, const Tensor& sample) -> Status {
-    samples.push_back(sample.reshaped(shape));
-    return Status::ok();
-  }));
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Feeds> samples, read_feeds(dataset, *binding, options.limit));
   if (samples.empty()) return invalid_input("precision search: the dataset has no samples");
   result.samples = static_cast<int64_t>(samples.size());
-  Evaluator evaluator(float_model, std::move(samples), inputs[0]->name(), options.threads, options.metric);
+  Evaluator evaluator(float_model, std::move(samples), options.threads, options.metric);
   QFLOW_RETURN_IF_ERROR(evaluator.init());
   result.float_value = evaluator.float_value();
   result.threshold = options.metric ? result.float_value - options.max_drop : options.target_cosine;

@@ -12,6 +12,7 @@
 
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
+#include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/quant/output_cosine.h"
@@ -62,9 +63,9 @@ struct SampleValues {
   std::size_t bytes = 0;
 };
 
-Status float_values(const Executor& executor, const std::string& input_name, const Tensor& sample, SampleValues& out) {
-  out.tensors[input_name] = sample;
-  QFLOW_ASSIGN_OR_RETURN(auto outputs, executor.run({{input_name, sample}}, [&](const Value& value, const Tensor& t) {
+Status float_values(const Executor& executor, const Feeds& sample, SampleValues& out) {
+  for (const auto& [name, tensor] : sample) out.tensors[name] = tensor;
+  QFLOW_ASSIGN_OR_RETURN(auto outputs, executor.run(sample, [&](const Value& value, const Tensor& t) {
     out.tensors[value.name()] = t;
     out.bytes += t.nbytes();
     return Status::ok();
@@ -173,12 +174,8 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
                                                 const QuantConfig* config, const Dataset& dataset, int threads,
                                                 int64_t limit) {
   const Graph& graph = *float_model.graph;
-  const std::vector<Value*> inputs = graph.runtime_inputs();
-  if (inputs.size() != 1)
-    return unsupported("sensitivity: the model has " + std::to_string(inputs.size()) +
-                       " inputs; the dataset feeds exactly one");
-  const std::string input_name = inputs[0]->name();
-  const Shape shape = feed_shape(*inputs[0], dataset.sample_shape);
+  Expected<InputBinding> binding = bind_inputs(graph, dataset);
+  if (!binding) return binding.status().with_context("sensitivity");
   for (const auto& [name, params] : table) {
     (void)params;
     if (!graph.find_value(name)) return not_found("calibration table: tensor '" + name + "' is not in the model");
@@ -224,12 +221,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   }
 
   // Samples are read once and kept: every model below runs on all of them.
-  std::vector<Tensor> samples;
-  const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
-  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t, const Tensor& sample) -> Status {
-    samples.push_back(sample.reshaped(shape));
-    return Status::ok();
-  }));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<Feeds> samples, read_feeds(dataset, *binding, limit));
   if (samples.empty()) return invalid_input("sensitivity: the dataset has no samples");
   result.samples = static_cast<int64_t>(samples.size());
 
@@ -250,7 +242,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     pool.parallel_for(static_cast<int64_t>(values.size()), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const auto k = static_cast<std::size_t>(i);
-        status[k] = float_values(*float_exec, input_name, samples[begin + k], values[k]);
+        status[k] = float_values(*float_exec, samples[begin + k], values[k]);
       }
     });
     for (std::size_t k = 0; k < values.size(); ++k)

@@ -38,7 +38,8 @@ struct SensitivityResult {
 // the mean over samples of the cosine between all float outputs and all outputs of that
 // model (flattened in output order). The table is scale-aligned over the whole model first,
 // so each node gets the parameters it has in the full PTQ model. `threads` samples run at
-// once; results do not depend on the thread count. The model must have one input.
+// once; results do not depend on the thread count. The dataset feeds every model input
+// (bind_inputs).
 // The float model runs once per sample and its tensors are kept (in chunks of samples of at
 // most 1 GiB) so that each single-node model runs only from the quantized node on.
 Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const QuantTable& table,

@@ -93,8 +93,9 @@ QuantTable observed_table(const Model& model, const Dataset& dataset, DType dtyp
   auto executor = Executor::create(model);
   REQUIRE(executor.has_value());
   const Value* input = model.graph->runtime_inputs().at(0);
-  const Shape shape = feed_shape(*input, dataset.sample_shape);
-  REQUIRE(for_each_sample(dataset, [&](int64_t, const Tensor& sample) -> Status {
+  const Shape shape = feed_shape(*input, dataset.first().sample_shape);
+  REQUIRE(for_each_sample(dataset, [&](int64_t, const std::vector<Tensor>& samples) -> Status {
+            const Tensor& sample = samples.at(0);
             note(input->name(), sample);
             return (*executor)->run({{input->name(), sample.reshaped(shape)}}, [&](const Value& v, const Tensor& t) {
               if (t.dtype() == DType::Float32) note(v.name(), t);

@@ -52,11 +52,11 @@ TEST_CASE("dataset: a .npy batch streams exact rows; ranges and limit") {
   Expected<Dataset> dataset = open_dataset(spec_for(path));
   REQUIRE_MESSAGE(dataset.has_value(), dataset.status().message());
   CHECK(dataset->count == 5);
-  CHECK(dataset->source == DataSource::NpyBatch);
-  CHECK(dataset->sample_shape == Shape{2, 3});
-  REQUIRE(dataset->files.size() == 1);
-  CHECK(dataset->files[0].samples == 5);
-  CHECK(dataset->files[0].data_offset == 128);  // NumPy-style header padded to 64 bytes
+  CHECK(dataset->first().kind == DataSource::NpyBatch);
+  CHECK(dataset->first().sample_shape == Shape{2, 3});
+  REQUIRE(dataset->first().files.size() == 1);
+  CHECK(dataset->first().files[0].samples == 5);
+  CHECK(dataset->first().files[0].data_offset == 128);  // NumPy-style header padded to 64 bytes
 
   const auto rows = all_samples(*dataset);
   REQUIRE(rows.size() == 5);
@@ -67,7 +67,7 @@ TEST_CASE("dataset: a .npy batch streams exact rows; ranges and limit") {
   REQUIRE(middle.size() == 2);
   CHECK(middle[0][0] == batch_value(2, 0));
   CHECK(middle[1][5] == batch_value(3, 5));
-  CHECK(for_each_sample_in(*dataset, 4, 6, [](int64_t, const Tensor&) { return Status::ok(); }).message() ==
+  CHECK(for_each_sample_in(*dataset, 4, 6, [](int64_t, const std::vector<Tensor>&) { return Status::ok(); }).message() ==
         "sample range [4, 6) is outside [0, 5)");
 
   DataSpec limited = spec_for(path);
@@ -75,7 +75,7 @@ TEST_CASE("dataset: a .npy batch streams exact rows; ranges and limit") {
   Expected<Dataset> first3 = open_dataset(limited);
   REQUIRE(first3.has_value());
   CHECK(first3->count == 3);
-  CHECK(first3->files[0].samples == 3);
+  CHECK(first3->first().files[0].samples == 3);
   const auto kept = all_samples(*first3);
   REQUIRE(kept.size() == 3);
   CHECK(kept[2][4] == batch_value(2, 4));
@@ -92,7 +92,7 @@ TEST_CASE("dataset: a visitor's error names the file and the sample") {
   write_npy(path, {3, 2}, batch_values(3, 2));
   Expected<Dataset> dataset = open_dataset(spec_for(path));
   REQUIRE(dataset.has_value());
-  const Status status = for_each_sample(*dataset, [](int64_t index, const Tensor&) {
+  const Status status = for_each_sample(*dataset, [](int64_t index, const std::vector<Tensor>&) {
     return index == 1 ? invalid_input("boom") : Status::ok();
   });
   CHECK(status.message() == path + ", sample 1: boom");
@@ -119,7 +119,7 @@ TEST_CASE("dataset: a file that changes after load-data read it is an error, not
   Expected<Dataset> dataset = open_dataset(spec_for(path));
   REQUIRE(dataset.has_value());
   write_npy(path, {3, 2, 3}, batch_values(3, 6));
-  const Status status = for_each_sample(*dataset, [](int64_t, const Tensor&) { return Status::ok(); });
+  const Status status = for_each_sample(*dataset, [](int64_t, const std::vector<Tensor>&) { return Status::ok(); });
   CHECK(status.message() == path + ": the file changed since load-data read it (200 bytes, expected 248)");
 }
 
@@ -143,10 +143,10 @@ TEST_CASE("dataset: a folder of .npy batches is read in name order") {
   std::ofstream(dir.file("notes.txt")) << "ignored";
   Expected<Dataset> dataset = open_dataset(spec_for(dir.path()));
   REQUIRE_MESSAGE(dataset.has_value(), dataset.status().message());
-  CHECK(dataset->source == DataSource::NpyFolder);
+  CHECK(dataset->first().kind == DataSource::NpyFolder);
   CHECK(dataset->count == 5);
-  REQUIRE(dataset->files.size() == 2);
-  CHECK(dataset->files[0].path == dir.file("a.npy"));
+  REQUIRE(dataset->first().files.size() == 2);
+  CHECK(dataset->first().files[0].path == dir.file("a.npy"));
   const auto rows = all_samples(*dataset);
   REQUIRE(rows.size() == 5);
   for (int64_t i = 0; i < 5; ++i) CHECK(rows[static_cast<std::size_t>(i)][3] == batch_value(i, 3));
@@ -160,7 +160,7 @@ TEST_CASE("dataset: a folder of .npy batches is read in name order") {
   limited.limit = 2;
   Expected<Dataset> first2 = open_dataset(limited);
   REQUIRE(first2.has_value());
-  CHECK(first2->files.size() == 1);  // b.npy is never opened
+  CHECK(first2->first().files.size() == 1);  // b.npy is never opened
   CHECK(first2->count == 2);
 
   write_npy(dir.file("c.npy"), {1, 5}, batch_values(1, 5));
@@ -219,7 +219,7 @@ TEST_CASE("dataset: NaN and Inf samples fail by default, or are skipped with a w
   Expected<Dataset> limited = open_dataset(skipping);
   REQUIRE(limited.has_value());
   CHECK(limited->count == 4);
-  CHECK(limited->files[0].samples == 5);
+  CHECK(limited->first().files[0].samples == 5);
   CHECK(limited->skipped.size() == 1);
 
   const std::string bad = dir.file("bad.npy");
@@ -330,7 +330,8 @@ TEST_CASE("dataset: threads iterating one dataset at once see the same samples")
       // Each thread makes several passes so the reads interleave.
       for (int pass = 0; pass < 3; ++pass) {
         seen[static_cast<std::size_t>(t)].clear();
-        results[static_cast<std::size_t>(t)] = for_each_sample(dataset, [&](int64_t, const Tensor& sample) {
+        results[static_cast<std::size_t>(t)] = for_each_sample(dataset, [&](int64_t, const std::vector<Tensor>& samples) {
+          const Tensor& sample = samples.at(0);
           seen[static_cast<std::size_t>(t)].emplace_back(sample.span<float>().begin(), sample.span<float>().end());
           return Status::ok();
         });

@@ -52,9 +52,9 @@ DataSpec image_spec(const std::string& folder) {
 std::vector<float> only_sample(const DataSpec& spec, Shape expected_shape) {
   Expected<Dataset> dataset = open_dataset(spec);
   REQUIRE_MESSAGE(dataset.has_value(), dataset.status().message());
-  CHECK(dataset->source == DataSource::ImageFolder);
-  CHECK(dataset->dtype == DType::Float32);
-  CHECK(dataset->sample_shape == expected_shape);
+  CHECK(dataset->first().kind == DataSource::ImageFolder);
+  CHECK(dataset->first().dtype == DType::Float32);
+  CHECK(dataset->first().sample_shape == expected_shape);
   const auto samples = all_samples(*dataset);
   REQUIRE(samples.size() == 1);
   return samples[0];
@@ -182,7 +182,7 @@ TEST_CASE("dataset images: folders in name order, JPEG, sizes, decode errors") {
   Expected<Dataset> dataset = open_dataset(spec);
   REQUIRE_MESSAGE(dataset.has_value(), dataset.status().message());
   CHECK(dataset->count == 3);
-  CHECK(dataset->files[0].path == dir.file("a.PNG"));
+  CHECK(dataset->first().files[0].path == dir.file("a.PNG"));
   const auto samples = all_samples(*dataset);
   REQUIRE(samples.size() == 3);
   CHECK(samples[0][0] == 10.0f);
@@ -203,7 +203,7 @@ TEST_CASE("dataset images: folders in name order, JPEG, sizes, decode errors") {
   spec.resize_width = 2;
   Expected<Dataset> resized = open_dataset(spec);
   REQUIRE_MESSAGE(resized.has_value(), resized.status().message());
-  CHECK(resized->sample_shape == Shape{3, 2, 2});
+  CHECK(resized->first().sample_shape == Shape{3, 2, 2});
 
   std::ofstream(dir.file("e.png")) << "this is not a PNG";
   const std::string error = open_error(spec);

@@ -178,7 +178,8 @@ std::map<std::string, std::string> two_pass_states(const std::string& path, int 
   spec.batch_size = batch_size;
   Expected<Dataset> dataset = open_dataset(spec);
   REQUIRE(dataset.has_value());
-  const Value& input = *model->graph->runtime_inputs()[0];
+  Expected<InputBinding> binding = bind_inputs(*model->graph, *dataset);
+  REQUIRE_MESSAGE(binding.has_value(), binding.status().message());
   std::string sink;
   ProgressBar progress("sweep", dataset->count * 2, [&](std::string_view text) { sink += text; });
   ObserveOptions options;
@@ -186,7 +187,7 @@ std::map<std::string, std::string> two_pass_states(const std::string& path, int 
   options.progress = &progress;
   const ObserverFactory make = [] { return Expected<std::shared_ptr<Observer>>(std::make_shared<TwoPassObserver>()); };
   Expected<ObserverMap> observed =
-      observe_dataset(**executor, input, feed_shape(input, dataset->sample_shape), *dataset, make, options);
+      observe_dataset(**executor, *binding, *dataset, make, options);
   progress.finish();
   REQUIRE_MESSAGE(observed.has_value(), observed.status().message());
   std::map<std::string, std::string> states;

@@ -61,9 +61,11 @@ inline DataSpec spec_for(const std::string& path) {
 // Every sample in dataset order as flat float vectors (float32 datasets).
 inline std::vector<std::vector<float>> all_samples(const Dataset& dataset, int64_t begin, int64_t end) {
   std::vector<std::vector<float>> out;
-  const Status status = for_each_sample_in(dataset, begin, end, [&](int64_t index, const Tensor& sample) {
+  const Status status = for_each_sample_in(dataset, begin, end, [&](int64_t index, const std::vector<Tensor>& samples) {
+    REQUIRE(samples.size() == 1);
+    const Tensor& sample = samples[0];
     CHECK(index == begin + static_cast<int64_t>(out.size()));
-    CHECK(sample.shape() == dataset.sample_shape);
+    CHECK(sample.shape() == dataset.first().sample_shape);
     out.emplace_back(sample.span<float>().begin(), sample.span<float>().end());
     return Status::ok();
   });
