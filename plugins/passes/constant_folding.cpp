@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "if_inlining.h"
 #include "qflow/interpreter.h"
 #include "qflow/ir/captured_values.h"
 
@@ -67,7 +68,9 @@ bool is_foldable(const Node& node, const Graph& graph, int64_t opset) {
 
 // Evaluates one node and replaces it by initializers; false when skipped (too large or the
 // kernel refused: the node then simply stays for the runtime to report).
-bool fold_node(Graph& graph, Node* node, int64_t opset, int64_t max_bytes, std::vector<Value*>& orphan_candidates) {
+// `captured`: the names subgraphs read from this graph (subgraph_referenced_names).
+bool fold_node(Graph& graph, Node* node, int64_t opset, int64_t max_bytes, const std::set<std::string>& captured,
+               std::vector<Value*>& orphan_candidates) {
   const int64_t predicted = predicted_bytes(*node, graph);
   if (predicted < 0 || predicted > max_bytes) return false;
   std::vector<const Tensor*> inputs;
@@ -84,8 +87,8 @@ bool fold_node(Graph& graph, Node* node, int64_t opset, int64_t max_bytes, std::
   graph.remove_node(node);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     Value* out = outputs[i];
-    // An output nothing reads would only become a dead initializer.
-    if (out && !out->uses().empty()) graph.set_initializer(out, (*results)[i]);
+    // An output nothing reads (no node, no subgraph) would only become a dead initializer.
+    if (out && (!out->uses().empty() || captured.count(out->name()))) graph.set_initializer(out, (*results)[i]);
   }
   return true;
 }
@@ -131,10 +134,20 @@ Expected<FoldStats> fold_constants(Model& model, int64_t max_bytes,
   for (bool changed = true; changed;) {
     changed = false;
     QFLOW_ASSIGN_OR_RETURN(const std::vector<Node*> order, graph.topological_order());
+    // Folding leaves subgraphs as they are; inlining an If changes them, and ends the sweep.
+    const std::set<std::string> captured = subgraph_referenced_names(graph);
     for (Node* node : order) {
+      if (eligible && !eligible(*node)) continue;
+      if (node->op_type() == "If") {
+        QFLOW_ASSIGN_OR_RETURN(const bool inlined, inline_constant_if(graph, node));
+        if (!inlined) continue;
+        ++stats.ifs_inlined;
+        changed = true;
+        break;
+      }
       const int64_t opset = model.opset(node->domain());
-      if (!is_foldable(*node, graph, opset) || (eligible && !eligible(*node))) continue;
-      if (!fold_node(graph, node, opset, max_bytes, orphan_candidates)) continue;
+      if (!is_foldable(*node, graph, opset)) continue;
+      if (!fold_node(graph, node, opset, max_bytes, captured, orphan_candidates)) continue;
       ++stats.nodes_folded;
       changed = true;
     }
@@ -144,7 +157,7 @@ Expected<FoldStats> fold_constants(Model& model, int64_t max_bytes,
   for (const Value* v : original_initializers)
     if (!graph.is_initializer(v)) ++stats.initializers_removed;
   // Drops the values of removed initializers and outputs nobody read, with their value_info.
-  if (stats.nodes_folded > 0) graph.prune_unused_values();
+  if (stats.nodes_folded > 0 || stats.ifs_inlined > 0) graph.prune_unused_values();
   return stats;
 }
 
@@ -173,7 +186,8 @@ Expected<PassResult> ConstantFolding::run_impl(Model& model) {
   PassResult result;
   result.counters["nodes-folded"] = stats.nodes_folded;
   result.counters["initializers-removed"] = stats.initializers_removed;
-  result.changed = stats.nodes_folded > 0;
+  result.counters["if-inlined"] = stats.ifs_inlined;
+  result.changed = stats.nodes_folded > 0 || stats.ifs_inlined > 0;
   return result;
 }
 

@@ -23,7 +23,9 @@ namespace qflow {
 // resolve. Constant nodes have no inputs and so become initializers too. Results above
 // `max-bytes` (default 64 MiB) are skipped; ConstantOfShape and nodes with a declared
 // static output type are checked before they run. Initializers left unused by folding are
-// removed. Counters: nodes-folded, initializers-removed (of those the model had before).
+// removed. An If whose condition is constant is replaced by the branch it takes
+// (inline_constant_if), whose nodes then fold like any other. Counters: nodes-folded,
+// initializers-removed (of those the model had before), if-inlined.
 class ConstantFolding final : public Pass {
  public:
   explicit ConstantFolding(int64_t max_bytes = kDefaultMaxBytes) : max_bytes_(max_bytes) {}
@@ -46,6 +48,7 @@ namespace folding {
 struct FoldStats {
   int64_t nodes_folded = 0;
   int64_t initializers_removed = 0;
+  int64_t ifs_inlined = 0;
 };
 
 // Folds, in topological order and until nothing more folds, every node that passes the

@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -144,6 +146,107 @@ TEST_CASE("constant-folding: max-bytes skips large results") {
   CHECK(result->counters.at("nodes-folded") == 1);  // only the Constant
   CHECK(node_names(*model.graph) == std::vector<std::string>{"transpose", "scale", "reshape", "add", "relu"});
   CHECK(model.graph->is_initializer(model.graph->find_value("two")));
+}
+
+Attribute graph_attribute(const std::string& name, std::shared_ptr<Graph> graph) {
+  Attribute a;
+  a.name = name;
+  a.type = AttributeType::Graph;
+  a.g = std::move(graph);
+  return a;
+}
+
+// y = If(rate == 16000) then x * k else x + k, k read by both branches from the outer graph;
+// the then-branch also hands its Constant `c` to a nested If that reads it by name. With
+// `rate` an input the If stays; with `rate` a constant the taken branch replaces it.
+Model branching_model(bool rate_is_constant) {
+  Model model;
+  model.opset_imports = {{"", 17}};
+  Graph& g = *model.graph;
+  Value* x = g.get_or_create_value("x");
+  x->type = float_type({2, 3});
+  g.inputs = {x};
+  Value* rate = g.get_or_create_value("rate");
+  if (rate_is_constant) {
+    g.set_initializer(rate, Tensor::scalar<int64_t>(16000));
+  } else {
+    ValueType t;
+    t.dtype = DType::Int64;
+    t.shape = std::vector<Dim>{};
+    rate->type = t;
+    g.inputs.push_back(rate);
+  }
+  Value* expected = g.get_or_create_value("expected");
+  g.set_initializer(expected, Tensor::scalar<int64_t>(16000));
+  Value* k = g.get_or_create_value("k");
+  g.set_initializer(k, Tensor::scalar<float>(3.0f));
+  Value* cond = g.get_or_create_value("cond");
+  g.add_node("Equal", {rate, expected}, {cond}, "is_16k");
+
+  auto then_branch = std::make_shared<Graph>();
+  {
+    Graph& b = *then_branch;
+    Value* bx = b.get_or_create_value("x");
+    Value* bk = b.get_or_create_value("k");
+    Value* scaled = b.get_or_create_value("scaled");
+    b.add_node("Mul", {bx, bk}, {scaled}, "scale");
+    Value* c = b.get_or_create_value("c");
+    b.add_node("Constant", {}, {c}, "c")->set_attribute(Attribute::make_tensor("value", Tensor::scalar<float>(0.5f)));
+    Value* always = b.get_or_create_value("always");
+    b.set_initializer(always, Tensor::scalar<bool>(true));
+    // A nested If whose branches read `c` and `scaled` by name only.
+    auto add_c = std::make_shared<Graph>();
+    Value* inner = add_c->get_or_create_value("inner");
+    add_c->add_node("Add", {add_c->get_or_create_value("scaled"), add_c->get_or_create_value("c")}, {inner}, "add_c");
+    add_c->outputs = {inner};
+    auto keep = std::make_shared<Graph>();
+    Value* kept = keep->get_or_create_value("kept");
+    keep->add_node("Identity", {keep->get_or_create_value("scaled")}, {kept}, "keep");
+    keep->outputs = {kept};
+    Value* by = b.get_or_create_value("by");
+    Node* nested = b.add_node("If", {always}, {by}, "nested");
+    nested->set_attribute(graph_attribute("then_branch", add_c));
+    nested->set_attribute(graph_attribute("else_branch", keep));
+    b.outputs = {by};
+  }
+  auto else_branch = std::make_shared<Graph>();
+  {
+    Graph& b = *else_branch;
+    Value* sum = b.get_or_create_value("sum");
+    b.add_node("Add", {b.get_or_create_value("x"), b.get_or_create_value("k")}, {sum}, "shift");
+    b.outputs = {sum};
+  }
+  Value* y = g.get_or_create_value("y");
+  Node* branch = g.add_node("If", {cond}, {y}, "by_rate");
+  branch->set_attribute(graph_attribute("then_branch", then_branch));
+  branch->set_attribute(graph_attribute("else_branch", else_branch));
+  Value* r = g.get_or_create_value("r");
+  g.add_node("Relu", {y}, {r}, "relu");
+  g.outputs = {r};
+  return model;
+}
+
+TEST_CASE("constant-folding: an If on a constant condition is replaced by the branch it takes") {
+  Model runtime_rate = branching_model(false);
+  ConstantFolding pass;
+  auto untouched = pass.run(runtime_rate);
+  REQUIRE(untouched.has_value());
+  CHECK(untouched->counters.at("if-inlined") == 0);
+  CHECK(node_names(*runtime_rate.graph) == std::vector<std::string>{"is_16k", "by_rate", "relu"});
+
+  Model model = branching_model(true);
+  auto result = pass.run(model);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  // The outer If, then the nested one (its condition is a branch initializer), both inlined;
+  // Equal folded, and the nested branch's Constant `c` folded to an initializer it reads.
+  CHECK(result->counters.at("if-inlined") == 2);
+  CHECK(node_names(*model.graph) ==
+        std::vector<std::string>{"scale", "add_c", "nested/output_0", "by_rate/output_0", "relu"});
+  CHECK(model.graph->validate().is_ok());
+  const Tensor x = random_tensor({2, 3}, 5, -2.0f, 2.0f);
+  const auto outputs = run_model(model, {{"x", x}});
+  for (std::size_t i = 0; i < 6; ++i)
+    CHECK(outputs.at("r").span<float>()[i] == std::max(0.0f, x.span<float>()[i] * 3.0f + 0.5f));
 }
 
 TEST_CASE("constant-folding: component metadata and options") {
