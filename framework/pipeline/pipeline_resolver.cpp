@@ -26,7 +26,10 @@ const std::vector<HostStage>& host_stages() {
   static const std::vector<HostStage> stages = {
       {"import-onnx",
        StageKind::ImportOnnx,
-       {{"infer-shapes", OptionType::Bool, false,
+       {{"constant-inputs", OptionType::String, std::string(),
+         "inputs that become constants: \"sr=16000\" or \"a=1,2;b=0.5\" (declared type and shape); what depends "
+         "on them folds, an If on them keeps the branch taken"},
+        {"infer-shapes", OptionType::Bool, false,
          "record the shapes ONNX shape inference finds (what shape-dependent stages, e.g. bpu-check, need)"},
         {"input-shape", OptionType::String, std::string(),
          "fix input shapes: \"1,3,48,320\" (one input) or \"name=1,3,48,320;other=...\"; shapes are inferred again; "

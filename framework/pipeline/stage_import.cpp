@@ -1,6 +1,7 @@
 // import-onnx: reads a float ONNX model through qflow's importer and checks, optionally
 // raising its opset (QDQ with per-channel weights needs opset 13) and recording inferred shapes.
 #include "framework/pipeline/input_shapes.h"
+#include "framework/pipeline/constant_inputs.h"
 #include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_version.h"
@@ -41,6 +42,8 @@ Expected<StageResult> run_import(const PipelineStage& stage, const std::map<std:
   if (min_opset > 0 && default_opset(model) < min_opset) {
     QFLOW_RETURN_IF_ERROR(convert_opset_with_ranks(model, min_opset).with_context(path));
   }
+  if (const std::string constants = string_option(stage, "constant-inputs"); !constants.empty())
+    QFLOW_RETURN_IF_ERROR(set_constant_inputs(model, constants).with_context(path));
   std::string input_shape = string_option(stage, "input-shape");
   if (auto it = inputs.find("dataset"); input_shape.empty() && it != inputs.end() && it->second->dataset) {
     input_shape = shape_from_samples(model, *it->second->dataset);

@@ -75,7 +75,7 @@ name = "n"
 [[stage]]
 id = "i"
 use = "import-onnx"
-options = { infer-shapes = false, input-shape = "", min-opset = 0, name = "n", path = "m.onnx" }
+options = { constant-inputs = "", infer-shapes = false, input-shape = "", min-opset = 0, name = "n", path = "m.onnx" }
 output = "n_original_float_model.onnx"
 
 [[stage]]
