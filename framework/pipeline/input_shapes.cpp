@@ -119,6 +119,11 @@ Status set_input_shapes(Model& model, const std::string& spec) {
     for (int64_t dim : dims) fixed.push_back(Dim{dim, "", ""});
     type.shape = std::move(fixed);
   }
+  return reinfer_shapes(model);
+}
+
+Status reinfer_shapes(Model& model) {
+  Graph& graph = *model.graph;
   // Inferred types follow the old input shapes: drop them (outputs keep their declared type
   // when inference cannot say more) and infer again.
   std::map<Value*, ValueType> declared_outputs;

@@ -17,4 +17,9 @@ namespace qflow {
 // the interpreter on zeros gives them.
 Status set_input_shapes(Model& model, const std::string& spec);
 
+// Drops every inferred type (graph outputs keep their declaration where inference says no
+// more) and infers them again, as set_input_shapes does after fixing the inputs: after a
+// pass that made values without types (PassResult::types_stale).
+Status reinfer_shapes(Model& model);
+
 }  // namespace qflow

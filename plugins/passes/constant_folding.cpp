@@ -188,6 +188,8 @@ Expected<PassResult> ConstantFolding::run_impl(Model& model) {
   result.counters["initializers-removed"] = stats.initializers_removed;
   result.counters["if-inlined"] = stats.ifs_inlined;
   result.changed = stats.nodes_folded > 0 || stats.ifs_inlined > 0;
+  // Inlined branch nodes carry no types; with them, shape-folding can fold their Shape chains.
+  result.types_stale = stats.ifs_inlined > 0;
   return result;
 }
 

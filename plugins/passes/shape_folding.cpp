@@ -64,13 +64,20 @@ int64_t fold_shape_nodes(Model& model, std::vector<Value*>& orphan_candidates) {
   return folded;
 }
 
+// Arithmetic and tests, which belong to shapes only when they compute on integers (or on the
+// booleans such tests give).
+bool is_integer_arithmetic(const Node& node) {
+  static const std::set<std::string> kOps = {"Add",  "Sub",     "Mul", "Div",         "Equal",
+                                             "Less", "Greater", "Not", "LessOrEqual", "GreaterOrEqual"};
+  return kOps.count(node.op_type()) != 0;
+}
+
 bool is_shape_arithmetic(const Node& node) {
-  static const std::set<std::string> kOps = {"Gather",  "Slice",    "Concat", "Cast", "Unsqueeze", "Squeeze",
-                                             "Reshape", "Identity", "Constant", "Shape", "Size"};
-  static const std::set<std::string> kIntegerOps = {"Add", "Sub", "Mul", "Div"};
+  // If: a branch chosen by a shape test (a batch of 1 squeezed) is inlined once the test folds.
+  static const std::set<std::string> kOps = {"Gather",  "Slice",    "Concat",   "Cast",  "Unsqueeze", "Squeeze",
+                                             "Reshape", "Identity", "Constant", "Shape", "Size",      "If"};
   if (!is_default_domain(node)) return false;
-  if (kOps.count(node.op_type())) return true;
-  return kIntegerOps.count(node.op_type()) != 0;
+  return kOps.count(node.op_type()) != 0 || is_integer_arithmetic(node);
 }
 
 }  // namespace
@@ -104,12 +111,10 @@ Expected<PassResult> ShapeFolding::run_impl(Model& model) {
   if (shapes > 0) {
     const auto integer_only = [&graph](const Node& node) {
       if (!is_shape_arithmetic(node)) return false;
-      const std::string& op = node.op_type();
-      if (op != "Add" && op != "Sub" && op != "Mul" && op != "Div") return true;
-      // Arithmetic belongs to shapes only when it computes on integers.
+      if (!is_integer_arithmetic(node)) return true;
       for (const Value* in : node.inputs()) {
         const Tensor* t = in ? graph.initializer(in) : nullptr;
-        if (!t || !is_integer(t->dtype())) return false;
+        if (!t || !(is_integer(t->dtype()) || t->dtype() == DType::Bool)) return false;
       }
       return true;
     };
@@ -121,7 +126,9 @@ Expected<PassResult> ShapeFolding::run_impl(Model& model) {
   result.counters["shapes-folded"] = shapes;
   result.counters["nodes-folded"] = stats.nodes_folded;
   result.counters["initializers-removed"] = initializers_removed;
+  result.counters["if-inlined"] = stats.ifs_inlined;
   result.changed = shapes > 0;
+  result.types_stale = stats.ifs_inlined > 0;
   return result;
 }
 

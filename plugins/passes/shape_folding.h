@@ -13,12 +13,14 @@ namespace qflow {
 // A Shape (or Size) node whose input has a fully static shape, as declared by the graph's
 // inputs, initializers or value_info, becomes an int64 initializer (Shape's start/end
 // honoured). The shape computations fed by those constants (Gather, Slice, Concat, Cast,
-// Unsqueeze, Squeeze, Reshape, Identity, Constant and integer Add/Sub/Mul/Div) are then
-// evaluated with the same rules as constant-folding, bounded to small results so the pass
-// stays about shapes. The pass works only with what is declared: values produced inside
-// a graph usually carry no type until shape inference fills value_info
-// (`qflow convert --infer-shapes`). Shape nodes whose output is a graph output stay.
-// Counters: shapes-folded, nodes-folded, initializers-removed.
+// Unsqueeze, Squeeze, Reshape, Identity, Constant, integer Add/Sub/Mul/Div and the tests
+// Equal/Less/Greater/LessOrEqual/GreaterOrEqual/Not on integers) are then evaluated with the
+// same rules as constant-folding, bounded to small results so the pass stays about shapes,
+// and an If whose test folds is inlined (asking the host to infer types again, so the
+// branch's own shape tests fold on the next run). The pass works only with what is declared:
+// values produced inside a graph usually carry no type until shape inference fills
+// value_info (`qflow convert --infer-shapes`). Shape nodes whose output is a graph output
+// stay. Counters: shapes-folded, nodes-folded, initializers-removed, if-inlined.
 class ShapeFolding final : public Pass {
  public:
   static ComponentInfo info();

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -104,6 +105,60 @@ TEST_CASE("shape-folding: Shape with start/end and Size") {
   CHECK(node_names(g) == std::vector<std::string>{"mul"});
   CHECK(g.initializer(g.find_value("hw_f"))->to_doubles() == std::vector<double>{5.0, 7.0});
   CHECK(g.initializer(g.find_value("n_f"))->to_doubles() == std::vector<double>{105.0});
+}
+
+// y = If(Shape(x)[0] == 1) then Squeeze(x, 0) else x, as exporters write a batch-of-one test.
+TEST_CASE("shape-folding: an If on a shape test that folds is inlined, and asks for types again") {
+  Model model;
+  model.opset_imports = {{"", 17}};
+  Graph& g = *model.graph;
+  Value* x = g.get_or_create_value("x");
+  x->type = float_type({fixed(1), fixed(3)});
+  g.inputs = {x};
+  Value* dims = g.get_or_create_value("dims");
+  g.add_node("Shape", {x}, {dims}, "shape");
+  Value* zero = g.get_or_create_value("zero");
+  g.set_initializer(zero, Tensor::scalar<int64_t>(0));
+  Value* one = g.get_or_create_value("one");
+  g.set_initializer(one, Tensor::scalar<int64_t>(1));
+  Value* batch = g.get_or_create_value("batch");
+  g.add_node("Gather", {dims, zero}, {batch}, "batch");
+  Value* single = g.get_or_create_value("single");
+  g.add_node("Equal", {batch, one}, {single}, "is_single");
+  auto squeeze = std::make_shared<Graph>();
+  Value* axes = squeeze->get_or_create_value("axes");
+  squeeze->set_initializer(axes, Tensor::from_vector<int64_t>({1}, {0}));
+  Value* squeezed = squeeze->get_or_create_value("squeezed");
+  squeeze->add_node("Squeeze", {squeeze->get_or_create_value("x"), axes}, {squeezed}, "squeeze");
+  squeeze->outputs = {squeezed};
+  auto keep = std::make_shared<Graph>();
+  Value* kept = keep->get_or_create_value("kept");
+  keep->add_node("Identity", {keep->get_or_create_value("x")}, {kept}, "keep");
+  keep->outputs = {kept};
+  Value* y = g.get_or_create_value("y");
+  Node* branch = g.add_node("If", {single}, {y}, "maybe_squeeze");
+  for (auto [name, body] : {std::pair{"then_branch", squeeze}, std::pair{"else_branch", keep}}) {
+    Attribute a;
+    a.name = name;
+    a.type = AttributeType::Graph;
+    a.g = body;
+    branch->set_attribute(a);
+  }
+  g.outputs = {y};
+
+  ShapeFolding pass;
+  auto result = pass.run(model);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(result->counters.at("if-inlined") == 1);
+  CHECK(result->types_stale);
+  CHECK(node_names(g) == std::vector<std::string>{"squeeze", "maybe_squeeze/output_0"});
+  const Tensor input = random_tensor({1, 3}, 3);
+  auto executor = Executor::create(model);
+  REQUIRE(executor.has_value());
+  auto outputs = (*executor)->run({{"x", input}});
+  REQUIRE(outputs.has_value());
+  CHECK(outputs->at("y").shape() == Shape{3});
+  CHECK(outputs->at("y").span<float>()[2] == input.span<float>()[2]);
 }
 
 TEST_CASE("shape-folding: a symbolic dimension leaves the graph unchanged") {

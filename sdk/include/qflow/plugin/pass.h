@@ -17,6 +17,10 @@ struct PassResult {
   // Named effects, e.g. {"nodes-removed": 3}; reported in the manifest.
   std::map<std::string, int64_t> counters;
   double seconds = 0.0;  // filled by Pass::run
+  // The pass made values whose types it cannot know (nodes copied out of a subgraph carry
+  // none): the host infers every value's type again, then runs the pass once more, until it
+  // no longer asks (a pipeline stage does so at most 8 times).
+  bool types_stale = false;
 };
 
 class Pass {
