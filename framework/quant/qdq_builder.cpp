@@ -482,7 +482,11 @@ Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantCo
                            ", only float tensors are quantized");
     // A float producer's output is still quantized where a quantized node reads it: that node
     // runs on the accelerator, which takes integers (a float segment hands over through Q).
-    if (!tensor_spec(*t, cfg).quantize && !read_by_quantized_node(*t, cfg)) continue;
+    // A graph input has no producer to run quantized: it is quantized only for such readers,
+    // so an input that only float nodes read (a recurrent state going to a float LSTM) stays
+    // exact.
+    const bool produced_quantized = t->producer() && tensor_spec(*t, cfg).quantize;
+    if (!produced_quantized && !read_by_quantized_node(*t, cfg)) continue;
     if (t->uses().empty() && !is_graph_output(graph, t)) continue;
     if (!t->producer() && is_graph_output(graph, t)) continue;
     activations.push_back(t);
