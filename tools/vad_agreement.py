@@ -39,12 +39,13 @@ def speech(text, work, index):
     return np.interp(t, np.arange(len(pcm)) / rate, pcm).astype(np.float32)
 
 
-def stream(work):
+def stream(work, sentences=SENTENCES, seed=7):
     """Silence, speech, noise, speech, silence: a signal with onsets and offsets."""
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
     quiet = lambda seconds, level: (rng.standard_normal(int(seconds * RATE)) * level).astype(np.float32)
-    second = speech(SENTENCES[1], work, 1)
-    parts = [quiet(0.5, 0.002), speech(SENTENCES[0], work, 0), quiet(0.7, 0.03),
+    first = speech(sentences[0], work, f"{seed}_0")
+    second = speech(sentences[1], work, f"{seed}_1")
+    parts = [quiet(0.5, 0.002), first, quiet(0.7, 0.03),
              0.6 * second + quiet(len(second) / RATE, 0.01), quiet(0.5, 0.002)]
     signal = np.concatenate(parts)
     frames = signal[: len(signal) // FRAME * FRAME].reshape(-1, FRAME)
