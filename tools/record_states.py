@@ -41,22 +41,28 @@ def parse_extra(text):
     return name, np.dtype(dtype or "float32").type(value)
 
 
+def run_stream(qflow, model, frames_path, input_name, carries, extras, work):
+    """`qflow infer` over the frames, one run each, the carried states starting at zeros;
+    the outputs, stacked over frames, are written into `work`."""
+    os.makedirs(work, exist_ok=True)
+    command = [qflow, "infer", model, "--batch-size", "1", "--output-dir", work, "--input", f"{input_name}={frames_path}"]
+    for output, state, shape in carries:
+        path = os.path.join(work, f"initial_{state}.npy")
+        np.save(path, np.zeros(shape, np.float32))
+        command += ["--input", f"{state}={path}", "--carry", f"{output}={state}"]
+    for name, value in extras:
+        path = os.path.join(work, f"{name}.npy")
+        np.save(path, np.array(value))
+        command += ["--input", f"{name}={path}"]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
 def record(qflow, model, frames_path, input_name, carries, extras, out):
     """Writes the calibration sources into `out`; returns {input name: path}."""
     frames = np.load(frames_path)
     os.makedirs(out, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
-        command = [qflow, "infer", model, "--batch-size", "1", "--output-dir", work,
-                   "--input", f"{input_name}={frames_path}"]
-        for output, state, shape in carries:
-            path = os.path.join(work, f"initial_{state}.npy")
-            np.save(path, np.zeros(shape, np.float32))
-            command += ["--input", f"{state}={path}", "--carry", f"{output}={state}"]
-        for name, value in extras:
-            path = os.path.join(work, f"{name}.npy")
-            np.save(path, np.array(value))
-            command += ["--input", f"{name}={path}"]
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        run_stream(qflow, model, frames_path, input_name, carries, extras, work)
         left = {state: np.load(os.path.join(work, f"{output}.npy")).reshape((len(frames),) + shape)
                 for output, state, shape in carries}
     paths = {input_name: os.path.join(out, f"{input_name}.npy")}

@@ -52,17 +52,11 @@ def run(command):
 
 def stream_probabilities(qflow, model, frames, carries, extras, work):
     """The speech probability of every frame, the state carried from frame to frame."""
-    os.makedirs(work, exist_ok=True)
-    command = [qflow, "infer", model, "--batch-size", "1", "--output-dir", work, "--input", f"input={frames}"]
-    for output, state, shape in carries:
-        path = os.path.join(work, f"initial_{state}.npy")
-        np.save(path, np.zeros(shape, np.float32))
-        command += ["--input", f"{state}={path}", "--carry", f"{output}={state}"]
-    for name, value in extras:
-        path = os.path.join(work, f"{name}.npy")
-        np.save(path, np.array(value))
-        command += ["--input", f"{name}={path}"]
-    run(command)
+    try:
+        record_states.run_stream(qflow, model, frames, "input", carries, extras, work)
+    except subprocess.CalledProcessError as error:
+        print(f"vad_ptq: qflow infer {model} failed (exit {error.returncode})", file=sys.stderr)
+        sys.exit(2)
     return np.load(os.path.join(work, "output.npy")).ravel()
 
 

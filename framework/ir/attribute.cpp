@@ -27,6 +27,14 @@ Attribute Attribute::make_string(std::string name, std::string value) {
   return a;
 }
 
+Attribute Attribute::make_graph(std::string name, std::shared_ptr<Graph> value) {
+  Attribute a;
+  a.name = std::move(name);
+  a.type = AttributeType::Graph;
+  a.g = std::move(value);
+  return a;
+}
+
 Attribute Attribute::make_tensor(std::string name, Tensor value) {
   Attribute a;
   a.name = std::move(name);

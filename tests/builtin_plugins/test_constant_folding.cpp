@@ -148,13 +148,6 @@ TEST_CASE("constant-folding: max-bytes skips large results") {
   CHECK(model.graph->is_initializer(model.graph->find_value("two")));
 }
 
-Attribute graph_attribute(const std::string& name, std::shared_ptr<Graph> graph) {
-  Attribute a;
-  a.name = name;
-  a.type = AttributeType::Graph;
-  a.g = std::move(graph);
-  return a;
-}
 
 // y = If(rate == 16000) then x * k else x + k, k read by both branches from the outer graph;
 // the then-branch also hands its Constant `c` to a nested If that reads it by name. With
@@ -205,8 +198,8 @@ Model branching_model(bool rate_is_constant) {
     keep->outputs = {kept};
     Value* by = b.get_or_create_value("by");
     Node* nested = b.add_node("If", {always}, {by}, "nested");
-    nested->set_attribute(graph_attribute("then_branch", add_c));
-    nested->set_attribute(graph_attribute("else_branch", keep));
+    nested->set_attribute(Attribute::make_graph("then_branch", add_c));
+    nested->set_attribute(Attribute::make_graph("else_branch", keep));
     b.outputs = {by};
   }
   auto else_branch = std::make_shared<Graph>();
@@ -218,8 +211,8 @@ Model branching_model(bool rate_is_constant) {
   }
   Value* y = g.get_or_create_value("y");
   Node* branch = g.add_node("If", {cond}, {y}, "by_rate");
-  branch->set_attribute(graph_attribute("then_branch", then_branch));
-  branch->set_attribute(graph_attribute("else_branch", else_branch));
+  branch->set_attribute(Attribute::make_graph("then_branch", then_branch));
+  branch->set_attribute(Attribute::make_graph("else_branch", else_branch));
   Value* r = g.get_or_create_value("r");
   g.add_node("Relu", {y}, {r}, "relu");
   g.outputs = {r};

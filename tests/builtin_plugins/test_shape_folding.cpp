@@ -137,13 +137,8 @@ TEST_CASE("shape-folding: an If on a shape test that folds is inlined, and asks 
   keep->outputs = {kept};
   Value* y = g.get_or_create_value("y");
   Node* branch = g.add_node("If", {single}, {y}, "maybe_squeeze");
-  for (auto [name, body] : {std::pair{"then_branch", squeeze}, std::pair{"else_branch", keep}}) {
-    Attribute a;
-    a.name = name;
-    a.type = AttributeType::Graph;
-    a.g = body;
-    branch->set_attribute(a);
-  }
+  branch->set_attribute(Attribute::make_graph("then_branch", squeeze));
+  branch->set_attribute(Attribute::make_graph("else_branch", keep));
   g.outputs = {y};
 
   ShapeFolding pass;

@@ -12,13 +12,6 @@ using namespace qflow;
 
 namespace {
 
-Attribute graph_attribute(const std::string& name, std::shared_ptr<Graph> g) {
-  Attribute a;
-  a.name = name;
-  a.type = AttributeType::Graph;
-  a.g = std::move(g);
-  return a;
-}
 
 Value* input(Graph& g, const std::string& name) {
   Value* v = g.get_or_create_value(name);
@@ -50,8 +43,8 @@ Model if_model() {
   else_branch->add_node("Add", {else_branch->get_or_create_value("x"), else_branch->get_or_create_value("scale")},
                         {output(*else_branch, "else_y")}, "else_add");
   Node* node = g.add_node("If", {cond}, {output(g, "y")}, "if");
-  node->set_attribute(graph_attribute("then_branch", then_branch));
-  node->set_attribute(graph_attribute("else_branch", else_branch));
+  node->set_attribute(Attribute::make_graph("then_branch", then_branch));
+  node->set_attribute(Attribute::make_graph("else_branch", else_branch));
   return model;
 }
 
@@ -110,15 +103,15 @@ TEST_CASE("Loop carries values, stacks scan outputs and reads outer values from 
   else_branch->add_node("Identity", {z}, {output(*else_branch, "inc_else")}, "id");
   Value* inc = body->get_or_create_value("inc");
   Node* nested = body->add_node("If", {even}, {inc}, "pick");
-  nested->set_attribute(graph_attribute("then_branch", then_branch));
-  nested->set_attribute(graph_attribute("else_branch", else_branch));
+  nested->set_attribute(Attribute::make_graph("then_branch", then_branch));
+  nested->set_attribute(Attribute::make_graph("else_branch", else_branch));
   body->add_node("Identity", {cond_in}, {output(*body, "cond_out")}, "keep_going");
   body->add_node("Add", {sum_in, inc}, {output(*body, "sum_out")}, "add");
   body->add_node("Identity", {body->find_value("sum_out")}, {output(*body, "scan_sum")}, "scan");
   CHECK(captured_value_names(*body) == std::vector<std::string>{"step", "two"});
 
   Node* loop = g.add_node("Loop", {m, nullptr, sum0}, {output(g, "sum"), output(g, "sums")}, "loop");
-  loop->set_attribute(graph_attribute("body", body));
+  loop->set_attribute(Attribute::make_graph("body", body));
   auto executor = Executor::create(model);
   REQUIRE_MESSAGE(executor, executor.status().message());
   auto result = (*executor)->run({{"M", Tensor::scalar<int64_t>(5)}, {"sum0", Tensor::from_vector<float>({}, {1.0f})}});
@@ -147,7 +140,7 @@ TEST_CASE("Scan walks its inputs along their axes, in either direction") {
   body->add_node("Add", {s, row}, {output(*body, "s_out")}, "add");
   body->add_node("Identity", {body->find_value("s_out")}, {output(*body, "seen")}, "id");
   Node* scan = g.add_node("Scan", {init, x}, {output(g, "final"), output(g, "history")}, "scan");
-  scan->set_attribute(graph_attribute("body", body));
+  scan->set_attribute(Attribute::make_graph("body", body));
   scan->set_attribute(Attribute::make_int("num_scan_inputs", 1));
   scan->set_attribute(Attribute::make_ints("scan_input_directions", {1}));
   scan->set_attribute(Attribute::make_ints("scan_output_axes", {1}));

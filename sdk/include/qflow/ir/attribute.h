@@ -46,6 +46,7 @@ struct Attribute {
   static Attribute make_int(std::string name, int64_t value);
   static Attribute make_string(std::string name, std::string value);
   static Attribute make_tensor(std::string name, Tensor value);
+  static Attribute make_graph(std::string name, std::shared_ptr<Graph> value);  // an If branch, a Loop body
   static Attribute make_floats(std::string name, std::vector<float> values);
   static Attribute make_ints(std::string name, std::vector<int64_t> values);
   static Attribute make_strings(std::string name, std::vector<std::string> values);
