@@ -126,8 +126,9 @@ Expected<lowered::Model> from_proto(const bc::Model& p) {
         QFLOW_RETURN_IF_ERROR(check_index(po.inputs(j), true, who + " input " + std::to_string(j)));
         op.inputs.push_back(po.inputs(j));
       }
+      // CPU ops may lack optional ONNX outputs (-1); validate() decides which may.
       for (int j = 0; j < po.outputs_size(); ++j) {
-        QFLOW_RETURN_IF_ERROR(check_index(po.outputs(j), false, who + " output " + std::to_string(j)));
+        QFLOW_RETURN_IF_ERROR(check_index(po.outputs(j), op.type.starts_with("cpu."), who + " output " + std::to_string(j)));
         op.outputs.push_back(po.outputs(j));
       }
       for (int j = 0; j < po.attributes_size(); ++j) {

@@ -354,14 +354,18 @@ void decode_tensor_table(ByteReader& r, Model& model, const std::vector<uint8_t>
   }
 }
 
-void decode_indices(ByteReader& r, std::vector<int32_t>& out, size_t tensors, bool optional, const std::string& who) {
-  const uint32_t n = r.count(4, optional ? "inputs" : "outputs");
+// An op's input or output indices; -1 (absent) is read where `absent_allowed`, and validate()
+// then decides whether that position may be absent.
+void decode_indices(ByteReader& r, std::vector<int32_t>& out, size_t tensors, bool inputs, bool absent_allowed,
+                    const std::string& who) {
+  const uint32_t n = r.count(4, inputs ? "inputs" : "outputs");
   for (uint32_t k = 0; k < n && r.ok(); ++k) {
     const int32_t v = r.i32();
     if (!r.ok()) return;
-    if ((v < 0 && !(optional && v == -1)) || (v >= 0 && static_cast<size_t>(v) >= tensors)) {
-      r.fail(who + (optional ? " input " : " output ") + std::to_string(k) + " is tensor " + std::to_string(v) +
-             " (the model has " + std::to_string(tensors) + " tensors" + (optional ? "; -1 marks an absent input)" : ")"));
+    if ((v < 0 && !(absent_allowed && v == -1)) || (v >= 0 && static_cast<size_t>(v) >= tensors)) {
+      r.fail(who + (inputs ? " input " : " output ") + std::to_string(k) + " is tensor " + std::to_string(v) +
+             " (the model has " + std::to_string(tensors) + " tensors" +
+             (absent_allowed ? std::string("; -1 marks an absent ") + (inputs ? "input)" : "output)") : ")"));
       return;
     }
     out.push_back(v);
@@ -376,8 +380,9 @@ void decode_ops(ByteReader& r, Segment& seg, size_t tensors) {
     op.name = r.string();
     if (!r.ok()) return;
     const std::string who = "op " + std::to_string(i) + " (" + op.type.substr(0, 64) + ")";
-    decode_indices(r, op.inputs, tensors, true, who);
-    decode_indices(r, op.outputs, tensors, false, who);
+    decode_indices(r, op.inputs, tensors, true, true, who);
+    // CPU ops may lack optional ONNX outputs.
+    decode_indices(r, op.outputs, tensors, false, op.type.starts_with("cpu."), who);
     const uint32_t attributes = r.count(16, "attributes");
     for (uint32_t k = 0; k < attributes && r.ok(); ++k) {
       Attribute a;

@@ -71,4 +71,14 @@ inline Model sample_model() {
   return m;
 }
 
+// The sample with a CPU op that lacks an optional output: y -> cpu.MaxPool 2x2 -> pooled, its
+// Indices output absent (-1).
+inline Model sample_model_with_absent_output() {
+  Model m = sample_model();
+  m.tensors.push_back(tensor("pooled", ElemType::f32, {1, 2, 3, 3}));
+  m.outputs.push_back(6);
+  m.segments[1].ops.push_back({"cpu.MaxPool", "pool", {5}, {6, -1}, {ints("kernel_shape", {2, 2})}});
+  return m;
+}
+
 }  // namespace qflow::lowered::testing

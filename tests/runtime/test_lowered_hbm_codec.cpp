@@ -74,6 +74,13 @@ TEST_CASE("lowered hbm: a model survives the round trip and encodes deterministi
   CHECK(refused.message() == "hbm: platform 'bayes' is not supported by this runtime (supported: nash)");
 }
 
+TEST_CASE("lowered hbm: an absent optional output of a CPU op survives the round trip") {
+  const lowered::Model model = lowered::testing::sample_model_with_absent_output();
+  hbm::Expected<lowered::Model> decoded = lowered::decode_hbm(encode_ok(model));
+  REQUIRE_MESSAGE(decoded.has_value(), decoded.message());
+  CHECK(*decoded == model);
+}
+
 TEST_CASE("lowered hbm: the container carries descriptors, segments, weights and metadata") {
   const hbm::HbmFile file = file_ok(sample_model());
   CHECK(file.platform == "bayes");

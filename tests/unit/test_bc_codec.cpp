@@ -48,6 +48,17 @@ TEST_CASE("bc: a lowered model survives the round trip, byte for byte") {
   CHECK(encode_ok(*decoded) == bytes);
 }
 
+TEST_CASE("bc: an absent optional output of a CPU op survives the round trip, elsewhere it is refused") {
+  const lowered::Model model = lowered::testing::sample_model_with_absent_output();
+  const std::string bytes = encode_ok(model);
+  Expected<lowered::Model> decoded =
+      decode_bc(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  REQUIRE_MESSAGE(decoded.has_value(), decoded.status().message());
+  CHECK(*decoded == model);
+  CHECK(edited([](bc::Model& m) { m.mutable_segments(1)->mutable_ops(0)->set_outputs(0, -1); }) ==
+        "bc: segment 1 (id 1) op 0 (dequantize) output 0 is tensor -1 (the model has 6 tensors)");
+}
+
 TEST_CASE("bc: garbage, truncation and hostile values are refused with one line") {
   CHECK(decode_error("this is not a protobuf message at all") ==
         "bc: not a valid quantized model file (protobuf parse failed)");
