@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include "runtime/lowered/cpu_rnn.h"
 #include "runtime/lowered/op_common.h"
 
 namespace qflow::lowered {
@@ -1303,6 +1304,11 @@ Status op_resize(const Ctx& c) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Recurrent (cpu_rnn.cpp)
+
+Status op_lstm(const Ctx& c) { return detail::run_lstm(c.op, c.ins, c.outs); }
+
+// ---------------------------------------------------------------------------------------------
 
 using Kernel = Status (*)(const Ctx&);
 struct Entry {
@@ -1338,6 +1344,7 @@ constexpr std::array kKernels = {
     Entry{"HardSigmoid", op_hard_sigmoid, true},
     Entry{"HardSwish", op_hard_swish, true},
     Entry{"Identity", op_identity, false},
+    Entry{"LSTM", op_lstm, true},
     Entry{"LayerNormalization", op_layer_normalization, true},
     Entry{"LeakyRelu", op_leaky_relu, true},
     Entry{"Log", op_log, true},
@@ -1393,18 +1400,24 @@ const std::vector<std::string>& cpu_op_types() {
 
 bool cpu_op_supported(std::string_view onnx_op_type) { return find_kernel(onnx_op_type) != nullptr; }
 
+bool cpu_op_output_optional(std::string_view onnx_op_type, size_t position) {
+  return position > 0 || onnx_op_type == "LSTM";
+}
+
 namespace detail {
 
 Status run_cpu_op(const Model& model, const Op& op, const std::vector<const Value*>& ins, const std::vector<Value*>& outs) {
   const std::string_view type = std::string_view(op.type).substr(op.type.starts_with("cpu.") ? 4 : 0);
   const Entry* e = find_kernel(type);
   if (!e) return err("no CPU kernel for " + std::string(type));
-  // Absent optional outputs (-1) at the end are dropped; LayerNormalization alone takes a gap.
+  // Absent optional outputs (-1) at the end are dropped; LayerNormalization and LSTM take
+  // gaps, and LSTM may lack its first output too (its kernel checks each output it writes).
   std::vector<Value*> present(outs);
   while (!present.empty() && !present.back()) present.pop_back();
   if (present.empty()) return err("output 0 is required");
+  const bool gaps = type == "LayerNormalization" || type == "LSTM";
   for (size_t k = 0; k < present.size(); ++k)
-    if (!present[k] && type != "LayerNormalization") return err("output " + std::to_string(k) + " is required");
+    if (!present[k] && (!gaps || !cpu_op_output_optional(type, k))) return err("output " + std::to_string(k) + " is required");
   if (e->float_only) {
     if (!ins.empty() && ins[0] && ins[0]->type != ElemType::f32) return err("input 0 must be an f32 tensor");
     for (const Value* v : present)

@@ -1,4 +1,5 @@
 // validate(): the checks on a lowered model that need no data (docs/lowered-model.md).
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <new>
@@ -19,8 +20,8 @@ std::string tensor_label(const Model& m, int32_t index) {
 }
 
 // Inputs that may be -1: the bias of conv2d, conv_transpose2d and matmul; for CPU ops every
-// input but the first (ONNX optional inputs). CPU ops may also leave outputs after the first
-// absent (-1).
+// input but the first (ONNX optional inputs). CPU ops may also leave outputs absent (-1) where
+// cpu_op_output_optional() allows it.
 bool optional_input(const Op& op, size_t position) {
   if (op.type == "conv2d" || op.type == "conv_transpose2d" || op.type == "matmul") return position == 2;
   return op.type.starts_with("cpu.") && position > 0;
@@ -336,7 +337,8 @@ std::optional<std::string> validate_model(const Model& model) {
       } else {
         return "unknown op type: " + label;
       }
-      if (op.outputs.empty()) return label + ": has no outputs";
+      if (std::none_of(op.outputs.begin(), op.outputs.end(), [](int32_t i) { return i != -1; }))
+        return label + ": has no outputs";
       for (size_t k = 0; k < op.inputs.size(); ++k) {
         const int32_t i = op.inputs[k];
         if (i == -1 && optional_input(op, k)) continue;
@@ -347,7 +349,8 @@ std::optional<std::string> validate_model(const Model& model) {
       }
       for (size_t k = 0; k < op.outputs.size(); ++k) {
         const int32_t i = op.outputs[k];
-        if (i == -1 && cpu && k > 0) continue;  // an absent optional ONNX output
+        // An absent optional ONNX output.
+        if (i == -1 && cpu && cpu_op_output_optional(std::string_view(op.type).substr(4), k)) continue;
         if (i < 0 || i >= count) return label + ": output index " + std::to_string(i) + " is out of range";
         const Tensor& t = model.tensors[static_cast<size_t>(i)];
         if (t.constant) return label + ": writes the constant " + tensor_label(model, i);

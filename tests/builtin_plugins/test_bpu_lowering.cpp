@@ -7,6 +7,7 @@
 
 #include "plugins/backends/bpu/bpu_lowered_backend.h"
 #include "qflow/lowered/bc.h"
+#include "runtime/lowered/hbm_codec.h"
 #include "test_bpu_lowering_helpers.h"
 
 namespace qflow {
@@ -372,6 +373,56 @@ TEST_CASE("bpu lowering: a CPU op the runtime has no kernel for is an error") {
   q.output(q.qdq(q.op("Foo", "foo", {x}, {1, 1, 2, 2}), 0.1));
   const std::string message = lower_error(q.model, backend_for("nash"));
   CHECK(message.rfind("CPU node 'foo' (Foo): the runtime has no float kernel for Foo", 0) == 0);
+}
+
+TEST_CASE("bpu lowering: an LSTM runs as cpu.LSTM with its constants, int32 lengths and an absent Y") {
+  // Bidirectional over 3 steps, batch 2, 4 inputs, 3 hidden units; only Y_h and Y_c are read.
+  // X is a float input, so that the CPU segment and the interpreter see the same values.
+  QdqGraph q(14);
+  const int64_t hidden = 3;
+  Value* x = q.float_input("x", {3, 2, 4});
+  Value* w = q.constant("w", Tensor::from_vector<float>({2, 4 * hidden, 4}, ramp(96, -0.6f, 0.6f, 2)));
+  Value* r = q.constant("r", Tensor::from_vector<float>({2, 4 * hidden, hidden}, ramp(72, -0.6f, 0.6f, 3)));
+  Value* b = q.constant("b", Tensor::from_vector<float>({2, 8 * hidden}, ramp(48, -0.3f, 0.3f, 4)));
+  Value* lens = q.constant("lens", Tensor::from_vector<int32_t>({2}, {3, 2}));
+  Value* h0 = q.constant("h0", Tensor::from_vector<float>({2, 2, hidden}, ramp(12, -0.5f, 0.5f, 5)));
+  Value* c0 = q.constant("c0", Tensor::from_vector<float>({2, 2, hidden}, ramp(12, -0.5f, 0.5f, 6)));
+  Value* y_h = q.g.get_or_create_value("y_h");
+  Value* y_c = q.g.get_or_create_value("y_c");
+  bpu_test::set_shape(y_h, {2, 2, hidden});
+  bpu_test::set_shape(y_c, {2, 2, hidden});
+  Node* node = q.g.add_node("LSTM", {x, w, r, b, lens, h0, c0}, {nullptr, y_h, y_c}, "lstm");
+  node->set_attribute(Attribute::make_int("hidden_size", hidden));
+  node->set_attribute(Attribute::make_string("direction", "bidirectional"));
+  node->set_attribute(Attribute::make_float("clip", 0.9f));
+  q.output(q.qdq(y_h, 0.0079));
+  q.output(y_c);
+
+  const lowered::Model lowered = lower(q.model, backend_for("nash"));
+  // The CPU segment computes in float: Y_h's Q/DQ is left out (docs/lowered-model.md).
+  CHECK(op_list(lowered) == "cpu: cpu.LSTM");
+  const lowered::Op* lstm = find_op(lowered, "cpu.LSTM");
+  REQUIRE(lstm != nullptr);
+  CHECK(lstm->outputs.size() == 3);
+  CHECK(lstm->outputs[0] == -1);
+  CHECK(lowered.tensors[static_cast<std::size_t>(lstm->inputs[4])].type == lowered::ElemType::i64);
+  const std::vector<std::vector<float>> in = {ramp(24, -1.0f, 1.0f)};
+  const std::vector<std::vector<float>> got = run_lowered(lowered, in), want = run_reference(q.model, in);
+  REQUIRE(got.size() == 2);
+  check_close({got[0]}, {want[0]}, 0.0079 / 2);  // Y_h, which the PTQ model rounds
+  check_close({got[1]}, {want[1]}, 1e-6);        // Y_c
+
+  // The absent output survives both file formats.
+  auto bc = encode_bc(lowered);
+  REQUIRE_MESSAGE(bc.has_value(), bc.status().message());
+  auto from_bc = decode_bc(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bc->data()), bc->size()));
+  REQUIRE_MESSAGE(from_bc.has_value(), from_bc.status().message());
+  CHECK(from_bc.value() == lowered);
+  auto hbm = lowered::encode_hbm(lowered, "qflow test");
+  REQUIRE_MESSAGE(hbm.has_value(), hbm.message());
+  auto from_hbm = lowered::decode_hbm(*hbm);
+  REQUIRE_MESSAGE(from_hbm.has_value(), from_hbm.message());
+  CHECK(*from_hbm == lowered);
 }
 
 TEST_CASE("bpu lowering: power-of-two platforms shift only") {

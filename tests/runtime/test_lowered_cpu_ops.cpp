@@ -79,8 +79,8 @@ const std::vector<float> kSample = {-3.0f, -0.5f, 0.0f, 0.5f, 3.0f};
 TEST_CASE("cpu op list: sorted, the implemented kernels, queried by name") {
   const auto& types = cpu_op_types();
   CHECK(std::is_sorted(types.begin(), types.end()));
-  CHECK(types.size() == 59);
-  for (const char* t : {"Relu", "Clip", "Conv", "ConvTranspose", "Resize", "Gemm", "Split", "Pad"}) CHECK(cpu_op_supported(t));
+  CHECK(types.size() == 60);
+  for (const char* t : {"Relu", "Clip", "Conv", "ConvTranspose", "Resize", "Gemm", "Split", "Pad", "LSTM"}) CHECK(cpu_op_supported(t));
   CHECK_FALSE(cpu_op_supported("NonMaxSuppression"));
   CHECK_FALSE(cpu_op_supported("relu"));
 }
