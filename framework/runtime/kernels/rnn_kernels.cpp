@@ -137,7 +137,10 @@ Expected<std::vector<Activation>> read_activations(const Node& node, Cell cell, 
     out.push_back(activation);
   }
   // One direction's list serves both directions of a bidirectional node, as ONNX Runtime reads it.
-  if (out.size() != total) out.insert(out.end(), out.begin(), out.end());
+  if (out.size() != total) {
+    const std::vector<Activation> one_direction = out;  // inserting a vector into itself is undefined
+    out.insert(out.end(), one_direction.begin(), one_direction.end());
+  }
   return out;
 }
 
