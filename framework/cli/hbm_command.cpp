@@ -232,7 +232,7 @@ Status hbm_run(const std::string& path, const std::vector<std::string>& specs, c
     if (qflow_rt_output_info(model.get(), i, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
     outputs.push_back({info.name, Shape(info.shape, info.shape + info.rank), DType::Float32});
   }
-  return run_lowered_on_npy(inputs, outputs, specs, dir, path,
+  return run_lowered_on_npy(inputs, outputs, specs, {}, dir, path,
                             [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
                               results.assign(outputs.size(), {});
                               std::vector<float*> out_ptrs;

@@ -43,7 +43,7 @@ constexpr std::string_view kDescription =
     "A lowered model (MODEL.bc, written by a BPU backend) runs with the fixed-point executor.\n"
     "Its inputs take float32 arrays of their exact shape; an input of batch 1 also takes a\n"
     "stack of samples along the first axis, run one by one. --batch-size and --threads do not\n"
-    "apply to it.";
+    "apply to it; --carry does.";
 
 struct BoundInput {
   const Value* value = nullptr;
@@ -162,7 +162,8 @@ Expected<std::vector<std::pair<std::string, std::string>>> bind_carries(const Gr
 }
 
 // `qflow infer MODEL.bc`: the lowered model with the executor the .hbm runtime also uses.
-Status run_infer_bc(const std::string& path, const std::vector<std::string>& specs, const std::string& dir) {
+Status run_infer_bc(const std::string& path, const std::vector<std::string>& specs,
+                    const std::vector<std::string>& carries, const std::string& dir) {
   QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   Expected<lowered::Model> model =
       decode_bc(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
@@ -179,7 +180,7 @@ Status run_infer_bc(const std::string& path, const std::vector<std::string>& spe
     outputs.push_back({t.name, t.shape, DType::Float32});
   }
   const lowered::Executor& exec = *executor;
-  return run_lowered_on_npy(inputs, outputs, specs, dir, path,
+  return run_lowered_on_npy(inputs, outputs, specs, carries, dir, path,
                             [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
                               std::vector<std::span<const float>> spans;
                               for (size_t i = 0; i < feeds.size(); ++i) {
@@ -226,8 +227,10 @@ Status run_infer(const std::vector<std::string>& args) {
   const std::string path = cmd.values["model"].as<std::string>();
   const std::vector<std::string> input_specs =
       cmd.values.count("input") ? cmd.values["input"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const std::vector<std::string> carry_specs =
+      cmd.values.count("carry") ? cmd.values["carry"].as<std::vector<std::string>>() : std::vector<std::string>{};
   if (path.size() > 3 && path.compare(path.size() - 3, 3, ".bc") == 0) {
-    return run_infer_bc(path, input_specs, cmd.values["output-dir"].as<std::string>());
+    return run_infer_bc(path, input_specs, carry_specs, cmd.values["output-dir"].as<std::string>());
   }
   QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_file(path));
   const Graph& graph = *model.graph;
@@ -241,8 +244,6 @@ Status run_infer(const std::vector<std::string>& args) {
   }
   QFLOW_ASSIGN_OR_RETURN(const RunBatches run, plan_run_batches(plans, files, batch_size));
 
-  const std::vector<std::string> carry_specs =
-      cmd.values.count("carry") ? cmd.values["carry"].as<std::vector<std::string>>() : std::vector<std::string>{};
   QFLOW_ASSIGN_OR_RETURN(const auto carries, bind_carries(graph, inputs, plans, carry_specs));
 
   ExecutorOptions executor_options;

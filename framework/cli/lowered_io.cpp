@@ -67,8 +67,8 @@ Expected<std::vector<std::string>> bind(const std::vector<LoweredIo>& inputs, co
 }  // namespace
 
 Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vector<LoweredIo>& outputs,
-                          const std::vector<std::string>& specs, const std::string& dir, const std::string& source,
-                          const LoweredRun& run) {
+                          const std::vector<std::string>& specs, const std::vector<std::string>& carries,
+                          const std::string& dir, const std::string& source, const LoweredRun& run) {
   QFLOW_ASSIGN_OR_RETURN(std::vector<std::string> files, bind(inputs, specs));
   std::vector<Tensor> arrays;
   int64_t samples = 0;  // 0: one run with every array as is
@@ -95,13 +95,32 @@ Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vecto
     arrays.push_back(std::move(t));
   }
   const int64_t runs = samples > 0 ? samples : 1;
+  // Carried state: input index -> output index, checked before the first run.
+  std::vector<std::pair<size_t, size_t>> carried;
+  for (const std::string& spec : carries) {
+    const size_t eq = spec.find('=');
+    const std::string output = eq == std::string::npos ? "" : spec.substr(0, eq);
+    const std::string input = eq == std::string::npos ? "" : spec.substr(eq + 1);
+    auto out_it = std::find_if(outputs.begin(), outputs.end(), [&](const LoweredIo& o) { return o.name == output; });
+    auto in_it = std::find_if(inputs.begin(), inputs.end(), [&](const LoweredIo& i) { return i.name == input; });
+    if (eq == std::string::npos) return invalid_input("--carry " + spec + ": expected OUTPUT=INPUT");
+    if (out_it == outputs.end()) return invalid_input("--carry " + spec + ": the model has no output named '" + output + "'");
+    if (in_it == inputs.end()) return invalid_input("--carry " + spec + ": the model has no input named '" + input + "'");
+    const size_t i = static_cast<size_t>(in_it - inputs.begin()), o = static_cast<size_t>(out_it - outputs.begin());
+    if (batched[i] || in_it->dtype != DType::Float32 || shape_numel(in_it->shape) != shape_numel(out_it->shape))
+      return invalid_input("--carry " + spec + ": input '" + input + "' must be a float input given one value with as "
+                           "many elements as output '" + output + "'");
+    carried.emplace_back(i, o);
+  }
+  std::vector<std::vector<float>> state(inputs.size());
   // An input of batch 1 given whole while another is stacked is fed to every run.
   std::vector<std::vector<float>> joined(outputs.size());
   for (int64_t r = 0; r < runs; ++r) {
     std::vector<const std::byte*> feeds;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const size_t sample_bytes = batched[i] ? arrays[i].nbytes() / static_cast<size_t>(arrays[i].dim(0)) : 0;
-      feeds.push_back(arrays[i].raw_data() + static_cast<size_t>(r) * sample_bytes);
+      feeds.push_back(state[i].empty() ? arrays[i].raw_data() + static_cast<size_t>(r) * sample_bytes
+                                       : reinterpret_cast<const std::byte*>(state[i].data()));
     }
     std::vector<std::vector<float>> results;
     if (Status s = run(feeds, results); !s.is_ok()) {
@@ -112,6 +131,7 @@ Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vecto
       return internal_error(source + ": the run gave " + std::to_string(results.size()) + " outputs, expected " +
                             std::to_string(outputs.size()));
     for (size_t o = 0; o < outputs.size(); ++o) joined[o].insert(joined[o].end(), results[o].begin(), results[o].end());
+    for (const auto& [i, o] : carried) state[i] = results[o];
   }
 
   std::map<std::string, std::string> file_of;

@@ -28,9 +28,11 @@ using LoweredRun = std::function<Status(const std::vector<const std::byte*>& inp
 // Binds `specs` (FILE.npy or NAME=FILE.npy; unnamed ones to the inputs in order), reads and
 // checks the arrays, runs `run` once, or once per sample when an input of batch 1 gets a
 // stack of samples along the first axis, concatenates the outputs along their first axis and
-// writes <output>.npy per output into `dir`, printing one line per file.
+// writes <output>.npy per output into `dir`, printing one line per file. `carries` are
+// "OUTPUT=INPUT" pairs (qflow infer --carry): from the second run on, INPUT (a float input
+// given one value) is fed the previous run's OUTPUT.
 Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vector<LoweredIo>& outputs,
-                          const std::vector<std::string>& specs, const std::string& dir, const std::string& source,
-                          const LoweredRun& run);
+                          const std::vector<std::string>& specs, const std::vector<std::string>& carries,
+                          const std::string& dir, const std::string& source, const LoweredRun& run);
 
 }  // namespace qflow::cli
