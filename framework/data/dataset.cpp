@@ -193,7 +193,7 @@ Status describe_file(SampleSource& source, const DataSpec& spec, const std::stri
   return Status::ok();
 }
 
-// "'state' (states.npy)": a source in messages.
+// "input 'state' (states.npy)", or the path of an unnamed source: a source in messages.
 std::string source_text(const SampleSource& source) {
   return source.input.empty() ? source.path : "input '" + source.input + "' (" + source.path + ")";
 }
