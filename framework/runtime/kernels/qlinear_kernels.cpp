@@ -210,75 +210,88 @@ Expected<Tensor> batched_matmul_s32(const KernelContext& context, const MatmulSh
 bool is_8bit(DType t) { return t == DType::UInt8 || t == DType::Int8; }
 
 // B of an 8-bit MatMulInteger packed for the byte-quad GEMM of VNNI CPUs (gemm_quads_u8s8,
-// unsigned x signed bytes): B offset into int8 (B - zb = B' - zb'), B'^T as its weight rows,
-// with B's column sums for the zero-point correction. Built once for a constant B.
+// signed weight rows x unsigned pixel columns): B offset into uint8 (B - zb = B' - zb') becomes
+// the GEMM's columns, in panels of kQuadPanel columns so that threads take panels apart, with
+// B''s column sums for the zero-point correction. A takes the signed rows, so the GEMM's
+// output is C's row-major layout. Built once for a constant B.
 struct QuadB {
-  int64_t k = 0, n = 0, rows = 0, quads = 0;
+  static constexpr int64_t kQuadPanel = 256;  // columns per panel, a multiple of kQuadPixelBlock
+  int64_t k = 0, n = 0, quads = 0, panels = 0;
   int64_t zb = 0;  // zb' = zb + the offset
-  std::vector<int8_t> w;
+  std::vector<uint8_t> x;  // [panels][quads][kQuadPanel][4]
   std::vector<int64_t> col_sum;
 };
 
 template <typename TB>
 QuadB pack_quad_b(const TB* b, int32_t zb, int64_t k, int64_t n) {
-  namespace fast = fx::fast;
-  const int32_t off = std::is_signed_v<TB> ? 0 : -128;
+  const int32_t off = std::is_signed_v<TB> ? 128 : 0;
+  constexpr int64_t kPanel = QuadB::kQuadPanel;
   QuadB p;
   p.k = k;
   p.n = n;
   p.zb = zb + off;
   p.quads = (k + 3) / 4;
-  p.rows = round_up(n, fast::kQuadRowBlock);
-  p.w.assign(static_cast<std::size_t>(p.rows * p.quads * 4), 0);
+  p.panels = round_up(n, kPanel) / kPanel;
+  p.x.assign(static_cast<std::size_t>(p.panels * p.quads * kPanel * 4), 0);
   p.col_sum.assign(static_cast<std::size_t>(n), 0);
   for (int64_t kk = 0; kk < k; ++kk)
     for (int64_t nn = 0; nn < n; ++nn) {
-      const auto v = static_cast<int8_t>(static_cast<int32_t>(b[kk * n + nn]) + off);
-      p.w[static_cast<std::size_t>(((nn / fast::kQuadRowBlock * p.quads + kk / 4) * fast::kQuadRowBlock +
-                                    nn % fast::kQuadRowBlock) * 4 + kk % 4)] = v;
+      const auto v = static_cast<uint8_t>(static_cast<int32_t>(b[kk * n + nn]) + off);
+      p.x[static_cast<std::size_t>(((nn / kPanel * p.quads + kk / 4) * kPanel + nn % kPanel) * 4 + kk % 4)] = v;
       p.col_sum[static_cast<std::size_t>(nn)] += v;
     }
   return p;
 }
 
-// C[m, n] = sum_k (A[m, k] - za) (B[k, n] - zb): A offset into uint8, its rows the GEMM's
-// columns; the zero points come back through A's row sums and B's column sums. Sums wrap
-// modulo 2^32 on the way; the result fits int32 (the caller checked the reduction), so the
-// corrected value is exact.
+// C[m, n] = sum_k (A[m, k] - za) (B[k, n] - zb): A offset into int8 as the GEMM's weight rows
+// (packed here, with its row sums), B the packed panels; the zero points come back through
+// A's row sums and B's column sums. Threads take (row tile, panel) pairs. Sums wrap modulo
+// 2^32 on the way; the result fits int32 (the caller checked the reduction), so the corrected
+// value is exact.
 template <typename TA>
 void matmul_quads(const KernelContext& context, const QuadB& p, const TA* a, int32_t za, int32_t* c, int64_t m) {
   namespace fast = fx::fast;
+  constexpr int64_t kRows = fast::kQuadRowBlock, kPanel = QuadB::kQuadPanel;
   const fast::Isa isa = fast::best_isa();
-  const int32_t off_a = std::is_signed_v<TA> ? 128 : 0;
-  const int64_t za1 = za + off_a, k = p.k, n = p.n;
-  const std::vector<int32_t> zeros(static_cast<std::size_t>(p.rows), 0);
-  constexpr int64_t kTile = 256;  // rows of A per GEMM, a multiple of kQuadPixelBlock
-  const int64_t tiles = round_up(m, kTile) / kTile;
-  context.parallel_for(tiles, 2 * kTile * k * n, [&](int64_t t0, int64_t t1) {
-    std::vector<uint8_t> x(static_cast<std::size_t>(p.quads * kTile * 4));
-    std::vector<int64_t> row_sum(static_cast<std::size_t>(kTile));
-    std::vector<int32_t> acc(static_cast<std::size_t>(p.rows * kTile));
-    for (int64_t tile = t0; tile < t1; ++tile) {
-      const int64_t m0 = tile * kTile, count = std::min(kTile, m - m0);
-      const int64_t cols = round_up(count, fast::kQuadPixelBlock);
-      std::fill(x.begin(), x.begin() + p.quads * cols * 4, uint8_t{0});
-      for (int64_t col = 0; col < count; ++col) {
+  const int32_t off_a = std::is_signed_v<TA> ? 0 : -128;
+  const int64_t za1 = za + off_a, k = p.k, n = p.n, quads = p.quads;
+  const int64_t rows = round_up(m, kRows);
+  // A' = A + off_a in int8: [rows / kRows][quads][kRows][4], zero padded.
+  std::vector<int8_t> w(static_cast<std::size_t>(rows * quads * 4), 0);
+  std::vector<int64_t> row_sum(static_cast<std::size_t>(rows), 0);
+  context.parallel_for(rows / kRows, kRows * k, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk)
+      for (int64_t r = blk * kRows; r < std::min(m, (blk + 1) * kRows); ++r) {
+        const TA* row = a + r * k;
+        int8_t* to = w.data() + (blk * quads * kRows + r % kRows) * 4;
         int64_t sum = 0;
-        const TA* row = a + (m0 + col) * k;
         for (int64_t kk = 0; kk < k; ++kk) {
-          const auto v = static_cast<uint8_t>(static_cast<int32_t>(row[kk]) + off_a);
-          x[static_cast<std::size_t>((kk / 4 * cols + col) * 4 + kk % 4)] = v;
+          const auto v = static_cast<int8_t>(static_cast<int32_t>(row[kk]) + off_a);
+          to[(kk / 4) * kRows * 4 + kk % 4] = v;
           sum += v;
         }
-        row_sum[static_cast<std::size_t>(col)] = sum;
+        row_sum[static_cast<std::size_t>(r)] = sum;
       }
-      fast::gemm_quads_u8s8(isa, p.w.data(), p.rows, x.data(), cols, p.quads, zeros.data(), acc.data(), kTile);
-      for (int64_t nn = 0; nn < n; ++nn) {
-        const int64_t column_term = za1 * p.col_sum[static_cast<std::size_t>(nn)] - k * za1 * p.zb;
-        const int32_t* from = acc.data() + nn * kTile;
+  });
+  constexpr int64_t kTileRows = 64;  // rows of A per task, a multiple of kQuadRowBlock
+  const int64_t tiles = round_up(rows, kTileRows) / kTileRows;
+  const std::vector<int32_t> zeros(static_cast<std::size_t>(kTileRows), 0);
+  context.parallel_for(tiles * p.panels, 2 * kTileRows * k * kPanel, [&](int64_t t0, int64_t t1) {
+    std::vector<int32_t> acc(static_cast<std::size_t>(kTileRows * kPanel));
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t tile = task / p.panels, panel = task % p.panels;
+      const int64_t r0 = tile * kTileRows, tile_rows = std::min(kTileRows, rows - r0);
+      const int64_t n0 = panel * kPanel, count = std::min(kPanel, n - n0);
+      fast::gemm_quads_u8s8(isa, w.data() + r0 * quads * 4, tile_rows, p.x.data() + panel * quads * kPanel * 4,
+                            kPanel, quads, zeros.data(), acc.data(), kPanel);
+      for (int64_t r = r0; r < std::min(m, r0 + tile_rows); ++r) {
+        const int64_t row_term = p.zb * row_sum[static_cast<std::size_t>(r)] - k * za1 * p.zb;
+        const int32_t* from = acc.data() + (r - r0) * kPanel;
+        int32_t* to = c + r * n + n0;
         for (int64_t col = 0; col < count; ++col) {
-          const int64_t exact = static_cast<int64_t>(from[col]) - p.zb * row_sum[static_cast<std::size_t>(col)] - column_term;
-          c[(m0 + col) * n + nn] = static_cast<int32_t>(static_cast<uint32_t>(exact));
+          const int64_t exact =
+              static_cast<int64_t>(from[col]) - row_term - za1 * p.col_sum[static_cast<std::size_t>(n0 + col)];
+          to[col] = static_cast<int32_t>(static_cast<uint32_t>(exact));
         }
       }
     }
