@@ -258,11 +258,16 @@ Status dynamic_quantize_linear(KernelContext& context) {
   constexpr float kRound = 12582912.0f;
   const auto zp = static_cast<float>(zero_point);
   context.parallel_for(n, 4, [&](int64_t b, int64_t e) {
+    // Locals, not the captured references: a store through uint8_t* may alias anything, so
+    // the compiler would reload scale and the pointers after every element and not vectorize.
+    const float s = scale, z = zp;
+    const float* __restrict src = in;
+    uint8_t* __restrict dst = out;
     for (int64_t i = b; i < e; ++i) {
-      float v = in[i] / scale;
-      if (v != v) v = 0.0f;  // NaN quantizes to the zero point
-      const float q = (v + kRound) - kRound + zp;
-      out[i] = static_cast<uint8_t>(std::clamp(q, qmin, qmax));
+      float v = src[i] / s;
+      v = v == v ? v : 0.0f;  // NaN quantizes to the zero point
+      const float q = std::min(std::max((v + kRound) - kRound + z, qmin), qmax);
+      dst[i] = static_cast<uint8_t>(static_cast<int32_t>(q));
     }
   });
   context.outputs[0] = std::move(y);
