@@ -53,7 +53,7 @@ const std::vector<HostStage>& host_stages() {
         {"pad-value", OptionType::Float, 0.0, "images: value of padding pixels, in 0..255 pixel units"},
         {"path", OptionType::String, std::string(),
          "a .npy batch (first axis = samples), a folder of such files read in name order, or a folder of "
-         "PNG/JPEG images read in name order"},
+         "PNG/JPEG images read in name order; NAME=PATH,NAME=PATH gives each model input its own"},
         {"resize", OptionType::String, std::string(), "images: \"HxW\" bilinear (half-pixel) resize; \"\" = keep"},
         {"scale", OptionType::Float, 0.00392156862745098, "images: multiplier of the 0..255 pixel values"},
         {"skip-nonfinite", OptionType::Bool, false,
