@@ -11,7 +11,7 @@ std::size_t dtype_size(DType dtype) {
     case DType::Float64: case DType::Int64: case DType::UInt64: return 8;
     case DType::Int16: case DType::UInt16: case DType::Float16: case DType::BFloat16: return 2;
     case DType::Int8: case DType::UInt8: case DType::Bool: return 1;
-    case DType::Undefined: return 0;
+    case DType::Undefined: case DType::String: return 0;
   }
   return 0;
 }
@@ -31,6 +31,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::UInt32: return "uint32";
     case DType::UInt64: return "uint64";
     case DType::BFloat16: return "bfloat16";
+    case DType::String: return "string";
     case DType::Undefined: return "undefined";
   }
   return "undefined";
@@ -38,7 +39,7 @@ std::string_view dtype_name(DType dtype) {
 
 DType dtype_from_onnx(int32_t onnx_type) {
   switch (onnx_type) {
-    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12: case 13: case 16:
+    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13: case 16:
       return static_cast<DType>(onnx_type);
     default:
       return DType::Undefined;

@@ -1,6 +1,8 @@
 // Tensor storage, checked construction and dtype conversion.
 #include "qflow/ir/tensor.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -46,6 +48,14 @@ Tensor::Tensor(DType dtype, Shape shape, bool zero) : dtype_(dtype), shape_(std:
   numel_ = shape_numel(shape_);
   if (numel_ < 0) numel_ = 0;
   data_ = allocate(nbytes(), zero);
+  if (dtype_ == DType::String) strings_ = std::make_shared<std::vector<std::string>>(static_cast<std::size_t>(numel_));
+}
+
+Tensor Tensor::from_strings(Shape shape, std::vector<std::string> values) {
+  Tensor tensor(DType::String, std::move(shape));
+  values.resize(static_cast<std::size_t>(tensor.numel_));
+  *tensor.strings_ = std::move(values);
+  return tensor;
 }
 
 Expected<Tensor> Tensor::make(DType dtype, Shape shape, int64_t max_bytes) {
@@ -63,7 +73,7 @@ Expected<Tensor> Tensor::checked(DType dtype, Shape shape, int64_t max_bytes, bo
   }
   const int64_t n = shape_numel(shape);
   const int64_t size = static_cast<int64_t>(dtype_size(dtype));
-  if (n < 0 || (n > 0 && n > std::numeric_limits<int64_t>::max() / size)) {
+  if (n < 0 || (n > 0 && size > 0 && n > std::numeric_limits<int64_t>::max() / size)) {
     return invalid_input("tensor shape " + shape_to_string(shape) + " overflows 64-bit element count");
   }
   // The process-wide --max-memory bounds every checked allocation, so sizes computed at run
@@ -90,10 +100,34 @@ Tensor Tensor::reshaped(Shape shape) const {
 Tensor Tensor::clone() const {
   Tensor out(dtype_, shape_);
   if (nbytes()) std::memcpy(out.raw_data(), raw_data(), nbytes());
+  if (strings_) *out.strings_ = *strings_;
   return out;
 }
 
 namespace {
+// "NaN", "INF", "+INF", "-INF" (any case) and decimal or scientific numbers; NaN otherwise.
+template <typename F>
+F parse_number(const std::string& text) {
+  std::string_view v = text;
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  if (!v.empty() && v.front() == '+') v.remove_prefix(1);
+  F value = std::numeric_limits<F>::quiet_NaN();
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
+  if (ec != std::errc() || end != v.data() + v.size()) return std::numeric_limits<F>::quiet_NaN();
+  return value;
+}
+
+double text_to_double(const std::string& text) { return parse_number<double>(text); }
+
+// Shortest text that reads back to the same value, as NumPy prints float32 and float64.
+template <typename F>
+std::string number_text(F value) {
+  char buffer[64];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return ec == std::errc() ? std::string(buffer, end) : std::string();
+}
+
 // Reads element i of any dtype as double (float16/bfloat16 widened exactly).
 double load_as_double(const Tensor& t, int64_t i) {
   const std::byte* p = t.raw_data();
@@ -111,6 +145,7 @@ double load_as_double(const Tensor& t, int64_t i) {
     case DType::Int64: return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
     case DType::UInt64: return static_cast<double>(reinterpret_cast<const uint64_t*>(p)[i]);
     case DType::Bool: return reinterpret_cast<const uint8_t*>(p)[i] ? 1.0 : 0.0;
+    case DType::String: return text_to_double(t.strings()[static_cast<std::size_t>(i)]);
     case DType::Undefined: return 0.0;
   }
   return 0.0;
@@ -200,6 +235,28 @@ void store_from(Tensor& out, const Tensor& in) {
 
 Tensor Tensor::cast(DType to) const {
   if (to == dtype_) return clone();
+  if (to == DType::String) {
+    Tensor out(DType::String, shape_);
+    std::vector<std::string>& text = *out.strings_;
+    for (int64_t i = 0; i < numel_; ++i) {
+      std::string& t = text[static_cast<std::size_t>(i)];
+      switch (dtype_) {
+        case DType::Float32: t = number_text(data<float>()[i]); break;
+        case DType::Float16: case DType::BFloat16: t = number_text(static_cast<float>(load_as_double(*this, i))); break;
+        case DType::Int64: t = std::to_string(data<int64_t>()[i]); break;
+        case DType::UInt64: t = std::to_string(data<uint64_t>()[i]); break;
+        default:
+          t = is_integer(dtype_) || dtype_ == DType::Bool ? std::to_string(load_as_int64(*this, i))
+                                                          : number_text(load_as_double(*this, i));
+      }
+    }
+    return out;
+  }
+  if (dtype_ == DType::String && to == DType::Float32) {
+    Tensor out(DType::Float32, shape_);
+    for (int64_t i = 0; i < numel_; ++i) out.data<float>()[i] = parse_number<float>(strings()[static_cast<std::size_t>(i)]);
+    return out;
+  }
   // Every branch writes every element, so no zero fill where the checked allocation takes it
   // (not for an undefined type, or beyond --max-memory, which the plain constructor ignores).
   Expected<Tensor> raw = make_uninitialized(to, shape_, std::numeric_limits<int64_t>::max());
@@ -232,7 +289,7 @@ Tensor Tensor::cast(DType to) const {
         for (int64_t i = 0; i < numel_; ++i) dst[i] = float_to_bfloat16(static_cast<float>(load_as_double(*this, i)));
       break;
     }
-    case DType::Undefined: break;
+    case DType::String: case DType::Undefined: break;
   }
   return out;
 }
@@ -250,8 +307,9 @@ std::vector<int64_t> Tensor::to_int64s() const {
 }
 
 bool Tensor::bitwise_equal(const Tensor& other) const {
-  return dtype_ == other.dtype_ && shape_ == other.shape_ &&
-         (nbytes() == 0 || std::memcmp(raw_data(), other.raw_data(), nbytes()) == 0);
+  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (dtype_ == DType::String) return std::equal(strings().begin(), strings().end(), other.strings().begin());
+  return nbytes() == 0 || std::memcmp(raw_data(), other.raw_data(), nbytes()) == 0;
 }
 
 }  // namespace qflow

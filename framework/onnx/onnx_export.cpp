@@ -111,6 +111,10 @@ void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::Tensor
   for (int64_t d : tensor.shape()) proto.add_dims(d);
   proto.set_data_type(static_cast<int32_t>(tensor.dtype()));
   if (!name.empty()) proto.set_name(name);
+  if (tensor.dtype() == DType::String) {
+    for (const std::string& text : tensor.strings()) proto.add_string_data(text);
+    return;
+  }
   proto.set_raw_data(reinterpret_cast<const char*>(tensor.raw_data()), tensor.nbytes());
 }
 

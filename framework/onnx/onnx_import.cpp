@@ -334,6 +334,16 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
     if (d < 0) return invalid_input(what + ": declared shape " + shape_text + " has a negative dimension");
   const int64_t numel = shape_numel(shape);
   if (numel < 0) return invalid_input(what + ": declared shape " + shape_text + " has more elements than fit in 64 bits");
+  if (dtype == DType::String) {
+    if (p.has_raw_data()) return invalid_input(what + " is a string tensor with raw_data; strings go in string_data");
+    QFLOW_RETURN_IF_ERROR(check_typed_count(what, shape_text, numel, "string_data", p.string_data_size()));
+    int64_t bytes = 0;
+    for (const std::string& text : p.string_data()) bytes += static_cast<int64_t>(text.size());
+    if (bytes > max_bytes)
+      return invalid_input(what + ": its strings hold " + std::to_string(bytes) + " bytes, more than the memory limit of " +
+                           std::to_string(max_bytes) + " bytes (--max-memory)");
+    return Tensor::from_strings(shape, std::vector<std::string>(p.string_data().begin(), p.string_data().end()));
+  }
   const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
   if (numel > INT64_MAX / elem)
     return invalid_input(what + ": declared shape " + shape_text + " has more bytes than fit in 64 bits");
@@ -387,7 +397,7 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& p, const std::string
       for (int i = 0; i < p.int32_data_size(); ++i) out[i] = p.int32_data(i) != 0;
       break;
     }
-    case DType::Undefined: break;
+    case DType::String: case DType::Undefined: break;
   }
   return t;
 }

@@ -18,7 +18,7 @@ Expected<ValueType> value_type_from_proto(const onnx::TypeProto& proto);
 // Whole model; does not run the checker or Graph::validate().
 Expected<Model> model_from_proto(const onnx::ModelProto& proto, const ImportOptions& options);
 
-// Always little-endian raw_data, so re-import yields identical bytes.
+// Always little-endian raw_data, so re-import yields identical bytes; strings in string_data.
 void tensor_to_proto(const Tensor& tensor, const std::string& name, onnx::TensorProto& proto);
 Status value_type_to_proto(const ValueType& type, onnx::TypeProto& proto);
 Status model_to_proto(const Model& model, onnx::ModelProto& proto);

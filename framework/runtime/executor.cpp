@@ -49,9 +49,23 @@ Status check_input(const Value& value, const Tensor& tensor) {
   return Status::ok();
 }
 
+// String tensors keep no bytes (Tensor::strings()): an op that moves bytes would silently
+// make empty strings, so only the ops written for them take them.
+Status check_string_inputs(const KernelContext& context) {
+  static const std::unordered_set<std::string> ops = {"Cast", "CastLike", "Identity", "StringNormalizer"};
+  const Node& node = context.node;
+  const bool takes_strings = (node.domain().empty() || node.domain() == "ai.onnx") && ops.count(node.op_type());
+  for (const Tensor* t : context.inputs)
+    if (t && t->dtype() == DType::String && !takes_strings)
+      return unsupported(node.op_type() + " '" + node.name() +
+                         "': string tensors are computed only by Cast, CastLike, Identity and StringNormalizer");
+  return Status::ok();
+}
+
 // Computes a node with `kernel`; half-precision inputs go through float32 where the op
 // computes (`widens_half`, decided once per node: half_precision.h).
 Status compute_node(const Kernel& kernel, bool widens_half, KernelContext& context) {
+  QFLOW_RETURN_IF_ERROR(check_string_inputs(context));
   const DType half = widens_half ? half_type_of(context.inputs) : DType::Undefined;
   return half == DType::Undefined ? kernel.compute(context) : compute_through_float32(kernel, context, half);
 }

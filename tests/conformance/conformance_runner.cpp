@@ -63,6 +63,13 @@ int64_t int_element(const Tensor& t, int64_t i) {
 std::string compare(const std::string& name, const Tensor& got, const Tensor& expected, const Tolerance& tol) {
   if (got.dtype() != expected.dtype() || got.shape() != expected.shape())
     return "output '" + name + "': got " + describe(got) + ", expected " + describe(expected);
+  if (expected.dtype() == DType::String) {
+    for (std::size_t i = 0; i < expected.strings().size(); ++i)
+      if (got.strings()[i] != expected.strings()[i])
+        return "output '" + name + "' at flat index " + std::to_string(i) + ": got '" + got.strings()[i] +
+               "', expected '" + expected.strings()[i] + "'";
+    return {};
+  }
   const bool floating = is_float(expected.dtype());
   for (int64_t i = 0; i < expected.numel(); ++i) {
     if (floating) {

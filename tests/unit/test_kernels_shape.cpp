@@ -189,7 +189,7 @@ TEST_CASE("ScatterElements with add reduction and ScatterND") {
   CHECK(floats(nd[0]) == std::vector<float>{0, 1, 7, 8});
 }
 
-TEST_CASE("Cast covers float16 and refuses strings") {
+TEST_CASE("Cast covers float16 and strings, and refuses complex numbers") {
   auto h = run("Cast", {f32({2}, {1.5f, -2.0f})}, {Attribute::make_int("to", 10)});
   REQUIRE(h[0].dtype() == DType::Float16);
   CHECK(h[0].to_doubles() == std::vector<double>{1.5, -2.0});
@@ -201,9 +201,13 @@ TEST_CASE("Cast covers float16 and refuses strings") {
   CHECK(i[0].to_int64s() == std::vector<int64_t>{2, -1});
   auto like = run("CastLike", {f32({1}, {3.0f}), Tensor::scalar<double>(0.0)});
   CHECK(like[0].dtype() == DType::Float64);
-  auto str = try_run("Cast", {f32({1}, {1})}, {Attribute::make_int("to", 8)});
-  REQUIRE_FALSE(str.has_value());
-  CHECK(str.status().code() == StatusCode::Unsupported);
+  auto str = run("Cast", {f32({2}, {1.0f, 0.25f})}, {Attribute::make_int("to", 8)});
+  REQUIRE(str[0].dtype() == DType::String);
+  CHECK(std::vector<std::string>(str[0].strings().begin(), str[0].strings().end()) ==
+        std::vector<std::string>{"1", "0.25"});
+  auto complex = try_run("Cast", {f32({1}, {1})}, {Attribute::make_int("to", 14)});
+  REQUIRE_FALSE(complex.has_value());
+  CHECK(complex.status().code() == StatusCode::Unsupported);
 }
 
 TEST_CASE("Constant forms and ConstantOfShape") {

@@ -399,12 +399,17 @@ TEST_CASE("onnx_io: malformed tensors are refused with a message naming them") {
     Pb t = tensor("w", {1}, 99);
     CHECK(import_error(model_with_initializer(t)) == "bad.onnx: initializer 'w' has unknown data type 99");
   }
-  SUBCASE("string dtype") {
-    Pb t = tensor("w", {1}, 8);
+  SUBCASE("unsupported dtype") {
+    Pb t = tensor("w", {1}, 14);
     auto model = import_onnx_bytes(model_with_initializer(t), "bad.onnx", ImportOptions{Tensor::kDefaultMaxBytes, false});
     REQUIRE_FALSE(model);
     CHECK(model.status().code() == StatusCode::Unsupported);
-    CHECK(model.status().message() == "bad.onnx: initializer 'w' has data type string, which qflow does not support");
+    CHECK(model.status().message() == "bad.onnx: initializer 'w' has data type complex64, which qflow does not support");
+  }
+  SUBCASE("strings missing") {
+    Pb t = tensor("w", {1}, 8);
+    CHECK(import_error(model_with_initializer(t)) ==
+          "bad.onnx: initializer 'w': declared shape [1] needs 1 values but string_data has 0");
   }
 }
 

@@ -238,7 +238,7 @@ KernelFunction bind_cast(const Node& node, int64_t) {
   if (target == DType::Undefined) {
     const std::string name = to->type == AttributeType::String ? to->s : std::to_string(to->i);
     return refuse(unsupported(node.op_type() + " '" + node.name() + "': cast to ONNX type " + name +
-                              " is not supported (strings and non-numeric types cannot be held)"));
+                              " is not supported (complex numbers and 8-bit floats cannot be held)"));
   }
   return [target](KernelContext& context) -> Status {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* data, context.required_input(0));

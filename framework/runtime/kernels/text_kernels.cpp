@@ -1,6 +1,8 @@
-// Text kernels: TfIdfVectorizer over integer tokens (qflow tensors hold no strings).
+// Text kernels: TfIdfVectorizer over integer tokens, StringNormalizer over string tensors.
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -121,8 +123,68 @@ KernelFactory tf_idf_kernel() {
   };
 }
 
+// StringNormalizer's attributes. Case is changed and compared byte by byte in ASCII (the
+// "en_US" locale's rule for ASCII text); other bytes, as of UTF-8 text, stay as they are.
+struct NormalizerSpec {
+  enum class Case { None, Lower, Upper } change = Case::None;
+  bool case_sensitive = false;
+  std::set<std::string> stopwords;  // lowered unless case_sensitive
+};
+
+std::string ascii_case(std::string text, bool upper) {
+  for (char& c : text) c = static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+Expected<NormalizerSpec> read_normalizer(const Node& node) {
+  NormalizerSpec spec;
+  const std::string action = node.attr_string("case_change_action", "NONE");
+  if (action == "LOWER") spec.change = NormalizerSpec::Case::Lower;
+  else if (action == "UPPER") spec.change = NormalizerSpec::Case::Upper;
+  else if (action != "NONE") return invalid_input("case_change_action must be LOWER, UPPER or NONE, got '" + action + "'");
+  spec.case_sensitive = node.attr_int("is_case_sensitive", 0) != 0;
+  if (const Attribute* words = node.find_attribute("stopwords"))
+    for (const std::string& w : words->strings) spec.stopwords.insert(spec.case_sensitive ? w : ascii_case(w, false));
+  return spec;
+}
+
+// Drops the stopwords from a [C] or [1, C] string tensor and changes the case of the rest; a
+// row left empty holds one empty string, as the operator defines.
+Status string_normalizer(KernelContext& ctx, const NormalizerSpec& spec) {
+  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, ctx.required_input(0));
+  if (x->dtype() != DType::String) return ctx.error("input X must be string, got " + std::string(dtype_name(x->dtype())));
+  const bool two_dim = x->rank() == 2;
+  if (!(x->rank() == 1 || (two_dim && x->dim(0) == 1)))
+    return ctx.error("input X must have shape [C] or [1, C], got " + shape_to_string(x->shape()));
+  std::vector<std::string> kept;
+  for (const std::string& text : x->strings()) {
+    if (spec.stopwords.count(spec.case_sensitive ? text : ascii_case(text, false))) continue;
+    switch (spec.change) {
+      case NormalizerSpec::Case::None: kept.push_back(text); break;
+      case NormalizerSpec::Case::Lower: kept.push_back(ascii_case(text, false)); break;
+      case NormalizerSpec::Case::Upper: kept.push_back(ascii_case(text, true)); break;
+    }
+  }
+  if (kept.empty()) kept.emplace_back();
+  const auto count = static_cast<int64_t>(kept.size());
+  ctx.outputs[0] = Tensor::from_strings(two_dim ? Shape{1, count} : Shape{count}, std::move(kept));
+  return Status::ok();
+}
+
+KernelFactory string_normalizer_kernel() {
+  return [](const Node& node, int64_t, const std::vector<const Tensor*>&) -> Expected<std::unique_ptr<Kernel>> {
+    auto spec = read_normalizer(node);
+    if (!spec) return spec.status().with_context("StringNormalizer '" + node.name() + "'");
+    return std::unique_ptr<Kernel>(
+        new BoundKernel([spec = std::move(*spec)](KernelContext& ctx) { return string_normalizer(ctx, spec); }));
+  };
+}
+
 }  // namespace
 
-void register_text_kernels(KernelRegistry& registry) { registry.add("", "TfIdfVectorizer", 9, kLatestOpset, tf_idf_kernel()); }
+void register_text_kernels(KernelRegistry& registry) {
+  registry.add("", "TfIdfVectorizer", 9, kLatestOpset, tf_idf_kernel());
+  registry.add("", "StringNormalizer", 10, kLatestOpset, string_normalizer_kernel());
+}
 
 }  // namespace qflow

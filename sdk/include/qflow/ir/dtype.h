@@ -17,6 +17,7 @@ enum class DType : int32_t {
   Int16 = 5,
   Int32 = 6,
   Int64 = 7,
+  String = 8,  // elements kept beside the byte storage (Tensor::strings()); dtype_size 0
   Bool = 9,
   Float16 = 10,
   Float64 = 11,
@@ -25,7 +26,7 @@ enum class DType : int32_t {
   BFloat16 = 16,
 };
 
-// Bytes per element; 0 for Undefined.
+// Bytes per element of the byte storage; 0 for Undefined and String.
 std::size_t dtype_size(DType dtype);
 // Lower-case name as ONNX spells it ("float", "int8", "float16", ...).
 std::string_view dtype_name(DType dtype);

@@ -38,6 +38,8 @@ class Tensor {
   static Tensor from_vector(Shape shape, const std::vector<T>& values);
   template <typename T>
   static Tensor scalar(T value) { return from_vector<T>({}, {value}); }
+  // A String tensor holding `values` (sizes must agree).
+  static Tensor from_strings(Shape shape, std::vector<std::string> values);
 
   static constexpr int64_t kDefaultMaxBytes = int64_t{1} << 34;  // 16 GiB
 
@@ -60,10 +62,19 @@ class Tensor {
   template <typename T> std::span<T> span() { return {data<T>(), static_cast<std::size_t>(numel_)}; }
   template <typename T> std::span<const T> span() const { return {data<T>(), static_cast<std::size_t>(numel_)}; }
 
+  // The elements of a String tensor (empty for other dtypes). They live beside the byte
+  // storage, which is empty for strings, so code that moves bytes never touches them.
+  std::span<std::string> strings() { return strings_ ? std::span<std::string>(*strings_) : std::span<std::string>(); }
+  std::span<const std::string> strings() const {
+    return strings_ ? std::span<const std::string>(*strings_) : std::span<const std::string>();
+  }
+
   // Same storage, new shape with the same element count.
   Tensor reshaped(Shape shape) const;
   Tensor clone() const;
-  // Element-wise conversion to another dtype (ONNX Cast semantics for numeric types).
+  // Element-wise conversion to another dtype (ONNX Cast semantics). Numbers become their
+  // shortest round-trip text; text becomes numbers as written ("NaN", "INF", "+INF", "-INF"
+  // in any case included), text that is no number giving NaN (0 for integers).
   Tensor cast(DType to) const;
   // Values as doubles / int64 regardless of dtype; for small tensors (shapes, scalars).
   std::vector<double> to_doubles() const;
@@ -77,6 +88,7 @@ class Tensor {
   Shape shape_;
   int64_t numel_ = 0;
   std::shared_ptr<std::byte[]> data_;
+  std::shared_ptr<std::vector<std::string>> strings_;  // String tensors only
 
   static Expected<Tensor> checked(DType dtype, Shape shape, int64_t max_bytes, bool zero);
   Tensor(DType dtype, Shape shape, bool zero);
