@@ -243,6 +243,8 @@ Expected<std::string> serialize_npy(const Tensor& tensor) {
   std::string_view descr;
   for (const NpyType& t : kTypes)
     if (t.dtype == tensor.dtype()) descr = t.descr;
+  if (tensor.dtype() == DType::String)
+    return unsupported("cannot write a string tensor as .npy: qflow reads and writes numeric .npy arrays only");
   if (descr.empty())
     return unsupported("cannot write a " + std::string(dtype_name(tensor.dtype())) + " tensor as .npy: NumPy has no such dtype");
 
