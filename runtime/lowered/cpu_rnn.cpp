@@ -6,11 +6,11 @@
 #include "runtime/lowered/cpu_rnn.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <string>
 
 #include "runtime/lowered/op_common.h"
+#include "runtime/lowered/rnn_activations.h"
 
 namespace qflow::lowered::detail {
 namespace {
@@ -22,75 +22,9 @@ constexpr int64_t kGates = 4;
 // Activations per direction: f (the gates), g (the cell input), h (the cell output).
 constexpr size_t kActivations = 3;
 
-// Activations -------------------------------------------------------------------------------
-
-enum class ActivationKind {
-  Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus
-};
-
-struct Activation {
-  ActivationKind kind = ActivationKind::Tanh;
-  float alpha = 0.0f;
-  float beta = 0.0f;
-
-  float operator()(float x) const {
-    switch (kind) {
-      case ActivationKind::Relu: return x > 0.0f ? x : 0.0f;
-      case ActivationKind::Tanh: return std::tanh(x);
-      case ActivationKind::Sigmoid: {
-        // Split by sign so that exp never overflows.
-        if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
-        const float e = std::exp(x);
-        return e / (1.0f + e);
-      }
-      case ActivationKind::Affine: return alpha * x + beta;
-      case ActivationKind::LeakyRelu: return x >= 0.0f ? x : alpha * x;
-      // The recurrent operators' own definition: x >= alpha keeps x (the ThresholdedRelu
-      // operator uses >).
-      case ActivationKind::ThresholdedRelu: return x >= alpha ? x : 0.0f;
-      case ActivationKind::ScaledTanh: return alpha * std::tanh(beta * x);
-      case ActivationKind::HardSigmoid: return std::min(std::max(alpha * x + beta, 0.0f), 1.0f);
-      case ActivationKind::Elu: return x >= 0.0f ? x : alpha * (std::exp(x) - 1.0f);
-      case ActivationKind::Softsign: return x / (1.0f + std::fabs(x));
-      // log(1 + e^x), written so that e^x never overflows.
-      case ActivationKind::Softplus: return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-    }
-    return x;
-  }
-};
-
-// How an activation name reads activation_alpha / activation_beta, and its defaults (those of
-// the ONNX operator of the same name; ScaledTanh's are ONNX Runtime's).
-struct ActivationSpec {
-  const char* name;  // lower case
-  ActivationKind kind;
-  bool uses_alpha;
-  bool uses_beta;
-  float alpha;
-  float beta;
-};
-
-constexpr ActivationSpec kActivationSpecs[] = {
-    {"relu", ActivationKind::Relu, false, false, 0.0f, 0.0f},
-    {"tanh", ActivationKind::Tanh, false, false, 0.0f, 0.0f},
-    {"sigmoid", ActivationKind::Sigmoid, false, false, 0.0f, 0.0f},
-    {"affine", ActivationKind::Affine, true, true, 1.0f, 0.0f},
-    {"leakyrelu", ActivationKind::LeakyRelu, true, false, 0.01f, 0.0f},
-    {"thresholdedrelu", ActivationKind::ThresholdedRelu, true, false, 1.0f, 0.0f},
-    {"scaledtanh", ActivationKind::ScaledTanh, true, true, 1.0f, 1.0f},
-    {"hardsigmoid", ActivationKind::HardSigmoid, true, true, 0.2f, 0.5f},
-    {"elu", ActivationKind::Elu, true, false, 1.0f, 0.0f},
-    {"softsign", ActivationKind::Softsign, false, false, 0.0f, 0.0f},
-    {"softplus", ActivationKind::Softplus, false, false, 0.0f, 0.0f},
-};
-
-const ActivationSpec* find_activation(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const ActivationSpec& spec : kActivationSpecs)
-    if (name == spec.name) return &spec;
-  return nullptr;
-}
+using rnn::Activation;
+using rnn::ActivationSpec;
+using rnn::find_activation;
 
 // Configuration from the attributes ---------------------------------------------------------
 

@@ -2,7 +2,6 @@
 // runs its own time loop; every matrix product is one multiply-add chain per element in a
 // fixed order, so the results do not depend on the thread count.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -14,6 +13,7 @@
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/activation.h"
 #include "framework/runtime/kernels/sgemm.h"
+#include "runtime/lowered/rnn_activations.h"
 
 namespace qflow {
 namespace {
@@ -29,72 +29,9 @@ bool wants_output(const KernelContext& context, std::size_t i) {
   return i < context.outputs.size() && context.node.output(i) != nullptr;
 }
 
-// Activations ---------------------------------------------------------------------------------
-
-enum class ActivationKind {
-  Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus
-};
-
-struct Activation {
-  ActivationKind kind = ActivationKind::Tanh;
-  float alpha = 0.0f;
-  float beta = 0.0f;
-
-  template <typename T>
-  T operator()(T x) const {
-    const T a = static_cast<T>(alpha), b = static_cast<T>(beta);
-    switch (kind) {
-      case ActivationKind::Relu: return activation::relu(x);
-      case ActivationKind::Tanh: return std::tanh(x);
-      case ActivationKind::Sigmoid: return activation::sigmoid(x);
-      case ActivationKind::Affine: return a * x + b;
-      case ActivationKind::LeakyRelu: return x >= 0 ? x : a * x;
-      // The recurrent operators' own definition: x >= alpha keeps x (the ThresholdedRelu
-      // operator uses >).
-      case ActivationKind::ThresholdedRelu: return x >= a ? x : T(0);
-      case ActivationKind::ScaledTanh: return a * std::tanh(b * x);
-      case ActivationKind::HardSigmoid: return activation::hard_sigmoid(x, a, b);
-      case ActivationKind::Elu: return x >= 0 ? x : a * (std::exp(x) - T(1));
-      case ActivationKind::Softsign: return x / (T(1) + std::fabs(x));
-      // log(1 + e^x), written so that e^x never overflows.
-      case ActivationKind::Softplus: return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-    }
-    return x;
-  }
-};
-
-// How an activation name reads activation_alpha / activation_beta, and its defaults (those of
-// the ONNX operator of the same name; ScaledTanh's are ONNX Runtime's).
-struct ActivationSpec {
-  const char* name;  // lower case
-  ActivationKind kind;
-  bool uses_alpha;
-  bool uses_beta;
-  float alpha;
-  float beta;
-};
-
-constexpr ActivationSpec kActivationSpecs[] = {
-    {"relu", ActivationKind::Relu, false, false, 0.0f, 0.0f},
-    {"tanh", ActivationKind::Tanh, false, false, 0.0f, 0.0f},
-    {"sigmoid", ActivationKind::Sigmoid, false, false, 0.0f, 0.0f},
-    {"affine", ActivationKind::Affine, true, true, 1.0f, 0.0f},
-    {"leakyrelu", ActivationKind::LeakyRelu, true, false, 0.01f, 0.0f},
-    {"thresholdedrelu", ActivationKind::ThresholdedRelu, true, false, 1.0f, 0.0f},
-    {"scaledtanh", ActivationKind::ScaledTanh, true, true, 1.0f, 1.0f},
-    {"hardsigmoid", ActivationKind::HardSigmoid, true, true, 0.2f, 0.5f},
-    {"elu", ActivationKind::Elu, true, false, 1.0f, 0.0f},
-    {"softsign", ActivationKind::Softsign, false, false, 0.0f, 0.0f},
-    {"softplus", ActivationKind::Softplus, false, false, 0.0f, 0.0f},
-};
-
-const ActivationSpec* find_activation(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (const ActivationSpec& spec : kActivationSpecs)
-    if (name == spec.name) return &spec;
-  return nullptr;
-}
+using rnn::Activation;
+using rnn::ActivationSpec;
+using rnn::find_activation;
 
 // Configuration read from the node's attributes -----------------------------------------------
 
