@@ -10,7 +10,7 @@
 #include <string>
 
 #include "runtime/lowered/op_common.h"
-#include "runtime/lowered/rnn_activations.h"
+#include "runtime/lowered/rnn_shared.h"
 
 namespace qflow::lowered::detail {
 namespace {
@@ -24,6 +24,7 @@ constexpr size_t kActivations = 3;
 
 using rnn::Activation;
 using rnn::ActivationSpec;
+using rnn::Dims;
 using rnn::find_activation;
 
 // Configuration from the attributes ---------------------------------------------------------
@@ -89,23 +90,6 @@ Status read_config(const Op& op, Config& config) {
 }
 
 // Shapes ------------------------------------------------------------------------------------
-
-// Extents and the layout-dependent positions of rows in X, the states and Y.
-struct Dims {
-  int64_t seq = 0, batch = 0, input = 0, hidden = 0, directions = 1, layout = 0;
-
-  int64_t x_row(int64_t t, int64_t b) const { return layout == 0 ? t * batch + b : b * seq + t; }
-  int64_t y_offset(int64_t t, int64_t d, int64_t b) const {
-    return (layout == 0 ? (t * directions + d) * batch + b : (b * seq + t) * directions + d) * hidden;
-  }
-  int64_t state_offset(int64_t d, int64_t b) const {
-    return (layout == 0 ? d * batch + b : b * directions + d) * hidden;
-  }
-  Shape y_shape() const {
-    return layout == 0 ? Shape{seq, directions, batch, hidden} : Shape{batch, seq, directions, hidden};
-  }
-  Shape state_shape() const { return layout == 0 ? Shape{directions, batch, hidden} : Shape{batch, directions, hidden}; }
-};
 
 // An error unless `v` is absent or an f32 tensor of `shape`.
 Status check_optional(const Value* v, const char* name, const Shape& shape) {

@@ -13,7 +13,7 @@
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/activation.h"
 #include "framework/runtime/kernels/sgemm.h"
-#include "runtime/lowered/rnn_activations.h"
+#include "runtime/lowered/rnn_shared.h"
 
 namespace qflow {
 namespace {
@@ -31,6 +31,7 @@ bool wants_output(const KernelContext& context, std::size_t i) {
 
 using rnn::Activation;
 using rnn::ActivationSpec;
+using RnnDims = rnn::Dims;
 using rnn::find_activation;
 
 // Configuration read from the node's attributes -----------------------------------------------
@@ -145,25 +146,6 @@ class TransposedWeights {
   const T* w_;
   int64_t n_, k_;
   SgemmPackedB packed_;
-};
-
-// Shapes and the layout-dependent positions of rows in X, the states and Y.
-struct RnnDims {
-  int64_t seq = 0, batch = 0, input = 0, hidden = 0, directions = 1, layout = 0;
-
-  int64_t x_row(int64_t t, int64_t b) const { return layout == 0 ? t * batch + b : b * seq + t; }
-  int64_t y_offset(int64_t t, int64_t d, int64_t b) const {
-    return (layout == 0 ? (t * directions + d) * batch + b : (b * seq + t) * directions + d) * hidden;
-  }
-  int64_t state_offset(int64_t d, int64_t b) const {
-    return (layout == 0 ? d * batch + b : b * directions + d) * hidden;
-  }
-  Shape y_shape() const {
-    return layout == 0 ? Shape{seq, directions, batch, hidden} : Shape{batch, seq, directions, hidden};
-  }
-  Shape state_shape() const {
-    return layout == 0 ? Shape{directions, batch, hidden} : Shape{batch, directions, hidden};
-  }
 };
 
 // Everything one direction reads and writes; output pointers are null when not wanted.

@@ -1,12 +1,15 @@
-// The activations of the recurrent operators (RNN, GRU, LSTM): names, attribute use and
-// defaults, and their formulas. Shared by the interpreter's kernels and the runtime's
+// What the recurrent operators (RNN, GRU, LSTM) define once for every implementation: the
+// activations (names, attribute use, defaults, formulas) and where layout 0 or 1 puts the
+// rows of X, the states and Y. Shared by the interpreter's kernels and the runtime's
 // cpu.LSTM so both read the attributes and compute the same way.
 #pragma once
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace qflow::rnn {
 
@@ -80,5 +83,25 @@ inline const ActivationSpec* find_activation(std::string name) {
     if (name == spec.name) return &spec;
   return nullptr;
 }
+
+// Extents and the layout-dependent positions of rows in X, the states and Y.
+struct Dims {
+  int64_t seq = 0, batch = 0, input = 0, hidden = 0, directions = 1, layout = 0;
+
+  int64_t x_row(int64_t t, int64_t b) const { return layout == 0 ? t * batch + b : b * seq + t; }
+  int64_t y_offset(int64_t t, int64_t d, int64_t b) const {
+    return (layout == 0 ? (t * directions + d) * batch + b : (b * seq + t) * directions + d) * hidden;
+  }
+  int64_t state_offset(int64_t d, int64_t b) const {
+    return (layout == 0 ? d * batch + b : b * directions + d) * hidden;
+  }
+  std::vector<int64_t> y_shape() const {
+    return layout == 0 ? std::vector<int64_t>{seq, directions, batch, hidden}
+                       : std::vector<int64_t>{batch, seq, directions, hidden};
+  }
+  std::vector<int64_t> state_shape() const {
+    return layout == 0 ? std::vector<int64_t>{directions, batch, hidden} : std::vector<int64_t>{batch, directions, hidden};
+  }
+};
 
 }  // namespace qflow::rnn
