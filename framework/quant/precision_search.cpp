@@ -244,11 +244,9 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   for (const auto& [name, params] : plain_table) {
     (void)params;
     const Value* v = graph.find_value(name);
-    if (!v || graph.is_initializer(v) || !tensor_spec(*v, base).quantize) continue;
+    if (!v || graph.is_initializer(v)) continue;
     if (!v->producer() && std::find(graph.inputs.begin(), graph.inputs.end(), v) == graph.inputs.end()) continue;
-    if (v->uses().empty() && !is_graph_output(graph, v)) continue;
-    if (!v->producer() && is_graph_output(graph, v)) continue;
-    ++result.quantized_tensors;
+    if (quantizes_activation(graph, *v, base)) ++result.quantized_tensors;
   }
   for (const auto& node : graph.nodes())
     if (quantizable_weight(graph, *node, base.resolve(node->name(), node->op_type()))) ++result.quantized_tensors;

@@ -415,6 +415,18 @@ bool bias_correction_applies(const Graph& graph, const Node& node, const Tensor&
   return constant_bias(graph, node, output_channels(node, weight)) != nullptr;
 }
 
+bool quantizes_activation(const Graph& graph, const Value& value, const QuantConfig& config) {
+  // A float producer's output is still quantized where a quantized node reads it: that node
+  // runs on the accelerator, which takes integers (a float segment hands over through Q).
+  // A graph input has no producer to run quantized: it is quantized only for such readers,
+  // so an input that only float nodes read (a recurrent state going to a float LSTM) stays
+  // exact.
+  const bool produced_quantized = value.producer() && tensor_spec(value, config).quantize;
+  if (!produced_quantized && !read_by_quantized_node(value, config)) return false;
+  if (value.uses().empty() && !is_graph_output(graph, &value)) return false;
+  return value.producer() || !is_graph_output(graph, &value);
+}
+
 QuantSpec tensor_spec(const Value& value, const QuantConfig& config) {
   if (const Node* producer = value.producer()) return config.resolve(producer->name(), producer->op_type());
   return config.resolve("", "");
@@ -480,15 +492,7 @@ Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantCo
     if (t->type && t->type->dtype != DType::Undefined && t->type->dtype != DType::Float32)
       return invalid_input("calibration table: tensor '" + name + "' is " + std::string(dtype_name(t->type->dtype)) +
                            ", only float tensors are quantized");
-    // A float producer's output is still quantized where a quantized node reads it: that node
-    // runs on the accelerator, which takes integers (a float segment hands over through Q).
-    // A graph input has no producer to run quantized: it is quantized only for such readers,
-    // so an input that only float nodes read (a recurrent state going to a float LSTM) stays
-    // exact.
-    const bool produced_quantized = t->producer() && tensor_spec(*t, cfg).quantize;
-    if (!produced_quantized && !read_by_quantized_node(*t, cfg)) continue;
-    if (t->uses().empty() && !is_graph_output(graph, t)) continue;
-    if (!t->producer() && is_graph_output(graph, t)) continue;
+    if (!quantizes_activation(graph, *t, cfg)) continue;
     activations.push_back(t);
     quantized_acts.insert(name);
     needs_16_bit = needs_16_bit || is_16bit_quant(params.dtype);

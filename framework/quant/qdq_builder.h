@@ -62,6 +62,11 @@ int64_t output_channels(const Node& node, const Tensor& weight);
 // The spec of a tensor: its producer's, or the whole model's for graph inputs.
 QuantSpec tensor_spec(const Value& value, const QuantConfig& config);
 
+// Whether build_qdq_model quantizes `value` (a node output or graph input with table
+// parameters) under `config`: its producer quantizes or a quantized node reads it, and
+// something reads it or it is a computed graph output.
+bool quantizes_activation(const Graph& graph, const Value& value, const QuantConfig& config);
+
 // The spec of every tensor in `statistics`: its producer's; the whole model's for graph
 // inputs, for tensors not in the model and when `model` is null. `config` may be null.
 std::map<std::string, QuantSpec> tensor_specs(const Model* model, const std::map<std::string, TensorStatistics>& statistics,
