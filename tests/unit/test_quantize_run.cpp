@@ -1,6 +1,7 @@
-// QuantizeLinear's vector loop against the scalar definition, byte for byte.
+// The vector loops of QuantizeLinear and DynamicQuantizeLinear against their scalar definitions.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -38,7 +39,7 @@ std::vector<float> hard_values(std::mt19937& rng, std::size_t n) {
 template <typename Q>
 void check_type(std::mt19937& rng) {
   const float scales[] = {1.0f, 0.5f, 0.0123f, 3.7f, 1e-6f, 2.0f};
-  for (std::size_t n : {0u, 1u, 7u, 8u, 9u, 31u, 64u, 1001u}) {
+  for (std::size_t n : {0u, 1u, 7u, 8u, 9u, 31u, 32u, 33u, 64u, 100u, 1001u}) {
     for (float scale : scales) {
       const int32_t lo = std::numeric_limits<Q>::lowest(), hi = std::numeric_limits<Q>::max();
       for (int32_t zp : {lo, 0, hi, static_cast<int32_t>(lo + (hi - lo) / 3)}) {
@@ -63,4 +64,28 @@ TEST_CASE("QuantizeLinear's float loop gives the scalar definition's bytes for e
   check_type<uint8_t>(rng);
   check_type<int16_t>(rng);
   check_type<uint16_t>(rng);
+}
+
+TEST_CASE("DynamicQuantizeLinear's range loop skips NaN and agrees with a scalar min and max") {
+  std::mt19937 rng(20261202);
+  for (std::size_t n : {0u, 1u, 7u, 8u, 9u, 17u, 1001u}) {
+    for (int trial = 0; trial < 8; ++trial) {
+      const std::vector<float> in = hard_values(rng, n);
+      float lo = 0.0f, hi = 0.0f;
+      quant_detail::float_range_run(in.data(), static_cast<int64_t>(n), lo, hi);
+      float want_lo = 0.0f, want_hi = 0.0f;
+      for (float v : in) {
+        if (std::isnan(v)) continue;
+        want_lo = std::min(want_lo, v);
+        want_hi = std::max(want_hi, v);
+      }
+      CHECK(lo == want_lo);
+      CHECK(hi == want_hi);
+    }
+  }
+  const std::vector<float> only_nan(20, std::numeric_limits<float>::quiet_NaN());
+  float lo = -1.0f, hi = 2.0f;
+  quant_detail::float_range_run(only_nan.data(), 20, lo, hi);
+  CHECK(lo == -1.0f);
+  CHECK(hi == 2.0f);
 }

@@ -238,10 +238,7 @@ Status dynamic_quantize_linear(KernelContext& context) {
   float lo = 0.0f, hi = 0.0f;
   context.parallel_for(n, 2, [&](int64_t b, int64_t e) {
     float chunk_lo = 0.0f, chunk_hi = 0.0f;
-    for (int64_t i = b; i < e; ++i) {
-      chunk_lo = std::min(chunk_lo, in[i]);
-      chunk_hi = std::max(chunk_hi, in[i]);
-    }
+    quant_detail::float_range_run(in + b, e - b, chunk_lo, chunk_hi);
     const std::lock_guard<std::mutex> lock(merge);
     lo = std::min(lo, chunk_lo);
     hi = std::max(hi, chunk_hi);
@@ -253,22 +250,9 @@ Status dynamic_quantize_linear(KernelContext& context) {
   const auto zero_point = static_cast<uint8_t>(std::nearbyint(std::clamp(initial_zero_point, qmin, qmax)));
   QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(DType::UInt8, x->shape()));
   uint8_t* out = y.data<uint8_t>();
-  // x / scale lies within [-255, 255], where adding and removing 1.5 * 2^23 rounds half to
-  // even exactly as nearbyint does, in a loop the compiler can vectorize.
-  constexpr float kRound = 12582912.0f;
-  const auto zp = static_cast<float>(zero_point);
+  // QuantizeLinear's loop: round half to even, saturate, NaN to the zero point.
   context.parallel_for(n, 4, [&](int64_t b, int64_t e) {
-    // Locals, not the captured references: a store through uint8_t* may alias anything, so
-    // the compiler would reload scale and the pointers after every element and not vectorize.
-    const float s = scale, z = zp;
-    const float* __restrict src = in;
-    uint8_t* __restrict dst = out;
-    for (int64_t i = b; i < e; ++i) {
-      float v = src[i] / s;
-      v = v == v ? v : 0.0f;  // NaN quantizes to the zero point
-      const float q = std::min(std::max((v + kRound) - kRound + z, qmin), qmax);
-      dst[i] = static_cast<uint8_t>(static_cast<int32_t>(q));
-    }
+    quant_detail::quantize_float_run<uint8_t>(in + b, out + b, e - b, scale, zero_point);
   });
   context.outputs[0] = std::move(y);
   if (context.outputs.size() > 1) context.outputs[1] = Tensor::scalar<float>(scale);

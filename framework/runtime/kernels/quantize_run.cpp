@@ -1,7 +1,9 @@
-// QuantizeLinear's float32 loop, scalar and AVX2 (chosen at run time).
+// The float32 loops of QuantizeLinear and DynamicQuantizeLinear, scalar and AVX2 (chosen at run time).
 #include "framework/runtime/kernels/quantize_run.h"
 
+#include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "framework/runtime/kernels/quant_util.h"
 
@@ -43,6 +45,53 @@ __attribute__((target("avx2"))) int64_t quantize_avx2(const float* in, Q* out, i
   }
   return i;
 }
+
+// 8-bit outputs, 32 values at a time: the clamped integers fit the narrower types, so the
+// saturating packs are exact; the packs interleave 128-bit lanes, which the permute undoes.
+template <typename Q>
+__attribute__((target("avx2"))) int64_t quantize_8bit_avx2(const float* in, Q* out, int64_t n, float scale,
+                                                           int32_t zero_point) {
+  const float zp = static_cast<float>(zero_point);
+  const __m256 s = _mm256_set1_ps(scale);
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::lowest()) - zp);
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::max()) - zp);
+  const __m256 zpv = _mm256_set1_ps(zp);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i q32[4];
+    for (int v = 0; v < 4; ++v) {
+      __m256 q = _mm256_div_ps(_mm256_loadu_ps(in + i + 8 * v), s);
+      q = _mm256_andnot_ps(_mm256_cmp_ps(q, q, _CMP_UNORD_Q), q);  // NaN -> 0
+      q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      q32[v] = _mm256_cvtps_epi32(_mm256_add_ps(_mm256_min_ps(_mm256_max_ps(q, lo), hi), zpv));
+    }
+    const __m256i ab = _mm256_packs_epi32(q32[0], q32[1]);
+    const __m256i cd = _mm256_packs_epi32(q32[2], q32[3]);
+    const __m256i bytes = std::is_signed_v<Q> ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_permutevar8x32_epi32(bytes, order));
+  }
+  return i;
+}
+
+__attribute__((target("avx2"))) int64_t float_range_avx2(const float* in, int64_t n, float& lo, float& hi) {
+  // minps/maxps return their second operand when the first is NaN: NaNs never enter.
+  __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(in + i);
+    vlo = _mm256_min_ps(v, vlo);
+    vhi = _mm256_max_ps(v, vhi);
+  }
+  alignas(32) float l[8], h[8];
+  _mm256_store_ps(l, vlo);
+  _mm256_store_ps(h, vhi);
+  for (int k = 0; k < 8; ++k) {
+    lo = std::min(lo, l[k]);
+    hi = std::max(hi, h[k]);
+  }
+  return i;
+}
 #endif
 
 }  // namespace
@@ -52,9 +101,24 @@ void quantize_float_run(const float* in, Q* out, int64_t n, float scale, int32_t
   int64_t i = 0;
 #ifdef QFLOW_QUANTIZE_AVX2
   static const bool avx2 = cpu_has_avx2();
-  if (avx2) i = quantize_avx2(in, out, n, scale, zero_point);
+  if (avx2) {
+    if constexpr (sizeof(Q) == 1) i = quantize_8bit_avx2(in, out, n, scale, zero_point);
+    i += quantize_avx2(in + i, out + i, n - i, scale, zero_point);
+  }
 #endif
   for (; i < n; ++i) out[i] = saturate_round<Q>(in[i] / scale, zero_point);
+}
+
+void float_range_run(const float* in, int64_t n, float& lo, float& hi) {
+  int64_t i = 0;
+#ifdef QFLOW_QUANTIZE_AVX2
+  static const bool avx2 = cpu_has_avx2();
+  if (avx2) i = float_range_avx2(in, n, lo, hi);
+#endif
+  for (; i < n; ++i) {
+    lo = std::min(lo, in[i]);  // false for NaN: lo stays
+    hi = std::max(hi, in[i]);
+  }
 }
 
 template void quantize_float_run<int8_t>(const float*, int8_t*, int64_t, float, int32_t);
