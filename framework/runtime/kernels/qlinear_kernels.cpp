@@ -1,6 +1,7 @@
 // Integer convolution and matmul kernels: ConvInteger, QLinearConv, MatMulInteger, QLinearMatMul.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -256,43 +257,57 @@ void matmul_quads(const KernelContext& context, const QuadB& p, const TA* a, int
   const int32_t off_a = std::is_signed_v<TA> ? 0 : -128;
   const int64_t za1 = za + off_a, k = p.k, n = p.n, quads = p.quads;
   const int64_t rows = round_up(m, kRows);
-  // A' = A + off_a in int8: [rows / kRows][quads][kRows][4], zero padded.
+  // A' = A + off_a in int8: [rows / kRows][quads][kRows][4], zero padded. A quad of A's row
+  // is one 32-bit word, and adding -128 to a uint8 flips its top bit: words move whole.
   std::vector<int8_t> w(static_cast<std::size_t>(rows * quads * 4), 0);
-  std::vector<int64_t> row_sum(static_cast<std::size_t>(rows), 0);
+  // -(the zero-point terms of each row), modulo 2^32: the GEMM's per-row start value.
+  std::vector<int32_t> row_init(static_cast<std::size_t>(rows), 0);
+  const auto wrap = [](int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); };
   context.parallel_for(rows / kRows, kRows * k, [&](int64_t b0, int64_t b1) {
     for (int64_t blk = b0; blk < b1; ++blk)
       for (int64_t r = blk * kRows; r < std::min(m, (blk + 1) * kRows); ++r) {
-        const TA* row = a + r * k;
-        int8_t* to = w.data() + (blk * quads * kRows + r % kRows) * 4;
-        int64_t sum = 0;
-        for (int64_t kk = 0; kk < k; ++kk) {
-          const auto v = static_cast<int8_t>(static_cast<int32_t>(row[kk]) + off_a);
-          to[(kk / 4) * kRows * 4 + kk % 4] = v;
-          sum += v;
+        const auto* row = reinterpret_cast<const uint8_t*>(a + r * k);
+        uint8_t* to = reinterpret_cast<uint8_t*>(w.data()) + (blk * quads * kRows + r % kRows) * 4;
+        constexpr uint32_t flip = std::is_signed_v<TA> ? 0u : 0x80808080u;
+        const int64_t whole = k / 4;
+        for (int64_t q = 0; q < whole; ++q) {
+          uint32_t word;
+          std::memcpy(&word, row + 4 * q, 4);
+          word ^= flip;
+          std::memcpy(to + q * kRows * 4, &word, 4);
         }
-        row_sum[static_cast<std::size_t>(r)] = sum;
+        for (int64_t kk = whole * 4; kk < k; ++kk) to[whole * kRows * 4 + kk % 4] = static_cast<uint8_t>(row[kk] ^ (flip & 0xFFu));
+        int64_t sum = 0;  // of A' = A + off_a
+        for (int64_t kk = 0; kk < k; ++kk) sum += static_cast<TA>(row[kk]);
+        sum += off_a * k;
+        row_init[static_cast<std::size_t>(r)] = wrap(-(p.zb * sum - k * za1 * p.zb));
       }
   });
+  // za1 * B''s column sums, modulo 2^32: subtracted from every row.
+  std::vector<int32_t> col_term(static_cast<std::size_t>(p.panels * kPanel), 0);
+  for (int64_t col = 0; col < n; ++col) col_term[static_cast<std::size_t>(col)] = wrap(za1 * p.col_sum[static_cast<std::size_t>(col)]);
   constexpr int64_t kTileRows = 64;  // rows of A per task, a multiple of kQuadRowBlock
   const int64_t tiles = round_up(rows, kTileRows) / kTileRows;
-  const std::vector<int32_t> zeros(static_cast<std::size_t>(kTileRows), 0);
   context.parallel_for(tiles * p.panels, 2 * kTileRows * k * kPanel, [&](int64_t t0, int64_t t1) {
-    std::vector<int32_t> acc(static_cast<std::size_t>(kTileRows * kPanel));
+    std::vector<int32_t> acc;
     for (int64_t task = t0; task < t1; ++task) {
       const int64_t tile = task / p.panels, panel = task % p.panels;
       const int64_t r0 = tile * kTileRows, tile_rows = std::min(kTileRows, rows - r0);
       const int64_t n0 = panel * kPanel, count = std::min(kPanel, n - n0);
+      // Whole tiles of C are written in place; ragged ones (padding rows or columns) go
+      // through a scratch tile.
+      const bool direct = count == kPanel && r0 + tile_rows <= m;
+      if (!direct) acc.resize(static_cast<std::size_t>(kTileRows * kPanel));
+      int32_t* dst = direct ? c + r0 * n + n0 : acc.data();
+      const int64_t ld = direct ? n : kPanel;
       fast::gemm_quads_u8s8(isa, w.data() + r0 * quads * 4, tile_rows, p.x.data() + panel * quads * kPanel * 4,
-                            kPanel, quads, zeros.data(), acc.data(), kPanel);
+                            kPanel, quads, row_init.data() + r0, dst, ld);
+      const int32_t* term = col_term.data() + n0;
       for (int64_t r = r0; r < std::min(m, r0 + tile_rows); ++r) {
-        const int64_t row_term = p.zb * row_sum[static_cast<std::size_t>(r)] - k * za1 * p.zb;
-        const int32_t* from = acc.data() + (r - r0) * kPanel;
+        const int32_t* from = dst + (r - r0) * ld;
         int32_t* to = c + r * n + n0;
-        for (int64_t col = 0; col < count; ++col) {
-          const int64_t exact =
-              static_cast<int64_t>(from[col]) - row_term - za1 * p.col_sum[static_cast<std::size_t>(n0 + col)];
-          to[col] = static_cast<int32_t>(static_cast<uint32_t>(exact));
-        }
+        for (int64_t col = 0; col < count; ++col)
+          to[col] = static_cast<int32_t>(static_cast<uint32_t>(from[col]) - static_cast<uint32_t>(term[col]));
       }
     }
   });
