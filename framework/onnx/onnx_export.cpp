@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <exception>
+#include <vector>
 
 #include "framework/core/file_io.h"
 #include "framework/onnx/proto_convert.h"
@@ -82,7 +83,16 @@ Status value_info_to_proto(const Value& value, onnx::ValueInfoProto& proto) {
 Status graph_to_proto(const Graph& graph, onnx::GraphProto& proto) {
   if (!graph.name.empty()) proto.set_name(graph.name);
   if (!graph.doc_string.empty()) proto.set_doc_string(graph.doc_string);
-  for (const auto& node : graph.nodes()) {
+  // ONNX requires producers before consumers; a pass that adds a node at the end of the list
+  // may leave it later than its readers. A graph with a cycle (invalid anyway) keeps its order.
+  Expected<std::vector<Node*>> sorted = graph.topological_order();
+  std::vector<const Node*> order;
+  if (sorted) {
+    order.assign(sorted->begin(), sorted->end());
+  } else {
+    for (const auto& node : graph.nodes()) order.push_back(node.get());
+  }
+  for (const Node* node : order) {
     onnx::NodeProto& np = *proto.add_node();
     for (const Value* v : node->inputs()) np.add_input(v ? v->name() : std::string());
     for (const Value* v : node->outputs()) np.add_output(v ? v->name() : std::string());

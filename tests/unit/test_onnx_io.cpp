@@ -537,3 +537,31 @@ TEST_CASE("onnx_io: nodes out of order are sorted and checker bookkeeping compla
     CHECK(warnings[0].rfind("untyped.onnx: the ONNX checker complains, qflow continues: ", 0) == 0);
   }
 }
+
+TEST_CASE("onnx_io: a node added after its readers is exported before them") {
+  // Passes append the nodes they build; the file must still list producers first.
+  Model model;
+  model.opset_imports = {{"", 17}};
+  Graph& g = *model.graph;
+  g.name = "g";
+  Value* x = g.get_or_create_value("x");
+  x->type = ValueType{DType::Float32, std::vector<Dim>{{2, "", ""}}, "", ""};
+  g.inputs = {x};
+  Value* t = g.get_or_create_value("t");
+  Value* y = g.get_or_create_value("y");
+  y->type = x->type;
+  g.outputs = {y};
+  g.add_node("Relu", {t}, {y}, "second");
+  g.add_node("Neg", {x}, {t}, "first");
+  REQUIRE(g.nodes().front()->name() == "second");
+  auto bytes = export_onnx_bytes(model);
+  REQUIRE_MESSAGE(bytes, bytes.status().message());
+  std::vector<std::string> warnings;
+  ImportOptions options;
+  options.warning = [&warnings](const std::string& line) { warnings.push_back(line); };
+  auto imported = import_onnx_bytes(*bytes, "appended.onnx", options);
+  REQUIRE_MESSAGE(imported, imported.status().message());
+  CHECK(warnings.empty());
+  CHECK(imported->graph->nodes().front()->name() == "first");
+  CHECK(imported->graph->nodes().back()->name() == "second");
+}
