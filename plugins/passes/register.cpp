@@ -3,6 +3,7 @@
 #include "cross_layer_equalization.h"
 #include "dead_code_elimination.h"
 #include "eliminate_identity.h"
+#include "float16_to_float32.h"
 #include "fuse_gelu.h"
 #include "fuse_hardsigmoid.h"
 #include "fuse_hardswish.h"
@@ -29,6 +30,7 @@ qflow::Status register_passes(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::ConstantFolding::info(), &qflow::ConstantFolding::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::ShapeFolding::info(), &qflow::ShapeFolding::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::EliminateIdentity::info(), &qflow::EliminateIdentity::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::Float16ToFloat32::info(), &qflow::Float16ToFloat32::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::StripQdq::info(), &qflow::StripQdq::create));
   return qflow::Status::ok();
 }
