@@ -85,7 +85,10 @@ const std::vector<HostStage>& host_stages() {
        {}},
       {"sensitivity",
        StageKind::Sensitivity,
-       {{"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"}},
+       {{"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"},
+        {"when-below", OptionType::Float, 0.0,
+         "rank nodes only when the PTQ model's output cosine is below this (a precision search's target); "
+         "0 = always"}},
        {}},
       {"compare-calibrators",
        StageKind::CompareCalibrators,

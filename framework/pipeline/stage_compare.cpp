@@ -27,9 +27,10 @@ Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map
                                       const StageContext& context) {
   QFLOW_ASSIGN_OR_RETURN(Model float_model, model_input(stage, *inputs.at("model")));
   const int64_t limit = std::get<int64_t>(stage.options.at("limit").value);
+  const double when_below = std::get<double>(stage.options.at("when-below").value);
   QFLOW_ASSIGN_OR_RETURN(SensitivityResult result,
                          analyze_sensitivity(float_model, *inputs.at("qparams")->qparams, context.quantization,
-                                             *inputs.at("dataset")->dataset, context.threads, limit));
+                                             *inputs.at("dataset")->dataset, context.threads, limit, when_below));
   StageResult out;
   out.artifact.type = ArtifactType::Report;
   QFLOW_ASSIGN_OR_RETURN(out.artifact.bytes, sensitivity_json(result));

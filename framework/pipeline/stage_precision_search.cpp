@@ -20,6 +20,7 @@ Expected<SensitivityResult> read_sensitivity(const std::string& text, const std:
   if (!ranking || !ranking->is_array()) return invalid_input(source + ": no \"ranking\" array (not a sensitivity.json)");
   SensitivityResult result;
   if (const JsonValue* samples = doc.find("samples"); samples && samples->is_integer()) result.samples = samples->as_int();
+  if (const JsonValue* measured = doc.find("measured"); measured && measured->is_bool()) result.measured = measured->as_bool();
   for (const JsonValue& item : ranking->items()) {
     const JsonValue* node = item.find("node");
     const JsonValue* op = item.find("op_type");

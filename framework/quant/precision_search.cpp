@@ -201,14 +201,6 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   result.target_kind = options.metric ? (options.metric_name.empty() ? "metric" : options.metric_name) : "cosine";
   result.observed_ranges = options.statistics != nullptr;
 
-  // The ranking: given, or measured here.
-  SensitivityResult measured;
-  const SensitivityResult* ranking = options.sensitivity;
-  if (!ranking) {
-    QFLOW_ASSIGN_OR_RETURN(measured, analyze_sensitivity(float_model, table, &base, dataset, options.threads, options.limit));
-    ranking = &measured;
-  }
-
   QFLOW_ASSIGN_OR_RETURN(std::vector<Feeds> samples, read_feeds(dataset, *binding, options.limit));
   if (samples.empty()) return invalid_input("precision search: the dataset has no samples");
   result.samples = static_cast<int64_t>(samples.size());
@@ -256,6 +248,15 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   if (meets(result.before)) {
     result.evaluations = evaluator.evaluations();
     return result;
+  }
+
+  // The ranking: given, or measured here (also when the given one was skipped because the
+  // PTQ model seemed to reach a target this search does not).
+  SensitivityResult measured;
+  const SensitivityResult* ranking = options.sensitivity;
+  if (!ranking || !ranking->measured) {
+    QFLOW_ASSIGN_OR_RETURN(measured, analyze_sensitivity(float_model, table, &base, dataset, options.threads, options.limit));
+    ranking = &measured;
   }
 
   // The overrides of a list of changes; `int16_only` leaves the CPU moves out (the oracle's

@@ -161,6 +161,40 @@ Expected<double> variant_cosine(const Executor& executor, const std::vector<std:
   return cosine_similarity(values.outputs, flat);
 }
 
+// The mean over samples (in sample order) of the output cosine of the whole PTQ model,
+// weights and activations quantized as the quantize stage builds it.
+Expected<double> ptq_output_cosine(const Executor& float_exec, const std::string& bytes, const QuantTable& table,
+                                   const QuantConfig* config, const std::vector<Feeds>& samples, ThreadPool& pool) {
+  QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(bytes, "sensitivity: float model"));
+  QdqOptions options;
+  options.weights = true;
+  if (Status s = build_qdq_model(model, table, config, options); !s.is_ok()) return s.with_context("sensitivity: PTQ model");
+  QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ptq_exec, Executor::create(model));
+  std::vector<Expected<double>> cosines(samples.size(), internal_error("sample not run"));
+  pool.parallel_for(static_cast<int64_t>(samples.size()), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      auto reference = float_exec.run(samples[k]);
+      if (!reference) {
+        cosines[k] = reference.status();
+        continue;
+      }
+      auto quantized = ptq_exec->run(samples[k]);
+      if (!quantized) {
+        cosines[k] = quantized.status();
+        continue;
+      }
+      cosines[k] = cosine_similarity(flatten(*float_exec.model().graph, *reference), flatten(*model.graph, *quantized));
+    }
+  });
+  double sum = 0.0;
+  for (const Expected<double>& c : cosines) {
+    if (!c) return c.status().with_context("sensitivity: PTQ model");
+    sum += *c;
+  }
+  return sum / static_cast<double>(samples.size());
+}
+
 }  // namespace
 
 double SensitivityRow::worst() const {
@@ -172,7 +206,7 @@ double SensitivityRow::worst() const {
 
 Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const QuantTable& table,
                                                 const QuantConfig* config, const Dataset& dataset, int threads,
-                                                int64_t limit) {
+                                                int64_t limit, double when_below) {
   const Graph& graph = *float_model.graph;
   Expected<InputBinding> binding = bind_inputs(graph, dataset);
   if (!binding) return binding.status().with_context("sensitivity");
@@ -230,6 +264,16 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> float_exec, Executor::create(float_model));
   threads = std::max(1, threads);
   ThreadPool pool(threads);
+
+  if (when_below > 0.0) {
+    QFLOW_ASSIGN_OR_RETURN(const double cosine, ptq_output_cosine(*float_exec, bytes, table, config, samples, pool));
+    result.when_below = when_below;
+    result.ptq_cosine = cosine;
+    if (cosine >= when_below) {
+      result.measured = false;
+      return result;
+    }
+  }
 
   // Samples go in chunks whose float values (every tensor of the float model) fit in
   // kCacheBytes; each chunk runs the float model once and then, per variant, only the part
@@ -350,6 +394,9 @@ std::string sensitivity_text(const SensitivityResult& result, int64_t top) {
     ow = std::max(ow, result.rows[i].op_type.size());
   }
   std::string text = "samples: " + std::to_string(result.samples) + "\n";
+  if (result.ptq_cosine)
+    text += "PTQ model output cosine: " + std::to_string(*result.ptq_cosine) +
+            (result.measured ? "" : ", not below " + std::to_string(result.when_below) + ": nodes not ranked") + "\n";
   text += "nodes: " + std::to_string(result.rows.size()) +
           (n < result.rows.size() ? ", the " + std::to_string(n) + " worst shown" : std::string()) +
           "; output cosine with only that node quantized, worst first\n";
@@ -369,6 +416,11 @@ Expected<std::string> sensitivity_json(const SensitivityResult& result, int64_t 
   JsonWriter json;
   json.begin_object();
   json.field("samples", result.samples);
+  json.field("measured", result.measured);
+  if (result.ptq_cosine) {
+    json.field("ptq_cosine", *result.ptq_cosine);
+    json.field("when_below", result.when_below);
+  }
   json.field("nodes", static_cast<int64_t>(result.rows.size()));
   json.key("ranking").begin_array();
   for (std::size_t i = 0; i < n; ++i) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct SensitivityRow {
 
 struct SensitivityResult {
   int64_t samples = 0;
+  // With a `when_below` bound: the whole PTQ model's output cosine, and whether the nodes were
+  // ranked (false: that cosine reached the bound, so no search needs a ranking; rows empty).
+  bool measured = true;
+  double when_below = 0.0;
+  std::optional<double> ptq_cosine;
   std::vector<SensitivityRow> rows;  // worst first: lowest worst(), then node name
   std::vector<std::string> skipped;  // quantized nodes without a unique name (not testable)
 };
@@ -42,9 +48,13 @@ struct SensitivityResult {
 // (bind_inputs).
 // The float model runs once per sample and its tensors are kept (in chunks of samples of at
 // most 1 GiB) so that each single-node model runs only from the quantized node on.
+// With `when_below` > 0 the whole PTQ model (weights and activations) is measured first, and
+// the nodes are ranked only when its output cosine is below `when_below`: a model whose PTQ
+// form already reaches a precision search's target skips the two runs per node (hours on a
+// large image model).
 Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const QuantTable& table,
                                                 const QuantConfig* config, const Dataset& dataset, int threads,
-                                                int64_t limit);
+                                                int64_t limit, double when_below = 0.0);
 
 // sensitivity.txt: a fixed-width table, worst first; `top` > 0 keeps the first `top` rows.
 std::string sensitivity_text(const SensitivityResult& result, int64_t top = 0);

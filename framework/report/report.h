@@ -84,6 +84,10 @@ struct SensitivityEntry {
 struct Sensitivity {
   int64_t samples = 0;
   std::vector<SensitivityEntry> ranking;
+  // Not ranked: the whole PTQ model's output cosine already reached `when_below`.
+  bool measured = true;
+  std::optional<double> ptq_cosine;
+  double when_below = 0.0;
 };
 
 // The precision search's decisions (precision.json), in the order they were made.

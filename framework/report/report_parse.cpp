@@ -288,6 +288,10 @@ Expected<Sensitivity> parse_sensitivity(std::string_view text) {
     if (!v || !v->is_number()) return std::nullopt;
     return json_number(v);
   };
+  if (const JsonValue* measured = root.find("measured"); measured && measured->is_bool())
+    sensitivity.measured = measured->as_bool();
+  sensitivity.ptq_cosine = cosine(root.find("ptq_cosine"));
+  if (const JsonValue* bound = root.find("when_below"); bound && bound->is_number()) sensitivity.when_below = json_number(bound);
   if (const JsonValue* ranking = root.find("ranking"); ranking && ranking->is_array())
     for (const JsonValue& r : ranking->items())
       sensitivity.ranking.push_back({json_text(r.find("node")), json_text(r.find("op_type")),

@@ -18,6 +18,13 @@ std::string fixed(double value, int decimals) {
   return buffer;
 }
 
+// Why a sensitivity stage with a `when-below` bound ranked no node.
+std::string unranked_note(const Sensitivity& sv) {
+  return "Nodes not ranked: the PTQ model's output cosine on " + std::to_string(sv.samples) + " samples, " +
+         (sv.ptq_cosine ? fixed(*sv.ptq_cosine, 6) : std::string("?")) + ", is not below " + fixed(sv.when_below, 6) +
+         " (option when-below), so no precision change needs a ranking.";
+}
+
 std::string general(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
@@ -362,6 +369,8 @@ std::string render_html(const ReportInput& input) {
   html += "<section id=\"sensitivity\"><h2>Sensitivity</h2>";
   if (!input.sensitivity) {
     html += "<p class=\"note\">No sensitivity ranking (input 'sensitivity').</p>";
+  } else if (!input.sensitivity->measured) {
+    html += "<p class=\"note\">" + html_escape(unranked_note(*input.sensitivity)) + "</p>";
   } else {
     const Sensitivity& sv = *input.sensitivity;
     html += "<p>Model-output cosine against the float model when only that node is quantized (its weights, or its "
@@ -534,6 +543,8 @@ std::string render_markdown(const ReportInput& input) {
   md += "\n## Sensitivity\n\n";
   if (!input.sensitivity) {
     md += "No sensitivity ranking (input 'sensitivity').\n";
+  } else if (!input.sensitivity->measured) {
+    md += unranked_note(*input.sensitivity) + "\n";
   } else {
     const Sensitivity& sv = *input.sensitivity;
     md += "Output cosine with only that node quantized, mean over " + std::to_string(sv.samples) +

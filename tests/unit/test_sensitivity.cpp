@@ -207,4 +207,53 @@ TEST_CASE("sensitivity: quantize = false nodes are not tested; unknown tensors a
   CHECK(bad.status().message().find("'nope'") != std::string::npos);
 }
 
+TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ model misses the bound") {
+  const int64_t n = 4;
+  const std::vector<float> samples = wave(static_cast<std::size_t>(n * 8), 0.91, 1.5);
+  test::TempDir dir("sensitivity_when_below");
+  const std::string path = dir.file("x.npy");
+  REQUIRE(write_npy_file(path, Tensor::from_vector<float>({n, 1, 8}, samples)).is_ok());
+  auto dataset = open_dataset(DataSpec{path});
+  REQUIRE(dataset.has_value());
+  const QuantTable table = {{"x", params(1.5)}, {"a", params(0.3)}, {"b", params(12.0)}, {"y", params(30.0)}};
+  const Model model = test::mlp_model(w1_float());
+
+  // The whole PTQ model's output cosine, computed here from a QDQ model run sample by sample.
+  Model ptq = test::mlp_model(w1_float());
+  QdqOptions options;
+  options.weights = true;
+  REQUIRE(build_qdq_model(ptq, table, nullptr, options).is_ok());
+  double sum = 0.0;
+  for (int64_t s = 0; s < n; ++s) {
+    const Tensor x = Tensor::from_vector<float>({1, 8}, std::vector<float>(samples.begin() + s * 8, samples.begin() + (s + 1) * 8));
+    sum += cosine_similarity(run(model, x), run(ptq, x));
+  }
+  const double cosine = sum / n;
+  REQUIRE(cosine < 0.99);  // the clipped `a` keeps it well below float
+
+  auto ranked = analyze_sensitivity(model, table, nullptr, *dataset, 2, 0, cosine + 1e-3);
+  REQUIRE_MESSAGE(ranked.has_value(), ranked.status().message());
+  CHECK(ranked->measured);
+  REQUIRE(ranked->ptq_cosine.has_value());
+  CHECK(*ranked->ptq_cosine == doctest::Approx(cosine).epsilon(1e-9));
+  CHECK(ranked->rows.size() == 3);
+
+  auto skipped = analyze_sensitivity(model, table, nullptr, *dataset, 2, 0, cosine - 1e-3);
+  REQUIRE(skipped.has_value());
+  CHECK_FALSE(skipped->measured);
+  CHECK(skipped->rows.empty());
+  CHECK(skipped->when_below == cosine - 1e-3);
+  auto json = sensitivity_json(*skipped);
+  REQUIRE(json.has_value());
+  CHECK(json->find("\"measured\": false") != std::string::npos);
+  CHECK(json->find("\"ptq_cosine\": ") != std::string::npos);
+  CHECK(sensitivity_text(*skipped).find("nodes not ranked") != std::string::npos);
+
+  // Without a bound, nothing is measured up front.
+  auto plain = analyze_sensitivity(model, table, nullptr, *dataset, 1, 0);
+  REQUIRE(plain.has_value());
+  CHECK(plain->measured);
+  CHECK_FALSE(plain->ptq_cosine.has_value());
+}
+
 }  // namespace qflow
