@@ -10,6 +10,7 @@
 #include "fuse_layernorm.h"
 #include "fold_batchnorm.h"
 #include "fuse_matmul_add.h"
+#include "integer_to_float.h"
 #include "shape_folding.h"
 #include "strip_qdq.h"
 #include "qflow/plugin/entry.h"
@@ -32,6 +33,7 @@ qflow::Status register_passes(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::EliminateIdentity::info(), &qflow::EliminateIdentity::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::Float16ToFloat32::info(), &qflow::Float16ToFloat32::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::StripQdq::info(), &qflow::StripQdq::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::IntegerToFloat::info(), &qflow::IntegerToFloat::create));
   return qflow::Status::ok();
 }
 

@@ -32,7 +32,7 @@ ComponentCatalog shipped_catalog() {
   std::vector<ComponentInfo> components = catalog().components();
   for (const char* name : {"constant-folding", "shape-folding", "eliminate-identity", "fold-batchnorm",
                            "fuse-matmul-add", "fuse-hardswish", "fuse-hardsigmoid", "fuse-layernorm", "fuse-gelu",
-                           "cross-layer-equalization", "strip-qdq", "float16-to-float32"})
+                           "cross-layer-equalization", "strip-qdq", "float16-to-float32", "integer-to-float"})
     components.push_back({ComponentKind::Pass, name, "built-in pass", {}});
   components.push_back({ComponentKind::Observer, "histogram", "built-in observer", {}});
   for (const char* name : {"kl", "percentile", "mse", "mix", "auto", "load"})
