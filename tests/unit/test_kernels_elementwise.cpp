@@ -54,6 +54,10 @@ TEST_CASE("unary activations and math") {
   check_close(run_first_output(single_node("Sign", {x})), {-1, -1, 0, 1, 1});
   check_close(run_first_output(single_node("Tanh", {x})), {std::tanh(-2.0f), std::tanh(-0.5f), 0, std::tanh(0.5f), std::tanh(2.0f)});
   check_close(run_first_output(single_node("Erf", {x})), {-0.99532227f, -0.52049988f, 0, 0.52049988f, 0.99532227f});
+  // Gelu-20: 0.5 x (1 + erf(x / sqrt 2)), or with tanh(sqrt(2 / pi) (x + 0.044715 x^3)).
+  check_close(run_first_output(single_node("Gelu", {x}, {}, 20)), {-0.04550026f, -0.15426877f, 0, 0.34573123f, 1.95449974f});
+  check_close(run_first_output(single_node("Gelu", {x}, {Attribute::make_string("approximate", "tanh")}, 20)),
+              {-0.04540231f, -0.15428599f, 0, 0.34571401f, 1.95459769f});
 }
 
 TEST_CASE("Round is half to even; Floor and Ceil") {

@@ -185,6 +185,17 @@ void register_unary_kernels(KernelRegistry& r) {
     };
   }));
   r.add(d, "HardSwish", 1, L, float_unary(plain([](auto v) { return activation::hard_swish(v); })));
+  // Gelu-20: the erf form, or the tanh approximation with approximate = "tanh"; computed in
+  // double as the device runtime's CPU op does.
+  r.add(d, "Gelu", 20, L, float_unary([](const Node& n) {
+    const bool tanh_form = n.attr_string("approximate", "none") == "tanh";
+    return [tanh_form](auto v) {
+      const double x = static_cast<double>(v);
+      const double inner = tanh_form ? std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))
+                                     : std::erf(x * 0.7071067811865476);
+      return static_cast<decltype(v)>(0.5 * x * (1.0 + inner));
+    };
+  }));
   r.add(d, "Softplus", 1, L, float_unary(plain([](auto v) {
     using T = decltype(v);
     // log(1 + e^v) = max(v, 0) + log1p(e^-|v|), without overflow for large v.
