@@ -34,7 +34,7 @@ Status run_bpu_report_command(const BpuReportCommand& command, const std::vector
       ("model", po::value<std::string>()->required(), std::string(command.model_help).c_str())
       ("platform", po::value<std::string>()->required(), "BPU platform: bernoulli2, bayes, nash, ...")
       ("platform-dir", po::value<std::string>()->default_value(""),
-       "folder of platform .toml files (default: the bpu backend's own)")
+       "folders of platform .toml files (colon-separated), searched before $QFLOW_PLATFORM_PATH and the built-in ones")
       ("run-on-cpu", po::value<std::vector<std::string>>()->composing(), "place node NODE on the CPU (repeatable)")
       ("run-on-bpu", po::value<std::vector<std::string>>()->composing(),
        "require node NODE on the BPU; an error if the platform cannot run it (repeatable)")

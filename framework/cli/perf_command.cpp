@@ -8,7 +8,7 @@ namespace {
 
 constexpr std::string_view kDescription =
     "Estimates the cost of a float ONNX model on a BPU platform (bernoulli2, bayes, nash, or\n"
-    "any NAME.toml in --platform-dir): per node in topological order, its placement and\n"
+    "a NAME.toml of your own, docs/platforms.md): per node in topological order, its placement and\n"
     "subgraph (as qflow check partitions the model), MACs, bytes of weights read and of\n"
     "activations read and written (float32 = 4 bytes without a quantization table), and\n"
     "for BPU nodes the roofline cycles max(MACs / macs-per-cycle, bytes / bytes-per-cycle)\n"

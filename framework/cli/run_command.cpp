@@ -12,6 +12,7 @@
 #include "framework/core/memory_limit.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_runner.h"
+#include "framework/pipeline/stage_execution.h"
 
 namespace qflow::cli {
 
@@ -77,6 +78,7 @@ Status run_run(const std::vector<std::string>& args) {
   for (const std::string& plugin : pipeline.plugins)
     QFLOW_RETURN_IF_ERROR(registry->load_library(plugin).with_context(pipeline.path + ": plugins"));
   QFLOW_RETURN_IF_ERROR(resolve_pipeline(pipeline, ComponentCatalog::from_registry(*registry), sets));
+  QFLOW_RETURN_IF_ERROR(check_backends(pipeline, *registry));
   if (cmd.values.count("dry-run")) {
     std::cout << format_pipeline(pipeline);
     return Status::ok();

@@ -6,10 +6,11 @@
 #include <boost/graph/strong_components.hpp>
 #include <boost/graph/topological_sort.hpp>
 
-#include "framework/pipeline/metric_options.h"
+#include "framework/pipeline/component_options.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
 #include "framework/plugin/component_registry.h"
+#include "qflow/core/suggest.h"
 
 namespace qflow {
 
@@ -103,6 +104,8 @@ const std::vector<HostStage>& host_stages() {
        StageKind::PrecisionSearch,
        {{"backend", OptionType::String, std::string(),
          "backend asked whether a node may run in int16 (e.g. bpu-check); \"\" = int16 allowed everywhere"},
+        {"backend-options", OptionType::StringList, std::vector<std::string>{},
+         "the backend's other options as \"key=value\" strings (\"platform-dir=DIR\")"},
         {"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"},
         {"max-changes", OptionType::Int, int64_t{0}, "stop when the target needs more node changes; 0 = no limit"},
         {"max-evaluations", OptionType::Int, int64_t{0},
@@ -204,12 +207,11 @@ class Resolver {
 
   Status unknown_component(const PipelineStage& stage, const std::string& name, std::optional<ComponentKind> kind) const {
     std::vector<std::string> close;
-    const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
     for (const ComponentInfo& info : catalog_.components())
-      if ((!kind || info.kind == *kind) && edit_distance(info.name, name) <= limit) close.push_back(qualified(info));
+      if ((!kind || info.kind == *kind) && !similar_names(name, {info.name}).empty()) close.push_back(qualified(info));
     if (!kind)
       for (const HostStage& host : host_stages())
-        if (edit_distance(host.name, name) <= limit) close.push_back(std::string(host.name));
+        if (!similar_names(name, {std::string(host.name)}).empty()) close.push_back(std::string(host.name));
     std::sort(close.begin(), close.end());
     const std::string what = kind ? std::string(component_kind_name(*kind)) + " '" + name + "'" : "component '" + name + "'";
     const std::string hint = close.empty() ? "see 'qflow plugins' for the installed components"
@@ -322,7 +324,7 @@ class Resolver {
       return not_found(metric.pos.prefix() + head + "unknown metric '" + name + "' (metrics: " +
                        (names.empty() ? std::string("none installed") : join(names, ", ")) + ")");
     }
-    Expected<Options> parsed = parse_metric_options(*info, std::get<std::vector<std::string>>(items.value));
+    Expected<Options> parsed = parse_component_options(*info, std::get<std::vector<std::string>>(items.value), "metric-options");
     if (!parsed) return invalid_input(items.pos.prefix() + head + parsed.status().message());
     return Status::ok();
   }

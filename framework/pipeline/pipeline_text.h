@@ -38,7 +38,4 @@ std::string toml_quote(std::string_view text);
 std::string toml_key(std::string_view key);
 std::string toml_float(double value);
 
-// Levenshtein distance, for "did you mean" suggestions.
-std::size_t edit_distance(std::string_view a, std::string_view b);
-
 }  // namespace qflow

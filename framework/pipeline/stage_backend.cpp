@@ -18,5 +18,13 @@ Expected<StageResult> run_backend(const PipelineStage& stage, const std::map<std
   return result;
 }
 
+Status check_backends(const Pipeline& pipeline, const ComponentRegistry& registry) {
+  for (const PipelineStage& stage : pipeline.stages) {
+    if (stage.kind != StageKind::Backend) continue;
+    Expected<std::shared_ptr<Backend>> backend = registry.make_backend(stage.component, options_of(stage));
+    if (!backend) return backend.status().with_context(stage.use_pos.prefix() + "stage '" + stage.id + "'");
+  }
+  return Status::ok();
+}
 
 }  // namespace qflow

@@ -2,7 +2,7 @@
 // same model and samples (docs/calibrators.md, "Comparing calibrators").
 #include "framework/pipeline/stage_util.h"
 
-#include "framework/pipeline/metric_options.h"
+#include "framework/pipeline/component_options.h"
 #include "framework/plugin/component_registry.h"
 #include "framework/quant/calibrator_comparison.h"
 
@@ -19,7 +19,7 @@ Expected<std::shared_ptr<Metric>> stage_metric(const PipelineStage& stage, const
   const ComponentInfo* info = registry.find(ComponentKind::Metric, name);
   if (!info) return not_found("unknown metric '" + name + "'");
   QFLOW_ASSIGN_OR_RETURN(Options options,
-                         parse_metric_options(*info, std::get<std::vector<std::string>>(stage.options.at("metric-options").value)));
+                         parse_component_options(*info, std::get<std::vector<std::string>>(stage.options.at("metric-options").value), "metric-options"));
   return registry.make_metric(name, options);
 }
 

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "framework/pipeline/metric_options.h"
+#include "framework/pipeline/component_options.h"
 #include "framework/plugin/component_registry.h"
 #include "framework/quant/precision_search.h"
 #include "qflow/core/json.h"
@@ -46,10 +46,13 @@ Expected<SensitivityResult> read_sensitivity(const std::string& text, const std:
 // JSON (option `format`) is asked through it, as the lowering places the model (dtype
 // refusals included); any other backend through capability().
 Expected<PlacementOracle> make_oracle(const ComponentRegistry& registry, const std::string& name,
-                                      const std::string& platform, const std::string& head) {
+                                      const std::string& platform, const std::vector<std::string>& backend_options,
+                                      const std::string& head) {
   const ComponentInfo* info = registry.find(ComponentKind::Backend, name);
   if (!info) return not_found(head + ": option 'backend': no backend component '" + name + "'");
-  Options values;
+  Expected<Options> parsed = parse_component_options(*info, backend_options, "backend-options");
+  if (!parsed) return parsed.status().with_context(head);
+  Options values = std::move(*parsed);
   bool report = false;
   for (const OptionSpec& spec : info->options) {
     if (spec.name == "platform" && !platform.empty()) values.set("platform", platform);
@@ -112,7 +115,7 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
   if (!metric_name.empty()) {
     const ComponentInfo* info = registry.find(ComponentKind::Metric, metric_name);
     if (!info) return not_found(head + ": option 'metric': no metric component '" + metric_name + "'");
-    Expected<Options> values = parse_metric_options(*info, metric_options);
+    Expected<Options> values = parse_component_options(*info, metric_options, "metric-options");
     if (!values) return values.status().with_context(head);
     QFLOW_ASSIGN_OR_RETURN(metric, registry.make_metric(metric_name, *values));
     options.metric = metric.get();
@@ -123,10 +126,11 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
 
   const std::string backend = string_option(stage, "backend");
   const std::string platform = string_option(stage, "platform");
+  const auto& backend_options = std::get<std::vector<std::string>>(stage.options.at("backend-options").value);
   if (!backend.empty()) {
-    QFLOW_ASSIGN_OR_RETURN(options.oracle, make_oracle(registry, backend, platform, head));
-  } else if (!platform.empty()) {
-    return invalid_input(head + ": option 'platform' needs option 'backend'");
+    QFLOW_ASSIGN_OR_RETURN(options.oracle, make_oracle(registry, backend, platform, backend_options, head));
+  } else if (!platform.empty() || !backend_options.empty()) {
+    return invalid_input(head + ": options 'platform' and 'backend-options' need option 'backend'");
   }
 
   SensitivityResult ranking;

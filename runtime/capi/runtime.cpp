@@ -65,7 +65,7 @@ size_t element_count(const std::vector<int64_t>& shape) {
 }
 
 qflow_rt_status load(std::span<const uint8_t> bytes, qflow_rt_model** out) {
-  qflow::hbm::Expected<qflow::lowered::Model> decoded = qflow::lowered::decode_hbm(bytes, qflow::hbm::runtime_platforms());
+  qflow::hbm::Expected<qflow::lowered::Model> decoded = qflow::lowered::decode_hbm(bytes);
   if (!decoded) return fail(decoded.message());
   auto handle = std::make_unique<qflow_rt_model>();
   handle->model = std::move(*decoded);

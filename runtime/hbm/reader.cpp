@@ -374,9 +374,4 @@ Expected<HbmFile> parse(std::span<const uint8_t> bytes, std::span<const std::str
   return file;
 }
 
-std::span<const std::string_view> runtime_platforms() {
-  static constexpr std::string_view kPlatforms[] = {"bayes", "bernoulli2", "nash"};
-  return kPlatforms;
-}
-
 }  // namespace qflow::hbm

@@ -14,13 +14,11 @@ namespace qflow::hbm {
 // before it is used (docs/hbm-format.md, "What a reader checks"); a bad file gives a one-line
 // "hbm: ..." error, never a crash or a read outside `bytes`.
 //
-// `supported_platforms` are the platforms this runtime can execute; a file for another one
-// is refused. An empty list accepts any platform (for tools that only inspect files).
+// `supported_platforms`, when not empty, restricts the platforms accepted (a runtime built
+// for some devices only); empty accepts any. The runtime library itself accepts any: a
+// lowered program carries every number it computes with, so a user's own platform runs
+// like the built-in ones (docs/platforms.md).
 Expected<HbmFile> parse(std::span<const uint8_t> bytes,
                         std::span<const std::string_view> supported_platforms = {});
-
-// The platforms this runtime executes: the BPU platforms qflow compiles for
-// (plugins/backends/bpu/platforms/*.toml). The C API refuses a file for any other.
-std::span<const std::string_view> runtime_platforms();
 
 }  // namespace qflow::hbm

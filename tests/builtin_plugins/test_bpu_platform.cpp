@@ -105,12 +105,48 @@ TEST_CASE("bpu platform: every key is validated, errors name the file, line and 
 
 TEST_CASE("bpu platform: a user adds a platform by adding a file") {
   TempDir dir("user");
-  dir.write("mine.toml", platform_header("mine") + "[ops]\nRelu = {}\n\"com.example::Foo\" = {}\n");
+  dir.write("mine.toml", platform_header("mine") + "[ops]\nRelu = {}\n\"com.microsoft::Gelu\" = {}\n");
   CHECK(list_bpu_platforms(dir.path.string()) == std::vector<std::string>{"mine"});
   auto mine = load_bpu_platform(dir.path.string(), "mine");
   REQUIRE_MESSAGE(mine.has_value(), mine.status().message());
   CHECK(mine->ops.size() == 2);
-  CHECK(mine->ops.count("com.example::Foo") == 1);
+  CHECK(mine->ops.count("com.microsoft::Gelu") == 1);
+}
+
+TEST_CASE("bpu platform: an op qflow does not compute is refused, with the closest names") {
+  TempDir dir("ops");
+  dir.write("typo.toml", platform_header("typo") + "[ops]\nRelu = {}\nConv2D = {}\n");
+  auto typo = load_bpu_platform(dir.path.string(), "typo");
+  REQUIRE_FALSE(typo.has_value());
+  CHECK(typo.status().message().ends_with("typo.toml:6: ops: unknown operator 'Conv2D' (did you mean Conv?)"));
+  dir.write("foreign.toml", platform_header("foreign") + "[ops]\n\"com.example::Foo\" = {}\n");
+  auto foreign = load_bpu_platform(dir.path.string(), "foreign");
+  REQUIRE_FALSE(foreign.has_value());
+  CHECK(foreign.status().message().find("unknown operator 'com.example::Foo' (operators are ONNX op types") !=
+        std::string::npos);
+}
+
+TEST_CASE("bpu platform: the search path takes the first folder holding the file, then the built-in one") {
+  TempDir first("first"), second("second"), builtin("builtin");
+  first.write("mine.toml", platform_header("mine") + "[ops]\nRelu = {}\n");
+  second.write("mine.toml", platform_header("mine") + "[ops]\nRelu = {}\nSigmoid = {}\n");
+  second.write("other.toml", platform_header("other") + "[ops]\nTanh = {}\n");
+  builtin.write("nash.toml", platform_header("nash") + "[ops]\nAdd = {}\n");
+  const std::vector<std::string> path = {first.path.string(), second.path.string()};
+  auto mine = find_bpu_platform(path, builtin.path.string(), "mine");
+  REQUIRE_MESSAGE(mine.has_value(), mine.status().message());
+  CHECK(mine->ops.size() == 1);  // the first folder's
+  auto other = find_bpu_platform(path, builtin.path.string(), "other");
+  REQUIRE(other.has_value());
+  CHECK(other->ops.count("Tanh") == 1);
+  auto nash = find_bpu_platform(path, builtin.path.string(), "nash");
+  REQUIRE(nash.has_value());
+  CHECK(nash->ops.count("Add") == 1);
+  auto missing = find_bpu_platform(path, builtin.path.string(), "minee");
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.status().message() == "bpu platform 'minee' not found: no minee.toml in " + first.path.string() + ", " +
+                                          second.path.string() +
+                                          " or the built-in platforms (available: mine, nash, other); did you mean mine?");
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ ComponentCatalog shipped_catalog() {
     components.push_back({ComponentKind::Calibrator, name, "built-in calibrator", {}});
   for (const char* name : {"bpu-check", "bpu-lower", "bpu-compile", "bpu-perf"})
     components.push_back({ComponentKind::Backend, name, "built-in backend",
-                          {{"platform", OptionType::String, std::string("nash"), "platform"}}});
+                          {{"platform", OptionType::String, std::string("nash"), "platform"},
+                           {"platform-dir", OptionType::String, std::string(), "platform folders"}}});
   return ComponentCatalog(std::move(components));
 }
 

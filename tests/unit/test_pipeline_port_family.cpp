@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/pipeline/metric_options.h"
+#include "framework/pipeline/component_options.h"
 #include "framework/pipeline/pipeline.h"
 
 namespace qflow {
@@ -116,12 +116,12 @@ TEST_CASE("compare-calibrators: the metric and its options are checked before an
 TEST_CASE("metric options: key=value strings take the declared types") {
   const ComponentInfo info{ComponentKind::Metric, "top1", "", {{"labels", OptionType::String, std::string(), ""},
                                                                {"output", OptionType::Int, int64_t{0}, ""}}};
-  Expected<Options> options = parse_metric_options(info, {"labels=a=b.npy", "output=2"});
+  Expected<Options> options = parse_component_options(info, {"labels=a=b.npy", "output=2"}, "metric-options");
   REQUIRE(options.has_value());
   CHECK(options->get_string("labels") == "a=b.npy");
   CHECK(options->get_int("output") == 2);
-  CHECK(parse_metric_options(info, {"labels"}).status().message() == "metric-options: 'labels' is not \"key=value\"");
-  CHECK(parse_metric_options(info, {"output=1", "output=2"}).status().message() ==
+  CHECK(parse_component_options(info, {"labels"}, "metric-options").status().message() == "metric-options: 'labels' is not \"key=value\"");
+  CHECK(parse_component_options(info, {"output=1", "output=2"}, "metric-options").status().message() ==
         "metric-options: option 'output' given twice");
 }
 

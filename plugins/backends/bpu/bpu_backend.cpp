@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -278,11 +279,27 @@ std::string op_key(const Node& node) {
   return default_domain ? node.op_type() : node.domain() + "::" + node.op_type();
 }
 
-Expected<std::string> platform_directory(const Options& options) {
-  std::string directory = options.get_string("platform-dir");
-  if (!directory.empty()) return directory;
-  QFLOW_ASSIGN_OR_RETURN(std::string plugin_dir, bpu_plugin_directory());
-  return plugin_dir + "/bpu-platforms";
+// Colon-separated folders, empty entries skipped.
+std::vector<std::string> split_path(const std::string& text) {
+  std::vector<std::string> folders;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(':', start), text.size());
+    if (end > start) folders.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return folders;
+}
+
+// The folders searched before the built-in platforms: the platform-dir option's, then
+// $QFLOW_PLATFORM_PATH's.
+std::vector<std::string> platform_search_path(const Options& options) {
+  std::vector<std::string> folders = split_path(options.get_string("platform-dir"));
+  if (const char* env = std::getenv("QFLOW_PLATFORM_PATH")) {
+    const std::vector<std::string> more = split_path(env);
+    folders.insert(folders.end(), more.begin(), more.end());
+  }
+  return folders;
 }
 
 }  // namespace
@@ -293,8 +310,10 @@ ComponentInfo BpuBackend::info() {
   info.name = "bpu";
   info.summary = "BPU capability check against a platform description and the CPU/BPU partition plan";
   info.options = {
-      {"platform", OptionType::String, std::string("nash"), "BPU generation: a file name in the platform folder (bernoulli2, bayes, nash)"},
-      {"platform-dir", OptionType::String, std::string(""), "folder of platform .toml files; empty: bpu-platforms next to the plugin"},
+      {"platform", OptionType::String, std::string("nash"),
+       "BPU platform: NAME.toml on the platform search path (built in: bernoulli2, bayes, nash)"},
+      {"platform-dir", OptionType::String, std::string(""),
+       "folders of platform .toml files (colon-separated), searched before $QFLOW_PLATFORM_PATH and the built-in ones"},
       {"run-on-cpu", OptionType::StringList, std::vector<std::string>{}, "node names to place on the CPU whatever the checks say"},
       {"run-on-bpu", OptionType::StringList, std::vector<std::string>{},
        "node names that must run on the BPU; an error names any the platform cannot run"},
@@ -303,8 +322,9 @@ ComponentInfo BpuBackend::info() {
 }
 
 Expected<BpuBackend> BpuBackend::from_options(const Options& options) {
-  QFLOW_ASSIGN_OR_RETURN(std::string directory, platform_directory(options));
-  QFLOW_ASSIGN_OR_RETURN(BpuPlatform platform, load_bpu_platform(directory, options.get_string("platform")));
+  QFLOW_ASSIGN_OR_RETURN(std::string plugin_dir, bpu_plugin_directory());
+  QFLOW_ASSIGN_OR_RETURN(BpuPlatform platform, find_bpu_platform(platform_search_path(options), plugin_dir + "/bpu-platforms",
+                                                                 options.get_string("platform")));
   return BpuBackend(std::move(platform), BpuPlacementOverrides{options.get_strings("run-on-cpu"), options.get_strings("run-on-bpu")});
 }
 

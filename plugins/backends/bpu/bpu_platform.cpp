@@ -8,6 +8,9 @@
 #include <system_error>
 #include <toml.hpp>
 
+#include "qflow/core/suggest.h"
+#include "qflow/ir/operators.h"
+
 namespace qflow {
 
 namespace {
@@ -53,6 +56,31 @@ std::string one_line(std::string text) {
   std::replace(text.begin(), text.end(), '\n', ' ');
   text.erase(std::unique(text.begin(), text.end(), [](char a, char b) { return a == ' ' && b == ' '; }), text.end());
   return text;
+}
+
+// The op keys a platform file may list: every operator qflow computes, spelled "Conv" in
+// the default domain and "com.microsoft::Gelu" in another. A name outside the list is a
+// typo or an op no model can hold, and would never match a node.
+const std::vector<std::string>& known_op_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    for (const auto& [domain, op] : builtin_operators()) out.push_back(domain.empty() ? op : domain + "::" + op);
+    return out;
+  }();
+  return keys;
+}
+
+Status check_op_name(const toml::value& at, const std::string& op) {
+  const std::vector<std::string>& known = known_op_keys();
+  if (std::find(known.begin(), known.end(), op) != known.end()) return Status::ok();
+  const std::vector<std::string> close = similar_names(op, known);
+  std::string hint = " (operators are ONNX op types, \"domain::Op\" outside the default domain)";
+  if (!close.empty()) {
+    hint = " (did you mean ";
+    for (std::size_t i = 0; i < close.size(); ++i) hint += (i ? " or " : "") + close[i];
+    hint += "?)";
+  }
+  return error_at(at, "ops: unknown operator '" + op + "'" + hint);
 }
 
 std::vector<std::string> sorted_keys(const toml::table& table) {
@@ -232,6 +260,7 @@ Expected<BpuPlatform> parse_platform(const toml::value& root, const std::string&
       const toml::table& ops = item.as_table();
       for (const std::string& op : sorted_keys(ops)) {
         if (op.empty()) return error_at(ops.at(op), "ops: an op type must not be empty");
+        QFLOW_RETURN_IF_ERROR(check_op_name(ops.at(op), op));
         QFLOW_ASSIGN_OR_RETURN(BpuOpLimits limits, parse_limits(op, ops.at(op)));
         platform.ops.emplace(op, limits);
       }
@@ -272,23 +301,37 @@ std::vector<std::string> list_bpu_platforms(const std::string& directory) {
 }
 
 Expected<BpuPlatform> load_bpu_platform(const std::string& directory, const std::string& name) {
+  return find_bpu_platform({directory}, "", name);
+}
+
+Expected<BpuPlatform> find_bpu_platform(const std::vector<std::string>& folders, const std::string& builtin_folder,
+                                        const std::string& name) {
   if (!valid_platform_name(name))
     return invalid_input("bpu platform name '" + name + "' must use only a-z, 0-9, '-' and '_'");
-  const fs::path path = fs::path(directory) / (name + ".toml");
+  std::vector<std::string> search_path = folders;
+  if (!builtin_folder.empty()) search_path.push_back(builtin_folder);
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    std::string available;
-    for (const std::string& n : list_bpu_platforms(directory)) available += (available.empty() ? "" : ", ") + n;
-    return not_found("bpu platform '" + name + "' not found: no " + path.string() +
-                     (available.empty() ? std::string(" (the folder holds no platform files)")
-                                        : " (available: " + available + ")"));
+  for (const std::string& directory : search_path) {
+    const fs::path path = fs::path(directory) / (name + ".toml");
+    if (!fs::is_regular_file(path, ec)) continue;
+    try {
+      const toml::value root = toml::parse(path.string());
+      return parse_platform(root, name);
+    } catch (const std::exception& e) {
+      return invalid_input(one_line(e.what()));
+    }
   }
-  try {
-    const toml::value root = toml::parse(path.string());
-    return parse_platform(root, name);
-  } catch (const std::exception& e) {
-    return invalid_input(one_line(e.what()));
-  }
+  std::set<std::string> available;
+  for (const std::string& directory : search_path)
+    for (const std::string& n : list_bpu_platforms(directory)) available.insert(n);
+  // The built-in folder's absolute path says nothing a user needs; it is named as such.
+  std::string searched;
+  for (const std::string& directory : folders) searched += (searched.empty() ? "" : ", ") + directory;
+  if (!builtin_folder.empty()) searched += searched.empty() ? "the built-in platforms" : " or the built-in platforms";
+  const std::vector<std::string> close = similar_names(name, std::vector<std::string>(available.begin(), available.end()));
+  std::string hint = available.empty() ? " (no platform files there)" : " (available: " + join_set(available) + ")";
+  if (!close.empty()) hint += "; did you mean " + close.front() + "?";
+  return not_found("bpu platform '" + name + "' not found: no " + name + ".toml in " + searched + hint);
 }
 
 }  // namespace qflow

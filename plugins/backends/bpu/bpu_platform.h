@@ -64,9 +64,14 @@ struct BpuPlatform {
   BpuCost cost;
 };
 
-// Loads `<directory>/<name>.toml`. The name must be lower-case letters, digits, '-' or '_'
-// (it becomes a file name). A missing file lists the platforms the folder holds; a
-// malformed one names the file, line and key.
+// Loads `<name>.toml` from the first of `folders`, then `builtin_folder` (when not empty),
+// that holds one. The name must be lower-case letters, digits, '-' or '_' (it becomes a file
+// name). A missing file names the folders searched and the platforms they hold; a malformed
+// one names the file, line and key. Keys and op names are checked strictly: an op must be
+// one qflow computes.
+Expected<BpuPlatform> find_bpu_platform(const std::vector<std::string>& folders, const std::string& builtin_folder,
+                                        const std::string& name);
+// Loads `<directory>/<name>.toml`.
 Expected<BpuPlatform> load_bpu_platform(const std::string& directory, const std::string& name);
 
 // Names of the *.toml files in `directory`, sorted; empty when the folder is unreadable.

@@ -1,5 +1,5 @@
-// "key=value" metric options parsed with the declared option types.
-#include "framework/pipeline/metric_options.h"
+// "key=value" component options parsed with the declared option types.
+#include "framework/pipeline/component_options.h"
 
 #include <algorithm>
 
@@ -7,25 +7,26 @@
 
 namespace qflow {
 
-Expected<Options> parse_metric_options(const ComponentInfo& info, const std::vector<std::string>& items) {
-  const std::string what = "metric '" + info.name + "'";
+Expected<Options> parse_component_options(const ComponentInfo& info, const std::vector<std::string>& items,
+                                          const std::string& option) {
+  const std::string what = std::string(component_kind_name(info.kind)) + " '" + info.name + "'";
   Options options;
   for (const std::string& item : items) {
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
-      return invalid_input("metric-options: '" + item + "' is not \"key=value\"");
+      return invalid_input(option + ": '" + item + "' is not \"key=value\"");
     const std::string key = item.substr(0, eq);
     auto spec = std::find_if(info.options.begin(), info.options.end(), [&](const OptionSpec& s) { return s.name == key; });
     if (spec == info.options.end()) {
       std::vector<std::string> names;
       for (const OptionSpec& s : info.options) names.push_back(s.name);
       std::sort(names.begin(), names.end());
-      return invalid_input("metric-options: unknown option '" + key + "' for " + what + " (" +
+      return invalid_input(option + ": unknown option '" + key + "' for " + what + " (" +
                            (names.empty() ? std::string("it takes no options") : "allowed: " + join(names, ", ")) + ")");
     }
-    if (options.has(key)) return invalid_input("metric-options: option '" + key + "' given twice");
+    if (options.has(key)) return invalid_input(option + ": option '" + key + "' given twice");
     Expected<OptionValue> value = parse_option_text(item.substr(eq + 1), spec->type);
-    if (!value) return value.status().with_context("metric-options: option '" + key + "' of " + what);
+    if (!value) return value.status().with_context(option + ": option '" + key + "' of " + what);
     options.set(key, std::move(*value));
   }
   return options;
