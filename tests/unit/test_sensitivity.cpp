@@ -26,6 +26,23 @@ using test::wave;
 
 Tensor w1_float() { return Tensor::from_vector<float>({8, 8}, wave(64, 0.53, 1.0)); }
 
+// The MLP's test inputs: n samples [1, 8] of one wave.
+std::vector<float> wave_samples(int64_t n) { return wave(static_cast<std::size_t>(n * 8), 0.91, 1.5); }
+
+// wave_samples(n) written to x.npy in `dir` and opened as a dataset.
+auto wave_dataset(test::TempDir& dir, int64_t n) {
+  const std::string path = dir.file("x.npy");
+  REQUIRE(write_npy_file(path, Tensor::from_vector<float>({n, 1, 8}, wave_samples(n))).is_ok());
+  auto dataset = open_dataset(DataSpec{path});
+  REQUIRE(dataset.has_value());
+  return dataset;
+}
+
+// a's threshold clips it to a tenth of its range: mm1's activation is the bad one.
+QuantTable clipped_table() {
+  return {{"x", params(1.5)}, {"a", params(0.3)}, {"b", params(12.0)}, {"y", params(30.0)}};
+}
+
 std::vector<float> run(const Model& model, const Tensor& x) {
   auto executor = Executor::create(model);
   REQUIRE_MESSAGE(executor.has_value(), executor.status().message());
@@ -46,15 +63,10 @@ const SensitivityRow& row(const SensitivityResult& result, const std::string& no
 
 TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match independent runs") {
   const int64_t n = 6;
-  const std::vector<float> samples = wave(static_cast<std::size_t>(n * 8), 0.91, 1.5);
+  const std::vector<float> samples = wave_samples(n);
   test::TempDir dir("sensitivity");
-  const std::string path = dir.file("x.npy");
-  REQUIRE(write_npy_file(path, Tensor::from_vector<float>({n, 1, 8}, samples)).is_ok());
-  auto dataset = open_dataset(DataSpec{path});
-  REQUIRE(dataset.has_value());
-
-  // a's threshold clips it to a tenth of its range: mm1's activation is the bad one.
-  const QuantTable table = {{"x", params(1.5)}, {"a", params(0.3)}, {"b", params(12.0)}, {"y", params(30.0)}};
+  auto dataset = wave_dataset(dir, n);
+  const QuantTable table = clipped_table();
   const Model model = test::mlp_model(w1_float());
   auto result = analyze_sensitivity(model, table, nullptr, *dataset, 1, 0);
   REQUIRE_MESSAGE(result.has_value(), result.status().message());
@@ -186,12 +198,8 @@ TEST_CASE("sensitivity: outputs a node does not reach keep their float values") 
 }
 
 TEST_CASE("sensitivity: quantize = false nodes are not tested; unknown tensors are errors") {
-  const std::vector<float> samples = wave(16, 0.91, 1.5);
   test::TempDir dir("sensitivity_config");
-  const std::string path = dir.file("x.npy");
-  REQUIRE(write_npy_file(path, Tensor::from_vector<float>({2, 1, 8}, samples)).is_ok());
-  auto dataset = open_dataset(DataSpec{path});
-  REQUIRE(dataset.has_value());
+  auto dataset = wave_dataset(dir, 2);
   const Model model = test::mlp_model(w1_float());
   QuantConfig config;
   config.nodes["mm2"].quantize = false;
@@ -209,13 +217,10 @@ TEST_CASE("sensitivity: quantize = false nodes are not tested; unknown tensors a
 
 TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ model misses the bound") {
   const int64_t n = 4;
-  const std::vector<float> samples = wave(static_cast<std::size_t>(n * 8), 0.91, 1.5);
+  const std::vector<float> samples = wave_samples(n);
   test::TempDir dir("sensitivity_when_below");
-  const std::string path = dir.file("x.npy");
-  REQUIRE(write_npy_file(path, Tensor::from_vector<float>({n, 1, 8}, samples)).is_ok());
-  auto dataset = open_dataset(DataSpec{path});
-  REQUIRE(dataset.has_value());
-  const QuantTable table = {{"x", params(1.5)}, {"a", params(0.3)}, {"b", params(12.0)}, {"y", params(30.0)}};
+  auto dataset = wave_dataset(dir, n);
+  const QuantTable table = clipped_table();
   const Model model = test::mlp_model(w1_float());
 
   // The whole PTQ model's output cosine, computed here from a QDQ model run sample by sample.

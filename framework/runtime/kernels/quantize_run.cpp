@@ -22,25 +22,39 @@ bool cpu_has_avx2() {
   return __builtin_cpu_supports("avx2");
 }
 
-// Eight values at a time. The scalar path adds the zero point in double and clamps to the
-// type's range; here the rounded quotient is clamped to [lo - zp, hi - zp] first, so adding the
-// zero point stays within +-2^17 where float32 arithmetic on integers is exact: same result.
+// The vector form of the scalar path, eight values at a time. The scalar path adds the zero
+// point in double and clamps to the type's range; here the rounded quotient is clamped to
+// [lo - zp, hi - zp] first, so adding the zero point stays within +-2^17 where float32
+// arithmetic on integers is exact: same result.
+template <typename Q>
+struct VectorQuantizer {
+  __m256 scale, lo, hi, zero_point;
+
+  __attribute__((target("avx2"))) VectorQuantizer(float s, int32_t zp) {
+    const float z = static_cast<float>(zp);
+    scale = _mm256_set1_ps(s);
+    lo = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::lowest()) - z);
+    hi = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::max()) - z);
+    zero_point = _mm256_set1_ps(z);
+  }
+
+  // saturate(round_half_even(x / scale) + zero point) of in[0..8), NaN as 0, as int32 lanes.
+  __attribute__((target("avx2"))) __m256i operator()(const float* in) const {
+    __m256 q = _mm256_div_ps(_mm256_loadu_ps(in), scale);
+    q = _mm256_andnot_ps(_mm256_cmp_ps(q, q, _CMP_UNORD_Q), q);  // NaN -> 0
+    q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_cvtps_epi32(_mm256_add_ps(_mm256_min_ps(_mm256_max_ps(q, lo), hi), zero_point));
+  }
+};
+
 template <typename Q>
 __attribute__((target("avx2"))) int64_t quantize_avx2(const float* in, Q* out, int64_t n, float scale,
                                                       int32_t zero_point) {
-  const float zp = static_cast<float>(zero_point);
-  const __m256 s = _mm256_set1_ps(scale);
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::lowest()) - zp);
-  const __m256 hi = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::max()) - zp);
-  const __m256 zpv = _mm256_set1_ps(zp);
+  const VectorQuantizer<Q> quantize(scale, zero_point);
   alignas(32) int32_t lanes[8];
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    __m256 q = _mm256_div_ps(_mm256_loadu_ps(in + i), s);
-    q = _mm256_andnot_ps(_mm256_cmp_ps(q, q, _CMP_UNORD_Q), q);  // NaN -> 0
-    q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    q = _mm256_add_ps(_mm256_min_ps(_mm256_max_ps(q, lo), hi), zpv);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_cvtps_epi32(q));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), quantize(in + i));
     for (int k = 0; k < 8; ++k) out[i + k] = static_cast<Q>(lanes[k]);
   }
   return i;
@@ -51,23 +65,12 @@ __attribute__((target("avx2"))) int64_t quantize_avx2(const float* in, Q* out, i
 template <typename Q>
 __attribute__((target("avx2"))) int64_t quantize_8bit_avx2(const float* in, Q* out, int64_t n, float scale,
                                                            int32_t zero_point) {
-  const float zp = static_cast<float>(zero_point);
-  const __m256 s = _mm256_set1_ps(scale);
-  const __m256 lo = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::lowest()) - zp);
-  const __m256 hi = _mm256_set1_ps(static_cast<float>(std::numeric_limits<Q>::max()) - zp);
-  const __m256 zpv = _mm256_set1_ps(zp);
+  const VectorQuantizer<Q> quantize(scale, zero_point);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    __m256i q32[4];
-    for (int v = 0; v < 4; ++v) {
-      __m256 q = _mm256_div_ps(_mm256_loadu_ps(in + i + 8 * v), s);
-      q = _mm256_andnot_ps(_mm256_cmp_ps(q, q, _CMP_UNORD_Q), q);  // NaN -> 0
-      q = _mm256_round_ps(q, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      q32[v] = _mm256_cvtps_epi32(_mm256_add_ps(_mm256_min_ps(_mm256_max_ps(q, lo), hi), zpv));
-    }
-    const __m256i ab = _mm256_packs_epi32(q32[0], q32[1]);
-    const __m256i cd = _mm256_packs_epi32(q32[2], q32[3]);
+    const __m256i ab = _mm256_packs_epi32(quantize(in + i), quantize(in + i + 8));
+    const __m256i cd = _mm256_packs_epi32(quantize(in + i + 16), quantize(in + i + 24));
     const __m256i bytes = std::is_signed_v<Q> ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_permutevar8x32_epi32(bytes, order));
   }
