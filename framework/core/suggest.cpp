@@ -20,11 +20,14 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+bool is_similar_name(std::string_view name, std::string_view candidate) {
+  return edit_distance(candidate, name) <= std::max<std::size_t>(2, name.size() / 3);
+}
+
 std::vector<std::string> similar_names(std::string_view name, const std::vector<std::string>& candidates) {
-  const std::size_t limit = std::max<std::size_t>(2, name.size() / 3);
   std::vector<std::string> close;
   for (const std::string& candidate : candidates)
-    if (edit_distance(candidate, name) <= limit) close.push_back(candidate);
+    if (is_similar_name(name, candidate)) close.push_back(candidate);
   std::sort(close.begin(), close.end());
   close.erase(std::unique(close.begin(), close.end()), close.end());
   return close;

@@ -208,10 +208,10 @@ class Resolver {
   Status unknown_component(const PipelineStage& stage, const std::string& name, std::optional<ComponentKind> kind) const {
     std::vector<std::string> close;
     for (const ComponentInfo& info : catalog_.components())
-      if ((!kind || info.kind == *kind) && !similar_names(name, {info.name}).empty()) close.push_back(qualified(info));
+      if ((!kind || info.kind == *kind) && is_similar_name(name, info.name)) close.push_back(qualified(info));
     if (!kind)
       for (const HostStage& host : host_stages())
-        if (!similar_names(name, {std::string(host.name)}).empty()) close.push_back(std::string(host.name));
+        if (is_similar_name(name, host.name)) close.push_back(std::string(host.name));
     std::sort(close.begin(), close.end());
     const std::string what = kind ? std::string(component_kind_name(*kind)) + " '" + name + "'" : "component '" + name + "'";
     const std::string hint = close.empty() ? "see 'qflow plugins' for the installed components"

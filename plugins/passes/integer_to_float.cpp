@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "constant_folding.h"
+#include "pass_helpers.h"
 #include "pattern_match.h"
 
 namespace qflow {
@@ -15,8 +16,7 @@ namespace qflow {
 namespace {
 
 bool is_integer_op(const Node& node) {
-  return (node.op_type() == "ConvInteger" || node.op_type() == "MatMulInteger") &&
-         (node.domain().empty() || node.domain() == "ai.onnx");
+  return (node.op_type() == "ConvInteger" || node.op_type() == "MatMulInteger") && pass_helpers::is_default_domain(node);
 }
 
 // One matched pattern: what the float op is built from and the nodes it replaces.
@@ -55,8 +55,8 @@ class Matcher {
   explicit Matcher(const Graph& graph) : graph_(graph), by_name_(folding::subgraph_referenced_names(graph)) {}
 
   std::optional<Match> match(Node* mul) const {
-    if (mul->op_type() != "Mul" || !(mul->domain().empty() || mul->domain() == "ai.onnx") ||
-        mul->inputs().size() != 2 || !mul->output(0))
+    if (mul->op_type() != "Mul" || !pass_helpers::is_default_domain(*mul) || mul->inputs().size() != 2 ||
+        !mul->output(0))
       return std::nullopt;
     for (int side = 0; side < 2; ++side)
       if (auto m = match_operands(mul, mul->input(side), mul->input(1 - side))) return m;
