@@ -2,8 +2,6 @@
 #include "framework/quant/bias_correction.h"
 
 #include "framework/data/input_feeds.h"
-#include "framework/onnx/onnx_export.h"
-#include "framework/onnx/onnx_import.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/runtime/executor.h"
 
@@ -26,8 +24,7 @@ Expected<std::map<std::string, std::vector<double>>> measure_bias_shift(const Mo
   const QuantConfig defaults;
   const QuantConfig& cfg = config ? *config : defaults;
   // A private copy the probes are added to.
-  QFLOW_ASSIGN_OR_RETURN(std::string bytes, export_onnx_bytes(float_model));
-  QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(bytes, "bias correction"));
+  Model model = float_model.copy();
   Graph& graph = *model.graph;
   QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
   // Shifts are keyed by node name: nodes without a unique name are left uncorrected.

@@ -7,8 +7,6 @@
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
-#include "framework/onnx/onnx_export.h"
-#include "framework/onnx/onnx_import.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/runtime/executor.h"
@@ -89,11 +87,10 @@ Expected<CalibratorComparison> compare_calibrators(const Model& float_model, con
     QFLOW_ASSIGN_OR_RETURN(result.float_metric, score(reference));
   }
 
-  QFLOW_ASSIGN_OR_RETURN(const std::string bytes, export_onnx_bytes(float_model));
   for (const CalibratorBranch& branch : branches) {
     const std::string head = "compare-calibrators: branch '" + branch.label + "' (" + branch.method + ")";
     if (!branch.table) return internal_error(head + ": no calibration table");
-    QFLOW_ASSIGN_OR_RETURN(Model qdq, import_exported_copy(bytes, "compare-calibrators: float model"));
+    Model qdq = float_model.copy();
     QdqOptions options;
     options.weights = weights;
     QFLOW_RETURN_IF_ERROR(build_qdq_model(qdq, *branch.table, config, options).with_context(head));

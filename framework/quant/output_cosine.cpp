@@ -58,15 +58,15 @@ double cosine_similarity(const std::vector<float>& a, const std::vector<float>& 
   return dot / (std::sqrt(na) * std::sqrt(nb));
 }
 
-OutputCosine::OutputCosine(std::string bytes, const Dataset& dataset, const QuantConfig* config, int threads)
-    : bytes_(std::move(bytes)), dataset_(dataset), config_(config), threads_(std::max(1, threads)) {}
+OutputCosine::OutputCosine(const Dataset& dataset, const QuantConfig* config, int threads)
+    : dataset_(dataset), config_(config), threads_(std::max(1, threads)) {}
 
 OutputCosine::~OutputCosine() = default;
 
 Expected<std::unique_ptr<OutputCosine>> OutputCosine::create(std::string float_model, const Dataset& dataset,
                                                              const QuantConfig* config, int threads) {
-  std::unique_ptr<OutputCosine> self(new OutputCosine(std::move(float_model), dataset, config, threads));
-  QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(self->bytes_, "output cosine: float model"));
+  std::unique_ptr<OutputCosine> self(new OutputCosine(dataset, config, threads));
+  QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(float_model, "output cosine: float model"));
   Expected<InputBinding> binding = bind_inputs(*model.graph, dataset);
   if (!binding) return binding.status().with_context("output cosine");
   self->binding_ = std::move(*binding);
@@ -118,7 +118,7 @@ Expected<double> OutputCosine::evaluate(const QuantTable& table) const {
     have_float_outputs_ = true;
   }
   if (float_outputs_.empty()) return invalid_input("output cosine: the dataset has no samples");
-  QFLOW_ASSIGN_OR_RETURN(Model qdq, import_exported_copy(bytes_, "output cosine: float model"));
+  Model qdq = float_model_->copy();
   QdqOptions options;
   options.weights = false;
   QFLOW_RETURN_IF_ERROR(build_qdq_model(qdq, table, config_, options));

@@ -36,10 +36,9 @@ class OutputCosine {
   Expected<double> evaluate(const QuantTable& table) const;
 
  private:
-  OutputCosine(std::string bytes, const Dataset& dataset, const QuantConfig* config, int threads);
+  OutputCosine(const Dataset& dataset, const QuantConfig* config, int threads);
   Status run_samples(const Executor& executor, const std::function<Status(int64_t, std::vector<float>)>& done) const;
 
-  std::string bytes_;
   const Dataset& dataset_;
   const QuantConfig* config_;
   int threads_;

@@ -93,3 +93,45 @@ TEST_CASE("initializers keep insertion order and can be removed") {
   CHECK_FALSE(g.is_initializer(w));
   CHECK(g.initializer_order().size() == 1);
 }
+
+TEST_CASE("a copied graph is edited independently and shares initializer storage") {
+  Chain c;
+  Value* w = c.g.get_or_create_value("w");
+  c.g.set_initializer(w, Tensor::from_vector<float>({2}, {1, 2}));
+  c.add->set_input(2, w);
+  auto body = std::make_shared<Graph>();
+  Value* x = body->get_or_create_value("x");
+  body->outputs = {x};
+  body->add_node("Identity", {c.g.get_or_create_value("a")}, {x}, "inner");
+  c.neg->set_attribute(Attribute::make_graph("body", body));
+  c.a->type = ValueType{DType::Float32, std::vector<Dim>{Dim{4, "", ""}}, "", ""};
+
+  std::shared_ptr<Graph> copy = c.g.copy();
+  REQUIRE(copy->validate().is_ok());
+  CHECK(copy->node_count() == 3);
+  Value* ca = copy->find_value("a");
+  REQUIRE(ca != nullptr);
+  CHECK(ca != c.a);
+  CHECK(ca->type == c.a->type);
+  CHECK(ca->uses().size() == 1);
+  CHECK(copy->inputs == std::vector<Value*>{ca});
+  CHECK(copy->outputs == std::vector<Value*>{copy->find_value("s")});
+  // Insertion order kept: the Add that was added first is still first.
+  CHECK(copy->nodes().front()->op_type() == "Add");
+  CHECK(copy->initializer(copy->find_value("w"))->data<float>() == c.g.initializer(w)->data<float>());
+  CHECK(c.g.initializer(w)->use_count() == 2);
+  // Subgraphs are copies too.
+  const Node* neg = nullptr;
+  for (const auto& n : copy->nodes())
+    if (n->name() == "neg") neg = n.get();
+  REQUIRE(neg != nullptr);
+  REQUIRE(neg->find_attribute("body") != nullptr);
+  CHECK(neg->find_attribute("body")->g != body);
+  CHECK(neg->find_attribute("body")->g->node_count() == 1);
+
+  copy->remove_node(const_cast<Node*>(neg));
+  copy->remove_initializer(copy->find_value("w"));
+  CHECK(c.g.node_count() == 3);
+  CHECK(c.g.is_initializer(w));
+  CHECK(c.r->uses().size() == 2);
+}

@@ -165,6 +165,11 @@ class Graph {
   // Removes values with no producer, no use, that are not inputs/outputs/initializers.
   void prune_unused_values();
 
+  // An independent copy: its own nodes and values (subgraphs copied too), initializers
+  // sharing storage with this graph's (Tensor copies are handles; nothing in qflow writes
+  // an initializer in place). Far cheaper than an export/import round trip on large models.
+  std::shared_ptr<Graph> copy() const;
+
  private:
   std::list<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, std::unique_ptr<Value>> values_;
@@ -196,6 +201,8 @@ struct Model {
 
   // Opset version imported for `domain` ("" and "ai.onnx" are the same); 0 if absent.
   int64_t opset(const std::string& domain = "") const;
+  // The model with graph->copy(): edits of the copy leave this model as it is.
+  Model copy() const;
 };
 
 }  // namespace qflow
