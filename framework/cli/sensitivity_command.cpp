@@ -22,6 +22,9 @@ constexpr std::string_view kDescription =
     "float model on every sample of DATA (an .npy batch, a folder of .npy files or of images,\n"
     "as the load-data stage reads them with default options). Reports the mean over samples\n"
     "of the cosine between all float outputs and all outputs of each model, worst node first.\n"
+    "--method local instead compares each node's own outputs with them quantized (one float\n"
+    "run per sample for all nodes); auto, the default, does so when the two models per node\n"
+    "would run more than 50000 GMAC.\n"
     "The table is read by the load calibrator. Quantization settings are the defaults, or\n"
     "--pipeline's [quantization] table and --set quantization.KEY=VALUE as `qflow run` applies\n"
     "them; table entries of another activation type than the settings ask are re-derived\n"
@@ -39,6 +42,8 @@ Status run_sensitivity(const std::vector<std::string>& args) {
       ("data", po::value<std::string>()->required(), "samples: .npy batch or folder")
       ("limit", po::value<int64_t>()->default_value(0), "only the first N samples; 0 = all")
       ("threads", po::value<int>()->default_value(1), "samples run at once")
+      ("method", po::value<std::string>()->default_value("auto"),
+       "output, local, or auto (output unless it would run more than 50000 GMAC)")
       ("top", po::value<int64_t>()->default_value(0), "show only the N most sensitive nodes; 0 = all")
       ("out", po::value<std::string>()->default_value("."), "folder for sensitivity.{txt,json}")
       ("json", "print the JSON instead of the text");
@@ -48,7 +53,8 @@ Status run_sensitivity(const std::vector<std::string>& args) {
   QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("sensitivity", args, options, positional));
   if (cmd.help) {
     print_command_help("sensitivity FLOAT.onnx --qparams TABLE.json --data PATH [--limit N] [--threads N]\n"
-                       "                         [--out DIR] [--json] [--top N] [--pipeline P.toml]\n"
+                       "                         [--method auto|output|local] [--out DIR] [--json] [--top N]\n"
+                       "                         [--pipeline P.toml]\n"
                        "                         [--set quantization.KEY=VALUE]...",
                        kDescription, options);
     return Status::ok();
@@ -62,9 +68,11 @@ Status run_sensitivity(const std::vector<std::string>& args) {
   data_options.set("path", cmd.values["data"].as<std::string>());
   QFLOW_ASSIGN_OR_RETURN(DataSpec spec, data_spec_from_options(data_options));
   QFLOW_ASSIGN_OR_RETURN(Dataset dataset, open_dataset(spec));
-  QFLOW_ASSIGN_OR_RETURN(SensitivityResult result,
-                         analyze_sensitivity(model, table, &config, dataset, cmd.values["threads"].as<int>(),
-                                             cmd.values["limit"].as<int64_t>()));
+  SensitivityOptions ranking;
+  ranking.threads = cmd.values["threads"].as<int>();
+  ranking.limit = cmd.values["limit"].as<int64_t>();
+  ranking.method = cmd.values["method"].as<std::string>();
+  QFLOW_ASSIGN_OR_RETURN(SensitivityResult result, analyze_sensitivity(model, table, &config, dataset, ranking));
   const int64_t top = cmd.values["top"].as<int64_t>();
   const std::string text = sensitivity_text(result, top);
   QFLOW_ASSIGN_OR_RETURN(std::string json, sensitivity_json(result, top));

@@ -89,7 +89,10 @@ const std::vector<HostStage>& host_stages() {
        {{"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"},
         {"when-below", OptionType::Float, 0.0,
          "rank nodes only when the PTQ model's output cosine is below this (a precision search's target); "
-         "0 = always"}},
+         "0 = always"},
+        {"method", OptionType::String, std::string("auto"),
+         "output (the model's output cosine per node), local (the node's own outputs, one float run), or auto: "
+         "output unless it would run more than 50000 GMAC"}},
        {}},
       {"compare-calibrators",
        StageKind::CompareCalibrators,

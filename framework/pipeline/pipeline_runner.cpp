@@ -331,6 +331,11 @@ class Scheduler {
     stage_context.threads = options_.threads;
     stage_context.quantization = &pipeline_.quantization;
     if (stage.kind == StageKind::Report || stage.kind == StageKind::CompareCalibrators) stage_context.finished = &finished;
+    if (options_.progress)
+      stage_context.progress = [this, id = stage.id](const std::string& line) {
+        std::lock_guard lock(mutex_);  // serialised with the runner's own lines
+        options_.progress("stage " + id + ": " + line);
+      };
     Expected<StageResult> result = execute_stage(stage, inputs, registry_, stage_context);
     const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
     if (!result) return result.status().with_context(context);

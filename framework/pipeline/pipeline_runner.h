@@ -18,7 +18,8 @@ struct RunOptions {
   // Results never depend on it.
   int threads = 1;
   // Called once per completed stage, serialised, with a one-line summary (pass stages:
-  // node counts, counters and the pass's time), then with the graph text when printed.
+  // node counts, counters and the pass's time), then with the graph text when printed;
+  // long stages also report how far they got ("stage ID: ...").
   std::function<void(const std::string& line)> progress;
   // Called, serialised, with each warning a completed stage reported (also in the manifest).
   std::function<void(const std::string& line)> warning;

@@ -26,11 +26,15 @@ Expected<StageResult> run_compare(const PipelineStage& stage, const std::map<std
 Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                       const StageContext& context) {
   QFLOW_ASSIGN_OR_RETURN(Model float_model, model_input(stage, *inputs.at("model")));
-  const int64_t limit = std::get<int64_t>(stage.options.at("limit").value);
-  const double when_below = std::get<double>(stage.options.at("when-below").value);
+  SensitivityOptions options;
+  options.threads = context.threads;
+  options.limit = std::get<int64_t>(stage.options.at("limit").value);
+  options.when_below = std::get<double>(stage.options.at("when-below").value);
+  options.method = std::get<std::string>(stage.options.at("method").value);
+  options.progress = context.progress;
   QFLOW_ASSIGN_OR_RETURN(SensitivityResult result,
                          analyze_sensitivity(float_model, *inputs.at("qparams")->qparams, context.quantization,
-                                             *inputs.at("dataset")->dataset, context.threads, limit, when_below));
+                                             *inputs.at("dataset")->dataset, options));
   StageResult out;
   out.artifact.type = ArtifactType::Report;
   QFLOW_ASSIGN_OR_RETURN(out.artifact.bytes, sensitivity_json(result));

@@ -78,6 +78,8 @@ struct StageContext {
   // started, in file order (with one worker, every earlier stage of the file; always every
   // stage it depends on); null outside a run.
   const std::vector<FinishedStage>* finished = nullptr;
+  // Long stages (sensitivity, precision search) say how far they got; empty outside a run.
+  ProgressLine progress;
 };
 
 // Runs one resolved stage; `inputs` maps each given input port to its artifact.

@@ -139,6 +139,7 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
     options.sensitivity = &ranking;
   }
   if (auto it = inputs.find("statistics"); it != inputs.end()) options.statistics = it->second->statistics.get();
+  options.progress = context.progress;
   QFLOW_ASSIGN_OR_RETURN(PrecisionSearchResult result,
                          search_precision(float_model, *inputs.at("qparams")->qparams, context.quantization,
                                           *inputs.at("dataset")->dataset, options));

@@ -2,6 +2,7 @@
 #include "framework/quant/precision_search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -14,8 +15,6 @@
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_check.h"
-#include "framework/onnx/onnx_export.h"
-#include "framework/onnx/onnx_import.h"
 #include "framework/pipeline/quantization_settings.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
@@ -210,10 +209,9 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   result.threshold = options.metric ? result.float_value - options.max_drop : options.target_cosine;
   auto meets = [&](double v) { return v >= result.threshold; };
 
-  QFLOW_ASSIGN_OR_RETURN(const std::string bytes, export_onnx_bytes(float_model));
   auto build = [&](const QuantConfig& overrides) -> Expected<Model> {
     const QuantConfig cfg = merge_quant_config(base, overrides);
-    QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(bytes, "precision search: float model"));
+    Model model = float_model.copy();
     (void)infer_shapes(model);  // as the quantize stage: the backend's checks need shapes
     QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(*model.graph, table, &cfg, options.statistics));
     QdqOptions qdq;
@@ -226,9 +224,17 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(graph, table, &cfg, options.statistics));
     return align_scales(graph, adjusted, &cfg);
   };
+  const auto started = std::chrono::steady_clock::now();
   auto evaluate = [&](const QuantConfig& overrides) -> Expected<double> {
     QFLOW_ASSIGN_OR_RETURN(Model model, build(overrides));
-    return evaluator.value(model);
+    QFLOW_ASSIGN_OR_RETURN(const double v, evaluator.value(model));
+    if (options.progress) {
+      const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      options.progress("model " + std::to_string(evaluator.evaluations()) + " (" + std::to_string(overrides.nodes.size()) +
+                       " node change(s)): " + result.target_kind + " " + value_text(v) + ", target " +
+                       value_text(result.threshold) + ", " + std::to_string(static_cast<int64_t>(seconds)) + " s");
+    }
+    return v;
   };
 
   // What the plain PTQ model quantizes: the denominator of "tensors raised".
@@ -255,7 +261,11 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   SensitivityResult measured;
   const SensitivityResult* ranking = options.sensitivity;
   if (!ranking || !ranking->measured) {
-    QFLOW_ASSIGN_OR_RETURN(measured, analyze_sensitivity(float_model, table, &base, dataset, options.threads, options.limit));
+    SensitivityOptions ranking_options;
+    ranking_options.threads = options.threads;
+    ranking_options.limit = options.limit;
+    ranking_options.progress = options.progress;
+    QFLOW_ASSIGN_OR_RETURN(measured, analyze_sensitivity(float_model, table, &base, dataset, ranking_options));
     ranking = &measured;
   }
 

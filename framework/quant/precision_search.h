@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "framework/core/json_writer.h"
+#include "framework/core/progress_line.h"
 #include "framework/data/dataset.h"
 #include "framework/quant/sensitivity.h"
 #include "qflow/core/status.h"
@@ -52,6 +53,8 @@ struct PrecisionSearchOptions {
   // The observer's statistics (not owned; may be null): with them an activation raised to
   // 16 bits takes its observed range (table_for_config).
   const std::map<std::string, TensorStatistics>* statistics = nullptr;
+  // Hears one line per model measured (and the ranking's progress when the search ranks).
+  ProgressLine progress;
 };
 
 struct PrecisionChange {

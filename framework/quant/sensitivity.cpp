@@ -7,14 +7,15 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
-#include "framework/onnx/onnx_export.h"
-#include "framework/onnx/onnx_import.h"
+#include "framework/ir/model_stats.h"
+#include "framework/quant/local_sensitivity.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/quant/scale_alignment.h"
@@ -163,9 +164,9 @@ Expected<double> variant_cosine(const Executor& executor, const std::vector<std:
 
 // The mean over samples (in sample order) of the output cosine of the whole PTQ model,
 // weights and activations quantized as the quantize stage builds it.
-Expected<double> ptq_output_cosine(const Executor& float_exec, const std::string& bytes, const QuantTable& table,
+Expected<double> ptq_output_cosine(const Model& float_model, const Executor& float_exec, const QuantTable& table,
                                    const QuantConfig* config, const std::vector<Feeds>& samples, ThreadPool& pool) {
-  QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(bytes, "sensitivity: float model"));
+  Model model = float_model.copy();
   QdqOptions options;
   options.weights = true;
   if (Status s = build_qdq_model(model, table, config, options); !s.is_ok()) return s.with_context("sensitivity: PTQ model");
@@ -195,6 +196,44 @@ Expected<double> ptq_output_cosine(const Executor& float_exec, const std::string
   return sum / static_cast<double>(samples.size());
 }
 
+// What the output ranking runs per sample, in GMAC: for each named node, `variants` models
+// from that node on, estimated as the MACs of the nodes at or after it in execution order.
+// The shapes are those of one float run (`values`).
+Expected<double> output_ranking_gmacs(const Model& float_model, const SampleValues& values,
+                                      const std::vector<std::string>& nodes, const std::vector<int>& variants) {
+  Model typed = float_model.copy();
+  for (Value* v : typed.graph->values()) {
+    auto it = values.tensors.find(v->name());
+    if (it == values.tensors.end()) continue;
+    ValueType type;
+    type.dtype = it->second.dtype();
+    type.shape.emplace();
+    for (int64_t d : it->second.shape()) type.shape->push_back(Dim{d, "", ""});
+    v->type = type;
+  }
+  QFLOW_ASSIGN_OR_RETURN(const ModelStats stats, compute_model_stats(typed));
+  std::map<std::string, double> from;  // node -> MACs of it and every later node
+  double suffix = 0.0;
+  for (auto it = stats.nodes.rbegin(); it != stats.nodes.rend(); ++it) {
+    suffix += static_cast<double>(it->macs.value_or(0));
+    from.emplace(it->name, suffix);
+  }
+  double macs = 0.0;
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (auto it = from.find(nodes[i]); it != from.end()) macs += variants[i] * it->second;
+  return macs / 1e9;
+}
+
+// "ranked 120 of 370 nodes (samples 1-16 of 16) in 312 s"
+std::string ranked_line(std::size_t done, std::size_t nodes, std::size_t first_sample, std::size_t chunk,
+                        std::size_t samples, double seconds) {
+  std::string line = "ranked " + std::to_string(done) + " of " + std::to_string(nodes) + " nodes";
+  if (chunk < samples)
+    line += " (samples " + std::to_string(first_sample + 1) + "-" + std::to_string(first_sample + chunk) + " of " +
+            std::to_string(samples) + ")";
+  return line + " in " + std::to_string(static_cast<int64_t>(seconds)) + " s";
+}
+
 }  // namespace
 
 double SensitivityRow::worst() const {
@@ -205,8 +244,10 @@ double SensitivityRow::worst() const {
 }
 
 Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const QuantTable& table,
-                                                const QuantConfig* config, const Dataset& dataset, int threads,
-                                                int64_t limit, double when_below) {
+                                                const QuantConfig* config, const Dataset& dataset,
+                                                const SensitivityOptions& options) {
+  if (options.method != "auto" && options.method != "output" && options.method != "local")
+    return invalid_input("sensitivity: method '" + options.method + "' is none of auto, output, local");
   const Graph& graph = *float_model.graph;
   Expected<InputBinding> binding = bind_inputs(graph, dataset);
   if (!binding) return binding.status().with_context("sensitivity");
@@ -216,7 +257,6 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   }
   // Each node is tested with the parameters it has in the full model: aligned over all of it.
   QFLOW_ASSIGN_OR_RETURN(const QuantTable aligned, align_scales(graph, table, config));
-  QFLOW_ASSIGN_OR_RETURN(const std::string bytes, export_onnx_bytes(float_model));
 
   // The nodes the full QDQ model quantizes, in execution order.
   const QuantConfig defaults;
@@ -225,6 +265,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   std::map<std::string, int> name_count;
   for (const Node* node : order) ++name_count[node->name()];
   struct Candidate {
+    const Node* node = nullptr;
     SensitivityRow row;
     QuantTable activations;  // the node's own output entries
   };
@@ -234,6 +275,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     const QuantSpec spec = cfg.resolve(node->name(), node->op_type());
     if (!spec.quantize) continue;
     Candidate c;
+    c.node = node;
     c.row.node = node->name();
     c.row.op_type = node->op_type();
     for (const Value* out : node->outputs()) {
@@ -255,18 +297,18 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   }
 
   // Samples are read once and kept: every model below runs on all of them.
-  QFLOW_ASSIGN_OR_RETURN(const std::vector<Feeds> samples, read_feeds(dataset, *binding, limit));
+  QFLOW_ASSIGN_OR_RETURN(const std::vector<Feeds> samples, read_feeds(dataset, *binding, options.limit));
   if (samples.empty()) return invalid_input("sensitivity: the dataset has no samples");
   result.samples = static_cast<int64_t>(samples.size());
 
   std::set<std::string> float_nodes;
   for (const Node* node : order) float_nodes.insert(node->name());
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> float_exec, Executor::create(float_model));
-  threads = std::max(1, threads);
+  const int threads = std::max(1, options.threads);
   ThreadPool pool(threads);
 
-  if (when_below > 0.0) {
-    QFLOW_ASSIGN_OR_RETURN(const double cosine, ptq_output_cosine(*float_exec, bytes, table, config, samples, pool));
+  if (const double when_below = options.when_below; when_below > 0.0) {
+    QFLOW_ASSIGN_OR_RETURN(const double cosine, ptq_output_cosine(float_model, *float_exec, table, config, samples, pool));
     result.when_below = when_below;
     result.ptq_cosine = cosine;
     if (cosine >= when_below) {
@@ -279,6 +321,8 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   // kCacheBytes; each chunk runs the float model once and then, per variant, only the part
   // of the variant that differs from the float model (suffix_model above).
   constexpr std::size_t kCacheBytes = std::size_t{1} << 30;
+  ThrottledProgress reporter(options.progress, std::chrono::seconds(60));
+  std::mutex progress_mutex;
   std::vector<double> weight_sum(candidates.size(), 0.0), activation_sum(candidates.size(), 0.0);
   // The float values of samples [begin, begin + values.size()), `threads` at a time.
   auto run_float = [&](std::size_t begin, std::vector<SampleValues>& values) -> Status {
@@ -299,14 +343,46 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     std::vector<SampleValues> first(1);
     QFLOW_RETURN_IF_ERROR(run_float(0, first));
     chunk = std::max<std::size_t>({static_cast<std::size_t>(threads), kCacheBytes / std::max<std::size_t>(1, first[0].bytes), 1});
+    std::vector<int> variants;
+    for (const Candidate& c : candidates) variants.push_back(int{c.row.has_weight} + int{c.row.has_activation});
+    std::vector<std::string> names;
+    for (const Candidate& c : candidates) names.push_back(c.row.node);
+    QFLOW_ASSIGN_OR_RETURN(const double per_sample, output_ranking_gmacs(float_model, first[0], names, variants));
+    result.output_gmacs = per_sample * static_cast<double>(samples.size());
   }
-  for (std::size_t begin = 0; begin < samples.size(); begin += chunk) {
+  result.method = options.method != "auto" ? options.method
+                  : result.output_gmacs > kAutoOutputBudgetGmacs ? "local"
+                                                                  : "output";
+  if (result.method == "local") {
+    std::vector<LocalProbe> probes;
+    for (const Candidate& c : candidates) {
+      LocalProbe probe;
+      probe.node = c.node;
+      probe.activations = c.activations;
+      if (c.row.has_weight) {
+        const QuantSpec spec = cfg.resolve(probe.node->name(), probe.node->op_type());
+        const Tensor* w = quantizable_weight(graph, *probe.node, spec);
+        QFLOW_ASSIGN_OR_RETURN(const int64_t axis, weight_channel_axis(*probe.node, *w));
+        Expected<QuantizedWeight> quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range);
+        if (!quantized) return quantized.status().with_context("sensitivity: " + c.row.op_type + " '" + c.row.node + "'");
+        probe.weight = dequantize_weight(*quantized);
+      }
+      probes.push_back(std::move(probe));
+    }
+    QFLOW_ASSIGN_OR_RETURN(const std::vector<LocalCosines> cosines, local_cosines(*float_exec, probes, samples, pool));
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      weight_sum[i] = cosines[i].weight * static_cast<double>(samples.size());
+      activation_sum[i] = cosines[i].activation * static_cast<double>(samples.size());
+    }
+  }
+  for (std::size_t begin = 0; result.method == "output" && begin < samples.size(); begin += chunk) {
     std::vector<SampleValues> values(std::min(chunk, samples.size() - begin));
+    std::atomic<std::size_t> measured{0};
     QFLOW_RETURN_IF_ERROR(run_float(begin, values));
     // Sum over this chunk's samples, in sample order, of the output cosine of one variant.
     auto chunk_cosine = [&](const QuantTable& node_table, const QuantConfig& node_config, bool weights,
                             const std::string& node, const std::string& what) -> Expected<double> {
-      QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(bytes, "sensitivity: float model"));
+      Model model = float_model.copy();
       QdqOptions options;
       options.weights = weights;
       if (Status s = build_qdq_model(model, node_table, &node_config, options); !s.is_ok()) return s.with_context(what);
@@ -352,7 +428,13 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     std::vector<Status> status(candidates.size(), Status::ok());
     std::atomic<std::size_t> next{0};
     pool.parallel_for(static_cast<int64_t>(pool.size()), [&](int64_t, int64_t) {
-      for (std::size_t i = next++; i < candidates.size(); i = next++) status[i] = measure(i);
+      for (std::size_t i = next++; i < candidates.size(); i = next++) {
+        status[i] = measure(i);
+        const std::size_t done = ++measured;
+        std::lock_guard lock(progress_mutex);
+        if (reporter.wants_line())
+          reporter.say(ranked_line(done, candidates.size(), begin, values.size(), samples.size(), reporter.seconds()));
+      }
     });
     for (const Status& s : status) QFLOW_RETURN_IF_ERROR(s);
   }
@@ -399,7 +481,10 @@ std::string sensitivity_text(const SensitivityResult& result, int64_t top) {
             (result.measured ? "" : ", not below " + std::to_string(result.when_below) + ": nodes not ranked") + "\n";
   text += "nodes: " + std::to_string(result.rows.size()) +
           (n < result.rows.size() ? ", the " + std::to_string(n) + " worst shown" : std::string()) +
-          "; output cosine with only that node quantized, worst first\n";
+          (result.method == "local" ? "; cosine of the node's own outputs with only it quantized (local ranking: the output "
+                                      "ranking would have run " + std::to_string(static_cast<int64_t>(result.output_gmacs)) +
+                                      " GMAC), worst first\n"
+                                    : "; output cosine with only that node quantized, worst first\n");
   text += pad("rank", 5) + "  " + pad("node", nw) + "  " + pad("op_type", ow) + "  weight_cos  activation_cos\n";
   for (std::size_t i = 0; i < n; ++i) {
     const SensitivityRow& r = result.rows[i];
@@ -417,6 +502,7 @@ Expected<std::string> sensitivity_json(const SensitivityResult& result, int64_t 
   json.begin_object();
   json.field("samples", result.samples);
   json.field("measured", result.measured);
+  if (result.measured) json.field("method", result.method);
   if (result.ptq_cosine) {
     json.field("ptq_cosine", *result.ptq_cosine);
     json.field("when_below", result.when_below);

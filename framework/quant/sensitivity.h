@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/core/progress_line.h"
 #include "framework/data/dataset.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
@@ -29,6 +30,11 @@ struct SensitivityRow {
 
 struct SensitivityResult {
   int64_t samples = 0;
+  // How the rows were measured: "output" (the model's output cosine with only that node
+  // quantized) or "local" (the node's own outputs: see local_sensitivity.h); "" when not ranked.
+  std::string method;
+  // The multiply-accumulates the output ranking costs (or would have cost), in GMAC.
+  double output_gmacs = 0.0;
   // With a `when_below` bound: the whole PTQ model's output cosine, and whether the nodes were
   // ranked (false: that cosine reached the bound, so no search needs a ranking; rows empty).
   bool measured = true;
@@ -38,23 +44,36 @@ struct SensitivityResult {
   std::vector<std::string> skipped;  // quantized nodes without a unique name (not testable)
 };
 
+// The output ranking's cost above which method "auto" ranks locally: about 20 minutes of
+// two cores of the interpreter.
+constexpr double kAutoOutputBudgetGmacs = 50000.0;
+
+struct SensitivityOptions {
+  int threads = 1;     // samples (or nodes) measured at once; results do not depend on it
+  int64_t limit = 0;   // the first N samples; <= 0: all
+  // > 0: measure the whole PTQ model first and rank only when its output cosine is below.
+  double when_below = 0.0;
+  // "output", "local", or "auto": output unless that costs more than kAutoOutputBudgetGmacs.
+  std::string method = "auto";
+  ProgressLine progress;  // how many nodes are ranked, about once a minute
+};
+
 // For every node the QDQ model built from `float_model`, `table` and `config` (may be null:
-// all defaults) quantizes, builds two models with build_qdq_model in which only that node is
-// quantized and measures over the first `limit` samples of `dataset` (all when limit <= 0)
-// the mean over samples of the cosine between all float outputs and all outputs of that
-// model (flattened in output order). The table is scale-aligned over the whole model first,
-// so each node gets the parameters it has in the full PTQ model. `threads` samples run at
-// once; results do not depend on the thread count. The dataset feeds every model input
-// (bind_inputs).
-// The float model runs once per sample and its tensors are kept (in chunks of samples of at
-// most 1 GiB) so that each single-node model runs only from the quantized node on.
+// all defaults) quantizes, measures its weight alone and its output activations alone
+// quantized, over the first `limit` samples of `dataset`, as the mean over samples of a
+// cosine. The table is scale-aligned over the whole model first, so each node gets the
+// parameters it has in the full PTQ model. The dataset feeds every model input (bind_inputs).
+// Method "output": two models with build_qdq_model in which only that node is quantized,
+// cosine between all float outputs and all outputs of that model (flattened in output
+// order). The float model runs once per sample and its tensors are kept (in chunks of
+// samples of at most 1 GiB) so that each single-node model runs only from the quantized node
+// on. Method "local": the node's own outputs (local_sensitivity.h), one float run per sample.
 // With `when_below` > 0 the whole PTQ model (weights and activations) is measured first, and
 // the nodes are ranked only when its output cosine is below `when_below`: a model whose PTQ
-// form already reaches a precision search's target skips the two runs per node (hours on a
-// large image model).
+// form already reaches a precision search's target skips the ranking.
 Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const QuantTable& table,
-                                                const QuantConfig* config, const Dataset& dataset, int threads,
-                                                int64_t limit, double when_below = 0.0);
+                                                const QuantConfig* config, const Dataset& dataset,
+                                                const SensitivityOptions& options);
 
 // sensitivity.txt: a fixed-width table, worst first; `top` > 0 keeps the first `top` rows.
 std::string sensitivity_text(const SensitivityResult& result, int64_t top = 0);

@@ -253,7 +253,9 @@ TEST_CASE("sensitivity and output cosine run a two-input model") {
   const QuantTable table = {{"frame", test::params(60.0)},   {"state", test::params(6.0)},
                             {"scaled", test::params(120.0)}, {"tiled", test::params(6.0)},
                             {"y", test::params(120.0)}};
-  Expected<SensitivityResult> sensitivity = analyze_sensitivity(model, table, nullptr, *dataset, 2, 0);
+  SensitivityOptions ranking;
+  ranking.threads = 2;
+  Expected<SensitivityResult> sensitivity = analyze_sensitivity(model, table, nullptr, *dataset, ranking);
   REQUIRE_MESSAGE(sensitivity.has_value(), sensitivity.status().message());
   CHECK(sensitivity->samples == 6);
   CHECK_FALSE(sensitivity->rows.empty());

@@ -52,6 +52,15 @@ std::vector<float> run(const Model& model, const Tensor& x) {
   return {y.data<float>(), y.data<float>() + y.numel()};
 }
 
+SensitivityOptions ranking_options(int threads, int64_t limit, double when_below = 0.0, std::string method = "auto") {
+  SensitivityOptions o;
+  o.threads = threads;
+  o.limit = limit;
+  o.when_below = when_below;
+  o.method = std::move(method);
+  return o;
+}
+
 const SensitivityRow& row(const SensitivityResult& result, const std::string& node) {
   for (const SensitivityRow& r : result.rows)
     if (r.node == node) return r;
@@ -68,7 +77,7 @@ TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match indepe
   auto dataset = wave_dataset(dir, n);
   const QuantTable table = clipped_table();
   const Model model = test::mlp_model(w1_float());
-  auto result = analyze_sensitivity(model, table, nullptr, *dataset, 1, 0);
+  auto result = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0));
   REQUIRE_MESSAGE(result.has_value(), result.status().message());
   CHECK(result->samples == n);
   REQUIRE(result->rows.size() == 3);
@@ -117,7 +126,7 @@ TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match indepe
   CHECK(mm1.activation_cosine == doctest::Approx(act_sum / n).epsilon(1e-6));
 
   // The same for 2 threads, exactly; --top in the renderers.
-  auto two = analyze_sensitivity(model, table, nullptr, *dataset, 2, 0);
+  auto two = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(2, 0));
   REQUIRE(two.has_value());
   REQUIRE(two->rows.size() == result->rows.size());
   for (std::size_t i = 0; i < result->rows.size(); ++i) {
@@ -169,7 +178,7 @@ TEST_CASE("sensitivity: outputs a node does not reach keep their float values") 
     return q;
   };
   const QuantTable table = {{"a", table_entry(sa)}, {"b", table_entry(sb)}, {"c", table_entry(sa)}};
-  auto result = analyze_sensitivity(model, table, nullptr, *dataset, 2, 0);
+  auto result = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(2, 0));
   REQUIRE_MESSAGE(result.has_value(), result.status().message());
   REQUIRE(result->rows.size() == 3);
   CHECK(result->rows[0].node == "n_b");  // b is clipped to +-127/128
@@ -204,13 +213,13 @@ TEST_CASE("sensitivity: quantize = false nodes are not tested; unknown tensors a
   QuantConfig config;
   config.nodes["mm2"].quantize = false;
   const QuantTable table = {{"x", params(1.5)}, {"a", params(3.0)}, {"b", params(12.0)}, {"y", params(30.0)}};
-  auto result = analyze_sensitivity(model, table, &config, *dataset, 1, 1);
+  auto result = analyze_sensitivity(model, table, &config, *dataset, ranking_options(1, 1));
   REQUIRE_MESSAGE(result.has_value(), result.status().message());
   CHECK(result->samples == 1);
   REQUIRE(result->rows.size() == 2);
   for (const SensitivityRow& r : result->rows) CHECK(r.node != "mm2");
 
-  auto bad = analyze_sensitivity(model, {{"nope", params(1.0)}}, nullptr, *dataset, 1, 0);
+  auto bad = analyze_sensitivity(model, {{"nope", params(1.0)}}, nullptr, *dataset, ranking_options(1, 0));
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.status().message().find("'nope'") != std::string::npos);
 }
@@ -236,14 +245,14 @@ TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ mode
   const double cosine = sum / n;
   REQUIRE(cosine < 0.99);  // the clipped `a` keeps it well below float
 
-  auto ranked = analyze_sensitivity(model, table, nullptr, *dataset, 2, 0, cosine + 1e-3);
+  auto ranked = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(2, 0, cosine + 1e-3));
   REQUIRE_MESSAGE(ranked.has_value(), ranked.status().message());
   CHECK(ranked->measured);
   REQUIRE(ranked->ptq_cosine.has_value());
   CHECK(*ranked->ptq_cosine == doctest::Approx(cosine).epsilon(1e-9));
   CHECK(ranked->rows.size() == 3);
 
-  auto skipped = analyze_sensitivity(model, table, nullptr, *dataset, 2, 0, cosine - 1e-3);
+  auto skipped = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(2, 0, cosine - 1e-3));
   REQUIRE(skipped.has_value());
   CHECK_FALSE(skipped->measured);
   CHECK(skipped->rows.empty());
@@ -255,10 +264,71 @@ TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ mode
   CHECK(sensitivity_text(*skipped).find("nodes not ranked") != std::string::npos);
 
   // Without a bound, nothing is measured up front.
-  auto plain = analyze_sensitivity(model, table, nullptr, *dataset, 1, 0);
+  auto plain = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0));
   REQUIRE(plain.has_value());
   CHECK(plain->measured);
   CHECK_FALSE(plain->ptq_cosine.has_value());
+}
+
+TEST_CASE("sensitivity: the local method measures each node's own outputs in one float run") {
+  const int64_t n = 5;
+  const std::vector<float> samples = wave_samples(n);
+  test::TempDir dir("sensitivity_local");
+  auto dataset = wave_dataset(dir, n);
+  const QuantTable table = clipped_table();
+  const Model model = test::mlp_model(w1_float());
+  auto local = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0, 0.0, "local"));
+  REQUIRE_MESSAGE(local.has_value(), local.status().message());
+  CHECK(local->method == "local");
+  REQUIRE(local->rows.size() == 3);
+  CHECK(local->rows[0].node == "mm1");  // the clipped activation is the worst here too
+
+  // By hand: mm1's output a = x W1 against a quantized with a's parameters (0.3 / 127),
+  // and against x times W1 quantized per column and put back as float.
+  auto quantized = quantize_weight(w1_float(), 1, DType::Int8);
+  REQUIRE(quantized.has_value());
+  const Tensor w1 = w1_float(), w1q = dequantize_weight(*quantized);
+  const double sa = 0.3 / 127.0;
+  double act_sum = 0.0, weight_sum = 0.0;
+  for (int64_t s = 0; s < n; ++s) {
+    std::vector<float> a(8), aq(8), aw(8);
+    for (int j = 0; j < 8; ++j) {
+      float acc = 0.0f, accq = 0.0f;
+      for (int k = 0; k < 8; ++k) {
+        acc += samples[static_cast<std::size_t>(s * 8 + k)] * w1.data<float>()[k * 8 + j];
+        accq += samples[static_cast<std::size_t>(s * 8 + k)] * w1q.data<float>()[k * 8 + j];
+      }
+      a[static_cast<std::size_t>(j)] = acc;
+      aw[static_cast<std::size_t>(j)] = accq;
+      aq[static_cast<std::size_t>(j)] = static_cast<float>(std::clamp(std::nearbyint(acc / sa), -128.0, 127.0) * sa);
+    }
+    act_sum += cosine_similarity(a, aq);
+    weight_sum += cosine_similarity(a, aw);
+  }
+  const SensitivityRow& mm1 = row(*local, "mm1");
+  CHECK(mm1.activation_cosine == doctest::Approx(act_sum / n).epsilon(1e-6));
+  CHECK(mm1.weight_cosine == doctest::Approx(weight_sum / n).epsilon(1e-6));
+  CHECK(mm1.weight_cosine < 1.0);
+  CHECK_FALSE(row(*local, "add").has_weight);
+
+  // Thread count does not matter; the text says which ranking it is.
+  auto two = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(2, 0, 0.0, "local"));
+  REQUIRE(two.has_value());
+  CHECK(sensitivity_text(*two) == sensitivity_text(*local));
+  CHECK(sensitivity_text(*local).find("local ranking") != std::string::npos);
+  auto json = sensitivity_json(*local);
+  REQUIRE(json.has_value());
+  CHECK(json->find("\"method\": \"local\"") != std::string::npos);
+
+  // auto picks the output ranking for a model this small; an unknown method is refused.
+  auto automatic = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0));
+  REQUIRE(automatic.has_value());
+  CHECK(automatic->method == "output");
+  CHECK(automatic->output_gmacs > 0.0);
+  CHECK(automatic->output_gmacs < 1e-3);
+  auto bad = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0, 0.0, "global"));
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.status().message().find("'global'") != std::string::npos);
 }
 
 }  // namespace qflow
