@@ -111,6 +111,9 @@ class Evaluator {
   int64_t evaluations_ = 0;
 };
 
+// Pruning and the values after each change cost at most this many models each.
+constexpr std::size_t kPruneSteps = 16;
+
 // value_after of a change whose prefix has not been measured (JSON null).
 constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();
 
@@ -154,7 +157,10 @@ Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& tabl
     const Value* v = graph.find_value(name);
     if (!v || graph.is_initializer(v)) continue;
     const QuantSpec spec = tensor_spec(*v, cfg);
-    if (!spec.quantize || spec.activation_dtype == params.dtype) continue;
+    // A float node's output is still quantized where a quantized node reads it: in the type
+    // its spec asks (a node moved to the CPU keeps the int16 it was raised to).
+    if (!spec.quantize && !quantizes_activation(graph, *v, cfg)) continue;
+    if (spec.activation_dtype == params.dtype) continue;
     if (params.scale.size() != 1 || params.zero_point.size() != 1)
       return invalid_input("precision: tensor '" + name + "' has per-axis parameters; only per-tensor activations change type");
     if (statistics && is_16bit_quant(spec.activation_dtype)) {
@@ -276,7 +282,10 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     for (const PrecisionChange& c : changes) {
       QuantOverride& entry = o.nodes[c.node];
       if (c.to == "cpu") {
-        if (!int16_only) entry.quantize = false;
+        if (int16_only) continue;
+        entry.quantize = false;
+        // Its output, where quantized nodes read it, stays in the int16 an earlier raise gave.
+        if (c.activation) entry.activation_dtype = DType::Int16;
         continue;
       }
       if (c.activation) entry.activation_dtype = DType::Int16;
@@ -416,6 +425,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
             const auto raised = std::find_if(kept.begin(), kept.end(),
                                              [&](const PrecisionChange& c) { return c.node == ranking->rows[r].node; });
             if (change && raised != kept.end()) {
+              change->activation = raised->activation;
               measured = std::min(measured, static_cast<std::size_t>(raised - kept.begin()));
               kept.erase(raised);
             }
@@ -466,11 +476,16 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     kept = best_kept;
     value = best_value;
   } else if (options.prune) {
-    // Fewest changes: drop each kept change (latest first) whose removal keeps the target.
+    // Fewest changes: drop each kept change (latest first) whose removal keeps the target;
+    // beyond kPruneSteps changes, blocks of consecutive changes, so that pruning costs at
+    // most kPruneSteps models (a large model's search keeps hundreds of changes).
+    const std::size_t block = (kept.size() + kPruneSteps - 1) / kPruneSteps;
     bool dropped = false;
-    for (std::size_t i = kept.size(); i-- > 0 && budget_left();) {
+    for (std::size_t end = kept.size(); end > 0 && budget_left();) {
+      const std::size_t begin = end > block ? end - block : 0;
       std::vector<PrecisionChange> without = kept;
-      without.erase(without.begin() + static_cast<std::ptrdiff_t>(i));
+      without.erase(without.begin() + static_cast<std::ptrdiff_t>(begin), without.begin() + static_cast<std::ptrdiff_t>(end));
+      end = begin;
       QFLOW_ASSIGN_OR_RETURN(const double v, evaluate(overrides_of(without, false)));
       if (!meets(v)) continue;
       kept = std::move(without);
@@ -482,8 +497,9 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     if (!kept.empty()) kept.back().value_after = value;
   }
   // Values after each change, in order, for what is left: measured where the growth did
-  // not (inside a batch, or after pruning), as the evaluation budget allows.
-  for (std::size_t i = 0; i < kept.size() && options.prune && budget_left(); ++i) {
+  // not (inside a batch, or after pruning), as the evaluation budget allows, and only for
+  // up to kPruneSteps changes (one model each).
+  for (std::size_t i = 0; i < kept.size() && kept.size() <= kPruneSteps && options.prune && budget_left(); ++i) {
     if (!std::isnan(kept[i].value_after)) continue;
     const std::vector<PrecisionChange> prefix(kept.begin(), kept.begin() + static_cast<std::ptrdiff_t>(i + 1));
     QFLOW_ASSIGN_OR_RETURN(kept[i].value_after, evaluate(overrides_of(prefix, false)));

@@ -38,7 +38,8 @@ struct PrecisionSearchOptions {
   // growing, bisecting, pruning or measuring values_after when it is spent.
   int64_t max_evaluations = 0;
   // Once the target holds: drop every kept change it does not need (one PTQ model per kept
-  // change), then measure value_after where the growth did not (up to one more each).
+  // change; with more than 16, per block of consecutive changes, 16 models at most), then
+  // measure value_after where the growth did not (up to one more each, for up to 16 changes).
   // false: the shortest prefix of the ranking that holds the target is the result, values
   // after changes inside a measured batch stay unmeasured.
   bool prune = true;
@@ -63,7 +64,7 @@ struct PrecisionChange {
   std::vector<std::string> tensors;  // the activations and weight whose type changes
   std::string from;                  // "int8" (the type before)
   std::string to;                    // "int16" or "cpu" (float: quantize = false)
-  bool activation = false;           // activation-dtype raised (to = int16)
+  bool activation = false;           // activation-dtype raised (to = int16; to = cpu: kept from an earlier raise)
   bool weight = false;               // weight-dtype raised (to = int16)
   std::string refusal;               // to = cpu: why int16 was not taken ("" with no oracle)
   double sensitivity = 1.0;          // the node's worst single-node output cosine

@@ -253,6 +253,33 @@ TEST_CASE("precision search: an impossible target keeps the best model measured,
   CHECK(message.find("plain PTQ: ") != std::string::npos);
 }
 
+TEST_CASE("table_for_config: a node moved to the CPU keeps its int16 output where quantized nodes read it") {
+  // mm1 in float; 'a', its output, is still quantized because add (quantized) reads it.
+  TensorStatistics observed;
+  observed.count = 64;
+  observed.min = -3.0;
+  observed.max = 4.0;
+  const std::map<std::string, TensorStatistics> statistics = {{"a", observed}};
+  const Model model = mlp();
+  QuantConfig moved;
+  moved.nodes["mm1"].quantize = false;
+  auto plain = table_for_config(*model.graph, table(true), &moved, &statistics);
+  REQUIRE(plain.has_value());
+  CHECK(plain->at("a").dtype == DType::Int8);
+  CHECK(plain->at("a").scale[0] == static_cast<float>(300.0 / 127.0));
+  moved.nodes["mm1"].activation_dtype = DType::Int16;
+  auto raised = table_for_config(*model.graph, table(true), &moved, &statistics);
+  REQUIRE(raised.has_value());
+  CHECK(raised->at("a").dtype == DType::Int16);
+  CHECK(raised->at("a").scale[0] == static_cast<float>(4.0 / 32767.0));
+  // Nothing quantized reads y (a graph output of a float node): it is not retyped.
+  moved.nodes["mm2"].quantize = false;
+  moved.nodes["mm2"].activation_dtype = DType::Int16;
+  auto output = table_for_config(*model.graph, table(true), &moved, &statistics);
+  REQUIRE(output.has_value());
+  CHECK(output->at("y").dtype == DType::Int8);
+}
+
 TEST_CASE("precision search: when int16 is not enough, nodes move to float on the CPU") {
   Fixture f;
   // int16 on mm2 and add reaches 0.99962, not this; mm1 in float does (0.99971).
@@ -266,6 +293,9 @@ TEST_CASE("precision search: when int16 is not enough, nodes move to float on th
   for (const PrecisionChange& c : result->changes) cpu = cpu || c.to == "cpu";
   CHECK(cpu);
   for (const PrecisionChange& c : result->changes) CHECK_FALSE(std::isnan(c.value_after));
+  // A node raised first and then moved keeps its output's int16 in the overrides.
+  for (const PrecisionChange& c : result->changes)
+    if (c.to == "cpu" && c.activation) CHECK(result->overrides.nodes.at(c.node).activation_dtype == DType::Int16);
 }
 
 TEST_CASE("precision search: without pruning the shortest reaching prefix of the ranking is kept") {
