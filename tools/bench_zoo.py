@@ -113,15 +113,18 @@ def vad_ptq_row(build, model, work, pipeline):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-# The sensitivity ranking and the precision search measure on 2 scenes instead of 16: each
-# node variant runs the rest of a 160-GMAC model, so 16 scenes would take hours.
-SEGMENT_SETS = ["sensitivity.limit=2", "precision.limit=2"]
+# Nothing but model, data and platform: the defaults must cope with a 160-GMAC model (the
+# sensitivity stage ranks it locally, the search prunes in blocks).
+SEGMENT_SETS = []
+# Calibration scenes: 4 keeps each model's pipeline near 20 minutes on 2 cores (the precision
+# search builds and runs some 45 PTQ models, each on every calibration scene).
+SEGMENT_CALIBRATION_SCENES = 4
 
 
 def segment_ptq_row(build, model, work):
     """tools/segment_ptq.py: bpu_ptq.toml, judged on held-out scenes."""
     command = [PYTHON, os.path.join(ROOT, "tools", "segment_ptq.py"), "--build", build, "--model", model,
-               "--work", work, "--min-iou", "0"]
+               "--work", work, "--min-iou", "0", "--calib", str(SEGMENT_CALIBRATION_SCENES)]
     for item in SEGMENT_SETS:
         command += ["--set", item]
     done = subprocess.run(command, capture_output=True, text=True)
@@ -140,15 +143,24 @@ def segment_ptq_line(name, row):
             "bc == hbm bit for bit" if row["verify"]["bit_identical"] else "bc and hbm differ",
             row["device"]["mask_iou_mean"], row["device"]["mask_iou_min"])
     ranked = "skipped (the PTQ model's output cosine on the calibration scenes, %.5f, reaches the target)" % \
-        row["ptq_cosine_calibration"] if not row.get("sensitivity_ranked", True) else "ranked every node"
+        row["ptq_cosine_calibration"] if not row.get("sensitivity_ranked", True) else \
+        "ranked every node (method %s)" % row.get("sensitivity_method", "output")
+    search, searched = row.get("precision"), ""
+    if search:
+        searched = (" Precision search (cosine over all 12 outputs on the calibration scenes): %.4f -> %.4f, %s, "
+                   "%d node(s) int16, %d on the CPU, %d PTQ models." % (
+                       search["before"], search["after"], "target reached" if search["reached"] else "target missed",
+                       search["int16"], search["cpu"], search["evaluations"]))
     return ("- Background removal %s (tools/segment_ptq.py), `bpu_ptq.toml` with model, data "
-            "(%d synthetic scenes), platform and `%s` set: PTQ model against the model's own float output on %d "
+            "(%d synthetic scenes) and platform%s set: PTQ model against the model's own float output on %d "
             "other scenes: mask (p > 0.5) IoU %.4f mean, %.4f worst, output cosine %.5f worst (float foreground "
-            "%.1f%%); %s. Sensitivity %s. Pipeline %.0f s (observe %.0f s, calibrate %.0f s, verify %.0f s)." % (
-                name, row["calibration_scenes"], " ".join("--set " + x for x in row.get("pipeline_sets", [])),
+            "%.1f%%); %s. Sensitivity %s.%s Pipeline %.0f s (observe %.0f s, calibrate %.0f s, sensitivity %.0f s, "
+            "precision %.0f s, verify %.0f s)." % (
+                name, row["calibration_scenes"], "".join(", `--set %s`" % x for x in row.get("pipeline_sets", [])),
                 row["held_out_scenes"], row["mask_iou_mean"], row["mask_iou_min"],
-                row["output_cosine_min"], 100 * row["foreground"], device, ranked, row["pipeline_seconds"],
+                row["output_cosine_min"], 100 * row["foreground"], device, ranked, searched, row["pipeline_seconds"],
                 row["stage_seconds"].get("observe", 0), row["stage_seconds"].get("calibrate", 0),
+                row["stage_seconds"].get("sensitivity", 0), row["stage_seconds"].get("precision", 0),
                 row["stage_seconds"].get("verify", 0)))
 
 

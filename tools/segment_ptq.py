@@ -130,8 +130,17 @@ def main():
         with open(sensitivity) as f:
             ranked = json.load(f)
         result["sensitivity_ranked"] = ranked.get("measured", True)
+        result["sensitivity_method"] = ranked.get("method", "")
         if "ptq_cosine" in ranked:
             result["ptq_cosine_calibration"] = ranked["ptq_cosine"]
+    precision = os.path.join(out, "precision.json")
+    if os.path.exists(precision):
+        with open(precision) as f:
+            searched = json.load(f)
+        result["precision"] = {"reached": searched["reached"], "before": searched["before"], "after": searched["after"],
+                               "evaluations": searched["evaluations"],
+                               "int16": sum(1 for c in searched["changes"] if c["to"] == "int16"),
+                               "cpu": sum(1 for c in searched["changes"] if c["to"] == "cpu")}
     verify = os.path.join(out, "verify_result.json")
     if os.path.exists(verify):
         with open(verify) as f:
