@@ -43,6 +43,19 @@ QuantTable clipped_table() {
   return {{"x", params(1.5)}, {"a", params(0.3)}, {"b", params(12.0)}, {"y", params(30.0)}};
 }
 
+// The MLP with clipped_table() and n wave samples on disk.
+struct ClippedMlp {
+  ClippedMlp(int64_t n, const char* dir_name) : samples(wave_samples(n)), dir(dir_name) {
+    auto opened = wave_dataset(dir, n);
+    dataset = std::move(*opened);
+  }
+  std::vector<float> samples;
+  test::TempDir dir;
+  Dataset dataset;
+  QuantTable table = clipped_table();
+  Model model = test::mlp_model(w1_float());
+};
+
 std::vector<float> run(const Model& model, const Tensor& x) {
   auto executor = Executor::create(model);
   REQUIRE_MESSAGE(executor.has_value(), executor.status().message());
@@ -72,12 +85,12 @@ const SensitivityRow& row(const SensitivityResult& result, const std::string& no
 
 TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match independent runs") {
   const int64_t n = 6;
-  const std::vector<float> samples = wave_samples(n);
-  test::TempDir dir("sensitivity");
-  auto dataset = wave_dataset(dir, n);
-  const QuantTable table = clipped_table();
-  const Model model = test::mlp_model(w1_float());
-  auto result = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0));
+  const ClippedMlp mlp(n, "sensitivity");
+  const std::vector<float>& samples = mlp.samples;
+  const Dataset& dataset = mlp.dataset;
+  const QuantTable& table = mlp.table;
+  const Model& model = mlp.model;
+  auto result = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0));
   REQUIRE_MESSAGE(result.has_value(), result.status().message());
   CHECK(result->samples == n);
   REQUIRE(result->rows.size() == 3);
@@ -126,7 +139,7 @@ TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match indepe
   CHECK(mm1.activation_cosine == doctest::Approx(act_sum / n).epsilon(1e-6));
 
   // The same for 2 threads, exactly; --top in the renderers.
-  auto two = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(2, 0));
+  auto two = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(2, 0));
   REQUIRE(two.has_value());
   REQUIRE(two->rows.size() == result->rows.size());
   for (std::size_t i = 0; i < result->rows.size(); ++i) {
@@ -226,11 +239,11 @@ TEST_CASE("sensitivity: quantize = false nodes are not tested; unknown tensors a
 
 TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ model misses the bound") {
   const int64_t n = 4;
-  const std::vector<float> samples = wave_samples(n);
-  test::TempDir dir("sensitivity_when_below");
-  auto dataset = wave_dataset(dir, n);
-  const QuantTable table = clipped_table();
-  const Model model = test::mlp_model(w1_float());
+  const ClippedMlp mlp(n, "sensitivity_when_below");
+  const std::vector<float>& samples = mlp.samples;
+  const Dataset& dataset = mlp.dataset;
+  const QuantTable& table = mlp.table;
+  const Model& model = mlp.model;
 
   // The whole PTQ model's output cosine, computed here from a QDQ model run sample by sample.
   Model ptq = test::mlp_model(w1_float());
@@ -245,14 +258,14 @@ TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ mode
   const double cosine = sum / n;
   REQUIRE(cosine < 0.99);  // the clipped `a` keeps it well below float
 
-  auto ranked = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(2, 0, cosine + 1e-3));
+  auto ranked = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(2, 0, cosine + 1e-3));
   REQUIRE_MESSAGE(ranked.has_value(), ranked.status().message());
   CHECK(ranked->measured);
   REQUIRE(ranked->ptq_cosine.has_value());
   CHECK(*ranked->ptq_cosine == doctest::Approx(cosine).epsilon(1e-9));
   CHECK(ranked->rows.size() == 3);
 
-  auto skipped = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(2, 0, cosine - 1e-3));
+  auto skipped = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(2, 0, cosine - 1e-3));
   REQUIRE(skipped.has_value());
   CHECK_FALSE(skipped->measured);
   CHECK(skipped->rows.empty());
@@ -264,7 +277,7 @@ TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ mode
   CHECK(sensitivity_text(*skipped).find("nodes not ranked") != std::string::npos);
 
   // Without a bound, nothing is measured up front.
-  auto plain = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0));
+  auto plain = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0));
   REQUIRE(plain.has_value());
   CHECK(plain->measured);
   CHECK_FALSE(plain->ptq_cosine.has_value());
@@ -272,12 +285,12 @@ TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ mode
 
 TEST_CASE("sensitivity: the local method measures each node's own outputs in one float run") {
   const int64_t n = 5;
-  const std::vector<float> samples = wave_samples(n);
-  test::TempDir dir("sensitivity_local");
-  auto dataset = wave_dataset(dir, n);
-  const QuantTable table = clipped_table();
-  const Model model = test::mlp_model(w1_float());
-  auto local = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0, 0.0, "local"));
+  const ClippedMlp mlp(n, "sensitivity_local");
+  const std::vector<float>& samples = mlp.samples;
+  const Dataset& dataset = mlp.dataset;
+  const QuantTable& table = mlp.table;
+  const Model& model = mlp.model;
+  auto local = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0, 0.0, "local"));
   REQUIRE_MESSAGE(local.has_value(), local.status().message());
   CHECK(local->method == "local");
   REQUIRE(local->rows.size() == 3);
@@ -312,7 +325,7 @@ TEST_CASE("sensitivity: the local method measures each node's own outputs in one
   CHECK_FALSE(row(*local, "add").has_weight);
 
   // Thread count does not matter; the text says which ranking it is.
-  auto two = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(2, 0, 0.0, "local"));
+  auto two = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(2, 0, 0.0, "local"));
   REQUIRE(two.has_value());
   CHECK(sensitivity_text(*two) == sensitivity_text(*local));
   CHECK(sensitivity_text(*local).find("local ranking") != std::string::npos);
@@ -321,12 +334,12 @@ TEST_CASE("sensitivity: the local method measures each node's own outputs in one
   CHECK(json->find("\"method\": \"local\"") != std::string::npos);
 
   // auto picks the output ranking for a model this small; an unknown method is refused.
-  auto automatic = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0));
+  auto automatic = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0));
   REQUIRE(automatic.has_value());
   CHECK(automatic->method == "output");
   CHECK(automatic->output_gmacs > 0.0);
   CHECK(automatic->output_gmacs < 1e-3);
-  auto bad = analyze_sensitivity(model, table, nullptr, *dataset, ranking_options(1, 0, 0.0, "global"));
+  auto bad = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0, 0.0, "global"));
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.status().message().find("'global'") != std::string::npos);
 }
