@@ -86,11 +86,7 @@ const SensitivityRow& row(const SensitivityResult& result, const std::string& no
 TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match independent runs") {
   const int64_t n = 6;
   const ClippedMlp mlp(n, "sensitivity");
-  const std::vector<float>& samples = mlp.samples;
-  const Dataset& dataset = mlp.dataset;
-  const QuantTable& table = mlp.table;
-  const Model& model = mlp.model;
-  auto result = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0));
+  auto result = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(1, 0));
   REQUIRE_MESSAGE(result.has_value(), result.status().message());
   CHECK(result->samples == n);
   REQUIRE(result->rows.size() == 3);
@@ -114,9 +110,9 @@ TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match indepe
   const float sa = static_cast<float>(0.3 / 127.0);
   double weight_sum = 0.0, act_sum = 0.0;
   for (int64_t s = 0; s < n; ++s) {
-    const std::vector<float> xs(samples.begin() + s * 8, samples.begin() + (s + 1) * 8);
+    const std::vector<float> xs(mlp.samples.begin() + s * 8, mlp.samples.begin() + (s + 1) * 8);
     const Tensor x = Tensor::from_vector<float>({1, 8}, xs);
-    const std::vector<float> reference = run(model, x);
+    const std::vector<float> reference = run(mlp.model, x);
     weight_sum += cosine_similarity(reference, run(weight_only, x));
     // y = (qdq(x W1) + bias) W2, in the order the MatMul kernel sums (k ascending).
     const Tensor w1 = w1_float();
@@ -139,7 +135,7 @@ TEST_CASE("sensitivity: a badly quantized node ranks first; cosines match indepe
   CHECK(mm1.activation_cosine == doctest::Approx(act_sum / n).epsilon(1e-6));
 
   // The same for 2 threads, exactly; --top in the renderers.
-  auto two = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(2, 0));
+  auto two = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(2, 0));
   REQUIRE(two.has_value());
   REQUIRE(two->rows.size() == result->rows.size());
   for (std::size_t i = 0; i < result->rows.size(); ++i) {
@@ -240,32 +236,28 @@ TEST_CASE("sensitivity: quantize = false nodes are not tested; unknown tensors a
 TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ model misses the bound") {
   const int64_t n = 4;
   const ClippedMlp mlp(n, "sensitivity_when_below");
-  const std::vector<float>& samples = mlp.samples;
-  const Dataset& dataset = mlp.dataset;
-  const QuantTable& table = mlp.table;
-  const Model& model = mlp.model;
 
   // The whole PTQ model's output cosine, computed here from a QDQ model run sample by sample.
   Model ptq = test::mlp_model(w1_float());
   QdqOptions options;
   options.weights = true;
-  REQUIRE(build_qdq_model(ptq, table, nullptr, options).is_ok());
+  REQUIRE(build_qdq_model(ptq, mlp.table, nullptr, options).is_ok());
   double sum = 0.0;
   for (int64_t s = 0; s < n; ++s) {
-    const Tensor x = Tensor::from_vector<float>({1, 8}, std::vector<float>(samples.begin() + s * 8, samples.begin() + (s + 1) * 8));
-    sum += cosine_similarity(run(model, x), run(ptq, x));
+    const Tensor x = Tensor::from_vector<float>({1, 8}, std::vector<float>(mlp.samples.begin() + s * 8, mlp.samples.begin() + (s + 1) * 8));
+    sum += cosine_similarity(run(mlp.model, x), run(ptq, x));
   }
   const double cosine = sum / n;
   REQUIRE(cosine < 0.99);  // the clipped `a` keeps it well below float
 
-  auto ranked = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(2, 0, cosine + 1e-3));
+  auto ranked = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(2, 0, cosine + 1e-3));
   REQUIRE_MESSAGE(ranked.has_value(), ranked.status().message());
   CHECK(ranked->measured);
   REQUIRE(ranked->ptq_cosine.has_value());
   CHECK(*ranked->ptq_cosine == doctest::Approx(cosine).epsilon(1e-9));
   CHECK(ranked->rows.size() == 3);
 
-  auto skipped = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(2, 0, cosine - 1e-3));
+  auto skipped = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(2, 0, cosine - 1e-3));
   REQUIRE(skipped.has_value());
   CHECK_FALSE(skipped->measured);
   CHECK(skipped->rows.empty());
@@ -277,7 +269,7 @@ TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ mode
   CHECK(sensitivity_text(*skipped).find("nodes not ranked") != std::string::npos);
 
   // Without a bound, nothing is measured up front.
-  auto plain = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0));
+  auto plain = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(1, 0));
   REQUIRE(plain.has_value());
   CHECK(plain->measured);
   CHECK_FALSE(plain->ptq_cosine.has_value());
@@ -286,11 +278,7 @@ TEST_CASE("sensitivity: with when-below, nodes are ranked only when the PTQ mode
 TEST_CASE("sensitivity: the local method measures each node's own outputs in one float run") {
   const int64_t n = 5;
   const ClippedMlp mlp(n, "sensitivity_local");
-  const std::vector<float>& samples = mlp.samples;
-  const Dataset& dataset = mlp.dataset;
-  const QuantTable& table = mlp.table;
-  const Model& model = mlp.model;
-  auto local = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0, 0.0, "local"));
+  auto local = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(1, 0, 0.0, "local"));
   REQUIRE_MESSAGE(local.has_value(), local.status().message());
   CHECK(local->method == "local");
   REQUIRE(local->rows.size() == 3);
@@ -308,8 +296,8 @@ TEST_CASE("sensitivity: the local method measures each node's own outputs in one
     for (int j = 0; j < 8; ++j) {
       float acc = 0.0f, accq = 0.0f;
       for (int k = 0; k < 8; ++k) {
-        acc += samples[static_cast<std::size_t>(s * 8 + k)] * w1.data<float>()[k * 8 + j];
-        accq += samples[static_cast<std::size_t>(s * 8 + k)] * w1q.data<float>()[k * 8 + j];
+        acc += mlp.samples[static_cast<std::size_t>(s * 8 + k)] * w1.data<float>()[k * 8 + j];
+        accq += mlp.samples[static_cast<std::size_t>(s * 8 + k)] * w1q.data<float>()[k * 8 + j];
       }
       a[static_cast<std::size_t>(j)] = acc;
       aw[static_cast<std::size_t>(j)] = accq;
@@ -325,7 +313,7 @@ TEST_CASE("sensitivity: the local method measures each node's own outputs in one
   CHECK_FALSE(row(*local, "add").has_weight);
 
   // Thread count does not matter; the text says which ranking it is.
-  auto two = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(2, 0, 0.0, "local"));
+  auto two = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(2, 0, 0.0, "local"));
   REQUIRE(two.has_value());
   CHECK(sensitivity_text(*two) == sensitivity_text(*local));
   CHECK(sensitivity_text(*local).find("local ranking") != std::string::npos);
@@ -334,12 +322,12 @@ TEST_CASE("sensitivity: the local method measures each node's own outputs in one
   CHECK(json->find("\"method\": \"local\"") != std::string::npos);
 
   // auto picks the output ranking for a model this small; an unknown method is refused.
-  auto automatic = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0));
+  auto automatic = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(1, 0));
   REQUIRE(automatic.has_value());
   CHECK(automatic->method == "output");
   CHECK(automatic->output_gmacs > 0.0);
   CHECK(automatic->output_gmacs < 1e-3);
-  auto bad = analyze_sensitivity(model, table, nullptr, dataset, ranking_options(1, 0, 0.0, "global"));
+  auto bad = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(1, 0, 0.0, "global"));
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.status().message().find("'global'") != std::string::npos);
 }
