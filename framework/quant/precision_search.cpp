@@ -280,6 +280,8 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   auto overrides_of = [](const std::vector<PrecisionChange>& changes, bool int16_only) {
     QuantConfig o;
     for (const PrecisionChange& c : changes) {
+      if (c.activation && !(int16_only && c.to == "cpu"))
+        for (const std::string& n : c.with) o.nodes[n].activation_dtype = DType::Int16;
       QuantOverride& entry = o.nodes[c.node];
       if (c.to == "cpu") {
         if (int16_only) continue;
@@ -334,10 +336,30 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     trial.push_back(change);
     // A raise the scale alignment undoes (a pass-through op takes its input's parameters)
     // changes nothing: not a candidate.
-    // A raise the alignment rules refuse (Concat members must share a type) is skipped too.
+    // An output in a Concat group (whose members share one type) is raised with the whole
+    // group: every other producer of a member goes to int16 too. A raise the alignment
+    // rules still refuse is skipped.
     {
       QFLOW_ASSIGN_OR_RETURN(const QuantTable now, aligned(overrides_of(kept, false)));
       Expected<QuantTable> then = aligned(overrides_of(trial, false));
+      if (!then && change.activation) {
+        std::set<std::string> with;
+        for (const std::string& tensor : activations) {
+          QFLOW_ASSIGN_OR_RETURN(const std::vector<std::string> group, concat_group(graph, table, tensor));
+          for (const std::string& member : group) {
+            const Value* v = graph.find_value(member);
+            if (!v || !v->producer()) continue;  // a graph input has no node to raise
+            if (v->producer()->name() != node.name()) with.insert(v->producer()->name());
+          }
+        }
+        trial.back().with.assign(with.begin(), with.end());
+        for (const std::string& n : trial.back().with)
+          if (auto it = by_name.find(n); it != by_name.end())
+            for (const Value* out : it->second->outputs())
+              if (out && table.count(out->name())) trial.back().tensors.push_back(out->name());
+        then = aligned(overrides_of(trial, false));
+        if (then) change = trial.back();
+      }
       if (!then) return std::optional<PrecisionChange>();
       bool differs = change.weight;
       for (const auto& [name, params] : *then)
@@ -426,6 +448,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
                                              [&](const PrecisionChange& c) { return c.node == ranking->rows[r].node; });
             if (change && raised != kept.end()) {
               change->activation = raised->activation;
+              change->with = raised->with;
               measured = std::min(measured, static_cast<std::size_t>(raised - kept.begin()));
               kept.erase(raised);
             }
@@ -574,6 +597,11 @@ void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& resul
     json.field("from", c.from);
     json.field("to", c.to);
     json.field("activation", c.activation);
+    if (!c.with.empty()) {
+      json.key("with").begin_array(true);
+      for (const std::string& n : c.with) json.value(n);
+      json.end_array();
+    }
     json.field("weight", c.weight);
     json.field("sensitivity", c.sensitivity);
     json.field("value_after", c.value_after);

@@ -62,6 +62,9 @@ struct PrecisionChange {
   std::string node;
   std::string op_type;
   std::vector<std::string> tensors;  // the activations and weight whose type changes
+  // Nodes whose output activations go to int16 with this node's: the other producers of a
+  // Concat group its output is in (a group shares one type), in name order.
+  std::vector<std::string> with;
   std::string from;                  // "int8" (the type before)
   std::string to;                    // "int16" or "cpu" (float: quantize = false)
   bool activation = false;           // activation-dtype raised (to = int16; to = cpu: kept from an earlier raise)

@@ -91,7 +91,33 @@ Expected<QuantParams> shared_params(const std::vector<std::string>& names, const
   return shared;
 }
 
+// Rule 1's groups: every Concat's output united with its inputs, for tensors in `table`.
+Groups concat_groups(const std::vector<Node*>& order, const QuantTable& table) {
+  Groups groups;
+  for (const Node* node : order) {
+    if (node->domain() != "" || node->op_type() != "Concat" || !node->output(0)) continue;
+    const std::string out = node->output(0)->name();
+    if (!table.count(out)) continue;
+    for (const Value* input : node->inputs())
+      if (input && table.count(input->name())) groups.unite(out, input->name());
+  }
+  return groups;
+}
+
 }  // namespace
+
+Expected<std::vector<std::string>> concat_group(const Graph& graph, const QuantTable& table, const std::string& tensor) {
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
+  Groups groups = concat_groups(order, table);
+  const std::string root = groups.find(tensor);
+  std::vector<std::string> members;
+  for (const auto& [name, parent] : groups.members()) {
+    (void)parent;
+    if (groups.find(name) == root) members.push_back(name);
+  }
+  if (members.empty()) members.push_back(tensor);
+  return members;
+}
 
 bool is_pass_through_op(const std::string& op_type) {
   static const std::set<std::string> kOps = {"Relu",    "MaxPool",   "Reshape",  "Transpose",
@@ -106,15 +132,7 @@ Expected<QuantTable> align_scales(const Graph& graph, const QuantTable& table, c
   const QuantConfig& cfg = config ? *config : defaults;
 
   // 1. Concat groups, from the calibrated entries.
-  Groups groups;
-  std::map<std::string, std::string> concat_of;  // root -> a Concat node, for messages and settings
-  for (const Node* node : order) {
-    if (node->domain() != "" || node->op_type() != "Concat" || !node->output(0)) continue;
-    const std::string out = node->output(0)->name();
-    if (!table.count(out)) continue;
-    for (const Value* input : node->inputs())
-      if (input && table.count(input->name())) groups.unite(out, input->name());
-  }
+  Groups groups = concat_groups(order, table);
   std::map<std::string, std::vector<std::string>> members;
   for (const auto& [name, parent] : groups.members()) {
     (void)parent;

@@ -2,6 +2,9 @@
 // NPU (Concat, pass-through ops) see one set of parameters on their inputs and outputs.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"
@@ -24,5 +27,9 @@ bool is_pass_through_op(const std::string& op_type);
 // Only tensors present in `table` are touched. `config` (may be null) decides power-of-two
 // rounding of a union range.
 Expected<QuantTable> align_scales(const Graph& graph, const QuantTable& table, const QuantConfig* config);
+
+// The tensors of `table` that share parameters with `tensor` through rule 1 (Concat), itself
+// included, sorted by name; just `tensor` when no Concat groups it.
+Expected<std::vector<std::string>> concat_group(const Graph& graph, const QuantTable& table, const std::string& tensor);
 
 }  // namespace qflow
