@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -278,6 +279,60 @@ TEST_CASE("table_for_config: a node moved to the CPU keeps its int16 output wher
   auto output = table_for_config(*model.graph, table(true), &moved, &statistics);
   REQUIRE(output.has_value());
   CHECK(output->at("y").dtype == DType::Int8);
+}
+
+// x -> mm1 (a), x -> mm1b (a2), Concat(a, a2) -> c, c -> mm2 (y). The Concat group
+// {a, a2, c} shares one set of parameters: with a2's range 100x too wide, every member
+// gets int8 steps of 2.4.
+Model concat_mlp() {
+  Model model;
+  model.opset_imports.push_back({"", 13});
+  Graph& g = *model.graph;
+  g.name = "concat_mlp";
+  Value* x = g.get_or_create_value("x");
+  x->type = float_type({d(1), d(8)});
+  g.inputs.push_back(x);
+  Value* w1 = g.get_or_create_value("W1");
+  g.set_initializer(w1, Tensor::from_vector<float>({8, 8}, wave(64, 0.53, 1.0)));
+  Value* w1b = g.get_or_create_value("W1b");
+  g.set_initializer(w1b, Tensor::from_vector<float>({8, 8}, wave(64, 0.61, 0.8)));
+  Value* w2 = g.get_or_create_value("W2");
+  g.set_initializer(w2, Tensor::from_vector<float>({16, 4}, wave(64, 0.77, 0.9)));
+  Value* a = g.get_or_create_value("a");
+  Value* a2 = g.get_or_create_value("a2");
+  Value* c = g.get_or_create_value("c");
+  Value* y = g.get_or_create_value("y");
+  y->type = float_type({d(1), d(4)});
+  g.add_node("MatMul", {x, w1}, {a}, "mm1");
+  g.add_node("MatMul", {x, w1b}, {a2}, "mm1b");
+  Node* cat = g.add_node("Concat", {a, a2}, {c}, "cat");
+  cat->set_attribute(Attribute::make_int("axis", 1));
+  g.add_node("MatMul", {c, w2}, {y}, "mm2");
+  g.outputs.push_back(y);
+  return model;
+}
+
+TEST_CASE("precision search: an output in a Concat group goes to int16 with the whole group") {
+  Fixture f;
+  const QuantTable concat_table = {
+      {"x", params(1.5)}, {"a", params(4.0)}, {"a2", params(400.0)}, {"c", params(4.0)}, {"y", params(12.0)}};
+  PrecisionSearchOptions options;
+  options.target_cosine = 0.998;
+  auto result = search_precision(concat_mlp(), concat_table, nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(result->before < 0.99);
+  CHECK(result->reached);
+  REQUIRE(result->changes.size() == 1);
+  const PrecisionChange& change = result->changes[0];
+  CHECK(change.to == "int16");
+  CHECK(change.activation);
+  REQUIRE(change.with.size() == 2);  // the other two producers of {a, a2, c}
+  std::set<std::string> raised = {change.node, change.with[0], change.with[1]};
+  CHECK(raised == std::set<std::string>{"cat", "mm1", "mm1b"});
+  for (const std::string& n : raised) CHECK(result->overrides.nodes.at(n).activation_dtype == DType::Int16);
+  auto json = precision_json(*result);
+  REQUIRE(json.has_value());
+  CHECK(json->find("\"with\": [") != std::string::npos);
 }
 
 TEST_CASE("precision search: when int16 is not enough, nodes move to float on the CPU") {
