@@ -157,9 +157,9 @@ Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& tabl
     const Value* v = graph.find_value(name);
     if (!v || graph.is_initializer(v)) continue;
     const QuantSpec spec = tensor_spec(*v, cfg);
-    // A float node's output is still quantized where a quantized node reads it: in the type
-    // its spec asks (a node moved to the CPU keeps the int16 it was raised to).
-    if (!spec.quantize && !quantizes_activation(graph, *v, cfg)) continue;
+    // Also for a float node's output: it is still quantized where a quantized node reads it
+    // (a node moved to the CPU keeps the int16 it was raised to), and a Concat group that
+    // holds it shares one type with its other members even where nothing quantizes it.
     if (spec.activation_dtype == params.dtype) continue;
     if (params.scale.size() != 1 || params.zero_point.size() != 1)
       return invalid_input("precision: tensor '" + name + "' has per-axis parameters; only per-tensor activations change type");
@@ -280,13 +280,13 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   auto overrides_of = [](const std::vector<PrecisionChange>& changes, bool int16_only) {
     QuantConfig o;
     for (const PrecisionChange& c : changes) {
-      if (c.activation && !(int16_only && c.to == "cpu"))
+      // Raised outputs, the Concat group's included, stay int16 through a later CPU move:
+      // where quantized nodes read them they are still quantized, and a group shares a type.
+      if (c.activation)
         for (const std::string& n : c.with) o.nodes[n].activation_dtype = DType::Int16;
       QuantOverride& entry = o.nodes[c.node];
       if (c.to == "cpu") {
-        if (int16_only) continue;
-        entry.quantize = false;
-        // Its output, where quantized nodes read it, stays in the int16 an earlier raise gave.
+        if (!int16_only) entry.quantize = false;
         if (c.activation) entry.activation_dtype = DType::Int16;
         continue;
       }

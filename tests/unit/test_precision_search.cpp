@@ -273,12 +273,13 @@ TEST_CASE("table_for_config: a node moved to the CPU keeps its int16 output wher
   REQUIRE(raised.has_value());
   CHECK(raised->at("a").dtype == DType::Int16);
   CHECK(raised->at("a").scale[0] == static_cast<float>(4.0 / 32767.0));
-  // Nothing quantized reads y (a graph output of a float node): it is not retyped.
+  // The entry follows the spec even where nothing quantizes the tensor (y, the output of a
+  // float node): a Concat group holding it must share one type.
   moved.nodes["mm2"].quantize = false;
   moved.nodes["mm2"].activation_dtype = DType::Int16;
   auto output = table_for_config(*model.graph, table(true), &moved, &statistics);
   REQUIRE(output.has_value());
-  CHECK(output->at("y").dtype == DType::Int8);
+  CHECK(output->at("y").dtype == DType::Int16);
 }
 
 // x -> mm1 (a), x -> mm1b (a2), Concat(a, a2) -> c, c -> mm2 (y). The Concat group
