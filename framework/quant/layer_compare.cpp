@@ -3,6 +3,7 @@
 #include "framework/quant/layer_compare.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -303,6 +304,10 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> qdq_exec, Executor::create(qdq_model));
 
   const std::size_t rows = pairs.size();
+  // The most float bytes one sample kept: samples run at once only while they fit in
+  // kCacheBytes (a 1024x1024 segmentation model keeps gigabytes per sample).
+  constexpr std::size_t kCacheBytes = std::size_t{1} << 30;
+  std::atomic<std::size_t> kept_bytes{0};
   // Per sample: sums[2r] accumulated, sums[2r + 1] isolated.
   auto run_one = [&](const std::vector<Tensor>& sample) -> Expected<std::vector<ErrorSums>> {
     std::vector<ErrorSums> sums(2 * rows);
@@ -319,6 +324,10 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
                                       return Status::ok();
                                     })
                               .status());
+    std::size_t bytes = 0;
+    for (const auto& [name, tensor] : floats) bytes += tensor.nbytes();
+    for (std::size_t seen_bytes = kept_bytes.load(); bytes > seen_bytes && !kept_bytes.compare_exchange_weak(seen_bytes, bytes);) {
+    }
     auto float_of = [&](const std::string& name) -> Expected<const Tensor*> {
       auto it = floats.find(name);
       if (it == floats.end()) return internal_error("compare: float tensor '" + name + "' was not computed");
@@ -371,7 +380,12 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
   const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
   QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t index, const std::vector<Tensor>& sample) -> Status {
     batch.emplace_back(index, sample);
-    return batch.size() >= static_cast<std::size_t>(threads) ? flush() : Status::ok();
+    // The first sample alone, to learn what one keeps; then as many as fit.
+    const std::size_t at_once =
+        result.samples == 0 ? 1
+                            : std::clamp<std::size_t>(kCacheBytes / std::max<std::size_t>(1, kept_bytes.load()), 1,
+                                                      static_cast<std::size_t>(threads));
+    return batch.size() >= at_once ? flush() : Status::ok();
   }));
   QFLOW_RETURN_IF_ERROR(flush());
   if (result.samples == 0) return invalid_input("compare: the dataset has no samples");
