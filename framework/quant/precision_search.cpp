@@ -275,8 +275,8 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     ranking = &measured;
   }
 
-  // The overrides of a list of changes; `int16_only` leaves the CPU moves out (the oracle's
-  // model: a float node is not a placement question).
+  // The overrides of a list of changes; `int16_only` keeps CPU-moved nodes quantized (the
+  // oracle's model: a float node is not a placement question), with the int16 they were raised to.
   auto overrides_of = [](const std::vector<PrecisionChange>& changes, bool int16_only) {
     QuantConfig o;
     for (const PrecisionChange& c : changes) {
