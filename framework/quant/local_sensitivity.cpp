@@ -3,11 +3,11 @@
 #include "framework/quant/local_sensitivity.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <string>
 #include <unordered_map>
 
+#include "framework/quant/layer_compare.h"
 #include "framework/runtime/executor.h"
 #include "qflow/interpreter.h"
 #include "qflow/quant/quant_math.h"
@@ -16,47 +16,26 @@ namespace qflow {
 
 namespace {
 
-struct Dot {
-  double xy = 0.0, xx = 0.0, yy = 0.0;
-  double cosine() const {
-    if (xx == 0.0 && yy == 0.0) return 1.0;
-    if (xx == 0.0 || yy == 0.0) return 0.0;
-    return xy / (std::sqrt(xx) * std::sqrt(yy));
-  }
-};
-
-// Adds x against x quantized with `p` (QuantizeLinear then DequantizeLinear, per tensor or
+// x quantized with `p` and dequantized (QuantizeLinear then DequantizeLinear, per tensor or
 // per channel along p.axis).
-void add_fake_quantized(Dot& d, const Tensor& t, const QuantParams& p) {
+std::vector<float> fake_quantized(const Tensor& t, const QuantParams& p) {
   const QuantRange range = quant_range(p.dtype);
   const float* x = t.data<float>();
-  const int64_t n = t.numel();
   int64_t inner = 1, channels = 1;
   if (p.scale.size() > 1 && p.axis >= 0 && p.axis < t.rank()) {
     channels = t.dim(p.axis);
     for (int64_t a = p.axis + 1; a < t.rank(); ++a) inner *= t.dim(a);
   }
-  for (int64_t i = 0; i < n; ++i) {
+  std::vector<float> out(static_cast<std::size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
     const auto c = static_cast<std::size_t>(channels > 1 ? (i / inner) % channels : 0);
     const double s = p.scale[c];
     const auto zp = static_cast<double>(p.zero_point[c]);
     const double q = std::clamp(round_half_even(static_cast<double>(x[i]) / s) + zp, static_cast<double>(range.min),
                                 static_cast<double>(range.max));
-    const double xi = x[i], yi = (q - zp) * s;
-    d.xy += xi * yi;
-    d.xx += xi * xi;
-    d.yy += yi * yi;
+    out[static_cast<std::size_t>(i)] = static_cast<float>((q - zp) * s);
   }
-}
-
-void add_pair(Dot& d, const Tensor& a, const Tensor& b) {
-  const float* x = a.data<float>();
-  const float* y = b.data<float>();
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    d.xy += static_cast<double>(x[i]) * y[i];
-    d.xx += static_cast<double>(x[i]) * x[i];
-    d.yy += static_cast<double>(y[i]) * y[i];
-  }
+  return out;
 }
 
 }  // namespace
@@ -78,7 +57,7 @@ Expected<std::vector<LocalCosines>> local_cosines(const Executor& float_exec, co
   }
 
   struct SampleResult {
-    std::vector<Dot> weight, activation;
+    std::vector<ErrorSums> weight, activation;
     std::vector<bool> weight_measured;
     Status status = Status::ok();
   };
@@ -87,8 +66,8 @@ Expected<std::vector<LocalCosines>> local_cosines(const Executor& float_exec, co
     for (int64_t i = b; i < e; ++i) {
       SampleResult& r = results[static_cast<std::size_t>(i)];
       const Feeds& sample = samples[static_cast<std::size_t>(i)];
-      r.weight.assign(probes.size(), Dot{});
-      r.activation.assign(probes.size(), Dot{});
+      r.weight.assign(probes.size(), ErrorSums{});
+      r.activation.assign(probes.size(), ErrorSums{});
       r.weight_measured.assign(probes.size(), false);
       // Inputs of weight probes seen so far, kept until their last probe ran.
       std::unordered_map<std::string, std::pair<Tensor, std::size_t>> kept;
@@ -101,7 +80,7 @@ Expected<std::vector<LocalCosines>> local_cosines(const Executor& float_exec, co
           for (std::size_t p : it->second) {
             const LocalProbe& probe = probes[p];
             if (auto q = probe.activations.find(value.name()); q != probe.activations.end())
-              add_fake_quantized(r.activation[p], t, q->second);
+              r.activation[p].add(t.data<float>(), fake_quantized(t, q->second).data(), t.numel());
             if (!probe.weight || probe.node->output(0) != &value) continue;
             std::vector<const Tensor*> inputs;
             bool complete = true;
@@ -116,7 +95,7 @@ Expected<std::vector<LocalCosines>> local_cosines(const Executor& float_exec, co
             if (complete) {
               QFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> twin, evaluate_node(*probe.node, inputs, model.opset(probe.node->domain())));
               if (!twin.empty() && twin[0].dtype() == DType::Float32 && twin[0].numel() == t.numel()) {
-                add_pair(r.weight[p], t, twin[0]);
+                r.weight[p].add(t.data<float>(), twin[0].data<float>(), t.numel());
                 r.weight_measured[p] = true;
               }
             }
@@ -137,9 +116,9 @@ Expected<std::vector<LocalCosines>> local_cosines(const Executor& float_exec, co
   for (std::size_t s = 0; s < results.size(); ++s) {
     if (!results[s].status.is_ok()) return results[s].status.with_context("local sensitivity: sample " + std::to_string(s));
     for (std::size_t p = 0; p < probes.size(); ++p) {
-      activation_sum[p] += results[s].activation[p].cosine();
+      activation_sum[p] += error_metrics(results[s].activation[p]).cosine;
       if (results[s].weight_measured[p]) {
-        weight_sum[p] += results[s].weight[p].cosine();
+        weight_sum[p] += error_metrics(results[s].weight[p]).cosine;
         ++weight_count[p];
       }
     }
