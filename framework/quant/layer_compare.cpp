@@ -1,21 +1,24 @@
-// Per-layer comparison: the float model, the QDQ model and one small model per quantized node
-// run on every sample; error sums per tensor merged in sample order.
+// Per-layer comparison: the float model and the QDQ model run side by side on every sample,
+// one small model per quantized node inside the float run; error sums per tensor merged in
+// sample order.
 #include "framework/quant/layer_compare.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "framework/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
+#include "framework/quant/lockstep_pairs.h"
 #include "framework/runtime/executor.h"
 
 namespace qflow {
@@ -177,14 +180,9 @@ const float* float_data(const Tensor& t, std::vector<float>& storage) {
   return storage.data();
 }
 
-struct RowInfo {
-  std::string float_name;
-  int64_t elements = -1;
-};
-
-Status compare_into(ErrorSums& sums, RowInfo& row, const Tensor& expected, const Tensor& actual) {
+Status compare_into(ErrorSums& sums, const std::string& name, const Tensor& expected, const Tensor& actual) {
   if (expected.numel() != actual.numel())
-    return invalid_input("tensor '" + row.float_name + "' has " + std::to_string(expected.numel()) +
+    return invalid_input("tensor '" + name + "' has " + std::to_string(expected.numel()) +
                          " elements in the float model and " + std::to_string(actual.numel()) + " in the QDQ model");
   std::vector<float> a, b;
   sums.add(float_data(expected, a), float_data(actual, b), expected.numel());
@@ -239,7 +237,6 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
   QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, qg.topological_order());
   LayerComparison result;
   std::vector<QdqPair> pairs;
-  std::vector<RowInfo> infos;
   for (const QdqPair& pair : find_pairs(qg, order)) {
     const Value* fv = fg.find_value(pair.float_name);
     if (!fv || (!fv->producer() && !contains(fg.inputs, fv))) {
@@ -254,7 +251,6 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
     }
     result.rows.push_back(row);
     pairs.push_back(pair);
-    infos.push_back({pair.float_name, -1});
   }
   if (pairs.empty())
     return invalid_input("compare: the QDQ model has no quantized activation that the float model also has" +
@@ -284,7 +280,9 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
         ok = ok && fv && (fv->producer() || contains(fg.inputs, fv) || fg.is_initializer(fv));
       }
       if (!ok || !model->model.graph->validate().is_ok()) continue;
-      auto executor = Executor::create(model->model);
+      ExecutorOptions options;
+      options.keep_buffers = false;  // hundreds of them, each run once per sample
+      auto executor = Executor::create(model->model, options);
       if (!executor) continue;
       model->executor = std::move(executor).value();
       for (std::size_t r : rows) result.rows[r].has_isolated = true;
@@ -292,75 +290,110 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
     }
   }
 
-  // Float tensors a sample needs: the compared ones and the isolated models' feeds.
-  std::set<std::string> needed;
-  for (const QdqPair& pair : pairs) needed.insert(pair.float_name);
-  for (const auto& m : isolated)
-    for (const auto& [name, float_name] : m->feeds) needed.insert(float_name);
-  std::unordered_map<std::string, std::size_t> row_of_dq;
-  for (std::size_t r = 0; r < pairs.size(); ++r) row_of_dq[pairs[r].dq_output] = r;
+  std::unordered_map<std::string, std::size_t> row_of_float, row_of_dq;
+  for (std::size_t r = 0; r < pairs.size(); ++r) {
+    row_of_float[pairs[r].float_name] = r;
+    row_of_dq[pairs[r].dq_output] = r;
+  }
+  // Float tensors the isolated models read (feeds) or are compared with (outputs).
+  std::vector<std::vector<std::string>> isolated_needs(isolated.size());
+  std::unordered_map<std::string, std::vector<std::size_t>> needed_by;
+  for (std::size_t m = 0; m < isolated.size(); ++m) {
+    std::set<std::string> names;
+    for (const auto& [name, float_name] : isolated[m]->feeds) names.insert(float_name);
+    for (const auto& [name, r] : isolated[m]->outputs) names.insert(pairs[r].float_name);
+    isolated_needs[m].assign(names.begin(), names.end());
+    for (const std::string& name : names) needed_by[name].push_back(m);
+  }
 
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> float_exec, Executor::create(float_model));
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> qdq_exec, Executor::create(qdq_model));
 
   const std::size_t rows = pairs.size();
-  // The most float bytes one sample kept: samples run at once only while they fit in
-  // kCacheBytes (a 1024x1024 segmentation model keeps gigabytes per sample).
-  constexpr std::size_t kCacheBytes = std::size_t{1} << 30;
-  std::atomic<std::size_t> kept_bytes{0};
+  std::vector<std::string> row_names;
+  for (const QdqPair& pair : pairs) row_names.push_back(pair.float_name);
   // Per sample: sums[2r] accumulated, sums[2r + 1] isolated.
   auto run_one = [&](const std::vector<Tensor>& sample) -> Expected<std::vector<ErrorSums>> {
     std::vector<ErrorSums> sums(2 * rows);
-    std::vector<RowInfo> seen = infos;
-    std::unordered_map<std::string, Tensor> floats;
     const Feeds float_feeds = make_feeds(*float_binding, sample);
-    for (const auto& [name, tensor] : float_feeds) floats[name] = tensor;
-    for (const Value* v : fg.initializer_order())
-      if (needed.count(v->name())) floats[v->name()] = *fg.initializer(v);
-    QFLOW_RETURN_IF_ERROR(float_exec
-                              ->run(float_feeds,
-                                    [&](const Value& value, const Tensor& tensor) -> Status {
-                                      if (needed.count(value.name())) floats[value.name()] = tensor;
-                                      return Status::ok();
-                                    })
-                              .status());
-    std::size_t bytes = 0;
-    for (const auto& [name, tensor] : floats) bytes += tensor.nbytes();
-    for (std::size_t seen_bytes = kept_bytes.load(); bytes > seen_bytes && !kept_bytes.compare_exchange_weak(seen_bytes, bytes);) {
-    }
-    auto float_of = [&](const std::string& name) -> Expected<const Tensor*> {
-      auto it = floats.find(name);
-      if (it == floats.end()) return internal_error("compare: float tensor '" + name + "' was not computed");
-      return &it->second;
-    };
-    QFLOW_RETURN_IF_ERROR(qdq_exec
-                              ->run(make_feeds(*qdq_binding, sample),
-                                    [&](const Value& value, const Tensor& tensor) -> Status {
-                                      auto it = row_of_dq.find(value.name());
-                                      if (it == row_of_dq.end()) return Status::ok();
-                                      const std::size_t r = it->second;
-                                      QFLOW_ASSIGN_OR_RETURN(const Tensor* x, float_of(seen[r].float_name));
-                                      seen[r].elements = x->numel();
-                                      return compare_into(sums[2 * r], seen[r], *x, tensor);
-                                    })
-                              .status());
-    for (const auto& m : isolated) {
+
+    // The isolated models run inside the float run, each as soon as the float tensors it
+    // needs exist; a tensor is held only until the last model needing it has run.
+    std::unordered_map<std::string, Tensor> held;
+    std::unordered_map<std::string, std::size_t> holders;
+    std::vector<std::size_t> missing(isolated.size());
+    for (std::size_t m = 0; m < isolated.size(); ++m) missing[m] = isolated_needs[m].size();
+    for (const auto& [name, models] : needed_by) holders[name] = models.size();
+    auto run_isolated = [&](std::size_t m) -> Status {
       std::map<std::string, Tensor> feeds;
-      for (const auto& [name, float_name] : m->feeds) {
-        QFLOW_ASSIGN_OR_RETURN(const Tensor* x, float_of(float_name));
-        feeds[name] = *x;
-      }
-      QFLOW_ASSIGN_OR_RETURN(auto outputs, m->executor->run(feeds));
-      for (const auto& [name, r] : m->outputs) {
-        QFLOW_ASSIGN_OR_RETURN(const Tensor* x, float_of(seen[r].float_name));
-        QFLOW_RETURN_IF_ERROR(compare_into(sums[2 * r + 1], seen[r], *x, outputs.at(name)));
-      }
-    }
+      for (const auto& [name, float_name] : isolated[m]->feeds) feeds[name] = held.at(float_name);
+      QFLOW_ASSIGN_OR_RETURN(auto outputs, isolated[m]->executor->run(feeds));
+      for (const auto& [name, r] : isolated[m]->outputs)
+        QFLOW_RETURN_IF_ERROR(compare_into(sums[2 * r + 1], row_names[r], held.at(row_names[r]), outputs.at(name)));
+      for (const std::string& name : isolated_needs[m])
+        if (--holders[name] == 0) held.erase(name);
+      return Status::ok();
+    };
+    auto float_available = [&](const std::string& name, const Tensor& tensor) -> Status {
+      auto it = needed_by.find(name);
+      if (it == needed_by.end() || held.count(name)) return Status::ok();
+      held[name] = tensor;
+      for (std::size_t m : it->second)
+        if (--missing[m] == 0) QFLOW_RETURN_IF_ERROR(run_isolated(m));
+      return Status::ok();
+    };
+
+    // The float and QDQ runs go side by side, each compared tensor kept only until the
+    // other run produces it: a 1024x1024 segmentation model holds gigabytes of activations.
+    LockstepPairs lockstep(rows);
+    auto deliver = [&](LockstepPairs::Side side, std::size_t r, const Tensor& tensor) -> Status {
+      std::optional<Tensor> partner = lockstep.deposit(side, r, tensor);
+      if (!partner) return lockstep.wait_for_room(side);
+      const Tensor& x = side == LockstepPairs::Float ? tensor : *partner;
+      const Tensor& q = side == LockstepPairs::Float ? *partner : tensor;
+      return compare_into(sums[2 * r], row_names[r], x, q);
+    };
+    Status qdq_status = Status::ok();
+    std::thread qdq_thread([&] {
+      qdq_status = qdq_exec
+                       ->run(make_feeds(*qdq_binding, sample),
+                             [&](const Value& value, const Tensor& tensor) -> Status {
+                               auto it = row_of_dq.find(value.name());
+                               if (it == row_of_dq.end()) return Status::ok();
+                               return deliver(LockstepPairs::Qdq, it->second, tensor);
+                             })
+                       .status();
+      lockstep.finish(LockstepPairs::Qdq, qdq_status.is_ok());
+    });
+    auto float_value = [&](const std::string& name, const Tensor& tensor) -> Status {
+      QFLOW_RETURN_IF_ERROR(float_available(name, tensor));
+      auto it = row_of_float.find(name);
+      return it == row_of_float.end() ? Status::ok() : deliver(LockstepPairs::Float, it->second, tensor);
+    };
+    Status float_status = Status::ok();
+    for (const auto& [name, tensor] : float_feeds)
+      if (float_status.is_ok()) float_status = float_value(name, tensor);
+    for (const Value* v : fg.initializer_order())
+      if (float_status.is_ok() && needed_by.count(v->name())) float_status = float_available(v->name(), *fg.initializer(v));
+    if (float_status.is_ok())
+      float_status = float_exec
+                         ->run(float_feeds,
+                               [&](const Value& value, const Tensor& tensor) { return float_value(value.name(), tensor); })
+                         .status();
+    lockstep.finish(LockstepPairs::Float, float_status.is_ok());
+    qdq_thread.join();
+    if (lockstep.first_failed() == LockstepPairs::Qdq) return qdq_status;
+    QFLOW_RETURN_IF_ERROR(float_status);
+    if (std::optional<std::size_t> r = lockstep.unmatched_qdq_row())
+      return internal_error("compare: float tensor '" + row_names[*r] + "' was not computed");
+    for (std::size_t m = 0; m < isolated.size(); ++m)
+      if (missing[m] > 0) return internal_error("compare: float tensor '" + isolated_needs[m].front() + "' was not computed");
     return sums;
   };
 
-  threads = std::max(1, threads);
-  ThreadPool pool(threads);
+  // Each sample runs two threads (its float and QDQ runs).
+  const int at_once = std::max(1, threads / 2);
+  ThreadPool pool(at_once);
   std::vector<ErrorSums> total(2 * rows);
   std::vector<std::pair<int64_t, std::vector<Tensor>>> batch;
   auto flush = [&]() -> Status {
@@ -380,12 +413,7 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
   const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
   QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t index, const std::vector<Tensor>& sample) -> Status {
     batch.emplace_back(index, sample);
-    // The first sample alone, to learn what one keeps; then as many as fit.
-    const std::size_t at_once =
-        result.samples == 0 ? 1
-                            : std::clamp<std::size_t>(kCacheBytes / std::max<std::size_t>(1, kept_bytes.load()), 1,
-                                                      static_cast<std::size_t>(threads));
-    return batch.size() >= at_once ? flush() : Status::ok();
+    return static_cast<int>(batch.size()) >= at_once ? flush() : Status::ok();
   }));
   QFLOW_RETURN_IF_ERROR(flush());
   if (result.samples == 0) return invalid_input("compare: the dataset has no samples");

@@ -351,6 +351,7 @@ std::unique_ptr<TensorArena> Executor::take_arena() const {
 }
 
 void Executor::return_arena(std::unique_ptr<TensorArena> arena) const {
+  if (!options_.keep_buffers) return;
   std::lock_guard<std::mutex> lock(arenas_mutex_);
   arenas_.push_back(std::move(arena));
 }

@@ -31,6 +31,9 @@ struct ExecutorOptions {
   // enclosing graphs (captured_value_names), are given to run() among the inputs.
   bool subgraph = false;
   std::vector<std::string> outer_values;
+  // The buffers of a run stay for the next run (false for executors that run rarely and
+  // are many, e.g. one small model per node: each would keep its activations' buffers).
+  bool keep_buffers = true;
 };
 
 class Executor {
