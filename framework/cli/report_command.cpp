@@ -21,9 +21,10 @@ constexpr std::string_view kDescription =
     "tables) from a finished `qflow run` folder: the stage records of manifest.json and the\n"
     "artifacts they name. When the run had a `report` stage its inputs (and options, unless\n"
     "given here) are used; otherwise the artifacts are found by stage kind (load-data,\n"
-    "observer, calibrator, verify, bpu-check, bpu-perf, the PTQ quantize stage and its float\n"
-    "model). The dataset path in the manifest is taken as the run gave it, so run this from\n"
-    "the folder the run was started in (else the layer comparison is left out with a note).\n"
+    "observer, calibrator, verify, target-check, target-estimate, the PTQ quantize stage and\n"
+    "its float model). The dataset path in the manifest is taken as the run gave it, so run\n"
+    "this from the folder the run was started in (else the layer comparison is left out with\n"
+    "a note).\n"
     "See docs/report.md.";
 
 struct ManifestStage {
@@ -153,8 +154,12 @@ Status run_report(const std::vector<std::string>& args) {
     sources_of["verify"] = last_where([](const ManifestStage& s) { return s.kind == "verify"; });
     sources_of["sensitivity"] = last_where([](const ManifestStage& s) { return s.kind == "sensitivity"; });
     sources_of["precision"] = last_where([](const ManifestStage& s) { return s.kind == "precision-search"; });
-    sources_of["check"] = last_where([](const ManifestStage& s) { return s.use == "backend:bpu-check"; });
-    sources_of["perf"] = last_where([](const ManifestStage& s) { return s.use == "backend:bpu-perf"; });
+    sources_of["check"] = last_where([](const ManifestStage& s) {
+      return s.use == "backend:bpu-check" || s.use.starts_with("target-check:");
+    });
+    sources_of["perf"] = last_where([](const ManifestStage& s) {
+      return s.use == "backend:bpu-perf" || s.use.starts_with("target-estimate:");
+    });
     const ManifestStage* ptq = last_where([](const ManifestStage& s) {
       const JsonValue* weights = s.options ? s.options->find("weights") : nullptr;
       return s.kind == "quantize" && weights && weights->is_bool() && weights->as_bool();

@@ -27,15 +27,20 @@ struct SourcePos {
   std::string prefix() const;
 };
 
-enum class ArtifactType { Model, Dataset, Statistics, QParams, Binary, Report };
+// Deployable: the files a target's lowering emits (TargetArtifact), each written under its own name.
+enum class ArtifactType { Model, Dataset, Statistics, QParams, Binary, Report, Deployable };
 std::string_view artifact_type_name(ArtifactType type);
 
 // Host stages (import-onnx, load-data, quantize, verify, report) are built into the runner; the
-// others are plugin components.
+// others are plugin components. A target component serves three stage kinds: its check
+// section, its performance estimate and its lowering (`use = "target-check:bpu"`).
 enum class StageKind {
   ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Backend, Verify, Report, Compare, Sensitivity,
-  CompareCalibrators, PrecisionSearch
+  CompareCalibrators, PrecisionSearch, TargetCheck, TargetEstimate, TargetLower
 };
+inline bool is_target_stage(StageKind kind) {
+  return kind == StageKind::TargetCheck || kind == StageKind::TargetEstimate || kind == StageKind::TargetLower;
+}
 std::string_view stage_kind_name(StageKind kind);
 inline bool is_host_stage(StageKind kind) {
   return kind == StageKind::ImportOnnx || kind == StageKind::LoadData || kind == StageKind::Quantize ||
@@ -127,8 +132,12 @@ struct InputPort {
   ArtifactType type;
   bool required;
   bool family = false;
+  // A second type the port takes (the report reads a check section as text or as JSON).
+  std::optional<ArtifactType> also = std::nullopt;
 };
 std::vector<InputPort> stage_inputs(StageKind kind);
+// The options a target stage takes besides its target's (target-lower: `name`).
+std::vector<OptionSpec> target_stage_options(StageKind kind);
 ArtifactType stage_output(StageKind kind);
 
 // The canonical `use` spelling: "import-onnx", "pass:dead-code-elimination".

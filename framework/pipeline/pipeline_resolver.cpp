@@ -1,5 +1,6 @@
 // Pipeline validation: components, options, ports and types, output names, and the stage DAG.
 #include <algorithm>
+#include <deque>
 #include <set>
 
 #include <boost/graph/adjacency_list.hpp>
@@ -123,7 +124,11 @@ const std::vector<HostStage>& host_stages() {
         {"prune", OptionType::Bool, true,
          "drop the kept changes the target does not need and measure the value after each; false: the shortest "
          "reaching prefix of the ranking"},
-        {"target-cosine", OptionType::Float, 0.99, "without a metric: the output cosine the PTQ model must reach"}},
+        {"target", OptionType::String, std::string(),
+         "target component asked where each node of a PTQ model runs (e.g. bpu); instead of 'backend'"},
+        {"target-cosine", OptionType::Float, 0.99, "without a metric: the output cosine the PTQ model must reach"},
+        {"target-options", OptionType::StringList, std::vector<std::string>{},
+         "the target's options as \"key=value\" strings (\"platform=nash\", \"platform-dir=DIR\")"}},
        {}},
   };
   return stages;
@@ -142,8 +147,16 @@ StageKind kind_of(ComponentKind kind) {
     case ComponentKind::Pass: return StageKind::Pass;
     case ComponentKind::Backend: return StageKind::Backend;
     case ComponentKind::Metric: break;  // not a stage: stages name metrics in options
+    case ComponentKind::Target: break;  // its stage kind comes from the `use` prefix
   }
   return StageKind::Pass;
+}
+
+// "target-check" -> TargetCheck, ...: the stage kinds a target component serves.
+std::optional<StageKind> target_stage_from(std::string_view text) {
+  for (StageKind kind : {StageKind::TargetCheck, StageKind::TargetEstimate, StageKind::TargetLower})
+    if (stage_kind_name(kind) == text) return kind;
+  return std::nullopt;
 }
 
 std::optional<ComponentKind> component_kind_from(std::string_view text) {
@@ -208,10 +221,14 @@ class Resolver {
     return std::nullopt;
   }
 
-  Status unknown_component(const PipelineStage& stage, const std::string& name, std::optional<ComponentKind> kind) const {
+  // `stage_kind`: how a suggestion is spelled for a target ("target-lower"), which has no
+  // stage kind of its own.
+  Status unknown_component(const PipelineStage& stage, const std::string& name, std::optional<ComponentKind> kind,
+                           const std::string& stage_kind = "") const {
     std::vector<std::string> close;
     for (const ComponentInfo& info : catalog_.components())
-      if ((!kind || info.kind == *kind) && is_similar_name(name, info.name)) close.push_back(qualified(info));
+      if ((!kind || info.kind == *kind) && is_similar_name(name, info.name))
+        close.push_back(stage_kind.empty() ? qualified(info) : stage_kind + ":" + info.name);
     if (!kind)
       for (const HostStage& host : host_stages())
         if (is_similar_name(name, host.name)) close.push_back(std::string(host.name));
@@ -228,17 +245,33 @@ class Resolver {
     if (colon != std::string::npos) {
       const std::string kind_text = use.substr(0, colon);
       const std::string name = use.substr(colon + 1);
+      if (const std::optional<StageKind> target_stage = target_stage_from(kind_text)) {
+        const ComponentInfo* info = catalog_.find(ComponentKind::Target, name);
+        if (!info) return unknown_component(stage, name, ComponentKind::Target, kind_text);
+        std::vector<OptionSpec>& options = target_options_.emplace_back(info->options);
+        for (const OptionSpec& extra : target_stage_options(*target_stage)) {
+          if (find_spec(options, extra.name))
+            return invalid_input(stage.use_pos.prefix() + "stage '" + stage.id + "': target '" + name +
+                                 "' declares option '" + extra.name + "', which the " +
+                                 std::string(stage_kind_name(*target_stage)) + " stage itself takes");
+          options.push_back(extra);
+        }
+        return Resolved{*target_stage, info->name, &options, {}};
+      }
       const std::optional<ComponentKind> kind = component_kind_from(kind_text);
       if (!kind)
         return invalid_input(stage.use_pos.prefix() + "stage '" + stage.id + "': unknown component kind '" + kind_text +
-                             "' in '" + use + "' (kinds: observer, calibrator, pass, backend)");
+                             "' in '" + use +
+                             "' (kinds: observer, calibrator, pass, backend, target-check, target-estimate, target-lower)");
       const ComponentInfo* info = catalog_.find(*kind, name);
       if (!info) return unknown_component(stage, name, kind);
       return Resolved{kind_of(info->kind), info->name, &info->options, {}};
     }
     if (const HostStage* host = find_host(use)) return Resolved{host->kind, use, &host->options, host->required};
     std::vector<const ComponentInfo*> found = catalog_.find_any(use);
-    std::erase_if(found, [](const ComponentInfo* info) { return info->kind == ComponentKind::Metric; });
+    std::erase_if(found, [](const ComponentInfo* info) {
+      return info->kind == ComponentKind::Metric || info->kind == ComponentKind::Target;
+    });
     if (found.empty()) return unknown_component(stage, use, std::nullopt);
     if (found.size() > 1) {
       std::vector<std::string> spellings;
@@ -356,7 +389,7 @@ class Resolver {
       if (input.port != output_port)
         return not_found(head + ": stage '" + producer.id + "' has no output '" + input.port + "' (outputs: " +
                          output_port + ")");
-      if (stage_output(producer_kind) != port->type)
+      if (stage_output(producer_kind) != port->type && stage_output(producer_kind) != port->also)
         return invalid_input(head + " expects " + std::string(artifact_type_name(port->type)) + ", '" + input.stage +
                              "." + input.port + "' is " + output_port);
       dependencies.insert(*source);
@@ -422,6 +455,9 @@ class Resolver {
       case StageKind::Sensitivity: return "sensitivity.json";
       case StageKind::CompareCalibrators: return "calibrators_compare.json";
       case StageKind::PrecisionSearch: return "precision.json";
+      case StageKind::TargetCheck: return "model_check_result.json";
+      case StageKind::TargetEstimate: return "model_perf.json";
+      case StageKind::TargetLower: return stage.id + ".deployable.json";
     }
     return stage.id;
   }
@@ -466,6 +502,8 @@ class Resolver {
 
   Pipeline& pipeline_;
   const ComponentCatalog& catalog_;
+  // Per target stage: the target's options and the stage's own (a deque keeps them in place).
+  mutable std::deque<std::vector<OptionSpec>> target_options_;
 };
 
 }  // namespace
@@ -478,6 +516,7 @@ std::string_view artifact_type_name(ArtifactType type) {
     case ArtifactType::QParams: return "qparams";
     case ArtifactType::Binary: return "binary";
     case ArtifactType::Report: return "report";
+    case ArtifactType::Deployable: return "deployable";
   }
   return "unknown";
 }
@@ -497,6 +536,9 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::Sensitivity: return "sensitivity";
     case StageKind::CompareCalibrators: return "compare-calibrators";
     case StageKind::PrecisionSearch: return "precision-search";
+    case StageKind::TargetCheck: return "target-check";
+    case StageKind::TargetEstimate: return "target-estimate";
+    case StageKind::TargetLower: return "target-lower";
   }
   return "unknown";
 }
@@ -519,13 +561,16 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
               {"statistics", ArtifactType::Statistics, false}};
     case StageKind::Backend: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, false}};
     case StageKind::Verify:
-      return {{"bc", ArtifactType::Binary, true},
+      return {{"bc", ArtifactType::Binary, false},
               {"dataset", ArtifactType::Dataset, true},
-              {"hbm", ArtifactType::Binary, true},
+              {"deployable", ArtifactType::Deployable, false},
+              {"hbm", ArtifactType::Binary, false},
               {"model", ArtifactType::Model, true}};
     case StageKind::Report:
-      return {{"check", ArtifactType::Binary, false},   {"dataset", ArtifactType::Dataset, false},
-              {"model", ArtifactType::Model, false},    {"perf", ArtifactType::Binary, false},
+      return {{"check", ArtifactType::Binary, false, false, ArtifactType::Report},
+              {"dataset", ArtifactType::Dataset, false},
+              {"model", ArtifactType::Model, false},
+              {"perf", ArtifactType::Binary, false, false, ArtifactType::Report},
               {"precision", ArtifactType::Report, false}, {"ptq", ArtifactType::Model, false},
               {"qparams", ArtifactType::QParams, false},
               {"sensitivity", ArtifactType::Report, false}, {"statistics", ArtifactType::Statistics, false},
@@ -543,6 +588,9 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
       return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true},
               {"qparams", ArtifactType::QParams, true}, {"sensitivity", ArtifactType::Report, false},
               {"statistics", ArtifactType::Statistics, false}};
+    case StageKind::TargetCheck:
+    case StageKind::TargetLower: return {{"model", ArtifactType::Model, true}};
+    case StageKind::TargetEstimate: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, true}};
   }
   return {};
 }
@@ -556,6 +604,9 @@ ArtifactType stage_output(StageKind kind) {
     case StageKind::Observer: return ArtifactType::Statistics;
     case StageKind::Calibrator: return ArtifactType::QParams;
     case StageKind::Backend: return ArtifactType::Binary;
+    case StageKind::TargetLower: return ArtifactType::Deployable;
+    case StageKind::TargetCheck:
+    case StageKind::TargetEstimate:
     case StageKind::Verify:
     case StageKind::Report:
     case StageKind::Compare:
@@ -564,6 +615,12 @@ ArtifactType stage_output(StageKind kind) {
     case StageKind::PrecisionSearch: return ArtifactType::Report;
   }
   return ArtifactType::Report;
+}
+
+std::vector<OptionSpec> target_stage_options(StageKind kind) {
+  if (kind != StageKind::TargetLower) return {};
+  return {{"name", OptionType::String, std::string(),
+           "the deployable files are written as <name><suffix> (\"\": the model's graph name)"}};
 }
 
 std::string canonical_use(const PipelineStage& stage) {

@@ -161,7 +161,8 @@ std::string milliseconds(double seconds) {
   return buffer;
 }
 
-// "stage fold (pass:fold-batchnorm): 52 -> 27 nodes, folded-into-conv=25 (3.1 ms), wrote ..."
+// "stage fold (pass:fold-batchnorm): 52 -> 27 nodes, folded-into-conv=25 (3.1 ms), wrote ...",
+// the files written beside the artifact last.
 std::string summary_line(const PipelineStage& stage, const StageResult& result, const std::string& path) {
   std::string line = "stage " + stage.id + " (" + canonical_use(stage) + "): ";
   if (stage.kind == StageKind::Pass) {
@@ -169,7 +170,9 @@ std::string summary_line(const PipelineStage& stage, const StageResult& result, 
     for (const auto& [name, count] : result.counters) line += ", " + name + "=" + std::to_string(count);
     line += " (" + milliseconds(result.pass_seconds) + "), ";
   }
-  return line + "wrote " + path + " (" + std::to_string(result.artifact.bytes.size()) + " bytes)";
+  line += "wrote " + path + " (" + std::to_string(result.artifact.bytes.size()) + " bytes)";
+  for (const auto& [name, bytes] : result.side_files) line += ", " + name + " (" + std::to_string(bytes.size()) + " bytes)";
+  return line;
 }
 
 class Scheduler {

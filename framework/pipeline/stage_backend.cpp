@@ -20,9 +20,10 @@ Expected<StageResult> run_backend(const PipelineStage& stage, const std::map<std
 
 Status check_backends(const Pipeline& pipeline, const ComponentRegistry& registry) {
   for (const PipelineStage& stage : pipeline.stages) {
-    if (stage.kind != StageKind::Backend) continue;
-    Expected<std::shared_ptr<Backend>> backend = registry.make_backend(stage.component, options_of(stage));
-    if (!backend) return backend.status().with_context(stage.use_pos.prefix() + "stage '" + stage.id + "'");
+    Status made = Status::ok();
+    if (stage.kind == StageKind::Backend) made = registry.make_backend(stage.component, options_of(stage)).status();
+    if (is_target_stage(stage.kind)) made = make_stage_target(stage, registry).status();
+    if (!made.is_ok()) return made.with_context(stage.use_pos.prefix() + "stage '" + stage.id + "'");
   }
   return Status::ok();
 }

@@ -19,6 +19,9 @@ Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<s
     case StageKind::Sensitivity: return run_sensitivity(stage, inputs, context);
     case StageKind::CompareCalibrators: return run_compare_calibrators(stage, inputs, registry, context);
     case StageKind::PrecisionSearch: return run_precision_search(stage, inputs, registry, context);
+    case StageKind::TargetCheck: return run_target_check(stage, inputs, registry);
+    case StageKind::TargetEstimate: return run_target_estimate(stage, inputs, registry);
+    case StageKind::TargetLower: return run_target_lower(stage, inputs, registry);
   }
   return internal_error("unknown stage kind");
 }

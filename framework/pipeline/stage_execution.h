@@ -15,6 +15,7 @@
 #include "qflow/plugin/calibrator.h"
 #include "qflow/plugin/observer.h"
 #include "qflow/plugin/quant_config.h"
+#include "qflow/plugin/target.h"
 
 namespace qflow {
 
@@ -28,6 +29,8 @@ struct Artifact {
   std::shared_ptr<const Dataset> dataset;
   std::shared_ptr<const std::map<std::string, TensorStatistics>> statistics;
   std::shared_ptr<const QuantTable> qparams;
+  // Deployable artifacts: the target's files by role (`bytes` is then the JSON list of them).
+  std::shared_ptr<const std::vector<TargetArtifact>> deployables;
 };
 
 struct StageResult {
@@ -86,7 +89,7 @@ struct StageContext {
 Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                     const ComponentRegistry& registry, const StageContext& context = {});
 
-// Makes every backend stage's component once, so that what a backend checks when it is made
+// Makes every backend and target stage's component once, so that what it checks when it is made
 // (a platform file found and valid) fails before the first stage runs, not hours later.
 Status check_backends(const Pipeline& pipeline, const ComponentRegistry& registry);
 

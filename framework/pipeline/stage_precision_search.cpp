@@ -90,6 +90,24 @@ Expected<PlacementOracle> make_oracle(const ComponentRegistry& registry, const s
   });
 }
 
+// The placement a target gives a PTQ model: "" where it runs on the accelerated path, else
+// the failed constraint.
+Expected<PlacementOracle> make_target_oracle(const ComponentRegistry& registry, const std::string& name,
+                                             const std::vector<std::string>& target_options, const std::string& head) {
+  const ComponentInfo* info = registry.find(ComponentKind::Target, name);
+  if (!info) return not_found(head + ": option 'target': no target component '" + name + "'");
+  Expected<Options> values = parse_component_options(*info, target_options, "target-options");
+  if (!values) return values.status().with_context(head);
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Target> target, registry.make_target(name, *values));
+  return PlacementOracle([target](const Model& ptq) -> Expected<std::map<std::string, std::string>> {
+    QFLOW_ASSIGN_OR_RETURN(const std::vector<NodeCapability> caps, target->partition(ptq));
+    std::map<std::string, std::string> placement;
+    for (const NodeCapability& cap : caps)
+      placement[cap.node] = cap.supported ? std::string() : (cap.reason.empty() ? "unsupported" : cap.reason);
+    return placement;
+  });
+}
+
 }  // namespace
 
 Expected<StageResult> run_precision_search(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
@@ -127,6 +145,15 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
   const std::string backend = string_option(stage, "backend");
   const std::string platform = string_option(stage, "platform");
   const auto& backend_options = std::get<std::vector<std::string>>(stage.options.at("backend-options").value);
+  const std::string target = string_option(stage, "target");
+  const auto& target_options = std::get<std::vector<std::string>>(stage.options.at("target-options").value);
+  if (!target.empty() && !backend.empty())
+    return invalid_input(head + ": give option 'target' or 'backend', not both");
+  if (!target.empty()) {
+    QFLOW_ASSIGN_OR_RETURN(options.oracle, make_target_oracle(registry, target, target_options, head));
+  } else if (!target_options.empty()) {
+    return invalid_input(head + ": option 'target-options' needs option 'target'");
+  }
   if (!backend.empty()) {
     QFLOW_ASSIGN_OR_RETURN(options.oracle, make_oracle(registry, backend, platform, backend_options, head));
   } else if (!platform.empty() || !backend_options.empty()) {

@@ -65,6 +65,14 @@ Expected<StageResult> run_compare_calibrators(const PipelineStage& stage, const 
                                               const ComponentRegistry& registry, const StageContext& context);
 Expected<StageResult> run_precision_search(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                            const ComponentRegistry& registry, const StageContext& context);
+// The target a target stage names, made with the stage's options except the stage's own.
+Expected<std::shared_ptr<Target>> make_stage_target(const PipelineStage& stage, const ComponentRegistry& registry);
+Expected<StageResult> run_target_check(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                       const ComponentRegistry& registry);
+Expected<StageResult> run_target_estimate(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                          const ComponentRegistry& registry);
+Expected<StageResult> run_target_lower(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                       const ComponentRegistry& registry);
 Expected<StageResult> run_report(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                  const StageContext& context);
 

@@ -1,4 +1,5 @@
-// verify: the PTQ model, the .bc simulator and the .hbm runtime compared on the samples.
+// verify: the PTQ model, the .bc simulator and the .hbm runtime compared on the samples. The
+// two files come as inputs `bc` and `hbm`, or as the roles of a lowering's `deployable`.
 #include "framework/pipeline/stage_util.h"
 
 #include "framework/quant/lowered_verify.h"
@@ -6,11 +7,33 @@
 
 namespace qflow {
 
+namespace {
+
+// The bytes of the `bc` or `hbm` input, or of that role among the deployable files.
+Expected<const std::string*> lowered_input(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                           const std::string& role) {
+  auto direct = inputs.find(role);
+  auto deployable = inputs.find("deployable");
+  if (direct != inputs.end() && deployable != inputs.end())
+    return invalid_input("stage '" + stage.id + "': give input '" + role + "' or 'deployable', not both");
+  if (direct != inputs.end()) return &direct->second->bytes;
+  if (deployable == inputs.end())
+    return invalid_input("stage '" + stage.id + "': verify needs inputs 'bc' and 'hbm', or 'deployable'");
+  for (const TargetArtifact& file : *deployable->second->deployables)
+    if (file.role == role) return &file.bytes;
+  return invalid_input("stage '" + stage.id + "': input 'deployable' has no '" + role +
+                       "' file (verify compares a target's .bc simulator with its .hbm runtime)");
+}
+
+}  // namespace
+
 Expected<StageResult> run_verify(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                  const StageContext& context) {
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));
-  const std::string& bc_bytes = inputs.at("bc")->bytes;
-  const std::string& hbm_bytes = inputs.at("hbm")->bytes;
+  QFLOW_ASSIGN_OR_RETURN(const std::string* bc_input, lowered_input(stage, inputs, "bc"));
+  QFLOW_ASSIGN_OR_RETURN(const std::string* hbm_input, lowered_input(stage, inputs, "hbm"));
+  const std::string& bc_bytes = *bc_input;
+  const std::string& hbm_bytes = *hbm_input;
   Expected<lowered::Model> bc = decode_bc(
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bc_bytes.data()), bc_bytes.size()));
   if (!bc) return bc.status().with_context("input 'bc' of stage '" + stage.id + "'");

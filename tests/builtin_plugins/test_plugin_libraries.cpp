@@ -38,11 +38,16 @@ class RecordingRegistrar final : public ComponentRegistrar {
     metrics.push_back(std::move(factory));
     return record(std::move(info));
   }
+  Status add_target(ComponentInfo info, ComponentFactory<Target> factory) override {
+    targets.push_back(std::move(factory));
+    return record(std::move(info));
+  }
 
   std::vector<ComponentInfo> infos;
   std::vector<ComponentFactory<Observer>> observers;
   std::vector<ComponentFactory<Calibrator>> calibrators;
   std::vector<ComponentFactory<Pass>> passes;
+  std::vector<ComponentFactory<Target>> targets;
   std::vector<ComponentFactory<Backend>> backends;
   std::vector<ComponentFactory<Metric>> metrics;
 

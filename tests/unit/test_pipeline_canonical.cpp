@@ -41,6 +41,9 @@ ComponentCatalog shipped_catalog() {
     components.push_back({ComponentKind::Backend, name, "built-in backend",
                           {{"platform", OptionType::String, std::string("nash"), "platform"},
                            {"platform-dir", OptionType::String, std::string(), "platform folders"}}});
+  components.push_back({ComponentKind::Target, "bpu", "built-in target",
+                        {{"platform", OptionType::String, std::string("nash"), "platform"},
+                         {"platform-dir", OptionType::String, std::string(), "platform folders"}}});
   return ComponentCatalog(std::move(components));
 }
 

@@ -24,6 +24,10 @@ ComponentCatalog test_catalog() {
                         {{"platform", OptionType::String, std::string("nash"), "gen"},
                          {"levels", OptionType::Int, int64_t{3}, "levels"},
                          {"tags", OptionType::StringList, std::vector<std::string>{}, "tags"}}});
+  components.push_back({ComponentKind::Target, "npu", "a target",
+                        {{"platform", OptionType::String, std::string("gen1"), "platform"}}});
+  components.push_back({ComponentKind::Target, "named", "a target declaring the lowering stage's own option",
+                        {{"name", OptionType::String, std::string(), "clashes"}}});
   return ComponentCatalog(std::move(components));
 }
 
@@ -161,7 +165,7 @@ TEST_CASE("pipeline: unknown and ambiguous components") {
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"pass:max\"\n") ==
         "p.toml:3:7: stage 'c': unknown pass 'max' (see 'qflow plugins' for the installed components)");
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"shape:max\"\n") ==
-        "p.toml:3:7: stage 'c': unknown component kind 'shape' in 'shape:max' (kinds: observer, calibrator, pass, backend)");
+        "p.toml:3:7: stage 'c': unknown component kind 'shape' in 'shape:max' (kinds: observer, calibrator, pass, backend, target-check, target-estimate, target-lower)");
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"minmax\"\n") ==
         "p.toml:3:7: stage 'c': 'minmax' names components of several kinds; write 'observer:minmax' or 'calibrator:minmax'");
 }
@@ -301,6 +305,58 @@ options = { levels = "${levels}" }
         "--set b.platfrom=a: unknown option 'platfrom' for backend 'bpu' (allowed: levels, platform, tags)");
   CHECK(error_of(text, {"b.levels=1.5"}) == "--set b.levels=1.5: option 'levels': expects int, got '1.5'");
   CHECK(error_of(text, {"novalue"}) == "--set novalue: expected VAR=VALUE or STAGE.OPTION=VALUE");
+}
+
+TEST_CASE("pipeline: target stages take the target's options, lower adds `name`, outputs are typed") {
+  const Pipeline p = resolved(kImport + R"(
+[[stage]]
+id = "check"
+use = "target-check:npu"
+inputs = { model = "import.model" }
+options = { platform = "gen2" }
+
+[[stage]]
+id = "lower"
+use = "target-lower:npu"
+inputs = { model = "import.model" }
+options = { name = "${name}" }
+
+[[stage]]
+id = "verify"
+use = "verify"
+inputs = { model = "import.model", deployable = "lower.deployable", dataset = "data.dataset" }
+
+[[stage]]
+id = "data"
+use = "load-data"
+options = { path = "${data}" }
+
+[[stage]]
+id = "report"
+use = "report"
+inputs = { check = "check.report" }
+)");
+  CHECK(p.stages[1].kind == StageKind::TargetCheck);
+  CHECK(p.stages[1].component == "npu");
+  CHECK(p.stages[1].output == "model_check_result.json");
+  CHECK(std::get<std::string>(p.stages[1].options.at("platform").value) == "gen2");
+  CHECK(canonical_use(p.stages[1]) == "target-check:npu");
+  CHECK(p.stages[2].kind == StageKind::TargetLower);
+  CHECK(p.stages[2].output_type == ArtifactType::Deployable);
+  CHECK(p.stages[2].output == "lower.deployable.json");
+  CHECK(std::get<std::string>(p.stages[2].options.at("name").value) == "net");
+  CHECK(std::get<std::string>(p.stages[2].options.at("platform").value) == "gen1");
+
+  CHECK(error_of(kImport + "[[stage]]\nid = \"c\"\nuse = \"target-check:npu\"\ninputs = { model = \"import.model\" }\n"
+                           "options = { name = \"x\" }\n")
+            .find("unknown option 'name'") != std::string::npos);
+  CHECK(error_of(kImport + "[[stage]]\nid = \"l\"\nuse = \"target-lower:named\"\ninputs = { model = \"import.model\" }\n") ==
+        "p.toml:12:7: stage 'l': target 'named' declares option 'name', which the target-lower stage itself takes");
+  CHECK(error_of(kImport + "[[stage]]\nid = \"l\"\nuse = \"target-lower:npv\"\ninputs = { model = \"import.model\" }\n") ==
+        "p.toml:12:7: stage 'l': unknown target 'npv' (did you mean target-lower:npu?)");
+  // A target is only reached through a target stage.
+  CHECK(error_of(kImport + "[[stage]]\nid = \"n\"\nuse = \"npu\"\ninputs = { model = \"import.model\" }\n")
+            .find("unknown component 'npu'") != std::string::npos);
 }
 
 }  // namespace qflow

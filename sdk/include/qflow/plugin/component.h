@@ -9,7 +9,7 @@
 
 namespace qflow {
 
-enum class ComponentKind { Observer, Calibrator, Pass, Backend, Metric };
+enum class ComponentKind { Observer, Calibrator, Pass, Backend, Metric, Target };
 
 inline std::string_view component_kind_name(ComponentKind kind) {
   switch (kind) {
@@ -18,6 +18,7 @@ inline std::string_view component_kind_name(ComponentKind kind) {
     case ComponentKind::Pass: return "pass";
     case ComponentKind::Backend: return "backend";
     case ComponentKind::Metric: return "metric";
+    case ComponentKind::Target: return "target";
   }
   return "unknown";
 }

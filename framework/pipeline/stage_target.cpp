@@ -1,0 +1,84 @@
+// target stages: a target component's check section, performance estimate and lowering.
+#include <filesystem>
+
+#include "framework/pipeline/stage_util.h"
+#include "framework/plugin/component_registry.h"
+
+namespace qflow {
+
+Expected<std::shared_ptr<Target>> make_stage_target(const PipelineStage& stage, const ComponentRegistry& registry) {
+  Options options;
+  const std::vector<OptionSpec> own = target_stage_options(stage.kind);
+  for (const auto& [name, option] : stage.options)
+    if (std::none_of(own.begin(), own.end(), [&](const OptionSpec& spec) { return spec.name == name; }))
+      options.set(name, option.value);
+  return registry.make_target(stage.component, options);
+}
+
+namespace {
+
+// A report section: the JSON is the artifact, the text its readable twin next to it
+// (model_check_result.json -> model_check_result.txt).
+StageResult section_result(const PipelineStage& stage, TargetReport report) {
+  StageResult result;
+  result.artifact.type = ArtifactType::Report;
+  result.artifact.bytes = std::move(report.json);
+  if (!report.text.empty()) {
+    const std::string text_name = std::filesystem::path(stage.output).replace_extension(".txt").string();
+    if (text_name != stage.output) result.side_files[text_name] = std::move(report.text);
+  }
+  return result;
+}
+
+}  // namespace
+
+Expected<StageResult> run_target_check(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                       const ComponentRegistry& registry) {
+  QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Target> target, make_stage_target(stage, registry));
+  QFLOW_ASSIGN_OR_RETURN(TargetReport report, target->check(model));
+  return section_result(stage, std::move(report));
+}
+
+Expected<StageResult> run_target_estimate(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                          const ComponentRegistry& registry) {
+  QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Target> target, make_stage_target(stage, registry));
+  QFLOW_ASSIGN_OR_RETURN(TargetReport report, target->estimate(model, *inputs.at("qparams")->qparams));
+  return section_result(stage, std::move(report));
+}
+
+Expected<StageResult> run_target_lower(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                       const ComponentRegistry& registry) {
+  QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Target> target, make_stage_target(stage, registry));
+  QFLOW_ASSIGN_OR_RETURN(std::vector<TargetArtifact> files, target->lower(model));
+  std::string name = string_option(stage, "name");
+  if (name.empty()) name = model.graph->name.empty() ? stage.id : model.graph->name;
+  StageResult result;
+  result.artifact.type = ArtifactType::Deployable;
+  JsonWriter json;
+  json.begin_object();
+  json.field("target", stage.component);
+  json.key("files").begin_array();
+  for (const TargetArtifact& file : files) {
+    if (file.role.empty() || file.suffix.empty())
+      return internal_error("target '" + stage.component + "' emitted a file without a role or suffix");
+    const std::string file_name = name + file.suffix;
+    if (result.side_files.count(file_name) || file_name == stage.output)
+      return internal_error("target '" + stage.component + "' emitted '" + file_name + "' twice");
+    json.begin_object(true);
+    json.field("role", file.role);
+    json.field("file", file_name);
+    json.field("bytes", static_cast<int64_t>(file.bytes.size()));
+    json.end_object();
+    result.side_files[file_name] = file.bytes;
+  }
+  json.end_array();
+  json.end_object();
+  QFLOW_ASSIGN_OR_RETURN(result.artifact.bytes, json.finish());
+  result.artifact.deployables = std::make_shared<const std::vector<TargetArtifact>>(std::move(files));
+  return result;
+}
+
+}  // namespace qflow

@@ -1,0 +1,69 @@
+// BpuTarget: the BPU pieces (partition plan, check and perf reports, lowering, .bc and .hbm
+// encoders) behind the one target interface.
+#include "bpu_target.h"
+
+#include "bpu_cost.h"
+#include "check_report.h"
+#include "perf_report.h"
+#include "qdq_model.h"
+#include "qflow/lowered/bc.h"
+#include "qflow/version.h"
+#include "runtime/lowered/hbm_codec.h"
+
+namespace qflow {
+
+ComponentInfo BpuTarget::info() {
+  ComponentInfo info = BpuBackend::info();
+  info.kind = ComponentKind::Target;
+  info.name = "bpu";
+  info.summary = "BPU platforms: placement with the failed constraint, check and performance sections, "
+                 "<name>_quantized_model.bc and <name>.hbm";
+  info.options.push_back({"fuse-activations", OptionType::Bool, true,
+                          "fold a Relu / Clip into the Conv, ConvTranspose, Gemm or MatMul before it (false: round "
+                          "twice, as the PTQ model)"});
+  return info;
+}
+
+Expected<std::unique_ptr<Target>> BpuTarget::create(const Options& options) {
+  QFLOW_ASSIGN_OR_RETURN(BpuBackend backend, BpuBackend::from_options(options));
+  LoweringOptions lowering;
+  lowering.fuse_activations = !options.has("fuse-activations") || options.get_bool("fuse-activations");
+  lowering.run_on_bpu = options.get_strings("run-on-bpu");
+  return std::unique_ptr<Target>(std::make_unique<BpuTarget>(std::move(backend), std::move(lowering)));
+}
+
+Expected<std::vector<NodeCapability>> BpuTarget::partition(const Model& ptq_model) const {
+  QFLOW_ASSIGN_OR_RETURN(QdqModel qdq, read_qdq_model(ptq_model));
+  QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, lowering_partition(qdq, backend_, options_.run_on_bpu));
+  return plan.nodes;
+}
+
+Expected<TargetReport> BpuTarget::check(const Model& ptq_model) const {
+  QFLOW_ASSIGN_OR_RETURN(QdqModel qdq, read_qdq_model(ptq_model));
+  QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, lowering_partition(qdq, backend_, options_.run_on_bpu));
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, qdq.view.graph->topological_order());
+  std::vector<std::optional<int64_t>> macs;
+  for (const Node* node : order) macs.push_back(node_macs(*qdq.view.graph, *node));
+  const std::string& name = qdq.view.graph->name;
+  return TargetReport{check_report_json(plan, backend_.platform(), name, qdq.table, macs),
+                      check_report_text(plan, backend_.platform(), name, qdq.table, macs)};
+}
+
+Expected<TargetReport> BpuTarget::estimate(const Model& float_model, const QuantTable& table) const {
+  QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, backend_.plan(float_model, table));
+  QFLOW_ASSIGN_OR_RETURN(PerfEstimate estimate, estimate_perf(*float_model.graph, plan, backend_.platform(), table));
+  return TargetReport{perf_report_json(estimate), perf_report_text(estimate)};
+}
+
+Expected<std::vector<TargetArtifact>> BpuTarget::lower(const Model& ptq_model) const {
+  QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(ptq_model, backend_, nullptr, options_));
+  auto hbm = lowered::encode_hbm(lowered, QFLOW_VERSION_STRING);
+  if (!hbm) return internal_error("bpu: " + hbm.message());
+  QFLOW_ASSIGN_OR_RETURN(std::string bc, encode_bc(lowered));
+  std::vector<TargetArtifact> files;
+  files.push_back({"bc", "_quantized_model.bc", std::move(bc)});
+  files.push_back({"hbm", ".hbm", std::string(hbm->begin(), hbm->end())});
+  return files;
+}
+
+}  // namespace qflow

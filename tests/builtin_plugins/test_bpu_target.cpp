@@ -1,0 +1,91 @@
+// Tests of the bpu target component: one lowering emits both deployable files, the partition
+// names the failed constraint, the check and performance sections come as JSON and text.
+#include <doctest/doctest.h>
+
+#include "qflow/core/json.h"
+#include "plugins/backends/bpu/bpu_lowered_backend.h"
+#include "plugins/backends/bpu/bpu_target.h"
+#include "qflow/lowered/bc.h"
+#include "test_bpu_lowering_helpers.h"
+
+namespace qflow {
+namespace {
+
+using namespace lowering_test;
+using bpu_test::backend_for;
+
+Options platform_options(const std::string& platform) {
+  Options options;
+  options.set("platform", platform);
+  options.set("platform-dir", std::string(QFLOW_BPU_PLATFORM_DIR));
+  return options;
+}
+
+std::unique_ptr<Target> target_for(const std::string& platform) {
+  auto target = BpuTarget::create(platform_options(platform));
+  REQUIRE_MESSAGE(target.has_value(), target.status().message());
+  return std::move(target).value();
+}
+
+// x -> Conv 3x3 -> Conv 9x9 (bernoulli2 runs kernels up to 7x7) -> Conv 1x1.
+QdqGraph big_kernel_model() {
+  QdqGraph q;
+  Value* x = q.input("x", {1, 1, 12, 12}, 0.0437);
+  Value* y1 = q.op("Conv", "c1", {x, q.weight("w1", {2, 1, 3, 3}, int8_ramp(18, 1), {0.0071f, 0.0053f}, 0)}, {1, 2, 12, 12},
+                   {Attribute::make_ints("pads", {1, 1, 1, 1})});
+  Value* y2 = q.op("Conv", "big", {q.qdq(y1, 0.0611), q.weight("w2", {2, 2, 9, 9}, int8_ramp(324, 2), {0.00093f, 0.00117f}, 0)},
+                   {1, 2, 12, 12}, {Attribute::make_ints("pads", {4, 4, 4, 4})});
+  Value* y3 = q.op("Conv", "c3", {q.qdq(y2, 0.0813), q.weight("w3", {1, 2, 1, 1}, {60, -50}, {0.0103f}, -1)}, {1, 1, 12, 12});
+  q.output(q.qdq(y3, 0.0973));
+  return q;
+}
+
+}  // namespace
+
+TEST_CASE("bpu target: one lowering emits the .bc and the .hbm the two lowering backends emit") {
+  QdqGraph q = big_kernel_model();
+  auto files = target_for("bernoulli2")->lower(q.model);
+  REQUIRE_MESSAGE(files.has_value(), files.status().message());
+  REQUIRE(files->size() == 2);
+  CHECK((*files)[0].role == "bc");
+  CHECK((*files)[0].suffix == "_quantized_model.bc");
+  CHECK((*files)[1].role == "hbm");
+  CHECK((*files)[1].suffix == ".hbm");
+  for (LoweredFormat format : {LoweredFormat::bc, LoweredFormat::hbm}) {
+    auto backend = BpuLoweredBackend::create(platform_options("bernoulli2"), format);
+    REQUIRE(backend.has_value());
+    auto bytes = backend.value()->compile(q.model, {});
+    REQUIRE_MESSAGE(bytes.has_value(), bytes.status().message());
+    CHECK(*bytes == (*files)[format == LoweredFormat::bc ? 0 : 1].bytes);
+  }
+}
+
+TEST_CASE("bpu target: the partition and the check section name the failed constraint") {
+  QdqGraph q = big_kernel_model();
+  std::unique_ptr<Target> target = target_for("bernoulli2");
+  auto nodes = target->partition(q.model);
+  REQUIRE_MESSAGE(nodes.has_value(), nodes.status().message());
+  REQUIRE(nodes->size() == 3);
+  for (const NodeCapability& node : *nodes) {
+    CAPTURE(node.node);
+    CHECK(node.supported == (node.node != "big"));
+    if (node.node == "big") CHECK(node.reason.find("kernel 9x9") != std::string::npos);
+  }
+  // nash runs Conv kernels up to 31x31: the same model runs whole on the BPU.
+  auto on_nash = target_for("nash")->partition(q.model);
+  REQUIRE(on_nash.has_value());
+  for (const NodeCapability& node : *on_nash) CHECK(node.supported);
+
+  auto check = target->check(q.model);
+  REQUIRE_MESSAGE(check.has_value(), check.status().message());
+  auto doc = parse_json(check->json, "check");
+  REQUIRE_MESSAGE(doc.has_value(), doc.status().message());
+  const JsonValue* listed = doc->find("nodes");
+  REQUIRE(listed);
+  REQUIRE(listed->items().size() == 3);
+  for (const JsonValue& node : listed->items())
+    CHECK(node.find("placement")->as_string() == (node.find("name")->as_string() == "big" ? "cpu" : "bpu"));
+  CHECK(check->text.find("big") != std::string::npos);
+}
+
+}  // namespace qflow
