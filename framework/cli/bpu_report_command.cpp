@@ -16,11 +16,10 @@ namespace {
 
 namespace po = boost::program_options;
 
-Expected<std::string> report(const ComponentRegistry& registry, std::string_view component, Options options,
-                             const std::string& format, const Model& model) {
-  options.set("format", format);
-  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Backend> backend, registry.make_backend(std::string(component), options));
-  return backend->compile(model, QuantTable{});
+Expected<TargetReport> report(const ComponentRegistry& registry, const BpuReportCommand& command, const Options& options,
+                               const Model& model) {
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Target> target, registry.make_target(std::string(command.target), options));
+  return command.section == BpuReportCommand::Section::check ? target->check(model) : target->estimate(model, QuantTable{});
 }
 
 }  // namespace
@@ -63,8 +62,9 @@ Status run_bpu_report_command(const BpuReportCommand& command, const std::vector
   QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_file(path));
   QFLOW_RETURN_IF_ERROR(infer_shapes(model).with_context(path + ": shape inference failed"));
   QFLOW_ASSIGN_OR_RETURN(ComponentRegistry * registry, plugin_registry());
-  QFLOW_ASSIGN_OR_RETURN(std::string text, report(*registry, command.component, backend_options, "text", model));
-  QFLOW_ASSIGN_OR_RETURN(std::string json, report(*registry, command.component, backend_options, "json", model));
+  QFLOW_ASSIGN_OR_RETURN(TargetReport section, report(*registry, command, backend_options, model));
+  const std::string& text = section.text;
+  const std::string& json = section.json;
 
   std::error_code ec;
   std::filesystem::create_directories(out, ec);

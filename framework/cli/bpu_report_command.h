@@ -1,5 +1,5 @@
-// `qflow check` and `qflow perf`: one BPU report component run on one model, written as
-// text and JSON and printed.
+// `qflow check` and `qflow perf`: one section of the bpu target's report on one model,
+// written as text and JSON and printed.
 #pragma once
 
 #include <string>
@@ -12,7 +12,9 @@ namespace qflow::cli {
 
 struct BpuReportCommand {
   std::string_view name;         // "check"
-  std::string_view component;    // backend that renders the report: "bpu-check"
+  enum class Section { check, estimate };
+  std::string_view target;       // the target component: "bpu"
+  Section section;               // Target::check or Target::estimate
   std::string_view description;  // --help text
   std::string_view model_help;   // "the ONNX model to check"
   std::string_view file_stem;    // "model_check_result": .txt and .json in --out

@@ -14,13 +14,14 @@ constexpr std::string_view kDescription =
     "subgraphs with the quantize/dequantize conversions at their boundaries, and a summary.\n"
     "Shapes of intermediate values come from ONNX shape inference. The text goes to\n"
     "stdout (--json: the JSON instead) and both are written to\n"
-    "OUT/model_check_result.txt and OUT/model_check_result.json. Uses the component\n"
-    "backend:bpu-check; see docs/bpu-checker.md.";
+    "OUT/model_check_result.txt and OUT/model_check_result.json. The check section of\n"
+    "the bpu target (a PTQ model is checked as its lowering places it); see\n"
+    "docs/bpu-checker.md.";
 
 }  // namespace
 
 Status run_check(const std::vector<std::string>& args) {
-  return run_bpu_report_command({"check", "bpu-check", kDescription, "the ONNX model to check", "model_check_result"}, args);
+  return run_bpu_report_command({"check", "bpu", BpuReportCommand::Section::check, kDescription, "the ONNX model to check", "model_check_result"}, args);
 }
 
 }  // namespace qflow::cli

@@ -16,12 +16,12 @@ constexpr std::string_view kDescription =
     "the BPU time in microseconds. CPU nodes get MACs and bytes but no cycles. Shapes come\n"
     "from ONNX shape inference; symbolic dimensions count as 1. The text goes to stdout\n"
     "(--json: the JSON instead) and both are written to OUT/model_perf.txt and\n"
-    "OUT/model_perf.json. Uses the component backend:bpu-perf; see docs/bpu-checker.md.";
+    "OUT/model_perf.json. The estimate section of the bpu target; see docs/bpu-checker.md.";
 
 }  // namespace
 
 Status run_perf(const std::vector<std::string>& args) {
-  return run_bpu_report_command({"perf", "bpu-perf", kDescription, "the ONNX model to estimate", "model_perf"}, args);
+  return run_bpu_report_command({"perf", "bpu", BpuReportCommand::Section::estimate, kDescription, "the ONNX model to estimate", "model_perf"}, args);
 }
 
 }  // namespace qflow::cli

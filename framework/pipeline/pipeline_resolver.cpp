@@ -106,11 +106,7 @@ const std::vector<HostStage>& host_stages() {
        {}},
       {"precision-search",
        StageKind::PrecisionSearch,
-       {{"backend", OptionType::String, std::string(),
-         "backend asked whether a node may run in int16 (e.g. bpu-check); \"\" = int16 allowed everywhere"},
-        {"backend-options", OptionType::StringList, std::vector<std::string>{},
-         "the backend's other options as \"key=value\" strings (\"platform-dir=DIR\")"},
-        {"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"},
+       {{"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"},
         {"max-changes", OptionType::Int, int64_t{0}, "stop when the target needs more node changes; 0 = no limit"},
         {"max-evaluations", OptionType::Int, int64_t{0},
          "stop after this many PTQ models built and run; 0 = no limit"},
@@ -120,12 +116,11 @@ const std::vector<HostStage>& host_stages() {
          "the metric's options as \"key=value\" strings"},
         {"on-miss", OptionType::String, std::string("warn"),
          "when the target is not reached: \"warn\" keeps the best configuration measured, \"error\" fails the stage"},
-        {"platform", OptionType::String, std::string(), "the backend's platform option; \"\" = its default"},
         {"prune", OptionType::Bool, true,
          "drop the kept changes the target does not need and measure the value after each; false: the shortest "
          "reaching prefix of the ranking"},
         {"target", OptionType::String, std::string(),
-         "target component asked where each node of a PTQ model runs (e.g. bpu); instead of 'backend'"},
+         "target component asked where each node of a PTQ model may run (e.g. bpu); \"\" = int16 allowed everywhere"},
         {"target-cosine", OptionType::Float, 0.99, "without a metric: the output cosine the PTQ model must reach"},
         {"target-options", OptionType::StringList, std::vector<std::string>{},
          "the target's options as \"key=value\" strings (\"platform=nash\", \"platform-dir=DIR\")"}},
@@ -590,7 +585,7 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
               {"statistics", ArtifactType::Statistics, false}};
     case StageKind::TargetCheck:
     case StageKind::TargetLower: return {{"model", ArtifactType::Model, true}};
-    case StageKind::TargetEstimate: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, true}};
+    case StageKind::TargetEstimate: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, false}};
   }
   return {};
 }

@@ -42,54 +42,6 @@ Expected<SensitivityResult> read_sensitivity(const std::string& text, const std:
   return result;
 }
 
-// The placement a backend gives a PTQ model. A backend that writes the BPU check report as
-// JSON (option `format`) is asked through it, as the lowering places the model (dtype
-// refusals included); any other backend through capability().
-Expected<PlacementOracle> make_oracle(const ComponentRegistry& registry, const std::string& name,
-                                      const std::string& platform, const std::vector<std::string>& backend_options,
-                                      const std::string& head) {
-  const ComponentInfo* info = registry.find(ComponentKind::Backend, name);
-  if (!info) return not_found(head + ": option 'backend': no backend component '" + name + "'");
-  Expected<Options> parsed = parse_component_options(*info, backend_options, "backend-options");
-  if (!parsed) return parsed.status().with_context(head);
-  Options values = std::move(*parsed);
-  bool report = false;
-  for (const OptionSpec& spec : info->options) {
-    if (spec.name == "platform" && !platform.empty()) values.set("platform", platform);
-    if (spec.name == "format") {
-      values.set("format", std::string("json"));
-      report = true;
-    }
-  }
-  if (!platform.empty() && !values.has("platform"))
-    return invalid_input(head + ": backend '" + name + "' has no option 'platform'");
-  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Backend> backend, registry.make_backend(name, values));
-  return PlacementOracle([backend, report, name](const Model& ptq) -> Expected<std::map<std::string, std::string>> {
-    std::map<std::string, std::string> placement;
-    if (report) {
-      QFLOW_ASSIGN_OR_RETURN(const std::string text, backend->compile(ptq, QuantTable{}));
-      QFLOW_ASSIGN_OR_RETURN(JsonValue doc, parse_json(text, "backend '" + name + "' report"));
-      const JsonValue* nodes = doc.find("nodes");
-      if (!nodes || !nodes->is_array()) return invalid_input("backend '" + name + "' report has no \"nodes\" array");
-      for (const JsonValue& n : nodes->items()) {
-        const JsonValue* node = n.find("name");
-        const JsonValue* where = n.find("placement");
-        const JsonValue* reason = n.find("reason");
-        if (!node || !node->is_string() || !where || !where->is_string()) continue;
-        placement[node->as_string()] =
-            where->as_string() == "bpu" ? std::string()
-                                        : (reason && reason->is_string() && !reason->as_string().empty() ? reason->as_string()
-                                                                                                          : "cpu");
-      }
-      return placement;
-    }
-    QFLOW_ASSIGN_OR_RETURN(const std::vector<NodeCapability> caps, backend->capability(ptq));
-    for (const NodeCapability& cap : caps)
-      placement[cap.node] = cap.supported ? std::string() : (cap.reason.empty() ? "unsupported" : cap.reason);
-    return placement;
-  });
-}
-
 // The placement a target gives a PTQ model: "" where it runs on the accelerated path, else
 // the failed constraint.
 Expected<PlacementOracle> make_target_oracle(const ComponentRegistry& registry, const std::string& name,
@@ -142,22 +94,12 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
     return invalid_input(head + ": metric-options given without a metric");
   }
 
-  const std::string backend = string_option(stage, "backend");
-  const std::string platform = string_option(stage, "platform");
-  const auto& backend_options = std::get<std::vector<std::string>>(stage.options.at("backend-options").value);
   const std::string target = string_option(stage, "target");
   const auto& target_options = std::get<std::vector<std::string>>(stage.options.at("target-options").value);
-  if (!target.empty() && !backend.empty())
-    return invalid_input(head + ": give option 'target' or 'backend', not both");
   if (!target.empty()) {
     QFLOW_ASSIGN_OR_RETURN(options.oracle, make_target_oracle(registry, target, target_options, head));
   } else if (!target_options.empty()) {
     return invalid_input(head + ": option 'target-options' needs option 'target'");
-  }
-  if (!backend.empty()) {
-    QFLOW_ASSIGN_OR_RETURN(options.oracle, make_oracle(registry, backend, platform, backend_options, head));
-  } else if (!platform.empty() || !backend_options.empty()) {
-    return invalid_input(head + ": options 'platform' and 'backend-options' need option 'backend'");
   }
 
   SensitivityResult ranking;

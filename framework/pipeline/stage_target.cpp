@@ -44,7 +44,10 @@ Expected<StageResult> run_target_estimate(const PipelineStage& stage, const std:
                                           const ComponentRegistry& registry) {
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));
   QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Target> target, make_stage_target(stage, registry));
-  QFLOW_ASSIGN_OR_RETURN(TargetReport report, target->estimate(model, *inputs.at("qparams")->qparams));
+  static const QuantTable kNoTable;  // without a table the estimate counts float32 tensors
+  auto qparams = inputs.find("qparams");
+  QFLOW_ASSIGN_OR_RETURN(TargetReport report,
+                         target->estimate(model, qparams != inputs.end() ? *qparams->second->qparams : kNoTable));
   return section_result(stage, std::move(report));
 }
 

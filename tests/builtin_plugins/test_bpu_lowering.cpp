@@ -5,7 +5,6 @@
 #include <cstring>
 #include <limits>
 
-#include "plugins/backends/bpu/bpu_lowered_backend.h"
 #include "qflow/lowered/bc.h"
 #include "runtime/lowered/hbm_codec.h"
 #include "test_bpu_lowering_helpers.h"
@@ -455,25 +454,6 @@ TEST_CASE("bpu lowering: power-of-two platforms shift only") {
     QdqGraph q = model(0.3);
     CHECK(op_list(lower(q.model, BpuBackend(platform.value()))) == "cpu: cpu.Conv");
   }
-}
-
-TEST_CASE("bpu lowering: the bpu-lower and bpu-compile backends emit the .bc and the .hbm") {
-  QdqGraph q = residual_model();
-  Options options;
-  options.set("platform", std::string("nash"));
-  options.set("platform-dir", std::string(QFLOW_BPU_PLATFORM_DIR));
-  auto lower_backend = BpuLoweredBackend::create(options, LoweredFormat::bc);
-  REQUIRE_MESSAGE(lower_backend.has_value(), lower_backend.status().message());
-  auto bc = lower_backend.value()->compile(q.model, {});
-  REQUIRE_MESSAGE(bc.has_value(), bc.status().message());
-  auto decoded = decode_bc(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bc->data()), bc->size()));
-  REQUIRE_MESSAGE(decoded.has_value(), decoded.status().message());
-  CHECK(decoded.value() == lower(q.model, backend_for("nash")));
-  auto compile_backend = BpuLoweredBackend::create(options, LoweredFormat::hbm);
-  REQUIRE_MESSAGE(compile_backend.has_value(), compile_backend.status().message());
-  auto hbm = compile_backend.value()->compile(q.model, {});
-  REQUIRE_MESSAGE(hbm.has_value(), hbm.status().message());
-  CHECK(hbm->size() > 64);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 
 #include <numeric>
 
-#include "plugins/backends/bpu/bpu_perf_backend.h"
+#include "plugins/backends/bpu/bpu_target.h"
 #include "plugins/backends/bpu/perf_report.h"
 #include "test_bpu_helpers.h"
 
@@ -196,7 +196,7 @@ TEST_CASE("bpu perf: JSON is sorted, deterministic and survives a parse round tr
   CHECK(parsed->find("cpu")->find("cycles") == nullptr);
 }
 
-TEST_CASE("bpu perf: the bpu-perf backend renders text or JSON and refuses other formats") {
+TEST_CASE("bpu perf: the bpu target's estimate section is the report as JSON and as text") {
   TempDir dir("perf_backend");
   dir.write("roof.toml", kPlatform);
   Options options;
@@ -204,23 +204,14 @@ TEST_CASE("bpu perf: the bpu-perf backend renders text or JSON and refuses other
   options.set("platform-dir", dir.path.string());
   options.set("run-on-cpu", std::vector<std::string>{});
   options.set("run-on-bpu", std::vector<std::string>{});
-  options.set("format", std::string("json"));
+  options.set("fuse-activations", true);
   const Model model = conv_relu_gemm();
-  auto json_backend = BpuPerfBackend::create(options);
-  REQUIRE_MESSAGE(json_backend.has_value(), json_backend.status().message());
-  auto json = (*json_backend)->compile(model, {});
-  REQUIRE(json.has_value());
-  CHECK(json.value() == perf_report_json(estimate(dir, model, {})));
-  options.set("format", std::string("text"));
-  auto text_backend = BpuPerfBackend::create(options);
-  REQUIRE(text_backend.has_value());
-  auto text = (*text_backend)->compile(model, {});
-  REQUIRE(text.has_value());
-  CHECK(text.value() == perf_report_text(estimate(dir, model, {})));
-  options.set("format", std::string("xml"));
-  auto refused = BpuPerfBackend::create(options);
-  REQUIRE_FALSE(refused.has_value());
-  CHECK(refused.status().message() == "bpu-perf: option 'format' must be 'text' or 'json', got 'xml'");
+  auto target = BpuTarget::create(options);
+  REQUIRE_MESSAGE(target.has_value(), target.status().message());
+  auto section = (*target)->estimate(model, {});
+  REQUIRE_MESSAGE(section.has_value(), section.status().message());
+  CHECK(section->json == perf_report_json(estimate(dir, model, {})));
+  CHECK(section->text == perf_report_text(estimate(dir, model, {})));
 }
 
 }  // namespace

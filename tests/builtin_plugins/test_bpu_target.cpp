@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 
 #include "qflow/core/json.h"
-#include "plugins/backends/bpu/bpu_lowered_backend.h"
 #include "plugins/backends/bpu/bpu_target.h"
+#include "plugins/backends/bpu/qdq_model.h"
 #include "qflow/lowered/bc.h"
+#include "qflow/version.h"
+#include "runtime/lowered/hbm_codec.h"
 #include "test_bpu_lowering_helpers.h"
 
 namespace qflow {
@@ -42,7 +44,7 @@ QdqGraph big_kernel_model() {
 
 }  // namespace
 
-TEST_CASE("bpu target: one lowering emits the .bc and the .hbm the two lowering backends emit") {
+TEST_CASE("bpu target: one lowering emits the .bc and the .hbm of the lowered program") {
   QdqGraph q = big_kernel_model();
   auto files = target_for("bernoulli2")->lower(q.model);
   REQUIRE_MESSAGE(files.has_value(), files.status().message());
@@ -51,13 +53,24 @@ TEST_CASE("bpu target: one lowering emits the .bc and the .hbm the two lowering 
   CHECK((*files)[0].suffix == "_quantized_model.bc");
   CHECK((*files)[1].role == "hbm");
   CHECK((*files)[1].suffix == ".hbm");
-  for (LoweredFormat format : {LoweredFormat::bc, LoweredFormat::hbm}) {
-    auto backend = BpuLoweredBackend::create(platform_options("bernoulli2"), format);
-    REQUIRE(backend.has_value());
-    auto bytes = backend.value()->compile(q.model, {});
-    REQUIRE_MESSAGE(bytes.has_value(), bytes.status().message());
-    CHECK(*bytes == (*files)[format == LoweredFormat::bc ? 0 : 1].bytes);
-  }
+  const lowered::Model program = lower(q.model, backend_for("bernoulli2"));
+  auto bc = encode_bc(program);
+  REQUIRE(bc.has_value());
+  CHECK(*bc == (*files)[0].bytes);
+  auto hbm = lowered::encode_hbm(program, QFLOW_VERSION_STRING);
+  REQUIRE(hbm.has_value());
+  CHECK(std::string(hbm->begin(), hbm->end()) == (*files)[1].bytes);
+}
+
+TEST_CASE("bpu target: a float model is checked without quantization; a lowering needs the PTQ model") {
+  QdqGraph q = big_kernel_model();
+  std::unique_ptr<Target> target = target_for("bernoulli2");
+  auto view = read_qdq_model(q.model);
+  REQUIRE(view.has_value());
+  auto check = target->check(view->view);
+  REQUIRE_MESSAGE(check.has_value(), check.status().message());
+  CHECK(check->text.find("big") != std::string::npos);
+  CHECK_FALSE(target->lower(view->view).has_value());
 }
 
 TEST_CASE("bpu target: the partition and the check section name the failed constraint") {

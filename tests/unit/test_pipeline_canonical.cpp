@@ -37,10 +37,6 @@ ComponentCatalog shipped_catalog() {
   components.push_back({ComponentKind::Observer, "histogram", "built-in observer", {}});
   for (const char* name : {"kl", "percentile", "mse", "mix", "auto", "load"})
     components.push_back({ComponentKind::Calibrator, name, "built-in calibrator", {}});
-  for (const char* name : {"bpu-check", "bpu-lower", "bpu-compile", "bpu-perf"})
-    components.push_back({ComponentKind::Backend, name, "built-in backend",
-                          {{"platform", OptionType::String, std::string("nash"), "platform"},
-                           {"platform-dir", OptionType::String, std::string(), "platform folders"}}});
   components.push_back({ComponentKind::Target, "bpu", "built-in target",
                         {{"platform", OptionType::String, std::string("nash"), "platform"},
                          {"platform-dir", OptionType::String, std::string(), "platform folders"}}});

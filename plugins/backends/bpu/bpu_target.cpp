@@ -38,15 +38,38 @@ Expected<std::vector<NodeCapability>> BpuTarget::partition(const Model& ptq_mode
   return plan.nodes;
 }
 
-Expected<TargetReport> BpuTarget::check(const Model& ptq_model) const {
-  QFLOW_ASSIGN_OR_RETURN(QdqModel qdq, read_qdq_model(ptq_model));
-  QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, lowering_partition(qdq, backend_, options_.run_on_bpu));
-  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, qdq.view.graph->topological_order());
+namespace {
+
+bool is_qdq_model(const Model& model) {
+  for (const auto& node : model.graph->nodes())
+    if ((node->domain().empty() || node->domain() == "ai.onnx") &&
+        (node->op_type() == "QuantizeLinear" || node->op_type() == "DequantizeLinear"))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+// A PTQ (QDQ) model is checked as the lowering places it: its float view with the scales of
+// its Q/DQ pairs, and the nodes without an integer lowering on the CPU. A float model (what
+// `qflow check` is often given first) is checked structurally, without quantization.
+Expected<TargetReport> BpuTarget::check(const Model& model) const {
+  std::optional<QdqModel> qdq;
+  if (is_qdq_model(model)) {
+    QFLOW_ASSIGN_OR_RETURN(QdqModel read, read_qdq_model(model));
+    qdq = std::move(read);
+  }
+  const Model& checked = qdq ? qdq->view : model;
+  static const QuantTable kNoTable;
+  const QuantTable& table = qdq ? qdq->table : kNoTable;
+  QFLOW_ASSIGN_OR_RETURN(PartitionPlan plan, qdq ? lowering_partition(*qdq, backend_, options_.run_on_bpu)
+                                                 : backend_.plan(model, kNoTable));
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, checked.graph->topological_order());
   std::vector<std::optional<int64_t>> macs;
-  for (const Node* node : order) macs.push_back(node_macs(*qdq.view.graph, *node));
-  const std::string& name = qdq.view.graph->name;
-  return TargetReport{check_report_json(plan, backend_.platform(), name, qdq.table, macs),
-                      check_report_text(plan, backend_.platform(), name, qdq.table, macs)};
+  for (const Node* node : order) macs.push_back(node_macs(*checked.graph, *node));
+  const std::string& name = checked.graph->name;
+  return TargetReport{check_report_json(plan, backend_.platform(), name, table, macs),
+                      check_report_text(plan, backend_.platform(), name, table, macs)};
 }
 
 Expected<TargetReport> BpuTarget::estimate(const Model& float_model, const QuantTable& table) const {

@@ -22,8 +22,8 @@ class BpuTarget final : public Target {
 
   // The placement the lowering gives: nodes without an integer form on the CPU.
   Expected<std::vector<NodeCapability>> partition(const Model& ptq_model) const override;
-  // model_check_result.txt and its JSON form.
-  Expected<TargetReport> check(const Model& ptq_model) const override;
+  // model_check_result.txt and its JSON form; of a float model too (no quantization checks).
+  Expected<TargetReport> check(const Model& model) const override;
   // model_perf.txt and its JSON form: per-layer MACs, bytes and cycles.
   Expected<TargetReport> estimate(const Model& float_model, const QuantTable& table) const override;
   // "bc" (<name>_quantized_model.bc) and "hbm" (<name>.hbm).
