@@ -222,8 +222,13 @@ class Resolver {
                            const std::string& stage_kind = "") const {
     std::vector<std::string> close;
     for (const ComponentInfo& info : catalog_.components())
-      if ((!kind || info.kind == *kind) && is_similar_name(name, info.name))
-        close.push_back(stage_kind.empty() ? qualified(info) : stage_kind + ":" + info.name);
+      if ((!kind || info.kind == *kind) && is_similar_name(name, info.name)) {
+        if (!stage_kind.empty()) close.push_back(stage_kind + ":" + info.name);
+        else if (info.kind != ComponentKind::Target) close.push_back(qualified(info));
+        else  // a target is used through one of its stage kinds
+          for (StageKind target_stage : {StageKind::TargetCheck, StageKind::TargetEstimate, StageKind::TargetLower})
+            close.push_back(std::string(stage_kind_name(target_stage)) + ":" + info.name);
+      }
     if (!kind)
       for (const HostStage& host : host_stages())
         if (is_similar_name(name, host.name)) close.push_back(std::string(host.name));

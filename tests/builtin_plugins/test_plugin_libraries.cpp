@@ -127,19 +127,20 @@ TEST_CASE("plugin modules: each exports one entry point that registers its compo
   }
 }
 
-TEST_CASE("plugin modules: the bpu backend finds its platform folder next to its own library") {
+TEST_CASE("plugin modules: the bpu target finds its platform folder next to its own library") {
   auto lib = std::make_shared<Library>(std::string(QFLOW_PLUGIN_DIR) + "/libqflow_backend_bpu.so");
   RecordingRegistrar r;
-  check_library("libqflow_backend_bpu.so", "backend-bpu", ComponentKind::Backend, "bpu", r, lib);
+  check_library("libqflow_backend_bpu.so", "backend-bpu", ComponentKind::Target, "bpu", r, lib);
+  CHECK(r.infos.size() == 1);  // one component per target
   // Default options: platform nash from <plugin dir>/bpu-platforms, located with dladdr.
-  auto made = r.backends.at(0)(defaults(r.infos[0]));
+  auto made = r.targets.at(0)(defaults(r.infos[0]));
   REQUIRE_MESSAGE(made.has_value(), made.status().message());
   Options b2 = defaults(r.infos[0]);
   b2.set("platform", std::string("bernoulli2"));
-  REQUIRE(r.backends.at(0)(b2).has_value());
+  REQUIRE(r.targets.at(0)(b2).has_value());
   Options unknown = defaults(r.infos[0]);
   unknown.set("platform", std::string("x9"));
-  auto refused = r.backends.at(0)(unknown);
+  auto refused = r.targets.at(0)(unknown);
   REQUIRE_FALSE(refused.has_value());
   CHECK(refused.status().message().find("no x9.toml in the built-in platforms (available: bayes, bernoulli2, nash)") !=
         std::string::npos);

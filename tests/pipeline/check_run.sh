@@ -28,7 +28,7 @@ for threads in 1 2 3; do
   paths=($(artifact_field "$out/manifest.json" path))
   sums=($(artifact_field "$out/manifest.json" sha256))
   sizes=($(artifact_field "$out/manifest.json" bytes))
-  [ "${#paths[@]}" = 6 ] || fail "--threads $threads: manifest lists ${#paths[@]} artifacts, expected 6"
+  [ "${#paths[@]}" = 7 ] || fail "--threads $threads: manifest lists ${#paths[@]} artifacts, expected 7"
   for i in "${!paths[@]}"; do
     file=$out/${paths[$i]}
     [ -f "$file" ] || { fail "missing artifact $file"; continue; }
@@ -47,13 +47,13 @@ for threads in 2 3; do
 done
 
 out=$work/failing
-"$qflow" run pipelines/calibrate_minmax.toml --out "$out" --threads 1 --set data=no_such.npy >"$out.log" 2>"$out.err"
+"$qflow" run pipelines/calibrate_minmax.toml --out "$out" --threads 1 --set model=no_such.onnx >"$out.log" 2>"$out.err"
 [ $? = 2 ] || fail "a failing stage must exit with 2"
-grep -q "stage 'data' (load-data) failed" "$out.err" || fail "the error must name the stage: $(cat "$out.err")"
+grep -q "stage 'import' (import-onnx) failed" "$out.err" || fail "the error must name the stage: $(cat "$out.err")"
 grep -q '"complete": false' "$out/manifest.json" || fail "the manifest of a failed run must say complete: false"
-[ "$(field "$out/manifest.json" id | tr '\n' ' ')" = "import " ] || fail "the manifest must list only the completed stage 'import'"
-[ -f "$out/sample_original_float_model.onnx" ] || fail "the completed stage's artifact must stay"
-[ ! -e "$out/data.dataset.json" ] || fail "the failed stage must leave no artifact"
+[ "$(field "$out/manifest.json" id | tr '\n' ' ')" = "data " ] || fail "the manifest must list only the completed stage 'data'"
+[ -f "$out/data.dataset.json" ] || fail "the completed stage's artifact must stay"
+[ ! -e "$out/sample_original_float_model.onnx" ] || fail "the failed stage must leave no artifact"
 
 [ "$failed" = 0 ] && echo "PASS determinism_and_failure"
 exit "$failed"
