@@ -1,5 +1,6 @@
 #!/bin/bash
-# Installs qflow, builds sdk/examples/shrink_max_calibrator against the install, loads and runs it.
+# Installs qflow, builds sdk/examples/shrink_max_calibrator and sdk/examples/int8_units_target
+# against the install, loads and runs them.
 # usage: sdk_out_of_tree.sh BUILD_DIR SOURCE_DIR [CXX_COMPILER]
 set -euo pipefail
 
@@ -130,6 +131,79 @@ if (cd "$tmp/run" && "$qflow" run shrink-max.toml --out out-bad --set calibrate.
   fail "a ratio outside (0, 1] was accepted"
 fi
 grep -q "ratio must be in (0, 1], got 1.5" "$tmp/run-bad.log" || { cat "$tmp/run-bad.log" >&2; fail "the refusal does not name the ratio"; }
+
+step "build the example target out of tree and run its stages"
+target_args=(-S "$source_dir/sdk/examples/int8_units_target" -B "$tmp/target-build" -DCMAKE_BUILD_TYPE=Release
+             -DCMAKE_PREFIX_PATH="$prefix")
+[ -n "$cxx" ] && target_args+=(-DCMAKE_CXX_COMPILER="$cxx")
+command -v ccache >/dev/null && target_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake "${target_args[@]}" >"$tmp/target-configure.log" 2>&1 || { cat "$tmp/target-configure.log" >&2; fail "configuring the example target failed"; }
+cmake --build "$tmp/target-build" -j2 >"$tmp/target-build.log" 2>&1 || { cat "$tmp/target-build.log" >&2; fail "building the example target failed"; }
+cat >"$tmp/run/int8-units.toml" <<TOML
+plugins = ["../target-build/libqflow_example_target.so"]
+
+[vars]
+model = "$source_dir/models/sample/sample_cnn.onnx"
+data = "$source_dir/models/sample/input.npy"
+
+[[stage]]
+id = "import"
+use = "import-onnx"
+options = { path = "\${model}", name = "sample" }
+
+[[stage]]
+id = "data"
+use = "load-data"
+options = { path = "\${data}" }
+
+[[stage]]
+id = "observe"
+use = "minmax"
+inputs = { model = "import.model", dataset = "data.dataset" }
+
+[[stage]]
+id = "calibrate"
+use = "max"
+inputs = { statistics = "observe.statistics" }
+
+[[stage]]
+id = "ptq"
+use = "quantize"
+inputs = { model = "import.model", qparams = "calibrate.qparams" }
+
+[[stage]]
+id = "check"
+use = "target-check:int8-units"
+inputs = { model = "ptq.model" }
+options = { int8-ops = ["Conv", "Gemm"] }
+
+[[stage]]
+id = "lower"
+use = "target-lower:int8-units"
+inputs = { model = "ptq.model" }
+options = { name = "sample", int8-ops = ["Conv", "Gemm"] }
+TOML
+(cd "$tmp/run" && "$qflow" run int8-units.toml --out target-out) >"$tmp/target-run.log" 2>&1 || { cat "$tmp/target-run.log" >&2; fail "the example target's pipeline failed"; }
+for f in model_check_result.json model_check_result.txt sample_int8_units.json lower.deployable.json; do
+  [ -f "$tmp/run/target-out/$f" ] || { ls "$tmp/run/target-out" >&2; fail "the example target's pipeline wrote no $f"; }
+done
+if command -v python3 >/dev/null; then
+  python3 - "$tmp/run/target-out" <<'PY' || fail "the example target's check and lowering disagree"
+import json, os, sys
+out = sys.argv[1]
+check = json.load(open(os.path.join(out, "model_check_result.json")))
+units = json.load(open(os.path.join(out, "sample_int8_units.json")))
+int8 = [n["name"] for n in check["nodes"] if n["placement"] == "int8"]
+assert int8 and int8 == units, (int8, units)
+assert all(n["op_type"] in ("Conv", "Gemm") for n in check["nodes"] if n["placement"] == "int8"), check["nodes"]
+floats = [n for n in check["nodes"] if n["placement"] == "float"]
+assert floats and all(n["reason"] for n in floats), floats
+assert check["summary"]["int8_nodes"] == len(int8)
+listed = json.load(open(os.path.join(out, "lower.deployable.json")))
+assert listed["files"] == [{"role": "units", "file": "sample_int8_units.json", "bytes": os.path.getsize(os.path.join(out, "sample_int8_units.json"))}], listed
+PY
+fi
+grep -q "target-check:int8-units" "$tmp/target-run.log" || { cat "$tmp/target-run.log" >&2; fail "the run log does not name the example target"; }
 
 # A plugin built by another compiler: the package warns while configuring, the host refuses it.
 if command -v clang++ >/dev/null && [ "$("$cxx" --version 2>/dev/null | head -1 | grep -c clang)" = 0 ]; then
