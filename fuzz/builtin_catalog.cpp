@@ -1,4 +1,4 @@
-// Mirrors the register.cpp of the observer and calibrator libraries. Passes and the backend
+// Mirrors the register.cpp of the observer and calibrator libraries. Passes and the target
 // are left out: their component libraries pull in the interpreter and the whole lowering,
 // far more than option resolution needs, and pipelines naming them stop at "unknown
 // component" (the parser and the other stages are still covered).

@@ -53,16 +53,16 @@ Status run_bpu_report_command(const BpuReportCommand& command, const std::vector
   auto strings = [&](const char* key) {
     return cmd.values.count(key) ? cmd.values[key].as<std::vector<std::string>>() : std::vector<std::string>{};
   };
-  Options backend_options;
-  backend_options.set("platform", cmd.values["platform"].as<std::string>());
-  backend_options.set("platform-dir", cmd.values["platform-dir"].as<std::string>());
-  backend_options.set("run-on-cpu", strings("run-on-cpu"));
-  backend_options.set("run-on-bpu", strings("run-on-bpu"));
+  Options target_options;
+  target_options.set("platform", cmd.values["platform"].as<std::string>());
+  target_options.set("platform-dir", cmd.values["platform-dir"].as<std::string>());
+  target_options.set("run-on-cpu", strings("run-on-cpu"));
+  target_options.set("run-on-bpu", strings("run-on-bpu"));
 
   QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_file(path));
   QFLOW_RETURN_IF_ERROR(infer_shapes(model).with_context(path + ": shape inference failed"));
   QFLOW_ASSIGN_OR_RETURN(ComponentRegistry * registry, plugin_registry());
-  QFLOW_ASSIGN_OR_RETURN(TargetReport section, report(*registry, command, backend_options, model));
+  QFLOW_ASSIGN_OR_RETURN(TargetReport section, report(*registry, command, target_options, model));
   const std::string& text = section.text;
   const std::string& json = section.json;
 

@@ -8,7 +8,7 @@ namespace {
 
 constexpr std::string_view kDescription =
     "Checks every node of a float ONNX model against a BPU platform description (the bpu\n"
-    "backend's platforms: bernoulli2, bayes, nash, or a NAME.toml of your own, docs/platforms.md) and\n"
+    "target's platforms: bernoulli2, bayes, nash, or a NAME.toml of your own, docs/platforms.md) and\n"
     "prints, per node in topological order, its placement (BPU or CPU), its subgraph and,\n"
     "for CPU nodes, the failed constraint with the actual value; then the convex BPU\n"
     "subgraphs with the quantize/dequantize conversions at their boundaries, and a summary.\n"

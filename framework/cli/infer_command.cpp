@@ -40,7 +40,7 @@ constexpr std::string_view kDescription =
     "INPUT in the next run (a VAD's state across audio frames with --batch-size 1).\n\n"
     "NumPy has no bfloat16: a bfloat16 input takes a uint16 array of bit patterns or a float32\n"
     "array (rounded to nearest even); bfloat16 outputs are written as float32 (exact).\n\n"
-    "A lowered model (MODEL.bc, written by a BPU backend) runs with the fixed-point executor.\n"
+    "A lowered model (MODEL.bc, written by the bpu target) runs with the fixed-point executor.\n"
     "Its inputs take float32 arrays of their exact shape; an input of batch 1 also takes a\n"
     "stack of samples along the first axis, run one by one. --batch-size and --threads do not\n"
     "apply to it; --carry does.";

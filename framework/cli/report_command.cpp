@@ -155,10 +155,10 @@ Status run_report(const std::vector<std::string>& args) {
     sources_of["sensitivity"] = last_where([](const ManifestStage& s) { return s.kind == "sensitivity"; });
     sources_of["precision"] = last_where([](const ManifestStage& s) { return s.kind == "precision-search"; });
     sources_of["check"] = last_where([](const ManifestStage& s) {
-      return s.use == "backend:bpu-check" || s.use.starts_with("target-check:");
+      return s.use.starts_with("target-check:");
     });
     sources_of["perf"] = last_where([](const ManifestStage& s) {
-      return s.use == "backend:bpu-perf" || s.use.starts_with("target-estimate:");
+      return s.use.starts_with("target-estimate:");
     });
     const ManifestStage* ptq = last_where([](const ManifestStage& s) {
       const JsonValue* weights = s.options ? s.options->find("weights") : nullptr;

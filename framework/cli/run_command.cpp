@@ -78,7 +78,7 @@ Status run_run(const std::vector<std::string>& args) {
   for (const std::string& plugin : pipeline.plugins)
     QFLOW_RETURN_IF_ERROR(registry->load_library(plugin).with_context(pipeline.path + ": plugins"));
   QFLOW_RETURN_IF_ERROR(resolve_pipeline(pipeline, ComponentCatalog::from_registry(*registry), sets));
-  QFLOW_RETURN_IF_ERROR(check_backends(pipeline, *registry));
+  QFLOW_RETURN_IF_ERROR(check_targets(pipeline, *registry));
   if (cmd.values.count("dry-run")) {
     std::cout << format_pipeline(pipeline);
     return Status::ok();

@@ -1,5 +1,5 @@
-// A component named by a host stage's option (a metric, a backend) takes its options as
-// "key=value" strings (`metric-options`, `backend-options`), checked against its declaration.
+// A component named by a host stage's option (a metric, a target) takes its options as
+// "key=value" strings (`metric-options`, `target-options`), checked against its declaration.
 #pragma once
 
 #include <string>

@@ -28,14 +28,14 @@ struct SourcePos {
 };
 
 // Deployable: the files a target's lowering emits (TargetArtifact), each written under its own name.
-enum class ArtifactType { Model, Dataset, Statistics, QParams, Binary, Report, Deployable };
+enum class ArtifactType { Model, Dataset, Statistics, QParams, Report, Deployable };
 std::string_view artifact_type_name(ArtifactType type);
 
 // Host stages (import-onnx, load-data, quantize, verify, report) are built into the runner; the
 // others are plugin components. A target component serves three stage kinds: its check
 // section, its performance estimate and its lowering (`use = "target-check:bpu"`).
 enum class StageKind {
-  ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Backend, Verify, Report, Compare, Sensitivity,
+  ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Verify, Report, Compare, Sensitivity,
   CompareCalibrators, PrecisionSearch, TargetCheck, TargetEstimate, TargetLower
 };
 inline bool is_target_stage(StageKind kind) {
@@ -132,8 +132,6 @@ struct InputPort {
   ArtifactType type;
   bool required;
   bool family = false;
-  // A second type the port takes (the report reads a check section as text or as JSON).
-  std::optional<ArtifactType> also = std::nullopt;
 };
 std::vector<InputPort> stage_inputs(StageKind kind);
 // The options a target stage takes besides its target's (target-lower: `name`).

@@ -140,7 +140,6 @@ StageKind kind_of(ComponentKind kind) {
     case ComponentKind::Observer: return StageKind::Observer;
     case ComponentKind::Calibrator: return StageKind::Calibrator;
     case ComponentKind::Pass: return StageKind::Pass;
-    case ComponentKind::Backend: return StageKind::Backend;
     case ComponentKind::Metric: break;  // not a stage: stages name metrics in options
     case ComponentKind::Target: break;  // its stage kind comes from the `use` prefix
   }
@@ -155,7 +154,7 @@ std::optional<StageKind> target_stage_from(std::string_view text) {
 }
 
 std::optional<ComponentKind> component_kind_from(std::string_view text) {
-  for (ComponentKind kind : {ComponentKind::Observer, ComponentKind::Calibrator, ComponentKind::Pass, ComponentKind::Backend})
+  for (ComponentKind kind : {ComponentKind::Observer, ComponentKind::Calibrator, ComponentKind::Pass})
     if (component_kind_name(kind) == text) return kind;
   return std::nullopt;
 }
@@ -262,7 +261,7 @@ class Resolver {
       if (!kind)
         return invalid_input(stage.use_pos.prefix() + "stage '" + stage.id + "': unknown component kind '" + kind_text +
                              "' in '" + use +
-                             "' (kinds: observer, calibrator, pass, backend, target-check, target-estimate, target-lower)");
+                             "' (kinds: observer, calibrator, pass, target-check, target-estimate, target-lower)");
       const ComponentInfo* info = catalog_.find(*kind, name);
       if (!info) return unknown_component(stage, name, kind);
       return Resolved{kind_of(info->kind), info->name, &info->options, {}};
@@ -389,7 +388,7 @@ class Resolver {
       if (input.port != output_port)
         return not_found(head + ": stage '" + producer.id + "' has no output '" + input.port + "' (outputs: " +
                          output_port + ")");
-      if (stage_output(producer_kind) != port->type && stage_output(producer_kind) != port->also)
+      if (stage_output(producer_kind) != port->type)
         return invalid_input(head + " expects " + std::string(artifact_type_name(port->type)) + ", '" + input.stage +
                              "." + input.port + "' is " + output_port);
       dependencies.insert(*source);
@@ -448,7 +447,6 @@ class Resolver {
       case StageKind::Calibrator: return "calibration_table.json";
       case StageKind::Quantize: return stage.id + ".onnx";
       case StageKind::Pass: return stage.id + ".onnx";
-      case StageKind::Backend: return stage.id + ".bin";
       case StageKind::Verify: return "verify_result.json";
       case StageKind::Report: return "report.html";
       case StageKind::Compare: return "compare_per_layer.json";
@@ -514,7 +512,6 @@ std::string_view artifact_type_name(ArtifactType type) {
     case ArtifactType::Dataset: return "dataset";
     case ArtifactType::Statistics: return "statistics";
     case ArtifactType::QParams: return "qparams";
-    case ArtifactType::Binary: return "binary";
     case ArtifactType::Report: return "report";
     case ArtifactType::Deployable: return "deployable";
   }
@@ -529,7 +526,6 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::Calibrator: return "calibrator";
     case StageKind::Quantize: return "quantize";
     case StageKind::Pass: return "pass";
-    case StageKind::Backend: return "backend";
     case StageKind::Verify: return "verify";
     case StageKind::Report: return "report";
     case StageKind::Compare: return "compare";
@@ -559,18 +555,15 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
               {"precision", ArtifactType::Report, false},
               {"qparams", ArtifactType::QParams, true},
               {"statistics", ArtifactType::Statistics, false}};
-    case StageKind::Backend: return {{"model", ArtifactType::Model, true}, {"qparams", ArtifactType::QParams, false}};
     case StageKind::Verify:
-      return {{"bc", ArtifactType::Binary, false},
-              {"dataset", ArtifactType::Dataset, true},
-              {"deployable", ArtifactType::Deployable, false},
-              {"hbm", ArtifactType::Binary, false},
+      return {{"dataset", ArtifactType::Dataset, true},
+              {"deployable", ArtifactType::Deployable, true},
               {"model", ArtifactType::Model, true}};
     case StageKind::Report:
-      return {{"check", ArtifactType::Binary, false, false, ArtifactType::Report},
+      return {{"check", ArtifactType::Report, false},
               {"dataset", ArtifactType::Dataset, false},
               {"model", ArtifactType::Model, false},
-              {"perf", ArtifactType::Binary, false, false, ArtifactType::Report},
+              {"perf", ArtifactType::Report, false},
               {"precision", ArtifactType::Report, false}, {"ptq", ArtifactType::Model, false},
               {"qparams", ArtifactType::QParams, false},
               {"sensitivity", ArtifactType::Report, false}, {"statistics", ArtifactType::Statistics, false},
@@ -603,7 +596,6 @@ ArtifactType stage_output(StageKind kind) {
     case StageKind::LoadData: return ArtifactType::Dataset;
     case StageKind::Observer: return ArtifactType::Statistics;
     case StageKind::Calibrator: return ArtifactType::QParams;
-    case StageKind::Backend: return ArtifactType::Binary;
     case StageKind::TargetLower: return ArtifactType::Deployable;
     case StageKind::TargetCheck:
     case StageKind::TargetEstimate:

@@ -12,7 +12,6 @@ Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<s
     case StageKind::Calibrator: return run_calibrator(stage, inputs, registry, context);
     case StageKind::Quantize: return run_quantize(stage, inputs, context);
     case StageKind::Pass: return run_pass(stage, *inputs.at("model"), registry, context);
-    case StageKind::Backend: return run_backend(stage, inputs, registry);
     case StageKind::Verify: return run_verify(stage, inputs, context);
     case StageKind::Report: return run_report(stage, inputs, context);
     case StageKind::Compare: return run_compare(stage, inputs, context);

@@ -89,8 +89,8 @@ struct StageContext {
 Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                     const ComponentRegistry& registry, const StageContext& context = {});
 
-// Makes every backend and target stage's component once, so that what it checks when it is made
+// Makes every target stage's target once, so that what it checks when it is made
 // (a platform file found and valid) fails before the first stage runs, not hours later.
-Status check_backends(const Pipeline& pipeline, const ComponentRegistry& registry);
+Status check_targets(const Pipeline& pipeline, const ComponentRegistry& registry);
 
 }  // namespace qflow

@@ -32,6 +32,15 @@ StageResult section_result(const PipelineStage& stage, TargetReport report) {
 
 }  // namespace
 
+Status check_targets(const Pipeline& pipeline, const ComponentRegistry& registry) {
+  for (const PipelineStage& stage : pipeline.stages) {
+    if (!is_target_stage(stage.kind)) continue;
+    const Status made = make_stage_target(stage, registry).status();
+    if (!made.is_ok()) return made.with_context(stage.use_pos.prefix() + "stage '" + stage.id + "'");
+  }
+  return Status::ok();
+}
+
 Expected<StageResult> run_target_check(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                        const ComponentRegistry& registry) {
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));

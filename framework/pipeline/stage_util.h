@@ -53,8 +53,6 @@ Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<st
                                    const StageContext& context);
 Expected<StageResult> run_pass(const PipelineStage& stage, const Artifact& model_artifact, const ComponentRegistry& registry,
                                const StageContext& context);
-Expected<StageResult> run_backend(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
-                                  const ComponentRegistry& registry);
 Expected<StageResult> run_verify(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                  const StageContext& context);
 Expected<StageResult> run_compare(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,

@@ -1,5 +1,5 @@
 // verify: the PTQ model, the .bc simulator and the .hbm runtime compared on the samples. The
-// two files come as inputs `bc` and `hbm`, or as the roles of a lowering's `deployable`.
+// two files are the roles `bc` and `hbm` of a lowering's `deployable`.
 #include "framework/pipeline/stage_util.h"
 
 #include "framework/quant/lowered_verify.h"
@@ -9,17 +9,10 @@ namespace qflow {
 
 namespace {
 
-// The bytes of the `bc` or `hbm` input, or of that role among the deployable files.
+// The bytes of the deployable file of `role`.
 Expected<const std::string*> lowered_input(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                            const std::string& role) {
-  auto direct = inputs.find(role);
-  auto deployable = inputs.find("deployable");
-  if (direct != inputs.end() && deployable != inputs.end())
-    return invalid_input("stage '" + stage.id + "': give input '" + role + "' or 'deployable', not both");
-  if (direct != inputs.end()) return &direct->second->bytes;
-  if (deployable == inputs.end())
-    return invalid_input("stage '" + stage.id + "': verify needs inputs 'bc' and 'hbm', or 'deployable'");
-  for (const TargetArtifact& file : *deployable->second->deployables)
+  for (const TargetArtifact& file : *inputs.at("deployable")->deployables)
     if (file.role == role) return &file.bytes;
   return invalid_input("stage '" + stage.id + "': input 'deployable' has no '" + role +
                        "' file (verify compares a target's .bc simulator with its .hbm runtime)");

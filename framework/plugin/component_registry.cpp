@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 
 using Library = std::shared_ptr<boost::dll::shared_library>;
 using AnyFactory = std::variant<ComponentFactory<Observer>, ComponentFactory<Calibrator>, ComponentFactory<Pass>,
-                                ComponentFactory<Backend>, ComponentFactory<Metric>, ComponentFactory<Target>>;
+                                ComponentFactory<Metric>, ComponentFactory<Target>>;
 using Key = std::pair<ComponentKind, std::string>;
 
 // One registered component. `library` is declared first so that it is destroyed last:
@@ -65,9 +65,6 @@ class StagingRegistrar final : public ComponentRegistrar {
   }
   Status add_pass(ComponentInfo info, ComponentFactory<Pass> factory) override {
     return add(ComponentKind::Pass, std::move(info), std::move(factory));
-  }
-  Status add_backend(ComponentInfo info, ComponentFactory<Backend> factory) override {
-    return add(ComponentKind::Backend, std::move(info), std::move(factory));
   }
   Status add_metric(ComponentInfo info, ComponentFactory<Metric> factory) override {
     return add(ComponentKind::Metric, std::move(info), std::move(factory));
@@ -152,7 +149,6 @@ std::string_view kind_of() {
   if constexpr (std::is_same_v<T, Observer>) return component_kind_name(ComponentKind::Observer);
   else if constexpr (std::is_same_v<T, Calibrator>) return component_kind_name(ComponentKind::Calibrator);
   else if constexpr (std::is_same_v<T, Pass>) return component_kind_name(ComponentKind::Pass);
-  else if constexpr (std::is_same_v<T, Backend>) return component_kind_name(ComponentKind::Backend);
   else if constexpr (std::is_same_v<T, Target>) return component_kind_name(ComponentKind::Target);
   else return component_kind_name(ComponentKind::Metric);
 }
@@ -162,7 +158,6 @@ constexpr ComponentKind kind_enum() {
   if constexpr (std::is_same_v<T, Observer>) return ComponentKind::Observer;
   else if constexpr (std::is_same_v<T, Calibrator>) return ComponentKind::Calibrator;
   else if constexpr (std::is_same_v<T, Pass>) return ComponentKind::Pass;
-  else if constexpr (std::is_same_v<T, Backend>) return ComponentKind::Backend;
   else if constexpr (std::is_same_v<T, Target>) return ComponentKind::Target;
   else return ComponentKind::Metric;
 }
@@ -299,8 +294,8 @@ const ComponentInfo* ComponentRegistry::find(ComponentKind kind, const std::stri
 
 std::vector<const ComponentInfo*> ComponentRegistry::find_any(const std::string& name) const {
   std::vector<const ComponentInfo*> found;
-  for (ComponentKind kind : {ComponentKind::Observer, ComponentKind::Calibrator, ComponentKind::Pass, ComponentKind::Backend,
-                             ComponentKind::Metric, ComponentKind::Target})
+  for (ComponentKind kind : {ComponentKind::Observer, ComponentKind::Calibrator, ComponentKind::Pass, ComponentKind::Metric,
+                             ComponentKind::Target})
     if (const ComponentInfo* info = find(kind, name)) found.push_back(info);
   return found;
 }
@@ -350,9 +345,6 @@ Expected<std::shared_ptr<Calibrator>> ComponentRegistry::make_calibrator(const s
 }
 Expected<std::shared_ptr<Pass>> ComponentRegistry::make_pass(const std::string& name, const Options& values) const {
   return impl_->make<Pass>(name, values);
-}
-Expected<std::shared_ptr<Backend>> ComponentRegistry::make_backend(const std::string& name, const Options& values) const {
-  return impl_->make<Backend>(name, values);
 }
 
 Expected<std::shared_ptr<Metric>> ComponentRegistry::make_metric(const std::string& name, const Options& values) const {

@@ -51,7 +51,6 @@ class ComponentRegistry {
   Expected<std::shared_ptr<Observer>> make_observer(const std::string& name, const Options& values) const;
   Expected<std::shared_ptr<Calibrator>> make_calibrator(const std::string& name, const Options& values) const;
   Expected<std::shared_ptr<Pass>> make_pass(const std::string& name, const Options& values) const;
-  Expected<std::shared_ptr<Backend>> make_backend(const std::string& name, const Options& values) const;
   Expected<std::shared_ptr<Metric>> make_metric(const std::string& name, const Options& values) const;
   Expected<std::shared_ptr<Target>> make_target(const std::string& name, const Options& values) const;
 

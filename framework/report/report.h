@@ -20,7 +20,7 @@ namespace qflow::report {
 // One finished stage of the run, as the runner recorded it.
 struct StageRow {
   std::string id;
-  std::string kind;      // stage_kind_name: "pass", "backend", ...
+  std::string kind;      // stage_kind_name: "pass", "target-check", ...
   std::string use;       // canonical use: "pass:constant-folding"
   std::string artifact;  // file name in the output folder
   int64_t bytes = 0;

@@ -200,18 +200,19 @@ TEST_CASE("bpu: factory options") {
   Options options;
   options.set("platform", std::string("bernoulli2"));
   options.set("platform-dir", std::string(QFLOW_BPU_PLATFORM_DIR));
-  auto backend = BpuBackend::create(options);
+  options.set("run-on-cpu", std::vector<std::string>{});
+  options.set("run-on-bpu", std::vector<std::string>{});
+  auto backend = BpuBackend::from_options(options);
   REQUIRE(backend.has_value());
-  auto caps = backend.value()->capability(chain_model());
+  auto caps = backend->capability(chain_model());
   REQUIRE(caps.has_value());
   CHECK(caps->at(2).reason == "op type Softmax is not supported on bernoulli2");
 
-  const ComponentInfo info = BpuBackend::info();
-  CHECK(info.name == "bpu");
-  REQUIRE(info.options.size() == 4);
-  CHECK(info.options[2].name == "run-on-cpu");
-  CHECK(info.options[3].name == "run-on-bpu");
-  CHECK(std::get<std::string>(info.options[0].default_value) == "nash");
+  const std::vector<OptionSpec> specs = BpuBackend::options();
+  REQUIRE(specs.size() == 4);
+  CHECK(specs[2].name == "run-on-cpu");
+  CHECK(specs[3].name == "run-on-bpu");
+  CHECK(std::get<std::string>(specs[0].default_value) == "nash");
 }
 
 }  // namespace

@@ -293,9 +293,9 @@ TEST_CASE("bpu constraints: run-on-cpu and run-on-bpu") {
   options.set("platform-dir", std::string(QFLOW_BPU_PLATFORM_DIR));
   options.set("run-on-cpu", std::vector<std::string>{"relu"});
   options.set("run-on-bpu", std::vector<std::string>{});
-  auto backend = BpuBackend::create(options);
+  auto backend = BpuBackend::from_options(options);
   REQUIRE(backend.has_value());
-  auto json = backend.value()->compile(model, {});
+  auto json = backend->compile(model, {});
   REQUIRE(json.has_value());
   CHECK(json->find("\"name\": \"relu\", \"op_type\": \"Relu\", \"placement\": \"cpu\", \"subgraph\": null, "
                    "\"reason\": \"placed on the CPU by run-on-cpu\"") != std::string::npos);

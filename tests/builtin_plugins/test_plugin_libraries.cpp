@@ -30,10 +30,6 @@ class RecordingRegistrar final : public ComponentRegistrar {
     passes.push_back(std::move(factory));
     return record(std::move(info));
   }
-  Status add_backend(ComponentInfo info, ComponentFactory<Backend> factory) override {
-    backends.push_back(std::move(factory));
-    return record(std::move(info));
-  }
   Status add_metric(ComponentInfo info, ComponentFactory<Metric> factory) override {
     metrics.push_back(std::move(factory));
     return record(std::move(info));
@@ -48,7 +44,6 @@ class RecordingRegistrar final : public ComponentRegistrar {
   std::vector<ComponentFactory<Calibrator>> calibrators;
   std::vector<ComponentFactory<Pass>> passes;
   std::vector<ComponentFactory<Target>> targets;
-  std::vector<ComponentFactory<Backend>> backends;
   std::vector<ComponentFactory<Metric>> metrics;
 
  private:

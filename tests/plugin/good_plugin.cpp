@@ -58,16 +58,13 @@ class NoopPass final : public Pass {
   }
 };
 
-class NullBackend final : public Backend {
+class NullTarget final : public Target {
  public:
-  Expected<std::vector<NodeCapability>> capability(const Model& model) const override {
-    (void)model;
-    return std::vector<NodeCapability>{};
-  }
-  Expected<std::string> compile(const Model& model, const QuantTable& qparams) const override {
-    (void)model;
-    (void)qparams;
-    return std::string("null");
+  Expected<std::vector<NodeCapability>> partition(const Model&) const override { return std::vector<NodeCapability>{}; }
+  Expected<TargetReport> check(const Model&) const override { return TargetReport{"{}", "null"}; }
+  Expected<TargetReport> estimate(const Model&, const QuantTable&) const override { return unsupported("null: no estimate"); }
+  Expected<std::vector<TargetArtifact>> lower(const Model&) const override {
+    return std::vector<TargetArtifact>{{"null", ".null", "null"}};
   }
 };
 
@@ -98,10 +95,10 @@ Status register_components(ComponentRegistrar& registrar) {
                                            [](const Options&) -> Expected<std::unique_ptr<Pass>> {
                                              return std::unique_ptr<Pass>(std::make_unique<NoopPass>());
                                            }));
-  return registrar.add_backend({ComponentKind::Backend, "null", "runs nothing, emits a fixed string", {}},
-                               [](const Options&) -> Expected<std::unique_ptr<Backend>> {
-                                 return std::unique_ptr<Backend>(std::make_unique<NullBackend>());
-                               });
+  return registrar.add_target({ComponentKind::Target, "null", "runs nothing, emits a fixed string", {}},
+                              [](const Options&) -> Expected<std::unique_ptr<Target>> {
+                                return std::unique_ptr<Target>(std::make_unique<NullTarget>());
+                              });
 }
 
 }  // namespace

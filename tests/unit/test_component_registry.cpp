@@ -193,7 +193,7 @@ TEST_CASE("component registry: a good plugin's components and factories") {
   CHECK(registry.make_calibrator("fixed", unknown).status().message() ==
         "unknown option 'bins' for calibrator 'fixed' (allowed: scale, label)");
   CHECK(registry.make_pass("fold", Options{}).status().message() == "no pass named 'fold' (available: noop)");
-  CHECK(registry.make_backend("null", Options{}));
+  CHECK(registry.make_target("null", Options{}));
   CHECK(registry.make_observer("counter", Options{}));
 }
 

@@ -18,7 +18,7 @@ ComponentCatalog catalog() {
                         {{"dtype", OptionType::String, std::string("int8"), "type"},
                          {"power-of-two", OptionType::Bool, false, "pow2"}}});
   components.push_back({ComponentKind::Pass, "dead-code-elimination", "dce", {}});
-  components.push_back({ComponentKind::Backend, "bpu", "bpu",
+  components.push_back({ComponentKind::Pass, "bpu", "a pass with options of every type",
                         {{"platform", OptionType::String, std::string("nash"), "gen"},
                          {"platform-dir", OptionType::String, std::string(), "dir"},
                          {"scale", OptionType::Float, 0.1, "f"},
@@ -80,7 +80,7 @@ output = "n_original_float_model.onnx"
 
 [[stage]]
 id = "b"
-use = "backend:bpu"
+use = "pass:bpu"
 inputs = { model = "i.model" }
 options = { platform = "nash", platform-dir = "", scale = 0.1, tags = ["a b", "c\"d"] }
 output = "n.hbm"

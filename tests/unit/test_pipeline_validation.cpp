@@ -20,7 +20,7 @@ ComponentCatalog test_catalog() {
                          {"percentile", OptionType::Float, 99.9, "pct"}}});
   components.push_back({ComponentKind::Calibrator, "minmax", "same name as the observer", {}});
   components.push_back({ComponentKind::Pass, "dead-code-elimination", "dce", {}});
-  components.push_back({ComponentKind::Backend, "bpu", "bpu",
+  components.push_back({ComponentKind::Pass, "bpu", "a pass with options of every type",
                         {{"platform", OptionType::String, std::string("nash"), "gen"},
                          {"levels", OptionType::Int, int64_t{3}, "levels"},
                          {"tags", OptionType::StringList, std::vector<std::string>{}, "tags"}}});
@@ -76,11 +76,11 @@ inputs = { model = "import.model" }
 )");
   REQUIRE(p.stages.size() == 3);
   CHECK(p.stages[0].output == "net_original_float_model.onnx");
-  CHECK(p.stages[1].kind == StageKind::Backend);
+  CHECK(p.stages[1].kind == StageKind::Pass);
   CHECK(p.stages[1].inputs.at("model").port == "model");
   CHECK(std::get<std::string>(p.stages[1].options.at("platform").value) == "nash");
   CHECK(std::get<int64_t>(p.stages[1].options.at("levels").value) == 3);
-  CHECK(p.stages[1].output == "compile.bin");
+  CHECK(p.stages[1].output == "compile.onnx");
   CHECK(p.stages[2].output == "opt.onnx");
   CHECK(p.order == std::vector<std::size_t>{0, 2, 1});
 }
@@ -165,7 +165,7 @@ TEST_CASE("pipeline: unknown and ambiguous components") {
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"pass:max\"\n") ==
         "p.toml:3:7: stage 'c': unknown pass 'max' (see 'qflow plugins' for the installed components)");
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"shape:max\"\n") ==
-        "p.toml:3:7: stage 'c': unknown component kind 'shape' in 'shape:max' (kinds: observer, calibrator, pass, backend, target-check, target-estimate, target-lower)");
+        "p.toml:3:7: stage 'c': unknown component kind 'shape' in 'shape:max' (kinds: observer, calibrator, pass, target-check, target-estimate, target-lower)");
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"minmax\"\n") ==
         "p.toml:3:7: stage 'c': 'minmax' names components of several kinds; write 'observer:minmax' or 'calibrator:minmax'");
 }
@@ -173,10 +173,10 @@ TEST_CASE("pipeline: unknown and ambiguous components") {
 TEST_CASE("pipeline: options are checked against the declaration") {
   CHECK(error_of(kImport + "[[stage]]\nid = \"b\"\nuse = \"bpu\"\ninputs = { model = \"import.model\" }\n"
                            "options = { platfrom = \"nash\" }\n") ==
-        "p.toml:14:24: stage 'b': unknown option 'platfrom' for backend 'bpu' (allowed: levels, platform, tags)");
+        "p.toml:14:24: stage 'b': unknown option 'platfrom' for pass 'bpu' (allowed: levels, platform, tags)");
   CHECK(error_of(kImport + "[[stage]]\nid = \"b\"\nuse = \"bpu\"\ninputs = { model = \"import.model\" }\n"
                            "options = { platform = 5 }\n") ==
-        "p.toml:14:24: stage 'b': option 'platform' of backend 'bpu' expects string, got int");
+        "p.toml:14:24: stage 'b': option 'platform' of pass 'bpu' expects string, got int");
   CHECK(error_of(kImport + "[[stage]]\nid = \"d\"\nuse = \"dead-code-elimination\"\ninputs = { model = \"import.model\" }\n"
                            "options = { level = 1 }\n") ==
         "p.toml:14:21: stage 'd': unknown option 'level' for pass 'dead-code-elimination' (it takes no options)");
@@ -302,7 +302,7 @@ options = { levels = "${levels}" }
   CHECK(error_of(text, {"levels=many"}) == "--set levels=many: var 'levels': expects int, got 'many'");
   CHECK(error_of(text, {"x.platform=a"}) == "--set x.platform=a: no stage 'x' (stages: i, b)");
   CHECK(error_of(text, {"b.platfrom=a"}) ==
-        "--set b.platfrom=a: unknown option 'platfrom' for backend 'bpu' (allowed: levels, platform, tags)");
+        "--set b.platfrom=a: unknown option 'platfrom' for pass 'bpu' (allowed: levels, platform, tags)");
   CHECK(error_of(text, {"b.levels=1.5"}) == "--set b.levels=1.5: option 'levels': expects int, got '1.5'");
   CHECK(error_of(text, {"novalue"}) == "--set novalue: expected VAR=VALUE or STAGE.OPTION=VALUE");
 }

@@ -304,12 +304,8 @@ std::vector<std::string> platform_search_path(const Options& options) {
 
 }  // namespace
 
-ComponentInfo BpuBackend::info() {
-  ComponentInfo info;
-  info.kind = ComponentKind::Backend;
-  info.name = "bpu";
-  info.summary = "BPU capability check against a platform description and the CPU/BPU partition plan";
-  info.options = {
+std::vector<OptionSpec> BpuBackend::options() {
+  return {
       {"platform", OptionType::String, std::string("nash"),
        "BPU platform: NAME.toml on the platform search path (built in: bernoulli2, bayes, nash)"},
       {"platform-dir", OptionType::String, std::string(""),
@@ -318,7 +314,6 @@ ComponentInfo BpuBackend::info() {
       {"run-on-bpu", OptionType::StringList, std::vector<std::string>{},
        "node names that must run on the BPU; an error names any the platform cannot run"},
   };
-  return info;
 }
 
 Expected<BpuBackend> BpuBackend::from_options(const Options& options) {
@@ -326,11 +321,6 @@ Expected<BpuBackend> BpuBackend::from_options(const Options& options) {
   QFLOW_ASSIGN_OR_RETURN(BpuPlatform platform, find_bpu_platform(platform_search_path(options), plugin_dir + "/bpu-platforms",
                                                                  options.get_string("platform")));
   return BpuBackend(std::move(platform), BpuPlacementOverrides{options.get_strings("run-on-cpu"), options.get_strings("run-on-bpu")});
-}
-
-Expected<std::unique_ptr<Backend>> BpuBackend::create(const Options& options) {
-  QFLOW_ASSIGN_OR_RETURN(BpuBackend backend, from_options(options));
-  return std::unique_ptr<Backend>(std::make_unique<BpuBackend>(std::move(backend)));
 }
 
 const BpuOpLimits* BpuBackend::limits_of(const Node& node) const {

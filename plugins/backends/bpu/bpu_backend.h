@@ -8,9 +8,9 @@
 #include "bpu_platform.h"
 #include "partition_plan.h"
 #include "qflow/core/status.h"
-#include "qflow/plugin/backend.h"
 #include "qflow/plugin/component.h"
 #include "qflow/plugin/options.h"
+#include "qflow/plugin/target.h"
 
 namespace qflow {
 
@@ -20,13 +20,12 @@ struct BpuPlacementOverrides {
   std::vector<std::string> run_on_bpu;
 };
 
-class BpuBackend final : public Backend {
+// The platform checks and the partition the bpu target (bpu_target.h) is built on.
+class BpuBackend final {
  public:
-  static ComponentInfo info();
-  // Options: platform (file name without .toml), platform-dir (empty: the bpu-platforms
-  // folder next to the plugin library), run-on-cpu, run-on-bpu.
-  static Expected<std::unique_ptr<Backend>> create(const Options& options);
-  // The same, as a value: the bpu-check component wraps one.
+  // The options it takes: platform (file name without .toml), platform-dir (empty: the
+  // bpu-platforms folder next to the plugin library), run-on-cpu, run-on-bpu.
+  static std::vector<OptionSpec> options();
   static Expected<BpuBackend> from_options(const Options& options);
 
   explicit BpuBackend(BpuPlatform platform, BpuPlacementOverrides overrides = {})
@@ -37,12 +36,12 @@ class BpuBackend final : public Backend {
   // Structural checks (op type, shapes, attributes, weights) and the overrides. A
   // run-on-bpu node that fails a check the model decides (not one that is merely unknown
   // for lack of shapes) is an error naming the node and the failed constraint.
-  Expected<std::vector<NodeCapability>> capability(const Model& model) const override;
+  Expected<std::vector<NodeCapability>> capability(const Model& model) const;
   // capability(), then the quantization checks (dtypes, power-of-two scales) against
   // `qparams`, then the partition into convex BPU subgraphs.
   Expected<PartitionPlan> plan(const Model& model, const QuantTable& qparams) const;
   // The JSON partition plan (see README.md).
-  Expected<std::string> compile(const Model& model, const QuantTable& qparams) const override;
+  Expected<std::string> compile(const Model& model, const QuantTable& qparams) const;
 
  private:
   struct Verdict {

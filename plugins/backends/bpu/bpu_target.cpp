@@ -13,9 +13,10 @@
 namespace qflow {
 
 ComponentInfo BpuTarget::info() {
-  ComponentInfo info = BpuBackend::info();
+  ComponentInfo info;
   info.kind = ComponentKind::Target;
   info.name = "bpu";
+  info.options = BpuBackend::options();
   info.summary = "BPU platforms: placement with the failed constraint, check and performance sections, "
                  "<name>_quantized_model.bc and <name>.hbm";
   info.options.push_back({"fuse-activations", OptionType::Bool, true,

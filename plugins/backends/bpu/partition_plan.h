@@ -7,7 +7,7 @@
 
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
-#include "qflow/plugin/backend.h"
+#include "qflow/plugin/target.h"
 #include "qflow/plugin/calibrator.h"
 
 namespace qflow {

@@ -9,14 +9,13 @@
 
 namespace qflow {
 
-enum class ComponentKind { Observer, Calibrator, Pass, Backend, Metric, Target };
+enum class ComponentKind { Observer, Calibrator, Pass, Metric, Target };
 
 inline std::string_view component_kind_name(ComponentKind kind) {
   switch (kind) {
     case ComponentKind::Observer: return "observer";
     case ComponentKind::Calibrator: return "calibrator";
     case ComponentKind::Pass: return "pass";
-    case ComponentKind::Backend: return "backend";
     case ComponentKind::Metric: return "metric";
     case ComponentKind::Target: return "target";
   }

@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "qflow/core/status.h"
-#include "qflow/plugin/backend.h"
 #include "qflow/plugin/calibrator.h"
 #include "qflow/plugin/component.h"
 #include "qflow/plugin/metric.h"
@@ -28,7 +27,6 @@ class ComponentRegistrar {
   virtual Status add_observer(ComponentInfo info, ComponentFactory<Observer> factory) = 0;
   virtual Status add_calibrator(ComponentInfo info, ComponentFactory<Calibrator> factory) = 0;
   virtual Status add_pass(ComponentInfo info, ComponentFactory<Pass> factory) = 0;
-  virtual Status add_backend(ComponentInfo info, ComponentFactory<Backend> factory) = 0;
   virtual Status add_metric(ComponentInfo info, ComponentFactory<Metric> factory) = 0;
   virtual Status add_target(ComponentInfo info, ComponentFactory<Target> factory) = 0;
 };

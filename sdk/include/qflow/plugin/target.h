@@ -10,10 +10,18 @@
 
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
-#include "qflow/plugin/backend.h"
 #include "qflow/plugin/calibrator.h"
 
 namespace qflow {
+
+// A target's verdict for one node; `reason` names the failed constraint with the
+// actual value (e.g. "Conv kernel 9x9 > 7x7") when the node is not supported.
+struct NodeCapability {
+  std::string node;
+  std::string op_type;
+  bool supported = false;
+  std::string reason;
+};
 
 // One section of the report, structured and readable: the host writes `text` as the
 // stage's file for people, keeps `json` as the artifact later stages and the report read.
