@@ -168,14 +168,7 @@ TEST_CASE("bpu lowering: the same model lowers to the same program and the same 
 
 TEST_CASE("bpu lowering: a Conv the platform cannot run becomes a cpu.Conv segment between dequantize and quantize") {
   // bernoulli2 runs Conv kernels up to 7x7: the 9x9 one falls back.
-  QdqGraph q;
-  Value* x = q.input("x", {1, 1, 12, 12}, 0.0437);
-  Value* y1 = q.op("Conv", "c1", {x, q.weight("w1", {2, 1, 3, 3}, int8_ramp(18, 1), {0.0071f, 0.0053f}, 0)}, {1, 2, 12, 12},
-                   {Attribute::make_ints("pads", {1, 1, 1, 1})});
-  Value* y2 = q.op("Conv", "big", {q.qdq(y1, 0.0611), q.weight("w2", {2, 2, 9, 9}, int8_ramp(324, 2), {0.00093f, 0.00117f}, 0)},
-                   {1, 2, 12, 12}, {Attribute::make_ints("pads", {4, 4, 4, 4})});
-  Value* y3 = q.op("Conv", "c3", {q.qdq(y2, 0.0813), q.weight("w3", {1, 2, 1, 1}, {60, -50}, {0.0103f}, -1)}, {1, 1, 12, 12});
-  q.output(q.qdq(y3, 0.0973));
+  QdqGraph q = big_kernel_model();
   LoweringReport report;
   auto lowered_or = lower_ptq_model(q.model, backend_for("bernoulli2"), &report);
   REQUIRE_MESSAGE(lowered_or.has_value(), lowered_or.status().message());

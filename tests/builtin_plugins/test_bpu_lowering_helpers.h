@@ -212,6 +212,20 @@ inline std::vector<int8_t> int8_ramp(std::size_t n, uint32_t seed = 7) {
 
 // Every output element within `lsb` output quantization steps of the reference
 // (QFLOW_DEBUG_LOWERING=1 prints the first values of each output).
+// x -> Conv 3x3 "c1" -> Conv 9x9 "big" -> Conv 1x1 "c3": bernoulli2 runs Conv kernels up to
+// 7x7, so "big" falls back to the CPU there; nash runs all three.
+inline QdqGraph big_kernel_model() {
+  QdqGraph q;
+  Value* x = q.input("x", {1, 1, 12, 12}, 0.0437);
+  Value* y1 = q.op("Conv", "c1", {x, q.weight("w1", {2, 1, 3, 3}, int8_ramp(18, 1), {0.0071f, 0.0053f}, 0)}, {1, 2, 12, 12},
+                   {Attribute::make_ints("pads", {1, 1, 1, 1})});
+  Value* y2 = q.op("Conv", "big", {q.qdq(y1, 0.0611), q.weight("w2", {2, 2, 9, 9}, int8_ramp(324, 2), {0.00093f, 0.00117f}, 0)},
+                   {1, 2, 12, 12}, {Attribute::make_ints("pads", {4, 4, 4, 4})});
+  Value* y3 = q.op("Conv", "c3", {q.qdq(y2, 0.0813), q.weight("w3", {1, 2, 1, 1}, {60, -50}, {0.0103f}, -1)}, {1, 1, 12, 12});
+  q.output(q.qdq(y3, 0.0973));
+  return q;
+}
+
 inline void check_close(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want,
                         double step, double lsb = 1.0) {
   REQUIRE(got.size() == want.size());

@@ -29,19 +29,6 @@ std::unique_ptr<Target> target_for(const std::string& platform) {
   return std::move(target).value();
 }
 
-// x -> Conv 3x3 -> Conv 9x9 (bernoulli2 runs kernels up to 7x7) -> Conv 1x1.
-QdqGraph big_kernel_model() {
-  QdqGraph q;
-  Value* x = q.input("x", {1, 1, 12, 12}, 0.0437);
-  Value* y1 = q.op("Conv", "c1", {x, q.weight("w1", {2, 1, 3, 3}, int8_ramp(18, 1), {0.0071f, 0.0053f}, 0)}, {1, 2, 12, 12},
-                   {Attribute::make_ints("pads", {1, 1, 1, 1})});
-  Value* y2 = q.op("Conv", "big", {q.qdq(y1, 0.0611), q.weight("w2", {2, 2, 9, 9}, int8_ramp(324, 2), {0.00093f, 0.00117f}, 0)},
-                   {1, 2, 12, 12}, {Attribute::make_ints("pads", {4, 4, 4, 4})});
-  Value* y3 = q.op("Conv", "c3", {q.qdq(y2, 0.0813), q.weight("w3", {1, 2, 1, 1}, {60, -50}, {0.0103f}, -1)}, {1, 1, 12, 12});
-  q.output(q.qdq(y3, 0.0973));
-  return q;
-}
-
 }  // namespace
 
 TEST_CASE("bpu target: one lowering emits the .bc and the .hbm of the lowered program") {
