@@ -1,4 +1,5 @@
 // target stages: a target component's check section, performance estimate and lowering.
+#include <algorithm>
 #include <filesystem>
 
 #include "framework/pipeline/stage_util.h"
