@@ -75,9 +75,8 @@ grep -q "calibrator shrink-max" "$tmp/plugins-env.txt" || { cat "$tmp/plugins-en
 # The pipeline names the plugin relative to its own folder; model and data are absolute.
 step "qflow run with the example calibrator"
 mkdir -p "$tmp/run"
-cat >"$tmp/run/shrink-max.toml" <<TOML
-plugins = ["../example-build/libqflow_example_calibrator.so"]
-
+# The sample model observed on its calibration samples: the start of both example pipelines.
+observed_sample=$(cat <<TOML
 [vars]
 model = "$source_dir/models/sample/sample_cnn.onnx"
 data = "$source_dir/models/sample/input.npy"
@@ -96,6 +95,12 @@ options = { path = "\${data}" }
 id = "observe"
 use = "minmax"
 inputs = { model = "import.model", dataset = "data.dataset" }
+TOML
+)
+cat >"$tmp/run/shrink-max.toml" <<TOML
+plugins = ["../example-build/libqflow_example_calibrator.so"]
+
+$observed_sample
 
 [[stage]]
 id = "calibrate"
@@ -142,24 +147,7 @@ cmake --build "$tmp/target-build" -j2 >"$tmp/target-build.log" 2>&1 || { cat "$t
 cat >"$tmp/run/int8-units.toml" <<TOML
 plugins = ["../target-build/libqflow_example_target.so"]
 
-[vars]
-model = "$source_dir/models/sample/sample_cnn.onnx"
-data = "$source_dir/models/sample/input.npy"
-
-[[stage]]
-id = "import"
-use = "import-onnx"
-options = { path = "\${model}", name = "sample" }
-
-[[stage]]
-id = "data"
-use = "load-data"
-options = { path = "\${data}" }
-
-[[stage]]
-id = "observe"
-use = "minmax"
-inputs = { model = "import.model", dataset = "data.dataset" }
+$observed_sample
 
 [[stage]]
 id = "calibrate"
