@@ -345,7 +345,7 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
 
     // The float and QDQ runs go side by side, each compared tensor kept only until the
     // other run produces it: a 1024x1024 segmentation model holds gigabytes of activations.
-    LockstepPairs lockstep(rows);
+    LockstepPairs lockstep;
     auto deliver = [&](LockstepPairs::Side side, std::size_t r, const Tensor& tensor) -> Status {
       std::optional<Tensor> partner = lockstep.deposit(side, r, tensor);
       if (!partner) return lockstep.wait_for_room(side);
