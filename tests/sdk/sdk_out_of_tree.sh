@@ -43,22 +43,30 @@ fi
 qflow=$prefix/bin/qflow
 "$qflow" --version >/dev/null || fail "the installed qflow does not start"
 
+# Builds the example in folder $1 into $tmp/$2 against the install: no CMake warning, and the
+# library $3 exports nothing but the plugin entry point.
+build_example() {
+  local source=$1 build=$tmp/$2 library=$tmp/$2/$3
+  local args=(-S "$source" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix")
+  [ -n "$cxx" ] && args+=(-DCMAKE_CXX_COMPILER="$cxx")
+  command -v ccache >/dev/null && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake "${args[@]}" >"$build.configure.log" 2>&1 || { cat "$build.configure.log" >&2; fail "configuring $source failed"; }
+  if grep -q "CMake Warning" "$build.configure.log"; then
+    cat "$build.configure.log" >&2
+    fail "configuring $source against qflow warned"
+  fi
+  cmake --build "$build" -j2 >"$build.build.log" 2>&1 || { cat "$build.build.log" >&2; fail "building $source failed"; }
+  [ -f "$library" ] || fail "$source did not produce $library"
+  if command -v nm >/dev/null; then
+    local exported
+    exported=$(nm -D --defined-only "$library" | awk '$2 == "T" {print $3}')
+    [ "$exported" = "qflow_plugin_entry" ] || fail "$library should export only qflow_plugin_entry, it exports: $exported"
+  fi
+}
+
 step "build the example plugin out of tree"
-configure_args=(-S "$example" -B "$tmp/example-build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix")
-[ -n "$cxx" ] && configure_args+=(-DCMAKE_CXX_COMPILER="$cxx")
-command -v ccache >/dev/null && configure_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake "${configure_args[@]}" >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log" >&2; fail "configuring the example failed"; }
-if grep -q "CMake Warning" "$tmp/configure.log"; then
-  cat "$tmp/configure.log" >&2
-  fail "configuring the example against qflow warned"
-fi
-cmake --build "$tmp/example-build" -j2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log" >&2; fail "building the example failed"; }
+build_example "$example" example-build libqflow_example_calibrator.so
 plugin=$tmp/example-build/libqflow_example_calibrator.so
-[ -f "$plugin" ] || fail "the example did not produce $plugin"
-if command -v nm >/dev/null; then
-  exported=$(nm -D --defined-only "$plugin" | awk '$2 == "T" {print $3}')
-  [ "$exported" = "qflow_plugin_entry" ] || fail "the plugin should export only qflow_plugin_entry, it exports: $exported"
-fi
 
 step "qflow plugins --plugin $plugin"
 "$qflow" plugins --plugin "$plugin" >"$tmp/plugins.txt" 2>&1 || { cat "$tmp/plugins.txt" >&2; fail "qflow plugins refused the example"; }
@@ -138,12 +146,7 @@ fi
 grep -q "ratio must be in (0, 1], got 1.5" "$tmp/run-bad.log" || { cat "$tmp/run-bad.log" >&2; fail "the refusal does not name the ratio"; }
 
 step "build the example target out of tree and run its stages"
-target_args=(-S "$source_dir/sdk/examples/int8_units_target" -B "$tmp/target-build" -DCMAKE_BUILD_TYPE=Release
-             -DCMAKE_PREFIX_PATH="$prefix")
-[ -n "$cxx" ] && target_args+=(-DCMAKE_CXX_COMPILER="$cxx")
-command -v ccache >/dev/null && target_args+=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-cmake "${target_args[@]}" >"$tmp/target-configure.log" 2>&1 || { cat "$tmp/target-configure.log" >&2; fail "configuring the example target failed"; }
-cmake --build "$tmp/target-build" -j2 >"$tmp/target-build.log" 2>&1 || { cat "$tmp/target-build.log" >&2; fail "building the example target failed"; }
+build_example "$source_dir/sdk/examples/int8_units_target" target-build libqflow_example_target.so
 cat >"$tmp/run/int8-units.toml" <<TOML
 plugins = ["../target-build/libqflow_example_target.so"]
 
