@@ -71,6 +71,8 @@ void gemm_quads_u8s8(Isa isa, const int8_t* w, int64_t rows, const uint8_t* x, i
 void interleave4_u8(Isa isa, const uint8_t* const rows[4], int64_t n, uint8_t* out);
 // out[4i + j] = rows[j][2i] for j < 4 and i < n (n a multiple of 16): a stride-2 conv's quads.
 void interleave4_even_u8(Isa isa, const uint8_t* const rows[4], int64_t n, uint8_t* out);
+// out[4i + j] = src[j][i * stride] for i < n, j < 4 (any n and stride): a conv's quad columns.
+void gather_quads(Isa isa, const uint8_t* const src[4], int64_t n, int64_t stride, uint8_t* out);
 
 // y[i * stride] = requantize(acc[i], m, zero_point, lo, hi) for i < n (|acc[i]| < 2^31).
 void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi,

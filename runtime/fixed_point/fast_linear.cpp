@@ -100,6 +100,17 @@ void convert_run(Isa isa, const int32_t* src, int64_t n, int32_t add, T* dst) {
 
 }  // namespace
 
+void gather_quads(Isa isa, const uint8_t* const src[4], int64_t n, int64_t stride, uint8_t* out) {
+  int64_t i = 0;
+  if ((stride == 1 || stride == 2) && n >= 16) {
+    i = n / 16 * 16;
+    if (stride == 1) interleave4_u8(isa, src, i, out);
+    else interleave4_even_u8(isa, src, i, out);
+  }
+  for (; i < n; ++i)
+    for (int j = 0; j < 4; ++j) out[4 * i + j] = src[j][i * stride];
+}
+
 namespace detail {
 void convert_to_bytes(Isa isa, const int32_t* src, int64_t n, int32_t add, uint8_t* dst) {
   convert_run(isa, src, n, add, dst);
@@ -180,18 +191,6 @@ void pad_plane(const PackedConv2D& k, Isa isa, const int32_t* x, uint8_t pad, ui
       convert_run(isa, x + (c * p.in_h + iy) * p.in_w, p.in_w, k.quad_offset, row + left);
       std::fill(row + left + p.in_w, row + left + p.in_w + right, pad);
     }
-}
-
-// out[4i + j] = src[j][i * stride] for i < n, j < 4.
-void gather_quads(Isa isa, const uint8_t* const src[4], int64_t n, int64_t stride, uint8_t* out) {
-  int64_t i = 0;
-  if ((stride == 1 || stride == 2) && n >= 16) {
-    i = n / 16 * 16;
-    if (stride == 1) interleave4_u8(isa, src, i, out);
-    else interleave4_even_u8(isa, src, i, out);
-  }
-  for (; i < n; ++i)
-    for (int j = 0; j < 4; ++j) out[4 * i + j] = src[j][i * stride];
 }
 
 // conv2d on gemm_quads_u8s8 (k.quad_weights packed, a VNNI isa).

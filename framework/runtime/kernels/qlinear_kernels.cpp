@@ -10,6 +10,7 @@
 #include "framework/runtime/kernel_registry.h"
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/conv_geometry.h"
+#include "framework/runtime/kernels/conv_quads.h"
 #include "framework/runtime/kernels/eigen_maps.h"
 #include "framework/runtime/kernels/quant_util.h"
 #include "runtime/fixed_point/fast_kernels.h"
@@ -429,7 +430,8 @@ Status qlinear_matmul(KernelContext& context) {
 // Conv family
 
 // A 2-D convolution of 8-bit operands through the int16 GEMM of the fixed-point runtime
-// (runtime/fixed_point/fast_kernels.h): centred 8-bit values fit int16 and a pair of their
+// (runtime/fixed_point/fast_kernels.h), where the byte quads of VNNI CPUs (conv_quads.h) do
+// not apply: centred 8-bit values fit int16 and a pair of their
 // products fits int32, and the caller checked no sum of `kc` products can leave int32, so
 // the int32 sums are the exact ones. Columns are pixel-major int16 (padding is 0 once the
 // zero point is subtracted), built and multiplied block by block on the pool.
@@ -507,6 +509,10 @@ Expected<Tensor> conv_s32(const KernelContext& context, const Tensor& x, int32_t
     auto made = context.allocate(DType::Int32, g.column_shape());
     if (!made) return context.error("output: " + made.status().message());
     Tensor out = std::move(made).value();
+    if (conv_quads_apply(g, x.dtype(), w.dtype())) {
+      conv2d_quads_s32(context, g, x, x_zero_point, w, w_zero_point, out.data<int32_t>());
+      return out;
+    }
     const auto run = [&]<typename X, typename W>() {
       conv2d_s16<X, W>(context, g, x.data<X>(), x_zero_point, w.data<W>(), w_zero_point, out.data<int32_t>());
     };
