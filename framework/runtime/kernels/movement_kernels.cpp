@@ -40,7 +40,9 @@ Status concat(KernelContext& context) {
                            shape_to_string(first.shape()) + " outside axis " + std::to_string(axis));
     out_shape[axis] += t->shape()[axis];
   }
-  QFLOW_ASSIGN_OR_RETURN(Tensor out, make_output(context, first.dtype(), out_shape));
+  // Every element is copied in: a dead buffer of the run will do (strings need their own).
+  QFLOW_ASSIGN_OR_RETURN(Tensor out, first.dtype() == DType::String ? make_output(context, first.dtype(), out_shape)
+                                                                    : context.allocate(first.dtype(), out_shape));
   const int64_t outer = dims_product(out_shape, 0, axis);
   const std::size_t inner_bytes = static_cast<std::size_t>(dims_product(out_shape, axis + 1, out_shape.size())) *
                                   dtype_size(first.dtype());

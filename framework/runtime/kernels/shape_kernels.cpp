@@ -204,6 +204,33 @@ DType dtype_from_name(const std::string& name) {
   return it == names.end() ? DType::Undefined : it->second;
 }
 
+// Cast of an integer model's accumulators and activations back to float (ConvInteger -> Cast)
+// into a buffer of the run, split across the pool: the values of Tensor::cast (float32 holds
+// these types exactly or rounds once), without faulting in a fresh buffer per node.
+bool widens_to_float(DType dtype) {
+  return dtype == DType::Int32 || dtype == DType::Int16 || dtype == DType::Int8 || dtype == DType::UInt8;
+}
+
+template <typename S>
+void widen_run(const KernelContext& context, const S* src, float* dst, int64_t n) {
+  context.parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dst[i] = static_cast<float>(src[i]);
+  });
+}
+
+Status widen_to_float(KernelContext& context, const Tensor& in) {
+  QFLOW_ASSIGN_OR_RETURN(Tensor out, context.allocate(DType::Float32, in.shape()));
+  float* dst = out.data<float>();
+  switch (in.dtype()) {
+    case DType::Int32: widen_run(context, in.data<int32_t>(), dst, in.numel()); break;
+    case DType::Int16: widen_run(context, in.data<int16_t>(), dst, in.numel()); break;
+    case DType::Int8: widen_run(context, in.data<int8_t>(), dst, in.numel()); break;
+    default: widen_run(context, in.data<uint8_t>(), dst, in.numel()); break;
+  }
+  context.outputs[0] = std::move(out);
+  return Status::ok();
+}
+
 // ONNX's reference implementation (and the 1.12 conformance data) narrows float to
 // bfloat16 by dropping the low 16 bits rather than rounding; NaN stays a quiet NaN.
 Tensor cast_any(const Tensor& in, DType target) {
@@ -242,6 +269,7 @@ KernelFunction bind_cast(const Node& node, int64_t) {
   }
   return [target](KernelContext& context) -> Status {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* data, context.required_input(0));
+    if (target == DType::Float32 && widens_to_float(data->dtype())) return widen_to_float(context, *data);
     context.outputs[0] = cast_any(*data, target);
     return Status::ok();
   };
