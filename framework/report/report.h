@@ -32,22 +32,23 @@ struct PlacementNode {
   int64_t index = 0;
   std::string node;
   std::string op_type;
-  std::string placement;  // "BPU" / "CPU"
-  std::string subgraph;   // "" for CPU nodes
-  std::string reason;     // why a node is on the CPU
+  std::string placement;  // as the target names it, upper case: "BPU" / "CPU"
+  std::string subgraph;   // "" off the accelerated path
+  std::string reason;     // why a node is off the accelerated path
 };
 
-// The check report: model and platform header, the per-node table, the subgraph and
-// summary lines as written.
+// The check section of a target (docs/targets.md): model and platform header, the per-node
+// table, the subgraph and summary lines.
 struct Placement {
+  std::string accelerator = "ACCELERATOR";  // the placement of the accelerated path: "BPU"
+  std::string fallback = "CPU";             // the placement of the other nodes
   std::vector<std::pair<std::string, std::string>> header;  // "model" -> "torch_jit"
   std::vector<PlacementNode> nodes;
   std::vector<std::string> subgraphs;  // "0: 33 nodes [0-32]" and its in/out lines
   std::vector<std::pair<std::string, std::string>> summary;  // "nodes" -> "33 (BPU 33, CPU 0)"
 };
 
-// The performance estimate: per-subgraph lines and the totals as the perf stage wrote them,
-// plus the slowest nodes.
+// The estimate section of a target: per-subgraph lines and the totals, plus the slowest nodes.
 struct PerfNode {
   std::string node;
   std::string op_type;
@@ -56,6 +57,7 @@ struct PerfNode {
   std::string bound;  // "memory" / "compute"
 };
 struct Perf {
+  std::string accelerator = "ACCELERATOR";  // as in Placement
   std::vector<std::pair<std::string, std::string>> header;
   std::vector<std::string> subgraphs;
   std::vector<std::pair<std::string, std::string>> totals;  // "BPU" -> "MACs ..., 4.094 us"
@@ -150,8 +152,8 @@ struct ReportSources {
   int threads = 1;
   const std::map<std::string, TensorStatistics>* statistics = nullptr;  // histograms
   const QuantTable* qparams = nullptr;                                  // the chosen thresholds
-  std::optional<std::string> check;   // the check stage's report, text or JSON
-  std::optional<std::string> perf;    // the perf stage's report, text or JSON
+  std::optional<std::string> check;   // the target's check section (JSON)
+  std::optional<std::string> perf;    // the target's estimate section (JSON)
   std::optional<std::string> verify;  // verify_result.json
   std::optional<std::string> sensitivity;  // sensitivity.json
   std::optional<std::string> precision;    // precision.json
@@ -161,7 +163,7 @@ struct ReportSources {
 // (e.g. several inputs) becomes a note in the report, not an error.
 Expected<ReportInput> build_report(const ReportSources& sources);
 
-// Parsers of the artifacts the report reads; text and JSON forms of check and perf.
+// Parsers of the artifacts the report reads, all JSON.
 Expected<Placement> parse_check(std::string_view text);
 Expected<Perf> parse_perf(std::string_view text);
 Expected<Verify> parse_verify(std::string_view json);

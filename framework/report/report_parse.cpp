@@ -1,7 +1,8 @@
-// Parsers of the artifacts the report reads: the check and perf reports (text or JSON) and
-// the verify result.
+// Parsers of the artifacts the report reads: the target's check and estimate sections, the
+// verify, sensitivity and precision results (all JSON).
 #include <algorithm>
-#include <cstdlib>
+#include <cctype>
+#include <cstdio>
 
 #include "framework/report/report.h"
 #include "qflow/core/json.h"
@@ -9,63 +10,6 @@
 namespace qflow::report {
 
 namespace {
-
-std::vector<std::string> split_lines(std::string_view text) {
-  std::vector<std::string> lines;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string line(text.substr(start, end - start));
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-    if (end == text.size()) break;
-    start = end + 1;
-  }
-  return lines;
-}
-
-std::string trim(std::string_view text) {
-  const std::size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return "";
-  const std::size_t end = text.find_last_not_of(" \t");
-  return std::string(text.substr(begin, end - begin + 1));
-}
-
-// "key: value" -> pair; false when the line has no ": ".
-bool key_value(const std::string& line, std::pair<std::string, std::string>& out) {
-  const std::size_t colon = line.find(": ");
-  if (colon == std::string::npos) return false;
-  out = {trim(line.substr(0, colon)), trim(line.substr(colon + 2))};
-  return true;
-}
-
-// A fixed-width table: the column start of each header word.
-struct Columns {
-  std::vector<std::pair<std::string, std::size_t>> starts;
-  std::string cell(const std::string& line, const std::string& name, bool rest = false) const {
-    for (std::size_t i = 0; i < starts.size(); ++i) {
-      if (starts[i].first != name) continue;
-      const std::size_t begin = starts[i].second;
-      if (begin >= line.size()) return "";
-      if (rest || i + 1 == starts.size()) return trim(line.substr(begin));
-      return trim(line.substr(begin, starts[i + 1].second - begin));
-    }
-    return "";
-  }
-};
-
-Columns columns_of(const std::string& header, const std::vector<std::string>& names) {
-  Columns columns;
-  std::size_t from = 0;
-  for (const std::string& name : names) {
-    const std::size_t at = header.find(name, from);
-    if (at == std::string::npos) continue;
-    columns.starts.emplace_back(name, at);
-    from = at + name.size();
-  }
-  return columns;
-}
 
 std::string json_text(const JsonValue* value) {
   if (!value || value->is_null()) return "";
@@ -90,43 +34,63 @@ std::string upper(std::string text) {
   return text;
 }
 
+// The placement names of the accelerated path ("accelerator", required) and of the other
+// nodes ("fallback", "cpu" unless the section says otherwise).
+Expected<std::pair<std::string, std::string>> placement_names(const JsonValue& root, const char* section) {
+  const std::string accelerator = json_text(root.find("accelerator")), fallback = json_text(root.find("fallback"));
+  if (accelerator.empty()) return invalid_input(std::string(section) + ": no \"accelerator\" (docs/targets.md)");
+  return std::pair<std::string, std::string>{accelerator, fallback.empty() ? "cpu" : fallback};
+}
+
 Expected<Placement> parse_check_json(std::string_view text) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "check report"));
+  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "check section"));
+  const JsonValue* nodes = root.find("nodes");
+  if (!nodes || !nodes->is_array()) return invalid_input("check section: no \"nodes\" array");
+  QFLOW_ASSIGN_OR_RETURN(const auto names, placement_names(root, "check section"));
+  const auto& [accelerator, fallback] = names;
   Placement placement;
+  placement.accelerator = upper(accelerator);
+  placement.fallback = upper(fallback);
   placement.header.emplace_back("model", json_text(root.find("model")));
   placement.header.emplace_back("platform", json_text(root.find("platform")));
-  int64_t bpu = 0, cpu = 0;
-  if (const JsonValue* nodes = root.find("nodes"); nodes && nodes->is_array()) {
-    for (const JsonValue& node : nodes->items()) {
-      PlacementNode row;
-      row.index = json_int(node.find("index"));
-      row.node = json_text(node.find("name"));
-      row.op_type = json_text(node.find("op_type"));
-      row.placement = upper(json_text(node.find("placement")));
-      row.subgraph = json_text(node.find("subgraph"));
-      row.reason = json_text(node.find("reason"));
-      (row.placement == "BPU" ? bpu : cpu) += 1;
-      placement.nodes.push_back(std::move(row));
-    }
+  int64_t accelerated = 0;
+  for (const JsonValue& node : nodes->items()) {
+    PlacementNode row;
+    row.index = json_int(node.find("index"));
+    row.node = json_text(node.find("name"));
+    row.op_type = json_text(node.find("op_type"));
+    row.placement = upper(json_text(node.find("placement")));
+    row.subgraph = json_text(node.find("subgraph"));
+    row.reason = json_text(node.find("reason"));
+    if (row.placement == placement.accelerator) ++accelerated;
+    placement.nodes.push_back(std::move(row));
   }
   int64_t subgraphs = 0;
   if (const JsonValue* list = root.find("subgraphs"); list && list->is_array()) {
     for (const JsonValue& subgraph : list->items()) {
-      const JsonValue* nodes = subgraph.find("nodes");
+      const JsonValue* members = subgraph.find("nodes");
       placement.subgraphs.push_back(json_text(subgraph.find("id")) + ": " +
-                                    std::to_string(nodes && nodes->is_array() ? nodes->items().size() : 0) + " nodes");
+                                    std::to_string(members && members->is_array() ? members->items().size() : 0) +
+                                    " nodes");
       ++subgraphs;
     }
   }
-  placement.summary.emplace_back("nodes", std::to_string(bpu + cpu) + " (BPU " + std::to_string(bpu) + ", CPU " +
-                                              std::to_string(cpu) + ")");
+  const auto others = static_cast<int64_t>(placement.nodes.size()) - accelerated;
+  placement.summary.emplace_back("nodes", std::to_string(placement.nodes.size()) + " (" + placement.accelerator + " " +
+                                              std::to_string(accelerated) + ", " + placement.fallback + " " +
+                                              std::to_string(others) + ")");
   placement.summary.emplace_back("subgraphs", std::to_string(subgraphs));
   return placement;
 }
 
 Expected<Perf> parse_perf_json(std::string_view text) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "perf report"));
+  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "estimate section"));
+  const JsonValue* layers = root.find("layers");
+  if (!layers || !layers->is_array()) return invalid_input("estimate section: no \"layers\" array");
+  QFLOW_ASSIGN_OR_RETURN(const auto names, placement_names(root, "estimate section"));
+  const auto& [accelerator, fallback] = names;
   Perf perf;
+  perf.accelerator = upper(accelerator);
   perf.header.emplace_back("model", json_text(root.find("model")));
   if (const JsonValue* platform = root.find("platform")) perf.header.emplace_back("platform", json_text(platform->find("name")));
   if (const JsonValue* list = root.find("subgraphs"); list && list->is_array())
@@ -134,19 +98,20 @@ Expected<Perf> parse_perf_json(std::string_view text) {
       perf.subgraphs.push_back(json_text(s.find("id")) + ": " + json_text(s.find("nodes")) + " nodes, MACs " +
                                json_text(s.find("macs")) + ", " + json_text(s.find("cycles")) + " cycles = " +
                                json_text(s.find("us")) + " us");
-  if (const JsonValue* bpu = root.find("bpu"))
-    perf.totals.emplace_back("BPU", "MACs " + json_text(bpu->find("macs")) + ", " + json_text(bpu->find("cycles")) +
-                                        " cycles = " + json_text(bpu->find("us")) + " us");
-  if (const JsonValue* cpu = root.find("cpu"))
-    perf.totals.emplace_back("CPU", json_text(cpu->find("nodes")) + " nodes, MACs " + json_text(cpu->find("macs")) +
-                                        " (not timed)");
-  if (const JsonValue* layers = root.find("layers"); layers && layers->is_array())
-    for (const JsonValue& layer : layers->items()) {
-      const JsonValue* cycles = layer.find("cycles");
-      if (!cycles || !cycles->is_number()) continue;
-      perf.slowest.push_back({json_text(layer.find("name")), json_text(layer.find("op_type")),
-                              json_text(layer.find("subgraph")), cycles->as_number(), json_text(layer.find("bound"))});
-    }
+  // The totals of each path sit under its placement name.
+  if (const JsonValue* totals = root.find(accelerator))
+    perf.totals.emplace_back(perf.accelerator, "MACs " + json_text(totals->find("macs")) + ", " +
+                                                   json_text(totals->find("cycles")) + " cycles = " +
+                                                   json_text(totals->find("us")) + " us");
+  if (const JsonValue* totals = root.find(fallback))
+    perf.totals.emplace_back(upper(fallback), json_text(totals->find("nodes")) + " nodes, MACs " +
+                                                  json_text(totals->find("macs")) + " (not timed)");
+  for (const JsonValue& layer : layers->items()) {
+    const JsonValue* cycles = layer.find("cycles");
+    if (!cycles || !cycles->is_number()) continue;
+    perf.slowest.push_back({json_text(layer.find("name")), json_text(layer.find("op_type")),
+                            json_text(layer.find("subgraph")), cycles->as_number(), json_text(layer.find("bound"))});
+  }
   return perf;
 }
 
@@ -157,101 +122,10 @@ void keep_slowest(std::vector<PerfNode>& nodes) {
 
 }  // namespace
 
-Expected<Placement> parse_check(std::string_view text) {
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos && text[first] == '{') return parse_check_json(text);
-  Placement placement;
-  const std::vector<std::string> lines = split_lines(text);
-  enum { Header, Table, Subgraphs, Summary, Other } state = Header;
-  Columns columns;
-  for (const std::string& line : lines) {
-    if (line.rfind("index ", 0) == 0) {
-      columns = columns_of(line, {"index", "node", "op type", "placement", "subgraph", "reason"});
-      state = Table;
-      continue;
-    }
-    if (line == "subgraphs:") { state = Subgraphs; continue; }
-    if (line == "summary:") { state = Summary; continue; }
-    if (trim(line).empty()) {
-      if (state == Table) state = Other;
-      continue;
-    }
-    std::pair<std::string, std::string> kv;
-    switch (state) {
-      case Header:
-        if (key_value(line, kv)) placement.header.push_back(kv);
-        break;
-      case Table: {
-        PlacementNode node;
-        node.index = std::strtoll(columns.cell(line, "index").c_str(), nullptr, 10);
-        node.node = columns.cell(line, "node");
-        node.op_type = columns.cell(line, "op type");
-        node.placement = columns.cell(line, "placement");
-        node.subgraph = columns.cell(line, "subgraph");
-        node.reason = columns.cell(line, "reason", true);
-        placement.nodes.push_back(std::move(node));
-        break;
-      }
-      case Subgraphs: placement.subgraphs.push_back(trim(line)); break;
-      case Summary:
-        if (key_value(line, kv)) placement.summary.push_back(kv);
-        break;
-      case Other: break;
-    }
-  }
-  if (placement.nodes.empty()) return invalid_input("check report: no node table (a line starting with 'index')");
-  return placement;
-}
+Expected<Placement> parse_check(std::string_view json) { return parse_check_json(json); }
 
-Expected<Perf> parse_perf(std::string_view text) {
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos && text[first] == '{') {
-    QFLOW_ASSIGN_OR_RETURN(Perf perf, parse_perf_json(text));
-    keep_slowest(perf.slowest);
-    return perf;
-  }
-  Perf perf;
-  const std::vector<std::string> lines = split_lines(text);
-  enum { Header, Table, Subgraphs, Totals, Other } state = Header;
-  Columns columns;
-  bool table = false;
-  for (const std::string& line : lines) {
-    if (line.rfind("index ", 0) == 0) {
-      columns = columns_of(line, {"index", "node", "op type", "placement", "subgraph", "MACs", "weight B", "read B",
-                                  "write B", "compute cyc", "memory cyc", "cycles", "bound"});
-      state = Table;
-      table = true;
-      continue;
-    }
-    if (line == "subgraphs:") { state = Subgraphs; continue; }
-    if (line == "totals:") { state = Totals; continue; }
-    if (trim(line).empty()) {
-      if (state != Header) state = Other;
-      continue;
-    }
-    std::pair<std::string, std::string> kv;
-    switch (state) {
-      case Header:
-        if (key_value(line, kv)) perf.header.push_back(kv);
-        break;
-      case Table: {
-        const std::string cycles = columns.cell(line, "cycles");
-        char* end = nullptr;
-        const double value = std::strtod(cycles.c_str(), &end);
-        if (cycles.empty() || end == cycles.c_str()) break;
-        perf.slowest.push_back(
-            {columns.cell(line, "node"), columns.cell(line, "op type"), columns.cell(line, "subgraph"), value,
-             columns.cell(line, "bound")});
-        break;
-      }
-      case Subgraphs: perf.subgraphs.push_back(trim(line)); break;
-      case Totals:
-        if (key_value(line, kv)) perf.totals.push_back(kv);
-        break;
-      case Other: break;
-    }
-  }
-  if (!table) return invalid_input("perf report: no node table (a line starting with 'index')");
+Expected<Perf> parse_perf(std::string_view json) {
+  QFLOW_ASSIGN_OR_RETURN(Perf perf, parse_perf_json(json));
   keep_slowest(perf.slowest);
   return perf;
 }

@@ -188,15 +188,20 @@ std::string precision_summary(const Precision& p) {
          std::to_string(p.quantized_tensors) + " quantized tensors raised";
 }
 
+// Nodes on the accelerated path, nodes off it.
 std::pair<int64_t, int64_t> placement_counts(const Placement& placement) {
-  int64_t bpu = 0, cpu = 0;
-  for (const PlacementNode& node : placement.nodes) (node.placement == "BPU" ? bpu : cpu) += 1;
-  return {bpu, cpu};
+  int64_t accelerated = 0, others = 0;
+  for (const PlacementNode& node : placement.nodes) (node.placement == placement.accelerator ? accelerated : others) += 1;
+  return {accelerated, others};
+}
+
+std::string placement_label(const Placement& placement) {
+  return "nodes on " + placement.accelerator + " / " + placement.fallback;
 }
 
 std::string perf_total(const Perf& perf) {
   for (const auto& [key, value] : perf.totals)
-    if (key == "BPU") {
+    if (key == perf.accelerator) {
       const std::size_t eq = value.rfind("= ");
       return eq == std::string::npos ? value : value.substr(eq + 2);
     }
@@ -236,8 +241,9 @@ std::string render_html(const ReportInput& input) {
   html += "<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">";
   html += card(std::to_string(input.stages.size()), "stages, " + seconds_text(total_seconds(input)));
   if (input.placement) {
-    const auto [bpu, cpu] = placement_counts(*input.placement);
-    html += card(std::to_string(bpu) + " / " + std::to_string(cpu), "nodes on BPU / CPU", cpu == 0 ? "ok" : "");
+    const auto [accelerated, others] = placement_counts(*input.placement);
+    html += card(std::to_string(accelerated) + " / " + std::to_string(others), html_escape(placement_label(*input.placement)),
+                 others == 0 ? "ok" : "");
   }
   if (input.comparison && !input.comparison->rows.empty()) {
     const LayerRow& worst = input.comparison->rows.front();
@@ -253,7 +259,7 @@ std::string render_html(const ReportInput& input) {
   }
   if (input.perf) {
     const std::string total = perf_total(*input.perf);
-    if (!total.empty()) html += card(html_escape(total), "BPU estimate");
+    if (!total.empty()) html += card(html_escape(total), html_escape(input.perf->accelerator) + " estimate");
   }
   html += "</div></section>\n";
 
@@ -291,14 +297,16 @@ std::string render_html(const ReportInput& input) {
       for (const std::string& line : p.subgraphs) html += html_escape(line) + "\n";
       html += "</code></pre>";
     }
-    std::vector<const PlacementNode*> cpu;
+    std::vector<const PlacementNode*> others;
     for (const PlacementNode& node : p.nodes)
-      if (node.placement != "BPU") cpu.push_back(&node);
-    if (!cpu.empty()) {
-      html += "<h3>Nodes on the CPU</h3><table><tr><th>index</th><th>node</th><th>op type</th><th>reason</th></tr>";
-      for (const PlacementNode* node : cpu)
+      if (node.placement != p.accelerator) others.push_back(&node);
+    if (!others.empty()) {
+      html += "<h3>Nodes off the " + html_escape(p.accelerator) +
+              "</h3><table><tr><th>index</th><th>node</th><th>op type</th><th>placement</th><th>reason</th></tr>";
+      for (const PlacementNode* node : others)
         html += "<tr>" + td(std::to_string(node->index), true) + td("<code>" + html_escape(node->node) + "</code>") +
-                td(html_escape(node->op_type)) + td(html_escape(node->reason)) + "</tr>";
+                td(html_escape(node->op_type)) + td(html_escape(node->placement)) + td(html_escape(node->reason)) +
+                "</tr>";
       html += "</table>";
     }
     html += "<details><summary>All " + std::to_string(p.nodes.size()) +
@@ -450,7 +458,7 @@ std::string render_html(const ReportInput& input) {
     }
     if (!p.totals.empty()) html += "<h3>Totals</h3>" + kv_table(p.totals);
     if (!p.slowest.empty()) {
-      html += "<h3>Slowest BPU nodes</h3><table><tr><th>node</th><th>op type</th><th>subgraph</th><th>cycles</th><th>bound</th></tr>";
+      html += "<h3>Slowest " + html_escape(p.accelerator) + " nodes</h3><table><tr><th>node</th><th>op type</th><th>subgraph</th><th>cycles</th><th>bound</th></tr>";
       for (const PerfNode& n : p.slowest)
         html += "<tr>" + td("<code>" + html_escape(n.node) + "</code>") + td(html_escape(n.op_type)) +
                 td(html_escape(n.subgraph), true) + td(fixed(n.cycles, 3), true) + td(html_escape(n.bound)) + "</tr>";
@@ -469,14 +477,16 @@ std::string render_markdown(const ReportInput& input) {
   md += "## Summary\n\n| | |\n|---|---|\n";
   md += "| stages | " + std::to_string(input.stages.size()) + " (" + seconds_text(total_seconds(input)) + ") |\n";
   if (input.placement) {
-    const auto [bpu, cpu] = placement_counts(*input.placement);
-    md += "| nodes on BPU / CPU | " + std::to_string(bpu) + " / " + std::to_string(cpu) + " |\n";
+    const auto [accelerated, others] = placement_counts(*input.placement);
+    md += "| " + md_escape(placement_label(*input.placement)) + " | " + std::to_string(accelerated) + " / " +
+          std::to_string(others) + " |\n";
   }
   if (input.comparison && !input.comparison->rows.empty())
     md += "| worst layer cosine | " + fixed(input.comparison->rows.front().accumulated.cosine, 6) + " (" +
           md_escape(input.comparison->rows.front().tensor) + ", " + std::to_string(input.comparison->samples) + " samples) |\n";
   if (input.verify) md += std::string("| .hbm bit-identical to .bc | ") + (input.verify->bit_identical ? "yes" : "no") + " |\n";
-  if (input.perf && !perf_total(*input.perf).empty()) md += "| BPU estimate | " + md_escape(perf_total(*input.perf)) + " |\n";
+  if (input.perf && !perf_total(*input.perf).empty())
+    md += "| " + md_escape(input.perf->accelerator) + " estimate | " + md_escape(perf_total(*input.perf)) + " |\n";
 
   md += "\n## Stages\n\n";
   if (input.stages.empty()) {
@@ -612,7 +622,7 @@ std::string render_markdown(const ReportInput& input) {
       md += "```\n";
     }
     if (!p.slowest.empty()) {
-      md += "\n| slowest BPU node | op type | subgraph | cycles | bound |\n|---|---|--:|--:|---|\n";
+      md += "\n| slowest " + md_escape(p.accelerator) + " node | op type | subgraph | cycles | bound |\n|---|---|--:|--:|---|\n";
       for (const PerfNode& n : p.slowest)
         md += "| " + md_escape(n.node) + " | " + md_escape(n.op_type) + " | " + md_escape(n.subgraph) + " | " +
               fixed(n.cycles, 3) + " | " + md_escape(n.bound) + " |\n";

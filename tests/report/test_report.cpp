@@ -1,5 +1,5 @@
-// The report renderer and its parsers: escaping of model names, the check and perf text
-// forms, the verify result, thresholds, and byte-identical output for equal input.
+// The report renderer and its parsers: escaping of model names, the targets' check and
+// estimate sections, the verify result, thresholds, and byte-identical output for equal input.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -10,41 +10,31 @@ using namespace qflow::report;
 
 namespace {
 
-const char* kCheckText = R"(model: m
-platform: nash (Horizon Journey 6 family BPU)
+// The bpu target's check and estimate sections, cut down (docs/targets.md).
+const char* kCheckJson = R"({"format": "qflow-bpu-check", "target": "bpu", "accelerator": "bpu", "fallback": "cpu",
+    "model": "m", "platform": "nash", "nodes": [
+      {"index": 0, "name": "conv<a>", "op_type": "Conv", "placement": "bpu", "subgraph": 0, "reason": ""},
+      {"index": 1, "name": "/top/Sin", "op_type": "Sin", "placement": "cpu", "subgraph": null,
+       "reason": "op type Sin has no BPU form"}],
+    "subgraphs": [{"id": 0, "nodes": [0]}]})";
 
-index  node        op type  placement  subgraph  reason
-0      conv<a>     Conv     BPU        0
-1      /top/Sin    Sin      CPU                  op type Sin has no BPU form
-
-subgraphs:
-  0: 1 nodes [0-0]
-
-summary:
-  nodes: 2 (BPU 1, CPU 1)
-  subgraphs: 1
-)";
-
-const char* kPerfText = R"(model: m
-platform: nash (Horizon Journey 6 family BPU)
-
-index  node     op type  placement  subgraph  MACs  weight B  read B  write B  compute cyc  memory cyc  cycles   bound
-0      conv<a>  Conv     BPU        0         100   8         16      16       0.010        1.500       1.500    memory
-1      /top/Sin Sin      CPU                  0     0         16      16
-
-subgraphs:
-  0: 1 nodes, MACs 100, weights 8 B, read 16 B, written 16 B, 1.500 cycles = 0.002 us
-
-totals:
-  BPU: MACs 100, weights 8 B, read 16 B, written 16 B, 1.500 cycles = 0.002 us
-)";
+const char* kPerfJson = R"({"format": "qflow-bpu-perf", "target": "bpu", "accelerator": "bpu", "fallback": "cpu",
+    "model": "m", "platform": {"name": "nash"},
+    "layers": [
+      {"index": 0, "name": "conv<a>", "op_type": "Conv", "placement": "bpu", "subgraph": 0, "macs": 100,
+       "cycles": 1.5, "bound": "memory"},
+      {"index": 1, "name": "/top/Sin", "op_type": "Sin", "placement": "cpu", "subgraph": null, "macs": 0,
+       "cycles": null, "bound": null}],
+    "subgraphs": [{"id": 0, "nodes": 1, "macs": 100, "cycles": 1.5, "us": 0.002}],
+    "bpu": {"nodes": 1, "macs": 100, "cycles": 1.5, "us": 0.002},
+    "cpu": {"nodes": 1, "macs": 0}})";
 
 ReportInput sample_input() {
   ReportInput input;
   input.title = "t <b>&";
   input.stages.push_back({"import", "import-onnx", "import-onnx", "m_original_float_model.onnx", 1234, 0.5});
-  input.placement = *parse_check(kCheckText);
-  input.perf = *parse_perf(kPerfText);
+  input.placement = *parse_check(kCheckJson);
+  input.perf = *parse_perf(kPerfJson);
   input.verify = *parse_verify(R"({"samples": 4, "bit_identical": true, "outputs": [{"name": "y\"<", "elements": 10,
       "bc_cosine_mean": 0.99, "bc_cosine_min": 0.98, "bc_max_abs_error": 0.1, "hbm_cosine_mean": 0.99,
       "hbm_cosine_min": 0.98, "hbm_max_abs_error": 0.1, "exact_matches": 40, "compared": 40}]})");
@@ -76,9 +66,11 @@ TEST_CASE("html_escape escapes markup and quotes") {
   CHECK(html_escape("a<b>&\"c'") == "a&lt;b&gt;&amp;&quot;c&#39;");
 }
 
-TEST_CASE("parse_check reads the text table, the subgraphs and the summary") {
-  Expected<Placement> p = parse_check(kCheckText);
+TEST_CASE("parse_check reads the placement names, the nodes, the subgraphs and the summary") {
+  Expected<Placement> p = parse_check(kCheckJson);
   REQUIRE(p);
+  CHECK(p->accelerator == "BPU");
+  CHECK(p->fallback == "CPU");
   REQUIRE(p->nodes.size() == 2);
   CHECK(p->nodes[0].node == "conv<a>");
   CHECK(p->nodes[0].placement == "BPU");
@@ -86,34 +78,44 @@ TEST_CASE("parse_check reads the text table, the subgraphs and the summary") {
   CHECK(p->nodes[1].placement == "CPU");
   CHECK(p->nodes[1].subgraph == "");
   CHECK(p->nodes[1].reason == "op type Sin has no BPU form");
-  CHECK(p->subgraphs == std::vector<std::string>{"0: 1 nodes [0-0]"});
+  CHECK(p->subgraphs == std::vector<std::string>{"0: 1 nodes"});
   REQUIRE(p->summary.size() == 2);
   CHECK(p->summary[0].second == "2 (BPU 1, CPU 1)");
-  CHECK_FALSE(parse_check("no table here"));
+  CHECK_FALSE(parse_check("index  node  op type"));                        // the text form is not read
+  CHECK_FALSE(parse_check(R"({"accelerator": "bpu"})"));                    // no nodes
+  CHECK_FALSE(parse_check(R"({"nodes": []})"));                             // no accelerator
 }
 
-TEST_CASE("parse_check reads the JSON form") {
-  Expected<Placement> p = parse_check(R"({"model": "m", "platform": "nash", "nodes": [
-      {"index": 0, "name": "a", "op_type": "Conv", "placement": "bpu", "subgraph": 0, "reason": ""},
-      {"index": 1, "name": "b", "op_type": "Sin", "placement": "cpu", "subgraph": null, "reason": "why"}],
-      "subgraphs": [{"id": 0, "nodes": [0]}]})");
+TEST_CASE("parse_check labels another target's paths with its own names") {
+  Expected<Placement> p = parse_check(R"({"target": "onnxruntime", "accelerator": "int8", "fallback": "float",
+      "nodes": [{"index": 0, "name": "a", "op_type": "Conv", "placement": "int8", "reason": ""},
+                {"index": 1, "name": "b", "op_type": "Softmax", "placement": "float", "reason": "no int8 kernel"}]})");
   REQUIRE(p);
-  REQUIRE(p->nodes.size() == 2);
-  CHECK(p->nodes[1].placement == "CPU");
-  CHECK(p->nodes[1].reason == "why");
-  CHECK(p->summary[0].second == "2 (BPU 1, CPU 1)");
+  CHECK(p->summary[0].second == "2 (INT8 1, FLOAT 1)");
+  ReportInput input;
+  input.placement = *p;
+  const std::string md = render_markdown(input);
+  CHECK(md.find("| nodes on INT8 / FLOAT | 1 / 1 |") != std::string::npos);
+  CHECK(md.find("BPU") == std::string::npos);
+  const std::string html = render_html(input);
+  CHECK(html.find("Nodes off the INT8") != std::string::npos);
+  CHECK(html.find("BPU") == std::string::npos);
 }
 
-TEST_CASE("parse_perf keeps timed nodes, the subgraphs and the totals") {
-  Expected<Perf> p = parse_perf(kPerfText);
+TEST_CASE("parse_perf keeps timed nodes, the subgraphs and the totals under the placement names") {
+  Expected<Perf> p = parse_perf(kPerfJson);
   REQUIRE(p);
+  CHECK(p->accelerator == "BPU");
   REQUIRE(p->slowest.size() == 1);
   CHECK(p->slowest[0].node == "conv<a>");
   CHECK(p->slowest[0].cycles == doctest::Approx(1.5));
   CHECK(p->slowest[0].bound == "memory");
-  REQUIRE(p->totals.size() == 1);
+  REQUIRE(p->totals.size() == 2);
   CHECK(p->totals[0].first == "BPU");
+  CHECK(p->totals[0].second == "MACs 100, 1.500 cycles = 0.002 us");
+  CHECK(p->totals[1].first == "CPU");
   CHECK(p->subgraphs.size() == 1);
+  CHECK_FALSE(parse_perf(R"({"accelerator": "bpu"})"));  // no layers
 }
 
 TEST_CASE("histogram_percentile interpolates inside the bin") {

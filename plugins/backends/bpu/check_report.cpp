@@ -146,7 +146,7 @@ std::string check_report_json(const PartitionPlan& plan, const BpuPlatform& plat
   // The plan document with its own format name and a summary appended: one encoder for both.
   std::string out = partition_plan_json(plan, platform.name, model_name, qparams);
   const std::string from = "\"qflow-bpu-partition-plan\"";
-  out.replace(out.find(from), from.size(), "\"qflow-bpu-check\",\n  \"target\": \"bpu\",\n  \"accelerator\": \"bpu\"");
+  out.replace(out.find(from), from.size(), "\"qflow-bpu-check\",\n  \"target\": \"bpu\",\n  \"accelerator\": \"bpu\",\n  \"fallback\": \"cpu\"");
   out.resize(out.size() - 3);  // "\n}\n"
   const Summary s = summarize(plan, macs);
   out += ",\n  \"summary\": {\"nodes\": " + std::to_string(plan.nodes.size()) + ", \"bpu_nodes\": " +

@@ -192,6 +192,11 @@ JsonValue perf_report_value(const PerfEstimate& e) {
   doc["format"] = JsonValue::string("qflow-bpu-perf");
   doc["version"] = integer(1);
   doc["model"] = JsonValue::string(e.model);
+  // The keys every target's sections carry (docs/targets.md); the totals of each path sit
+  // under its placement name ("bpu", "cpu").
+  doc["target"] = JsonValue::string("bpu");
+  doc["accelerator"] = JsonValue::string("bpu");
+  doc["fallback"] = JsonValue::string("cpu");
   doc["quantized"] = JsonValue::boolean(e.quantized);
   std::vector<JsonValue> symbolic;
   for (const std::string& s : e.symbolic_dimensions) symbolic.push_back(JsonValue::string(s));
