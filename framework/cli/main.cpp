@@ -22,7 +22,7 @@ constexpr Command kCommands[] = {
     {"check", "place a model's nodes on a BPU platform or the CPU and show the partition", run_check},
     {"perf", "estimate MACs, bytes and BPU cycles per layer of a model on a BPU platform", run_perf},
     {"hbm", "show a compiled .hbm model's layout, or run it through the runtime C API", run_hbm},
-    {"verify", "compare a PTQ model, its .bc simulator and its .hbm runtime on samples", run_verify},
+    {"verify", "compare a PTQ model with the deployable files its target runs on the host", run_verify},
     {"compare", "compare a QDQ model with its float model per quantized tensor on samples", run_compare},
     {"sensitivity", "rank nodes by the output cosine when only that node is quantized", run_sensitivity},
     {"run", "run a pipeline file (a DAG of plugin stages)", run_run},

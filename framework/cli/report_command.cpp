@@ -21,7 +21,7 @@ constexpr std::string_view kDescription =
     "tables) from a finished `qflow run` folder: the stage records of manifest.json and the\n"
     "artifacts they name. When the run had a `report` stage its inputs (and options, unless\n"
     "given here) are used; otherwise the artifacts are found by stage kind (load-data,\n"
-    "observer, calibrator, verify, target-check, target-estimate, the PTQ quantize stage and\n"
+    "observer, calibrator, target-check, target-estimate, target-verify, the PTQ quantize stage and\n"
     "its float model). The dataset path in the manifest is taken as the run gave it, so run\n"
     "this from the folder the run was started in (else the layer comparison is left out with\n"
     "a note).\n"
@@ -151,7 +151,7 @@ Status run_report(const std::vector<std::string>& args) {
     sources_of["dataset"] = last_where([](const ManifestStage& s) { return s.kind == "load-data"; });
     sources_of["statistics"] = last_where([](const ManifestStage& s) { return s.kind == "observer"; });
     sources_of["qparams"] = last_where([](const ManifestStage& s) { return s.kind == "calibrator"; });
-    sources_of["verify"] = last_where([](const ManifestStage& s) { return s.kind == "verify"; });
+    sources_of["verify"] = last_where([](const ManifestStage& s) { return s.kind == "target-verify"; });
     sources_of["sensitivity"] = last_where([](const ManifestStage& s) { return s.kind == "sensitivity"; });
     sources_of["precision"] = last_where([](const ManifestStage& s) { return s.kind == "precision-search"; });
     sources_of["check"] = last_where([](const ManifestStage& s) {

@@ -31,20 +31,22 @@ struct SourcePos {
 enum class ArtifactType { Model, Dataset, Statistics, QParams, Report, Deployable };
 std::string_view artifact_type_name(ArtifactType type);
 
-// Host stages (import-onnx, load-data, quantize, verify, report) are built into the runner; the
-// others are plugin components. A target component serves three stage kinds: its check
-// section, its performance estimate and its lowering (`use = "target-check:bpu"`).
+// Host stages (import-onnx, load-data, quantize, report, ...) are built into the runner; the
+// others are plugin components. A target component serves four stage kinds: its check
+// section, its performance estimate, its lowering and the verification of the lowering's
+// files (`use = "target-check:bpu"`).
 enum class StageKind {
-  ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Verify, Report, Compare, Sensitivity,
-  CompareCalibrators, PrecisionSearch, TargetCheck, TargetEstimate, TargetLower
+  ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Report, Compare, Sensitivity,
+  CompareCalibrators, PrecisionSearch, TargetCheck, TargetEstimate, TargetLower, TargetVerify
 };
 inline bool is_target_stage(StageKind kind) {
-  return kind == StageKind::TargetCheck || kind == StageKind::TargetEstimate || kind == StageKind::TargetLower;
+  return kind == StageKind::TargetCheck || kind == StageKind::TargetEstimate || kind == StageKind::TargetLower ||
+         kind == StageKind::TargetVerify;
 }
 std::string_view stage_kind_name(StageKind kind);
 inline bool is_host_stage(StageKind kind) {
   return kind == StageKind::ImportOnnx || kind == StageKind::LoadData || kind == StageKind::Quantize ||
-         kind == StageKind::Verify || kind == StageKind::Report || kind == StageKind::Compare ||
+         kind == StageKind::Report || kind == StageKind::Compare ||
          kind == StageKind::Sensitivity || kind == StageKind::CompareCalibrators ||
          kind == StageKind::PrecisionSearch;
 }

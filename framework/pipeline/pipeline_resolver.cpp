@@ -72,10 +72,6 @@ const std::vector<HostStage>& host_stages() {
          "shift each Conv/Gemm bias by the mean output error its weight quantization causes on the calibration "
          "samples (needs input 'dataset')"}},
        {}},
-      {"verify",
-       StageKind::Verify,
-       {{"limit", OptionType::Int, int64_t{0}, "verify on the first N samples only; 0 = all"}},
-       {}},
       {"report",
        StageKind::Report,
        {{"samples", OptionType::Int, int64_t{16}, "layer comparison on the first N samples; 0 = all"},
@@ -146,9 +142,12 @@ StageKind kind_of(ComponentKind kind) {
   return StageKind::Pass;
 }
 
+constexpr StageKind kTargetStages[] = {StageKind::TargetCheck, StageKind::TargetEstimate, StageKind::TargetLower,
+                                       StageKind::TargetVerify};
+
 // "target-check" -> TargetCheck, ...: the stage kinds a target component serves.
 std::optional<StageKind> target_stage_from(std::string_view text) {
-  for (StageKind kind : {StageKind::TargetCheck, StageKind::TargetEstimate, StageKind::TargetLower})
+  for (StageKind kind : kTargetStages)
     if (stage_kind_name(kind) == text) return kind;
   return std::nullopt;
 }
@@ -225,12 +224,18 @@ class Resolver {
         if (!stage_kind.empty()) close.push_back(stage_kind + ":" + info.name);
         else if (info.kind != ComponentKind::Target) close.push_back(qualified(info));
         else  // a target is used through one of its stage kinds
-          for (StageKind target_stage : {StageKind::TargetCheck, StageKind::TargetEstimate, StageKind::TargetLower})
+          for (StageKind target_stage : kTargetStages)
             close.push_back(std::string(stage_kind_name(target_stage)) + ":" + info.name);
       }
-    if (!kind)
+    if (!kind) {
       for (const HostStage& host : host_stages())
         if (is_similar_name(name, host.name)) close.push_back(std::string(host.name));
+      // "verify" (a host stage before targets ran their own files) -> "target-verify:<target>".
+      for (StageKind target_stage : kTargetStages)
+        if (std::string(stage_kind_name(target_stage)) == "target-" + name)
+          for (const ComponentInfo& info : catalog_.components())
+            if (info.kind == ComponentKind::Target) close.push_back("target-" + name + ":" + info.name);
+    }
     std::sort(close.begin(), close.end());
     const std::string what = kind ? std::string(component_kind_name(*kind)) + " '" + name + "'" : "component '" + name + "'";
     const std::string hint = close.empty() ? "see 'qflow plugins' for the installed components"
@@ -261,7 +266,8 @@ class Resolver {
       if (!kind)
         return invalid_input(stage.use_pos.prefix() + "stage '" + stage.id + "': unknown component kind '" + kind_text +
                              "' in '" + use +
-                             "' (kinds: observer, calibrator, pass, target-check, target-estimate, target-lower)");
+                             "' (kinds: observer, calibrator, pass, target-check, target-estimate, target-lower, "
+                             "target-verify)");
       const ComponentInfo* info = catalog_.find(*kind, name);
       if (!info) return unknown_component(stage, name, kind);
       return Resolved{kind_of(info->kind), info->name, &info->options, {}};
@@ -447,7 +453,7 @@ class Resolver {
       case StageKind::Calibrator: return "calibration_table.json";
       case StageKind::Quantize: return stage.id + ".onnx";
       case StageKind::Pass: return stage.id + ".onnx";
-      case StageKind::Verify: return "verify_result.json";
+      case StageKind::TargetVerify: return "verify_result.json";
       case StageKind::Report: return "report.html";
       case StageKind::Compare: return "compare_per_layer.json";
       case StageKind::Sensitivity: return "sensitivity.json";
@@ -526,7 +532,6 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::Calibrator: return "calibrator";
     case StageKind::Quantize: return "quantize";
     case StageKind::Pass: return "pass";
-    case StageKind::Verify: return "verify";
     case StageKind::Report: return "report";
     case StageKind::Compare: return "compare";
     case StageKind::Sensitivity: return "sensitivity";
@@ -535,6 +540,7 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::TargetCheck: return "target-check";
     case StageKind::TargetEstimate: return "target-estimate";
     case StageKind::TargetLower: return "target-lower";
+    case StageKind::TargetVerify: return "target-verify";
   }
   return "unknown";
 }
@@ -555,7 +561,7 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
               {"precision", ArtifactType::Report, false},
               {"qparams", ArtifactType::QParams, true},
               {"statistics", ArtifactType::Statistics, false}};
-    case StageKind::Verify:
+    case StageKind::TargetVerify:
       return {{"dataset", ArtifactType::Dataset, true},
               {"deployable", ArtifactType::Deployable, true},
               {"model", ArtifactType::Model, true}};
@@ -599,7 +605,7 @@ ArtifactType stage_output(StageKind kind) {
     case StageKind::TargetLower: return ArtifactType::Deployable;
     case StageKind::TargetCheck:
     case StageKind::TargetEstimate:
-    case StageKind::Verify:
+    case StageKind::TargetVerify:
     case StageKind::Report:
     case StageKind::Compare:
     case StageKind::Sensitivity:
@@ -610,9 +616,12 @@ ArtifactType stage_output(StageKind kind) {
 }
 
 std::vector<OptionSpec> target_stage_options(StageKind kind) {
-  if (kind != StageKind::TargetLower) return {};
-  return {{"name", OptionType::String, std::string(),
-           "the deployable files are written as <name><suffix> (\"\": the model's graph name)"}};
+  if (kind == StageKind::TargetLower)
+    return {{"name", OptionType::String, std::string(),
+             "the deployable files are written as <name><suffix> (\"\": the model's graph name)"}};
+  if (kind == StageKind::TargetVerify)
+    return {{"limit", OptionType::Int, int64_t{0}, "verify on the first N samples only; 0 = all"}};
+  return {};
 }
 
 std::string canonical_use(const PipelineStage& stage) {

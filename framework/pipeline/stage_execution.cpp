@@ -12,7 +12,6 @@ Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<s
     case StageKind::Calibrator: return run_calibrator(stage, inputs, registry, context);
     case StageKind::Quantize: return run_quantize(stage, inputs, context);
     case StageKind::Pass: return run_pass(stage, *inputs.at("model"), registry, context);
-    case StageKind::Verify: return run_verify(stage, inputs, context);
     case StageKind::Report: return run_report(stage, inputs, context);
     case StageKind::Compare: return run_compare(stage, inputs, context);
     case StageKind::Sensitivity: return run_sensitivity(stage, inputs, context);
@@ -21,6 +20,7 @@ Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<s
     case StageKind::TargetCheck: return run_target_check(stage, inputs, registry);
     case StageKind::TargetEstimate: return run_target_estimate(stage, inputs, registry);
     case StageKind::TargetLower: return run_target_lower(stage, inputs, registry);
+    case StageKind::TargetVerify: return run_target_verify(stage, inputs, registry, context);
   }
   return internal_error("unknown stage kind");
 }

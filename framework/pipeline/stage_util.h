@@ -53,8 +53,6 @@ Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<st
                                    const StageContext& context);
 Expected<StageResult> run_pass(const PipelineStage& stage, const Artifact& model_artifact, const ComponentRegistry& registry,
                                const StageContext& context);
-Expected<StageResult> run_verify(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
-                                 const StageContext& context);
 Expected<StageResult> run_compare(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                   const StageContext& context);
 Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
@@ -71,6 +69,8 @@ Expected<StageResult> run_target_estimate(const PipelineStage& stage, const std:
                                           const ComponentRegistry& registry);
 Expected<StageResult> run_target_lower(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                        const ComponentRegistry& registry);
+Expected<StageResult> run_target_verify(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                        const ComponentRegistry& registry, const StageContext& context);
 Expected<StageResult> run_report(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                  const StageContext& context);
 

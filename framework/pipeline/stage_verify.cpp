@@ -1,48 +1,40 @@
-// verify: the PTQ model, the .bc simulator and the .hbm runtime compared on the samples. The
-// two files are the roles `bc` and `hbm` of a lowering's `deployable`.
+// target-verify: the PTQ model and every file of a lowering that its target runs on the host
+// (Target::load), compared on the samples (framework/quant/deployed_verify.h).
 #include "framework/pipeline/stage_util.h"
 
-#include "framework/quant/lowered_verify.h"
-#include "qflow/lowered/bc.h"
+#include "framework/quant/deployed_verify.h"
 
 namespace qflow {
 
-namespace {
-
-// The bytes of the deployable file of `role`.
-Expected<const std::string*> lowered_input(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
-                                           const std::string& role) {
-  for (const TargetArtifact& file : *inputs.at("deployable")->deployables)
-    if (file.role == role) return &file.bytes;
-  return invalid_input("stage '" + stage.id + "': input 'deployable' has no '" + role +
-                       "' file (verify compares a target's .bc simulator with its .hbm runtime)");
-}
-
-}  // namespace
-
-Expected<StageResult> run_verify(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
-                                 const StageContext& context) {
+Expected<StageResult> run_target_verify(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                                        const ComponentRegistry& registry, const StageContext& context) {
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));
-  QFLOW_ASSIGN_OR_RETURN(const std::string* bc_input, lowered_input(stage, inputs, "bc"));
-  QFLOW_ASSIGN_OR_RETURN(const std::string* hbm_input, lowered_input(stage, inputs, "hbm"));
-  const std::string& bc_bytes = *bc_input;
-  const std::string& hbm_bytes = *hbm_input;
-  Expected<lowered::Model> bc = decode_bc(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bc_bytes.data()), bc_bytes.size()));
-  if (!bc) return bc.status().with_context("input 'bc' of stage '" + stage.id + "'");
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Target> target, make_stage_target(stage, registry));
+  const std::vector<TargetArtifact>& deployable = *inputs.at("deployable")->deployables;
+  std::vector<RunnableFile> files;
+  for (const std::string& role : target->runnable_roles()) {
+    const auto file = std::find_if(deployable.begin(), deployable.end(),
+                                   [&](const TargetArtifact& a) { return a.role == role; });
+    if (file == deployable.end())
+      return invalid_input("stage '" + stage.id + "': input 'deployable' has no '" + role + "' file, which target '" +
+                           stage.component + "' runs");
+    files.push_back({role, [target, file] { return target->load(file->role, file->bytes); }});
+  }
   const int64_t limit = std::get<int64_t>(stage.options.at("limit").value);
-  QFLOW_ASSIGN_OR_RETURN(
-      LoweredVerification verification,
-      verify_lowered(model, *bc, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(hbm_bytes.data()), hbm_bytes.size()),
-                     *inputs.at("dataset")->dataset, context.threads, limit));
+  QFLOW_ASSIGN_OR_RETURN(DeployedVerification verification,
+                         verify_deployed(model, files, *inputs.at("dataset")->dataset, context.threads, limit));
   StageResult result;
   result.artifact.type = ArtifactType::Report;
   QFLOW_ASSIGN_OR_RETURN(result.artifact.bytes, verification_json(verification));
-  for (const LoweredOutputCheck& output : verification.outputs)
-    if (output.exact_matches != output.compared)
-      result.warnings.push_back("verify: output '" + output.name + "': the .hbm runtime differs from the .bc simulator on " +
-                                std::to_string(output.compared - output.exact_matches) + " of " +
-                                std::to_string(output.compared) + " elements");
+  for (std::size_t f = 1; f < verification.roles.size(); ++f)
+    for (const DeployedOutputCheck& output : verification.outputs) {
+      const int64_t elements = output.elements * verification.samples;
+      if (output.files[f].exact_matches != elements)
+        result.warnings.push_back("verify: output '" + output.name + "': the " + verification.descriptions[f] +
+                                  " differs from the " + verification.descriptions[0] + " on " +
+                                  std::to_string(elements - output.files[f].exact_matches) + " of " +
+                                  std::to_string(elements) + " elements");
+    }
   return result;
 }
 

@@ -64,17 +64,21 @@ struct Perf {
   std::vector<PerfNode> slowest;                           // most cycles first, at most 10
 };
 
-// The verify stage's result.
+// The target-verify stage's result: each deployable file (by role) against the PTQ model, and
+// the files after the first against the first.
+struct VerifyFile {
+  double cosine_mean = 0.0, cosine_min = 0.0, max_abs_error = 0.0;
+};
 struct VerifyOutput {
   std::string name;
   int64_t elements = 0;
-  double bc_cosine_mean = 0.0, bc_cosine_min = 0.0, bc_max_abs_error = 0.0;
-  double hbm_cosine_mean = 0.0, hbm_cosine_min = 0.0, hbm_max_abs_error = 0.0;
+  std::vector<VerifyFile> files;  // in the order of Verify::roles
   int64_t exact_matches = 0, compared = 0;
 };
 struct Verify {
   int64_t samples = 0;
   bool bit_identical = false;
+  std::vector<std::string> roles;
   std::vector<VerifyOutput> outputs;
 };
 
@@ -154,7 +158,7 @@ struct ReportSources {
   const QuantTable* qparams = nullptr;                                  // the chosen thresholds
   std::optional<std::string> check;   // the target's check section (JSON)
   std::optional<std::string> perf;    // the target's estimate section (JSON)
-  std::optional<std::string> verify;  // verify_result.json
+  std::optional<std::string> verify;  // verify_result.json (target-verify)
   std::optional<std::string> sensitivity;  // sensitivity.json
   std::optional<std::string> precision;    // precision.json
   std::size_t max_histograms = 24;

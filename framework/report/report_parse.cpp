@@ -132,7 +132,11 @@ Expected<Perf> parse_perf(std::string_view json) {
 
 Expected<Verify> parse_verify(std::string_view text) {
   QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "verify result"));
+  const JsonValue* roles = root.find("roles");
+  if (!roles || !roles->is_array()) return invalid_input("verify result: no \"roles\" array");
   Verify verify;
+  for (const JsonValue& role : roles->items())
+    if (role.is_string()) verify.roles.push_back(role.as_string());
   verify.samples = json_int(root.find("samples"));
   const JsonValue* identical = root.find("bit_identical");
   verify.bit_identical = identical && identical->is_bool() && identical->as_bool();
@@ -141,12 +145,9 @@ Expected<Verify> parse_verify(std::string_view text) {
       VerifyOutput out;
       out.name = json_text(o.find("name"));
       out.elements = json_int(o.find("elements"));
-      out.bc_cosine_mean = json_number(o.find("bc_cosine_mean"));
-      out.bc_cosine_min = json_number(o.find("bc_cosine_min"));
-      out.bc_max_abs_error = json_number(o.find("bc_max_abs_error"));
-      out.hbm_cosine_mean = json_number(o.find("hbm_cosine_mean"));
-      out.hbm_cosine_min = json_number(o.find("hbm_cosine_min"));
-      out.hbm_max_abs_error = json_number(o.find("hbm_max_abs_error"));
+      for (const std::string& role : verify.roles)
+        out.files.push_back({json_number(o.find(role + "_cosine_mean")), json_number(o.find(role + "_cosine_min")),
+                             json_number(o.find(role + "_max_abs_error"))});
       out.exact_matches = json_int(o.find("exact_matches"));
       out.compared = json_int(o.find("compared"));
       verify.outputs.push_back(std::move(out));

@@ -199,6 +199,19 @@ std::string placement_label(const Placement& placement) {
   return "nodes on " + placement.accelerator + " / " + placement.fallback;
 }
 
+// "simulator, runtime": the roles in order.
+std::string join_roles(const std::vector<std::string>& roles) {
+  std::string out;
+  for (const std::string& role : roles) out += (out.empty() ? "" : ", ") + role;
+  return out;
+}
+
+// "runtime bit-identical to simulator": the files after the first against the first.
+std::string files_agree_label(const Verify& v) {
+  std::vector<std::string> rest(v.roles.begin() + (v.roles.empty() ? 0 : 1), v.roles.end());
+  return join_roles(rest) + " bit-identical to " + (v.roles.empty() ? std::string() : v.roles[0]);
+}
+
 std::string perf_total(const Perf& perf) {
   for (const auto& [key, value] : perf.totals)
     if (key == perf.accelerator) {
@@ -250,12 +263,14 @@ std::string render_html(const ReportInput& input) {
     html += card(fixed(worst.accumulated.cosine, 6), "worst layer cosine (" + std::to_string(input.comparison->samples) +
                                                          " samples)", worst.accumulated.cosine < 0.99 ? "bad" : "");
   }
-  if (input.verify) {
+  if (input.verify && !input.verify->roles.empty()) {
+    const Verify& v = *input.verify;
     double cosine = 1.0;
-    for (const VerifyOutput& out : input.verify->outputs) cosine = std::min(cosine, out.bc_cosine_mean);
-    html += card(input.verify->bit_identical ? "yes" : "no", ".hbm bit-identical to .bc",
-                 input.verify->bit_identical ? "ok" : "bad");
-    html += card(fixed(cosine, 6), "output cosine, .bc vs PTQ model (mean)");
+    for (const VerifyOutput& out : v.outputs)
+      if (!out.files.empty()) cosine = std::min(cosine, out.files[0].cosine_mean);
+    if (v.roles.size() > 1)
+      html += card(v.bit_identical ? "yes" : "no", html_escape(files_agree_label(v)), v.bit_identical ? "ok" : "bad");
+    html += card(fixed(cosine, 6), "output cosine, " + html_escape(v.roles[0]) + " vs PTQ model (mean)");
   }
   if (input.perf) {
     const std::string total = perf_total(*input.perf);
@@ -430,16 +445,24 @@ std::string render_html(const ReportInput& input) {
     html += "<p class=\"note\">No verify result (input 'verify').</p>";
   } else {
     const Verify& v = *input.verify;
-    html += "<p>" + std::to_string(v.samples) + " samples through the PTQ model, the .bc simulator and the .hbm runtime; "
-            ".hbm bit-identical to .bc: <b class=\"" + (v.bit_identical ? "ok\">yes" : "bad\">no") + "</b>.</p>";
-    html += "<table><tr><th>output</th><th>elements</th><th>.bc cosine mean</th><th>.bc cosine min</th><th>.bc max |err|</th>"
-            "<th>.hbm cosine mean</th><th>.hbm cosine min</th><th>.hbm max |err|</th><th>exact .hbm = .bc</th></tr>";
-    for (const VerifyOutput& o : v.outputs)
-      html += "<tr>" + td("<code>" + html_escape(o.name) + "</code>") + td(std::to_string(o.elements), true) +
-              td(fixed(o.bc_cosine_mean, 6), true) + td(fixed(o.bc_cosine_min, 6), true) + td(general(o.bc_max_abs_error), true) +
-              td(fixed(o.hbm_cosine_mean, 6), true) + td(fixed(o.hbm_cosine_min, 6), true) +
-              td(general(o.hbm_max_abs_error), true) +
-              td(std::to_string(o.exact_matches) + " / " + std::to_string(o.compared), true) + "</tr>";
+    html += "<p>" + std::to_string(v.samples) + " samples through the PTQ model and the deployable files " +
+            html_escape(join_roles(v.roles)) + "; ";
+    if (v.roles.size() > 1)
+      html += html_escape(files_agree_label(v)) + ": <b class=\"" + (v.bit_identical ? "ok\">yes" : "bad\">no") + "</b>.";
+    html += "</p><table><tr><th>output</th><th>elements</th>";
+    for (const std::string& role : v.roles) {
+      const std::string r = html_escape(role);
+      html += "<th>" + r + " cosine mean</th><th>" + r + " cosine min</th><th>" + r + " max |err|</th>";
+    }
+    if (v.roles.size() > 1) html += "<th>exact, as " + html_escape(v.roles[0]) + "</th>";
+    html += "</tr>";
+    for (const VerifyOutput& o : v.outputs) {
+      html += "<tr>" + td("<code>" + html_escape(o.name) + "</code>") + td(std::to_string(o.elements), true);
+      for (const VerifyFile& f : o.files)
+        html += td(fixed(f.cosine_mean, 6), true) + td(fixed(f.cosine_min, 6), true) + td(general(f.max_abs_error), true);
+      if (v.roles.size() > 1) html += td(std::to_string(o.exact_matches) + " / " + std::to_string(o.compared), true);
+      html += "</tr>";
+    }
     html += "</table>";
   }
   html += "</section>\n";
@@ -484,7 +507,8 @@ std::string render_markdown(const ReportInput& input) {
   if (input.comparison && !input.comparison->rows.empty())
     md += "| worst layer cosine | " + fixed(input.comparison->rows.front().accumulated.cosine, 6) + " (" +
           md_escape(input.comparison->rows.front().tensor) + ", " + std::to_string(input.comparison->samples) + " samples) |\n";
-  if (input.verify) md += std::string("| .hbm bit-identical to .bc | ") + (input.verify->bit_identical ? "yes" : "no") + " |\n";
+  if (input.verify && input.verify->roles.size() > 1)
+    md += "| " + md_escape(files_agree_label(*input.verify)) + " | " + (input.verify->bit_identical ? "yes" : "no") + " |\n";
   if (input.perf && !perf_total(*input.perf).empty())
     md += "| " + md_escape(input.perf->accelerator) + " estimate | " + md_escape(perf_total(*input.perf)) + " |\n";
 
@@ -598,14 +622,27 @@ std::string render_markdown(const ReportInput& input) {
     md += "No verify result (input 'verify').\n";
   } else {
     const Verify& v = *input.verify;
-    md += std::to_string(v.samples) + " samples; .hbm bit-identical to .bc: " + (v.bit_identical ? "yes" : "no") + ".\n\n";
-    md += "| output | elements | .bc cosine mean | .bc cosine min | .bc max abs err | .hbm cosine mean | .hbm cosine min | "
-          ".hbm max abs err | exact .hbm = .bc |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n";
-    for (const VerifyOutput& o : v.outputs)
-      md += "| " + md_escape(o.name) + " | " + std::to_string(o.elements) + " | " + fixed(o.bc_cosine_mean, 6) + " | " +
-            fixed(o.bc_cosine_min, 6) + " | " + general(o.bc_max_abs_error) + " | " + fixed(o.hbm_cosine_mean, 6) + " | " +
-            fixed(o.hbm_cosine_min, 6) + " | " + general(o.hbm_max_abs_error) + " | " + std::to_string(o.exact_matches) +
-            " / " + std::to_string(o.compared) + " |\n";
+    md += std::to_string(v.samples) + " samples through the PTQ model and " + md_escape(join_roles(v.roles));
+    if (v.roles.size() > 1) md += "; " + md_escape(files_agree_label(v)) + ": " + (v.bit_identical ? "yes" : "no");
+    md += ".\n\n| output | elements |";
+    std::string rule = "|---|--:|";
+    for (const std::string& role : v.roles) {
+      md += " " + md_escape(role) + " cosine mean | " + md_escape(role) + " cosine min | " + md_escape(role) +
+            " max abs err |";
+      rule += "--:|--:|--:|";
+    }
+    if (v.roles.size() > 1) {
+      md += " exact, as " + md_escape(v.roles[0]) + " |";
+      rule += "--:|";
+    }
+    md += "\n" + rule + "\n";
+    for (const VerifyOutput& o : v.outputs) {
+      md += "| " + md_escape(o.name) + " | " + std::to_string(o.elements) + " |";
+      for (const VerifyFile& f : o.files)
+        md += " " + fixed(f.cosine_mean, 6) + " | " + fixed(f.cosine_min, 6) + " | " + general(f.max_abs_error) + " |";
+      if (v.roles.size() > 1) md += " " + std::to_string(o.exact_matches) + " / " + std::to_string(o.compared) + " |";
+      md += "\n";
+    }
   }
 
   md += "\n## Performance estimate\n\n";

@@ -35,7 +35,8 @@ ReportInput sample_input() {
   input.stages.push_back({"import", "import-onnx", "import-onnx", "m_original_float_model.onnx", 1234, 0.5});
   input.placement = *parse_check(kCheckJson);
   input.perf = *parse_perf(kPerfJson);
-  input.verify = *parse_verify(R"({"samples": 4, "bit_identical": true, "outputs": [{"name": "y\"<", "elements": 10,
+  input.verify = *parse_verify(R"({"samples": 4, "bit_identical": true, "roles": ["bc", "hbm"],
+      "outputs": [{"name": "y\"<", "elements": 10,
       "bc_cosine_mean": 0.99, "bc_cosine_min": 0.98, "bc_max_abs_error": 0.1, "hbm_cosine_mean": 0.99,
       "hbm_cosine_min": 0.98, "hbm_max_abs_error": 0.1, "exact_matches": 40, "compared": 40}]})");
   input.sensitivity = *parse_sensitivity(R"({"samples": 4, "nodes": 2, "ranking": [
@@ -116,6 +117,26 @@ TEST_CASE("parse_perf keeps timed nodes, the subgraphs and the totals under the 
   CHECK(p->totals[1].first == "CPU");
   CHECK(p->subgraphs.size() == 1);
   CHECK_FALSE(parse_perf(R"({"accelerator": "bpu"})"));  // no layers
+}
+
+TEST_CASE("parse_verify reads each file's figures under its role") {
+  Expected<Verify> v = parse_verify(R"({"samples": 2, "bit_identical": false, "roles": ["sim", "dev"],
+      "outputs": [{"name": "y", "elements": 3, "sim_cosine_mean": 0.5, "sim_cosine_min": 0.25,
+                   "sim_max_abs_error": 2, "dev_cosine_mean": 0.75, "dev_cosine_min": 0.125,
+                   "dev_max_abs_error": 4, "exact_matches": 5, "compared": 6}]})");
+  REQUIRE(v);
+  CHECK(v->roles == std::vector<std::string>{"sim", "dev"});
+  REQUIRE(v->outputs.size() == 1);
+  REQUIRE(v->outputs[0].files.size() == 2);
+  CHECK(v->outputs[0].files[0].cosine_min == doctest::Approx(0.25));
+  CHECK(v->outputs[0].files[1].max_abs_error == doctest::Approx(4.0));
+  CHECK(v->outputs[0].exact_matches == 5);
+  ReportInput input;
+  input.verify = *v;
+  const std::string md = render_markdown(input);
+  CHECK(md.find("| dev bit-identical to sim | no |") != std::string::npos);
+  CHECK(md.find("| y | 3 | 0.500000 | 0.250000 | 2 | 0.750000 | 0.125000 | 4 | 5 / 6 |") != std::string::npos);
+  CHECK_FALSE(parse_verify(R"({"samples": 2, "outputs": []})"));  // no roles
 }
 
 TEST_CASE("histogram_percentile interpolates inside the bin") {

@@ -165,7 +165,10 @@ TEST_CASE("pipeline: unknown and ambiguous components") {
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"pass:max\"\n") ==
         "p.toml:3:7: stage 'c': unknown pass 'max' (see 'qflow plugins' for the installed components)");
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"shape:max\"\n") ==
-        "p.toml:3:7: stage 'c': unknown component kind 'shape' in 'shape:max' (kinds: observer, calibrator, pass, target-check, target-estimate, target-lower)");
+        "p.toml:3:7: stage 'c': unknown component kind 'shape' in 'shape:max' (kinds: observer, calibrator, pass, target-check, target-estimate, target-lower, target-verify)");
+  // verify became a target stage: the old spelling points at it.
+  CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"verify\"\n") ==
+        "p.toml:3:7: stage 'c': unknown component 'verify' (did you mean target-verify:named or target-verify:npu?)");
   CHECK(error_of("[[stage]]\nid = \"c\"\nuse = \"minmax\"\n") ==
         "p.toml:3:7: stage 'c': 'minmax' names components of several kinds; write 'observer:minmax' or 'calibrator:minmax'");
 }
@@ -323,7 +326,7 @@ options = { name = "${name}" }
 
 [[stage]]
 id = "verify"
-use = "verify"
+use = "target-verify:npu"
 inputs = { model = "import.model", deployable = "lower.deployable", dataset = "data.dataset" }
 
 [[stage]]

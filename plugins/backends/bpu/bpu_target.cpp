@@ -3,6 +3,7 @@
 #include "bpu_target.h"
 
 #include "bpu_cost.h"
+#include "bpu_deployed.h"
 #include "check_report.h"
 #include "perf_report.h"
 #include "qdq_model.h"
@@ -88,6 +89,12 @@ Expected<std::vector<TargetArtifact>> BpuTarget::lower(const Model& ptq_model) c
   files.push_back({"bc", "_quantized_model.bc", std::move(bc)});
   files.push_back({"hbm", ".hbm", std::string(hbm->begin(), hbm->end())});
   return files;
+}
+
+Expected<std::unique_ptr<DeployedModel>> BpuTarget::load(const std::string& role, const std::string& bytes) const {
+  if (role == "bc") return load_bc(bytes);
+  if (role == "hbm") return load_hbm(bytes);
+  return invalid_input("bpu: no deployable file of role '" + role + "' runs on the host (roles: bc, hbm)");
 }
 
 }  // namespace qflow

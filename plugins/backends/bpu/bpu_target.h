@@ -28,6 +28,10 @@ class BpuTarget final : public Target {
   Expected<TargetReport> estimate(const Model& float_model, const QuantTable& table) const override;
   // "bc" (<name>_quantized_model.bc) and "hbm" (<name>.hbm).
   Expected<std::vector<TargetArtifact>> lower(const Model& ptq_model) const override;
+  // Both run on the host: "bc" through the fixed-point simulator, "hbm" through the runtime C
+  // API; verify holds the runtime to the simulator bit for bit.
+  std::vector<std::string> runnable_roles() const override { return {"bc", "hbm"}; }
+  Expected<std::unique_ptr<DeployedModel>> load(const std::string& role, const std::string& bytes) const override;
 
  private:
   BpuBackend backend_;

@@ -5,6 +5,7 @@
 // (check and performance sections of the report), and the deployable files.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,20 @@ struct TargetArtifact {
   std::string bytes;
 };
 
+// A deployable file loaded to run on the host (a simulator, or the device runtime built for
+// the host). Inputs and outputs are float32 tensors, named as the PTQ model names them. One
+// thread runs a loaded model at a time; load one per thread to run samples side by side.
+class DeployedModel {
+ public:
+  virtual ~DeployedModel() = default;
+  // What runs the file, for messages: ".bc simulator", ".hbm runtime".
+  virtual std::string description() const = 0;
+  virtual std::vector<std::string> input_names() const = 0;
+  virtual std::vector<std::string> output_names() const = 0;
+  // One sample: inputs in input_names() order, outputs in output_names() order.
+  virtual Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) = 0;
+};
+
 class Target {
  public:
   virtual ~Target() = default;
@@ -54,6 +69,15 @@ class Target {
   virtual Expected<TargetReport> estimate(const Model& float_model, const QuantTable& table) const = 0;
   // The deployable files of the PTQ model, from one lowering.
   virtual Expected<std::vector<TargetArtifact>> lower(const Model& ptq_model) const = 0;
+  // The roles of lower()'s files that load() runs on the host, in the order the verify stage
+  // compares them: each against the PTQ model, and every one after the first bit for bit
+  // against the first (a simulator and the runtime must agree). None by default.
+  virtual std::vector<std::string> runnable_roles() const { return {}; }
+  // The file of `role` (one of runnable_roles()), ready to run.
+  virtual Expected<std::unique_ptr<DeployedModel>> load(const std::string& role, const std::string& bytes) const {
+    (void)bytes;
+    return unsupported("this target runs no deployable file on the host (role '" + role + "')");
+  }
 };
 
 }  // namespace qflow
