@@ -1,5 +1,5 @@
-// `qflow bench MODEL --data X.npy`: times one engine (the float interpreter for .onnx, the
-// fixed-point simulator for .bc, the runtime C API for .hbm) per sample, loading excluded.
+// `qflow bench MODEL --data X.npy`: times one engine (the float interpreter for .onnx, or the
+// target that runs a deployable file on the host) per sample, loading excluded.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -13,14 +13,12 @@
 #include <thread>
 
 #include "framework/cli/command.h"
+#include "framework/cli/deployed_file.h"
 #include "framework/core/file_io.h"
 #include "framework/core/json_writer.h"
 #include "framework/core/npy.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/runtime/executor.h"
-#include "qflow/lowered/bc.h"
-#include "qflow/runtime.h"
-#include "runtime/lowered/executor.h"
 
 namespace qflow::cli {
 
@@ -33,9 +31,10 @@ constexpr std::string_view kDescription =
     "Times MODEL on the samples of --data and prints one JSON object: the engine, the load\n"
     "time, the median, p10, p90, mean and min of the per-sample times in milliseconds, every\n"
     "per-sample time, and the process's peak RSS.\n\n"
-    "MODEL.onnx runs with the float interpreter (--threads workers), MODEL.bc with the\n"
-    "fixed-point simulator and MODEL.hbm through the runtime C API, as a device application\n"
-    "would (both single-input models only). Each --data file holds samples stacked along the\n"
+    "MODEL.onnx runs with the float interpreter (--threads workers); a deployable file that an\n"
+    "installed target runs on the host runs there (the bpu target's .bc in its fixed-point\n"
+    "simulator, its .hbm through the runtime C API, as a device application would; single-input\n"
+    "models only), the engine named by the file's role. Each --data file holds samples stacked along the\n"
     "first axis; each sample runs alone as a batch of 1, samples in turn, --warmup untimed runs\n"
     "first, then --runs timed ones. Loading the model and the data is not part of the times.";
 
@@ -80,10 +79,6 @@ Expected<std::vector<Tensor>> load_samples(const std::vector<std::string>& files
   return samples;
 }
 
-bool ends_with(const std::string& text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 Status check_float_sample(const std::string& engine, const Tensor& sample, std::size_t expected) {
   if (sample.dtype() != DType::Float32 || static_cast<std::size_t>(sample.numel()) != expected)
     return invalid_input(engine + " input takes " + std::to_string(expected) + " float values per sample, --data gives " +
@@ -121,51 +116,19 @@ Expected<Engine> float_engine(const std::string& path, int threads) {
                 }};
 }
 
-Expected<Engine> bc_engine(const std::string& path) {
-  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
-  Expected<lowered::Model> model =
-      decode_bc(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-  if (!model) return model.status().with_context(path);
-  if (model->inputs.size() != 1)
-    return unsupported(path + ": bench runs single-input models, this one has " + std::to_string(model->inputs.size()));
-  hbm::Expected<lowered::Executor> created = lowered::Executor::create(*model);
-  if (!created) return invalid_input(path + ": " + created.message());
-  auto executor = std::make_shared<lowered::Executor>(std::move(*created));
+// A deployable file through its target's Target::load; the engine is named by the file's role.
+Expected<Engine> deployed_engine(const std::string& path, DeployedFile file) {
+  const std::vector<DeployedTensor> inputs = file.model->inputs();
+  if (inputs.size() != 1)
+    return unsupported(path + ": bench runs single-input models, this one has " + std::to_string(inputs.size()));
   std::size_t count = 1;
-  for (int64_t d : model->tensors[static_cast<std::size_t>(model->inputs[0])].shape) count *= static_cast<std::size_t>(d);
-  auto outputs = std::make_shared<std::vector<std::vector<float>>>();
-  return Engine{"bc", [executor, count, outputs](const Tensor& sample) -> Status {
-                  QFLOW_RETURN_IF_ERROR(check_float_sample(".bc", sample, count));
-                  const std::vector<std::span<const float>> feeds{sample.span<float>()};
-                  if (hbm::Status s = executor->run(feeds, *outputs); !s) return invalid_input(s.message());
-                  return Status::ok();
-                }};
-}
-
-Expected<Engine> hbm_engine(const std::string& path) {
-  qflow_rt_model* raw = nullptr;
-  if (qflow_rt_load_file(path.c_str(), &raw) != QFLOW_RT_OK) return invalid_input(path + ": " + qflow_rt_last_error());
-  std::shared_ptr<qflow_rt_model> model(raw, qflow_rt_free);
-  if (qflow_rt_input_count(raw) != 1)
-    return unsupported(path + ": bench runs single-input models, this one has " +
-                       std::to_string(qflow_rt_input_count(raw)));
-  qflow_rt_tensor_info info{};
-  if (qflow_rt_input_info(raw, 0, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
-  const std::size_t count = info.element_count;
-  // Output buffers allocated once, as a device application would.
-  auto buffers = std::make_shared<std::vector<std::vector<float>>>();
-  auto pointers = std::make_shared<std::vector<float*>>();
-  for (std::size_t o = 0; o < qflow_rt_output_count(raw); ++o) {
-    if (qflow_rt_output_info(raw, o, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
-    buffers->emplace_back(info.element_count);
-  }
-  for (auto& b : *buffers) pointers->push_back(b.data());
-  return Engine{"hbm", [model, count, buffers, pointers](const Tensor& sample) -> Status {
-                  QFLOW_RETURN_IF_ERROR(check_float_sample(".hbm", sample, count));
-                  const float* in = sample.data<float>();
-                  if (qflow_rt_run(model.get(), &in, pointers->data()) != QFLOW_RT_OK)
-                    return invalid_input(qflow_rt_last_error());
-                  return Status::ok();
+  for (int64_t d : inputs[0].shape) count *= static_cast<std::size_t>(d);
+  std::shared_ptr<DeployedModel> model = std::move(file.model);
+  const Shape shape = inputs[0].shape;
+  return Engine{file.role, [model, count, shape](const Tensor& sample) -> Status {
+                  QFLOW_RETURN_IF_ERROR(check_float_sample(model->description(), sample, count));
+                  const std::vector<Tensor> feeds{sample.reshaped(shape)};
+                  return model->run(feeds).status();
                 }};
 }
 
@@ -175,7 +138,8 @@ Status run_bench(const std::vector<std::string>& args) {
   po::options_description options("options");
   options.add_options()
       ("help,h", "show this help")
-      ("model", po::value<std::string>()->required(), "the model: .onnx (float), .bc (simulator) or .hbm (runtime)")
+      ("model", po::value<std::string>()->required(),
+       "the model: .onnx (float) or a deployable file an installed target runs on the host")
       ("data,d", po::value<std::vector<std::string>>()->composing()->required(),
        "X.npy with samples along the first axis; repeat to add files")
       ("threads", po::value<int>()->default_value(1), "float interpreter worker threads (0: one per core)")
@@ -201,9 +165,8 @@ Status run_bench(const std::vector<std::string>& args) {
   QFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> samples, load_samples(cmd.values["data"].as<std::vector<std::string>>()));
 
   const Clock::time_point load_start = Clock::now();
-  Expected<Engine> engine = ends_with(path, ".bc")    ? bc_engine(path)
-                            : ends_with(path, ".hbm") ? hbm_engine(path)
-                                                      : float_engine(path, threads);
+  QFLOW_ASSIGN_OR_RETURN(std::optional<DeployedFile> deployed, open_deployed_file(path));
+  Expected<Engine> engine = deployed ? deployed_engine(path, std::move(*deployed)) : float_engine(path, threads);
   if (!engine) return engine.status();
   const double load_ms = elapsed_ms(load_start);
 

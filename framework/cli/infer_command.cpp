@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "framework/cli/command.h"
+#include "framework/cli/deployed_file.h"
 #include "framework/cli/input_batching.h"
 #include "framework/cli/lowered_io.h"
 #include "framework/cli/model_format.h"
@@ -14,8 +15,6 @@
 #include "framework/core/npy.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/runtime/executor.h"
-#include "qflow/lowered/bc.h"
-#include "runtime/lowered/executor.h"
 
 namespace qflow::cli {
 
@@ -40,7 +39,8 @@ constexpr std::string_view kDescription =
     "INPUT in the next run (a VAD's state across audio frames with --batch-size 1).\n\n"
     "NumPy has no bfloat16: a bfloat16 input takes a uint16 array of bit patterns or a float32\n"
     "array (rounded to nearest even); bfloat16 outputs are written as float32 (exact).\n\n"
-    "A lowered model (MODEL.bc, written by the bpu target) runs with the fixed-point executor.\n"
+    "A deployable file that an installed target runs on the host (the bpu target's .bc runs\n"
+    "in its fixed-point simulator, its .hbm through the runtime C API) runs there instead.\n"
     "Its inputs take float32 arrays of their exact shape; an input of batch 1 also takes a\n"
     "stack of samples along the first axis, run one by one. --batch-size and --threads do not\n"
     "apply to it; --carry does.";
@@ -161,34 +161,25 @@ Expected<std::vector<std::pair<std::string, std::string>>> bind_carries(const Gr
   return carries;
 }
 
-// `qflow infer MODEL.bc`: the lowered model with the executor the .hbm runtime also uses.
-Status run_infer_bc(const std::string& path, const std::vector<std::string>& specs,
-                    const std::vector<std::string>& carries, const std::string& dir) {
-  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
-  Expected<lowered::Model> model =
-      decode_bc(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-  if (!model) return model.status().with_context(path);
-  hbm::Expected<lowered::Executor> executor = lowered::Executor::create(*model);
-  if (!executor) return invalid_input(path + ": " + executor.message());
+// `qflow infer FILE` of a deployable file an installed target runs on the host (the bpu
+// target's .bc simulator and .hbm runtime).
+Status run_infer_deployed(DeployedModel& model, const std::string& path, const std::vector<std::string>& specs,
+                          const std::vector<std::string>& carries, const std::string& dir) {
   std::vector<LoweredIo> inputs, outputs;
-  for (int32_t i : model->inputs) {
-    const lowered::Tensor& t = model->tensors[static_cast<size_t>(i)];
-    inputs.push_back({t.name, t.shape, DType::Float32});
-  }
-  for (int32_t o : model->outputs) {
-    const lowered::Tensor& t = model->tensors[static_cast<size_t>(o)];
-    outputs.push_back({t.name, t.shape, DType::Float32});
-  }
-  const lowered::Executor& exec = *executor;
+  for (const DeployedTensor& t : model.inputs()) inputs.push_back({t.name, t.shape, DType::Float32});
+  for (const DeployedTensor& t : model.outputs()) outputs.push_back({t.name, t.shape, DType::Float32});
   return run_lowered_on_npy(inputs, outputs, specs, carries, dir, path,
                             [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
-                              std::vector<std::span<const float>> spans;
+                              std::vector<Tensor> tensors;
                               for (size_t i = 0; i < feeds.size(); ++i) {
-                                size_t n = 1;
-                                for (int64_t d : inputs[i].shape) n *= static_cast<size_t>(d);
-                                spans.emplace_back(reinterpret_cast<const float*>(feeds[i]), n);
+                                Tensor t(DType::Float32, inputs[i].shape);
+                                std::memcpy(t.raw_data(), feeds[i], t.nbytes());
+                                tensors.push_back(std::move(t));
                               }
-                              if (hbm::Status s = exec.run(spans, results); !s) return invalid_input(s.message());
+                              QFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> produced, model.run(tensors));
+                              results.clear();
+                              for (const Tensor& t : produced)
+                                results.emplace_back(t.data<float>(), t.data<float>() + t.numel());
                               return Status::ok();
                             });
 }
@@ -199,7 +190,8 @@ Status run_infer(const std::vector<std::string>& args) {
   po::options_description options("options");
   options.add_options()
       ("help,h", "show this help")
-      ("model", po::value<std::string>()->required(), "the ONNX model (or lowered .bc model) to run")
+      ("model", po::value<std::string>()->required(),
+       "the ONNX model, or a deployable file an installed target runs on the host")
       ("input,i", po::value<std::vector<std::string>>()->composing(),
        "FILE.npy or NAME=FILE.npy; repeat for several inputs (none for a model without inputs)")
       ("output-dir,o", po::value<std::string>()->required(), "folder for the <output-name>.npy files")
@@ -229,9 +221,9 @@ Status run_infer(const std::vector<std::string>& args) {
       cmd.values.count("input") ? cmd.values["input"].as<std::vector<std::string>>() : std::vector<std::string>{};
   const std::vector<std::string> carry_specs =
       cmd.values.count("carry") ? cmd.values["carry"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".bc") == 0) {
-    return run_infer_bc(path, input_specs, carry_specs, cmd.values["output-dir"].as<std::string>());
-  }
+  QFLOW_ASSIGN_OR_RETURN(std::optional<DeployedFile> deployed, open_deployed_file(path));
+  if (deployed)
+    return run_infer_deployed(*deployed->model, path, input_specs, carry_specs, cmd.values["output-dir"].as<std::string>());
   QFLOW_ASSIGN_OR_RETURN(Model model, import_onnx_file(path));
   const Graph& graph = *model.graph;
   QFLOW_ASSIGN_OR_RETURN(std::vector<BoundInput> inputs, bind_inputs(graph, input_specs));

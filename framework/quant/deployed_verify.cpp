@@ -79,13 +79,13 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
       slot.models.push_back(std::move(model).value());
     }
     const DeployedModel& first = *loaded[0].models.back();
-    for (const std::string& name : first.input_names())
-      if (std::none_of(binding->begin(), binding->end(), [&](const InputFeed& f) { return f.input == name; }))
-        return invalid_input("verify: the " + first.description() + " reads input '" + name +
+    for (const DeployedTensor& input : first.inputs())
+      if (std::none_of(binding->begin(), binding->end(), [&](const InputFeed& f) { return f.input == input.name; }))
+        return invalid_input("verify: the " + first.description() + " reads input '" + input.name +
                              "', which the PTQ model does not have");
-    if (first.output_names().size() != output_count)
+    if (first.outputs().size() != output_count)
       return invalid_input("verify: the PTQ model has " + std::to_string(output_count) + " outputs, the " +
-                           first.description() + " has " + std::to_string(first.output_names().size()));
+                           first.description() + " has " + std::to_string(first.outputs().size()));
     result.roles.push_back(file.role);
     result.descriptions.push_back(first.description());
   }
@@ -106,7 +106,7 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
     out.push_back(std::move(reference));
     for (const std::unique_ptr<DeployedModel>& model : slot.models) {
       std::vector<Tensor> inputs;
-      for (const std::string& name : model->input_names()) inputs.push_back(as_float(sample.at(name)));
+      for (const DeployedTensor& input : model->inputs()) inputs.push_back(as_float(sample.at(input.name)));
       QFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> produced, model->run(inputs));
       std::vector<Flat> flat;
       for (const Tensor& t : produced) flat.push_back(flatten(t));

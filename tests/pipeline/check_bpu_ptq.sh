@@ -1,7 +1,7 @@
 #!/bin/bash
 # The standard BPU pipeline (pipelines/bpu_ptq.toml) on the Fashion-MNIST sample for every
 # bundled platform: every artifact present, verify reports the .hbm runtime bit-identical to
-# the .bc simulator and close to the PTQ model, `qflow hbm run` and `qflow infer x.bc` give
+# the .bc simulator and close to the PTQ model, `qflow hbm run`, `qflow infer x.bc` and `qflow infer x.hbm` give
 # byte-identical outputs, the precision search finds nothing to change, and (on bernoulli2, which has both BPU and CPU segments) a second
 # run with another thread count writes byte-identical .bc and .hbm files.
 #
@@ -59,8 +59,12 @@ PY
   elif ! "$qflow" infer "$out/fashion_mnist_quantized_model.bc" --input "$samples" --output-dir "$out/bc_run" \
       >"$out.bc.log" 2>&1; then
     fail "$platform: qflow infer .bc failed: $(tail -3 "$out.bc.log")"
+  elif ! "$qflow" infer "$out/fashion_mnist.hbm" --input "$samples" --output-dir "$out/hbm_infer" \
+      >"$out.hbm_infer.log" 2>&1; then
+    fail "$platform: qflow infer .hbm failed: $(tail -3 "$out.hbm_infer.log")"
   else
     cmp -s "$out/hbm_run/logits.npy" "$out/bc_run/logits.npy" || fail "$platform: hbm run and infer .bc outputs differ"
+    cmp -s "$out/hbm_run/logits.npy" "$out/hbm_infer/logits.npy" || fail "$platform: hbm run and infer .hbm outputs differ"
   fi
   [ $platform = bernoulli2 ] || continue
   again=$work/$platform.again

@@ -25,8 +25,8 @@ class BcModel final : public DeployedModel {
  public:
   explicit BcModel(lowered::Executor executor) : executor_(std::move(executor)) {}
   std::string description() const override { return ".bc simulator"; }
-  std::vector<std::string> input_names() const override { return names(executor_.model().inputs); }
-  std::vector<std::string> output_names() const override { return names(executor_.model().outputs); }
+  std::vector<DeployedTensor> inputs() const override { return tensors(executor_.model().inputs); }
+  std::vector<DeployedTensor> outputs() const override { return tensors(executor_.model().outputs); }
 
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) override {
     const lowered::Model& m = executor_.model();
@@ -56,9 +56,12 @@ class BcModel final : public DeployedModel {
     for (int64_t d : shape) n *= d;
     return n;
   }
-  std::vector<std::string> names(const std::vector<int32_t>& indices) const {
-    std::vector<std::string> out;
-    for (int32_t i : indices) out.push_back(executor_.model().tensors[static_cast<std::size_t>(i)].name);
+  std::vector<DeployedTensor> tensors(const std::vector<int32_t>& indices) const {
+    std::vector<DeployedTensor> out;
+    for (int32_t i : indices) {
+      const lowered::Tensor& t = executor_.model().tensors[static_cast<std::size_t>(i)];
+      out.push_back({t.name, Shape(t.shape.begin(), t.shape.end())});
+    }
     return out;
   }
   lowered::Executor executor_;
@@ -75,8 +78,8 @@ class HbmModel final : public DeployedModel {
     for (std::size_t o = 0; o < qflow_rt_output_count(handle); ++o) outputs_.push_back(info(o, false));
   }
   std::string description() const override { return ".hbm runtime"; }
-  std::vector<std::string> input_names() const override { return names(inputs_); }
-  std::vector<std::string> output_names() const override { return names(outputs_); }
+  std::vector<DeployedTensor> inputs() const override { return tensors(inputs_); }
+  std::vector<DeployedTensor> outputs() const override { return tensors(outputs_); }
 
   Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) override {
     if (inputs.size() != inputs_.size())
@@ -112,9 +115,9 @@ class HbmModel final : public DeployedModel {
     else qflow_rt_output_info(handle_.get(), index, &t);
     return {t.name ? t.name : "", std::vector<int64_t>(t.shape, t.shape + t.rank), t.element_count};
   }
-  static std::vector<std::string> names(const std::vector<Info>& infos) {
-    std::vector<std::string> out;
-    for (const Info& i : infos) out.push_back(i.name);
+  static std::vector<DeployedTensor> tensors(const std::vector<Info>& infos) {
+    std::vector<DeployedTensor> out;
+    for (const Info& i : infos) out.push_back({i.name, Shape(i.shape.begin(), i.shape.end())});
     return out;
   }
   std::unique_ptr<qflow_rt_model, RtModelDeleter> handle_;

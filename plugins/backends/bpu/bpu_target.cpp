@@ -2,6 +2,8 @@
 // encoders) behind the one target interface.
 #include "bpu_target.h"
 
+#include <filesystem>
+
 #include "bpu_cost.h"
 #include "bpu_deployed.h"
 #include "check_report.h"
@@ -89,6 +91,13 @@ Expected<std::vector<TargetArtifact>> BpuTarget::lower(const Model& ptq_model) c
   files.push_back({"bc", "_quantized_model.bc", std::move(bc)});
   files.push_back({"hbm", ".hbm", std::string(hbm->begin(), hbm->end())});
   return files;
+}
+
+std::string BpuTarget::role_for_file(const std::string& path) const {
+  const std::string extension = std::filesystem::path(path).extension().string();
+  if (extension == ".bc") return "bc";
+  if (extension == ".hbm") return "hbm";
+  return "";
 }
 
 Expected<std::unique_ptr<DeployedModel>> BpuTarget::load(const std::string& role, const std::string& bytes) const {

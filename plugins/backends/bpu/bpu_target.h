@@ -31,6 +31,8 @@ class BpuTarget final : public Target {
   // Both run on the host: "bc" through the fixed-point simulator, "hbm" through the runtime C
   // API; verify holds the runtime to the simulator bit for bit.
   std::vector<std::string> runnable_roles() const override { return {"bc", "hbm"}; }
+  // By extension: *.bc, *.hbm.
+  std::string role_for_file(const std::string& path) const override;
   Expected<std::unique_ptr<DeployedModel>> load(const std::string& role, const std::string& bytes) const override;
 
  private:

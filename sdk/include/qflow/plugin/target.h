@@ -39,6 +39,12 @@ struct TargetArtifact {
   std::string bytes;
 };
 
+// An input or output of a deployed model: float32 of a static shape.
+struct DeployedTensor {
+  std::string name;
+  Shape shape;
+};
+
 // A deployable file loaded to run on the host (a simulator, or the device runtime built for
 // the host). Inputs and outputs are float32 tensors, named as the PTQ model names them. One
 // thread runs a loaded model at a time; load one per thread to run samples side by side.
@@ -47,9 +53,9 @@ class DeployedModel {
   virtual ~DeployedModel() = default;
   // What runs the file, for messages: ".bc simulator", ".hbm runtime".
   virtual std::string description() const = 0;
-  virtual std::vector<std::string> input_names() const = 0;
-  virtual std::vector<std::string> output_names() const = 0;
-  // One sample: inputs in input_names() order, outputs in output_names() order.
+  virtual std::vector<DeployedTensor> inputs() const = 0;
+  virtual std::vector<DeployedTensor> outputs() const = 0;
+  // One sample: inputs in inputs() order, outputs in outputs() order.
   virtual Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) = 0;
 };
 
@@ -73,6 +79,12 @@ class Target {
   // compares them: each against the PTQ model, and every one after the first bit for bit
   // against the first (a simulator and the runtime must agree). None by default.
   virtual std::vector<std::string> runnable_roles() const { return {}; }
+  // The role of a file of this target's found by its name ("m.hbm" -> "hbm"), or "" when the
+  // name is not one of its runnable files': `qflow infer` and `qflow bench` open files so.
+  virtual std::string role_for_file(const std::string& path) const {
+    (void)path;
+    return "";
+  }
   // The file of `role` (one of runnable_roles()), ready to run.
   virtual Expected<std::unique_ptr<DeployedModel>> load(const std::string& role, const std::string& bytes) const {
     (void)bytes;
