@@ -11,6 +11,7 @@
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"
+#include "qflow/plugin/quant_config.h"
 
 namespace qflow {
 
@@ -54,6 +55,11 @@ class Target {
   virtual Expected<TargetReport> estimate(const Model& float_model, const QuantTable& table) const = 0;
   // The deployable files of the PTQ model, from one lowering.
   virtual Expected<std::vector<TargetArtifact>> lower(const Model& ptq_model) const = 0;
+  // The quantization settings the target's kernels need of a PTQ model (e.g. int8 weights
+  // within the range its integer kernels sum without overflow), as a [quantization] table of
+  // its own. A pipeline whose [quantization] names the target lays this table under its own
+  // keys, level by level (docs/quantization.md). Empty: the target needs nothing particular.
+  virtual QuantConfig quantization_rule() const { return {}; }
 };
 
 }  // namespace qflow
