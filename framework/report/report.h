@@ -32,7 +32,7 @@ struct PlacementNode {
   int64_t index = 0;
   std::string node;
   std::string op_type;
-  std::string placement;  // "BPU" / "CPU"
+  std::string placement;  // Placement::accelerator or another placement ("CPU")
   std::string subgraph;   // "" for CPU nodes
   std::string reason;     // why a node is on the CPU
 };
@@ -40,6 +40,10 @@ struct PlacementNode {
 // The check report: model and platform header, the per-node table, the subgraph and
 // summary lines as written.
 struct Placement {
+  // The placement of nodes on the target's accelerated path, and of the others, as the table
+  // spells them: "BPU" and "CPU" for the BPU, "INT8" and "FLOAT" for ONNX Runtime.
+  std::string accelerator = "BPU";
+  std::string other = "CPU";
   std::vector<std::pair<std::string, std::string>> header;  // "model" -> "torch_jit"
   std::vector<PlacementNode> nodes;
   std::vector<std::string> subgraphs;  // "0: 33 nodes [0-32]" and its in/out lines

@@ -95,7 +95,12 @@ Expected<Placement> parse_check_json(std::string_view text) {
   Placement placement;
   placement.header.emplace_back("model", json_text(root.find("model")));
   placement.header.emplace_back("platform", json_text(root.find("platform")));
+  // A target names its accelerated placement ("accelerator"); the BPU's reports before that
+  // key read as "bpu".
+  if (const JsonValue* accelerator = root.find("accelerator"); accelerator && accelerator->is_string())
+    placement.accelerator = upper(accelerator->as_string());
   int64_t bpu = 0, cpu = 0;
+  bool other_named = false;
   if (const JsonValue* nodes = root.find("nodes"); nodes && nodes->is_array()) {
     for (const JsonValue& node : nodes->items()) {
       PlacementNode row;
@@ -105,7 +110,11 @@ Expected<Placement> parse_check_json(std::string_view text) {
       row.placement = upper(json_text(node.find("placement")));
       row.subgraph = json_text(node.find("subgraph"));
       row.reason = json_text(node.find("reason"));
-      (row.placement == "BPU" ? bpu : cpu) += 1;
+      (row.placement == placement.accelerator ? bpu : cpu) += 1;
+      if (row.placement != placement.accelerator && !other_named && !row.placement.empty()) {
+        placement.other = row.placement;
+        other_named = true;
+      }
       placement.nodes.push_back(std::move(row));
     }
   }
@@ -118,8 +127,8 @@ Expected<Placement> parse_check_json(std::string_view text) {
       ++subgraphs;
     }
   }
-  placement.summary.emplace_back("nodes", std::to_string(bpu + cpu) + " (BPU " + std::to_string(bpu) + ", CPU " +
-                                              std::to_string(cpu) + ")");
+  placement.summary.emplace_back("nodes", std::to_string(bpu + cpu) + " (" + placement.accelerator + " " +
+                                              std::to_string(bpu) + ", " + placement.other + " " + std::to_string(cpu) + ")");
   placement.summary.emplace_back("subgraphs", std::to_string(subgraphs));
   return placement;
 }

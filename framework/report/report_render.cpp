@@ -190,7 +190,7 @@ std::string precision_summary(const Precision& p) {
 
 std::pair<int64_t, int64_t> placement_counts(const Placement& placement) {
   int64_t bpu = 0, cpu = 0;
-  for (const PlacementNode& node : placement.nodes) (node.placement == "BPU" ? bpu : cpu) += 1;
+  for (const PlacementNode& node : placement.nodes) (node.placement == placement.accelerator ? bpu : cpu) += 1;
   return {bpu, cpu};
 }
 
@@ -237,7 +237,9 @@ std::string render_html(const ReportInput& input) {
   html += card(std::to_string(input.stages.size()), "stages, " + seconds_text(total_seconds(input)));
   if (input.placement) {
     const auto [bpu, cpu] = placement_counts(*input.placement);
-    html += card(std::to_string(bpu) + " / " + std::to_string(cpu), "nodes on BPU / CPU", cpu == 0 ? "ok" : "");
+    html += card(std::to_string(bpu) + " / " + std::to_string(cpu),
+                 "nodes on " + html_escape(input.placement->accelerator) + " / " + html_escape(input.placement->other),
+                 cpu == 0 ? "ok" : "");
   }
   if (input.comparison && !input.comparison->rows.empty()) {
     const LayerRow& worst = input.comparison->rows.front();
@@ -293,9 +295,10 @@ std::string render_html(const ReportInput& input) {
     }
     std::vector<const PlacementNode*> cpu;
     for (const PlacementNode& node : p.nodes)
-      if (node.placement != "BPU") cpu.push_back(&node);
+      if (node.placement != p.accelerator) cpu.push_back(&node);
     if (!cpu.empty()) {
-      html += "<h3>Nodes on the CPU</h3><table><tr><th>index</th><th>node</th><th>op type</th><th>reason</th></tr>";
+      html += "<h3>Nodes not on " + html_escape(p.accelerator) +
+              "</h3><table><tr><th>index</th><th>node</th><th>op type</th><th>reason</th></tr>";
       for (const PlacementNode* node : cpu)
         html += "<tr>" + td(std::to_string(node->index), true) + td("<code>" + html_escape(node->node) + "</code>") +
                 td(html_escape(node->op_type)) + td(html_escape(node->reason)) + "</tr>";
@@ -470,7 +473,8 @@ std::string render_markdown(const ReportInput& input) {
   md += "| stages | " + std::to_string(input.stages.size()) + " (" + seconds_text(total_seconds(input)) + ") |\n";
   if (input.placement) {
     const auto [bpu, cpu] = placement_counts(*input.placement);
-    md += "| nodes on BPU / CPU | " + std::to_string(bpu) + " / " + std::to_string(cpu) + " |\n";
+    md += "| nodes on " + md_escape(input.placement->accelerator) + " / " + md_escape(input.placement->other) + " | " +
+          std::to_string(bpu) + " / " + std::to_string(cpu) + " |\n";
   }
   if (input.comparison && !input.comparison->rows.empty())
     md += "| worst layer cosine | " + fixed(input.comparison->rows.front().accumulated.cosine, 6) + " (" +
