@@ -236,6 +236,16 @@ TEST_CASE("onnxruntime target: inputs, outputs, types and parameters each name t
     r.output(r.qdq(r.op("Gemm", "fc", {c, v, d}, {1, 2}, {Attribute::make_float("beta", 0.5f)}), 0.1));
     CHECK(reason_of(r, "fc") == "Gemm beta 0.5 with a bias (the int8 kernel takes 1)");
   }
+  SUBCASE("a malformed node is placed, not crashed on") {
+    QdqGraph q;
+    Value* a = q.input("a", {1, 4}, 0.1);
+    q.output(q.qdq(q.op("Concat", "empty", {}, {1, 4}, {Attribute::make_int("axis", 0)}), 0.1));
+    q.output(q.qdq(q.op("Sigmoid", "bare", {}, {1, 4}), 0.1));
+    q.output(q.qdq(q.op("MatMul", "half", {a}, {1, 4}), 0.1));
+    CHECK(reason_of(q, "empty") == "no inputs");
+    CHECK(reason_of(q, "bare") == "input 0 missing");
+    CHECK(reason_of(q, "half") == "input 1 missing");
+  }
   SUBCASE("ops without an int8 kernel, and a MatMul whose float output ONNX Runtime still fuses") {
     QdqGraph q;
     Value* a = q.input("a", {1, 4}, 0.1);

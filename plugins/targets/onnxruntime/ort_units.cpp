@@ -189,6 +189,7 @@ class UnitChecker {
   // The rule's structural constraints, in the order ONNX Runtime's selectors test them.
   std::string structural(const Node& node, OrtUnitRule rule) const {
     const std::vector<std::size_t> wanted = dequantized_inputs(node, rule);
+    if (wanted.empty()) return "no inputs";
     for (std::size_t i : wanted) {
       const Value* in = node.input(i);
       if (in == nullptr) return "input " + std::to_string(i) + " missing";
