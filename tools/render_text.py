@@ -14,8 +14,9 @@ seed, fonts and Pillow give the same bytes.
   det  a page (sides multiples of 32) holding several lines and some form rules, ImageNet
        mean/std on [0,1]; [N,3,H,W] float32.
 
-As a script: render_text.py rec|cls|det OUT_DIR [--count N] [--seed S] [--size HxW] writes
-OUT_DIR/<kind>.npy, OUT_DIR/<kind>_labels.json and a few PNGs to look at.
+As a script: render_text.py rec|cls|det OUT_DIR [--count N] [--seed S] [--size HxW]
+[--avoid LABELS.json] writes OUT_DIR/<kind>.npy, OUT_DIR/<kind>_labels.json and a few PNGs to
+look at; --avoid leaves out the texts of another set's labels.
 """
 import argparse
 import io
@@ -370,9 +371,15 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--size", default="320x320", help="det page HxW (multiples of 32)")
     parser.add_argument("--previews", type=int, default=8, help="PNGs to write")
+    parser.add_argument("--avoid", help="a <kind>_labels.json of another set: leave out every text it holds "
+                                        "(a held-out set disjoint from the calibration set)")
     args = parser.parse_args()
     h, w = (int(v) for v in args.size.lower().split("x"))
-    data, labels, previews = render(args.kind, args.count, args.seed, (h, w))
+    avoid = ()
+    if args.avoid:
+        with open(args.avoid, encoding="utf-8") as f:
+            avoid = label_texts(json.load(f))
+    data, labels, previews = render(args.kind, args.count, args.seed, (h, w), avoid=avoid)
     os.makedirs(args.out, exist_ok=True)
     np.save(os.path.join(args.out, args.kind + ".npy"), data)
     with open(os.path.join(args.out, args.kind + "_labels.json"), "w", encoding="utf-8") as f:

@@ -9,6 +9,7 @@
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
 #include "framework/pipeline/quantization_settings.h"
+#include "framework/pipeline/stage_execution.h"
 #include "framework/quant/qdq_builder.h"
 #include "qflow/quant/quant_math.h"
 
@@ -31,7 +32,12 @@ Expected<QuantConfig> quantization_settings(const po::variables_map& values) {
   QuantConfig config;
   if (values.count("pipeline")) {
     QFLOW_ASSIGN_OR_RETURN(Pipeline pipeline, load_pipeline(values["pipeline"].as<std::string>()));
-    config = pipeline.quantization;
+    if (pipeline.quantization_target.name.empty()) {
+      config = pipeline.quantization;
+    } else {  // the table over its target's quantization rule, as `qflow run` applies it
+      QFLOW_ASSIGN_OR_RETURN(ComponentRegistry * registry, plugin_registry());
+      QFLOW_ASSIGN_OR_RETURN(config, pipeline_quantization(pipeline, *registry));
+    }
   }
   if (!values.count("set")) return config;
   for (const std::string& text : values["set"].as<std::vector<std::string>>()) {

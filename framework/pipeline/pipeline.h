@@ -88,12 +88,30 @@ struct PipelineStage {
   std::vector<std::size_t> dependencies;  // indices of stages feeding this one, ascending
 };
 
+// `target` and `target-options` of the [quantization] table: the target component whose own
+// quantization rule (Target::quantization_rule) lies under the table's keys.
+struct QuantizationTarget {
+  std::string name;                  // "": none
+  std::vector<std::string> options;  // the target's options as "key=value" strings
+  SourcePos pos;                     // of `target`
+  SourcePos options_pos;             // of `target-options`
+};
+
+// A stage the file holds but this run leaves out: its `when` does not match the vars.
+struct SkippedStage {
+  std::string id;
+  SourcePos pos;
+  std::string why;  // the condition that failed: "target = \"bpu\" (it is \"onnxruntime\")"
+};
+
 struct Pipeline {
   std::string path;  // the pipeline file as given
   std::map<std::string, PipelineVar> vars;
   std::vector<std::string> plugins;  // absolute paths
-  std::vector<PipelineStage> stages;  // file order
+  std::vector<PipelineStage> stages;  // file order, without the skipped ones
+  std::vector<SkippedStage> skipped;  // file order
   QuantConfig quantization;           // the [quantization] table (docs/quantization.md)
+  QuantizationTarget quantization_target;
   std::vector<std::size_t> order;     // a topological order (after resolve)
 };
 

@@ -54,9 +54,17 @@ std::string format_pipeline(const Pipeline& pipeline) {
     // Var values are expanded (references resolved), so every '$' is escaped like stage strings.
     for (const auto& [name, var] : pipeline.vars) out += toml_key(name) + " = " + format_value(var.value, true) + "\n";
   }
-  if (!pipeline.quantization.empty()) {
+  std::string quantization = format_quantization(pipeline.quantization);
+  if (const QuantizationTarget& target = pipeline.quantization_target; !target.name.empty()) {
+    std::string keys = "target = " + format_value(target.name, true) + "\n";
+    if (!target.options.empty()) keys += "target-options = " + format_value(target.options, true) + "\n";
+    // The target's keys belong to the whole-model table, which comes first.
+    if (quantization.empty()) quantization = "[quantization]\n" + keys;
+    else quantization.insert(quantization.find('\n') + 1, keys);
+  }
+  if (!quantization.empty()) {
     if (!out.empty()) out += "\n";
-    out += format_quantization(pipeline.quantization);
+    out += quantization;
   }
   for (const PipelineStage& stage : pipeline.stages) {
     if (!out.empty()) out += "\n";

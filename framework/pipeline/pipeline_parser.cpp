@@ -181,18 +181,35 @@ class Parser {
     if (!table.count("stage")) return invalid_input(path_ + ": the pipeline has no [[stage]] tables");
     const toml::value& stages = table.at("stage");
     if (!stages.is_array()) return error_at(stages, "'stage' must be an array of tables (write [[stage]])");
-    std::map<std::string, uint32_t> first_line_of;
+    // Stages may share an id only when each has a `when`: alternatives of which a run keeps one.
+    struct Seen {
+      uint32_t line = 0;
+      bool conditional = false;
+      bool kept = false;
+    };
+    std::map<std::string, Seen> seen;
     std::size_t number = 0;
     for (const toml::value& stage_value : stages.as_array()) {
       ++number;
       if (!stage_value.is_table()) return error_at(stage_value, "'stage' must be an array of tables (write [[stage]])");
       QFLOW_ASSIGN_OR_RETURN(PipelineStage stage, read_stage(stage_value, number));
-      auto [it, inserted] = first_line_of.emplace(stage.id, stage.pos.line);
-      if (!inserted)
-        return invalid_input(stage.pos.prefix() + "duplicate stage id '" + stage.id + "' (first defined on line " +
-                             std::to_string(it->second) + ")");
-      pipeline.stages.push_back(std::move(stage));
+      const bool conditional = stage_value.as_table().count("when") > 0;
+      QFLOW_ASSIGN_OR_RETURN(std::optional<std::string> skip, failed_condition(stage_value, "stage '" + stage.id + "'"));
+      auto [it, first] = seen.emplace(stage.id, Seen{stage.pos.line, conditional, !skip});
+      if (!first) {
+        if (!conditional || !it->second.conditional)
+          return invalid_input(stage.pos.prefix() + "duplicate stage id '" + stage.id + "' (first defined on line " +
+                               std::to_string(it->second.line) + ")");
+        if (!skip && it->second.kept)
+          return invalid_input(stage.pos.prefix() + "stages '" + stage.id + "' on lines " + std::to_string(it->second.line) +
+                               " and " + std::to_string(stage.pos.line) + " both run: their 'when' conditions both hold");
+        it->second.kept = it->second.kept || !skip;
+      }
+      if (skip) pipeline.skipped.push_back(SkippedStage{stage.id, stage.pos, std::move(*skip)});
+      else pipeline.stages.push_back(std::move(stage));
     }
+    // An alternative that runs answers for the ones left out.
+    std::erase_if(pipeline.skipped, [&](const SkippedStage& skipped) { return seen.at(skipped.id).kept; });
     return pipeline;
   }
 
@@ -292,14 +309,48 @@ class Parser {
         }
         continue;
       }
+      if (key == "target" || key == "target-options") {
+        QFLOW_RETURN_IF_ERROR(read_quantization_target(item, key, pipeline.quantization_target));
+        continue;
+      }
       QFLOW_RETURN_IF_ERROR(read_quantization_key(item, key, "quantization", pipeline.quantization.model));
     }
     return Status::ok();
   }
 
+  // `target = "bpu"`, `target-options = ["platform=nash"]`: the target whose quantization rule
+  // lies under the table; vars are substituted as in stage options.
+  Status read_quantization_target(const toml::value& value, const std::string& key, QuantizationTarget& target) const {
+    const std::string context = "'" + key + "' in [quantization]";
+    if (key == "target") {
+      if (!value.is_string()) return error_at(value, context + " must be a string, got " + toml_type_text(value));
+      QFLOW_ASSIGN_OR_RETURN(target.name, substitute_text(value, context));
+      target.pos = pos_of_(value);
+      return Status::ok();
+    }
+    if (!value.is_array())
+      return error_at(value, context + " must be an array of \"key=value\" strings, got " + toml_type_text(value));
+    target.options.clear();
+    for (const toml::value& element : value.as_array()) {
+      if (!element.is_string()) return error_at(element, context + " must hold strings only, got " + toml_type_text(element));
+      QFLOW_ASSIGN_OR_RETURN(std::string text, substitute_text(element, context));
+      target.options.push_back(std::move(text));
+    }
+    target.options_pos = pos_of_(value);
+    return Status::ok();
+  }
+
+  // A string value may be a var reference: `reduce-range = "${reduce-range}"` takes the var's
+  // value (and type).
   Status read_quantization_key(const toml::value& value, const std::string& key, const std::string& where,
                                QuantOverride& entry) const {
-    const std::optional<OptionValue> scalar = scalar_value(value);
+    std::optional<OptionValue> scalar;
+    if (value.is_string()) {
+      QFLOW_ASSIGN_OR_RETURN(OptionValue substituted, substitute(value, "'" + key + "' in [" + where + "]"));
+      scalar = std::move(substituted);
+    } else {
+      scalar = scalar_value(value);
+    }
     const Status status = scalar ? set_quantization_key(entry, key, *scalar)
                                  : invalid_input("'" + key + "' must be a string or bool, got " + toml_type_text(value));
     if (!status.is_ok()) return error_at(value, "in [" + where + "]: " + status.message());
@@ -311,9 +362,21 @@ class Parser {
     for (const std::string& set : sets) {
       QFLOW_ASSIGN_OR_RETURN(SetArgument arg, parse_set_argument(set));
       if (arg.stage != kQuantizationSet) continue;
+      if (arg.name == "target") {
+        pipeline.quantization_target.name = arg.value;
+        pipeline.quantization_target.pos = SourcePos{};
+        continue;
+      }
+      if (arg.name == "target-options") {
+        QFLOW_ASSIGN_OR_RETURN(OptionValue list, parse_option_text(arg.value, OptionType::StringList));
+        pipeline.quantization_target.options = std::get<std::vector<std::string>>(list);
+        pipeline.quantization_target.options_pos = SourcePos{};
+        continue;
+      }
       const auto& keys = quantization_keys();
       if (std::find(keys.begin(), keys.end(), arg.name) == keys.end())
-        return invalid_input("--set " + set + ": unknown quantization key '" + arg.name + "' (allowed: " + join(keys, ", ") + ")");
+        return invalid_input("--set " + set + ": unknown quantization key '" + arg.name + "' (allowed: " + join(keys, ", ") +
+                             ", target, target-options)");
       Expected<OptionValue> value = parse_option_text(arg.value, quantization_key_type(arg.name));
       Status status = value ? set_quantization_key(pipeline.quantization.model, arg.name, *value) : value.status();
       if (!status.is_ok()) return invalid_input("--set " + set + ": " + status.message());
@@ -345,9 +408,10 @@ class Parser {
       return error_at(id, "stage id '" + stage.id + "' must be " + std::string(kIdentifierRule));
     const std::string where = "stage '" + stage.id + "'";
     for (const std::string& key : sorted_keys(table))
-      if (key != "id" && key != "use" && key != "inputs" && key != "options" && key != "output" && key != "timeout")
-        return error_at(table.at(key),
-                        "unknown key '" + key + "' in " + where + " (allowed: id, use, inputs, options, output, timeout)");
+      if (key != "id" && key != "use" && key != "inputs" && key != "options" && key != "output" && key != "timeout" &&
+          key != "when")
+        return error_at(table.at(key), "unknown key '" + key + "' in " + where +
+                                           " (allowed: id, use, inputs, options, output, timeout, when)");
     if (!table.count("use")) return error_at(id, where + " has no 'use'");
     const toml::value& use = table.at("use");
     if (!use.is_string()) return error_at(use, "'use' of " + where + " must be a string, got " + toml_type_text(use));
@@ -367,6 +431,56 @@ class Parser {
     if (table.count("inputs")) QFLOW_RETURN_IF_ERROR(read_inputs(table.at("inputs"), where, stage));
     if (table.count("options")) QFLOW_RETURN_IF_ERROR(read_options(table.at("options"), where, stage));
     return stage;
+  }
+
+  // `when = { target = "bpu" }` or `{ target = ["bpu", "x"] }`: the stage runs only when every
+  // var named has one of the values given. Returns the first condition that fails, as text.
+  Expected<std::optional<std::string>> failed_condition(const toml::value& stage_value, const std::string& where) const {
+    const Table& table = stage_value.as_table();
+    if (!table.count("when")) return std::optional<std::string>();
+    const toml::value& when = table.at("when");
+    const std::string what = "'when' of " + where;
+    if (!when.is_table() || when.as_table().empty())
+      return error_at(when, what + " must be a table of var = value or var = [values], got " + toml_type_text(when));
+    for (const std::string& name : sorted_keys(when.as_table())) {
+      const toml::value& expected = when.as_table().at(name);
+      auto var = vars_->find(name);
+      if (var == vars_->end()) {
+        std::vector<std::string> names;
+        for (const auto& [known, unused] : *vars_) names.push_back(known);
+        return error_at(expected, "unknown var '" + name + "' in " + what + " (vars: " +
+                                      (names.empty() ? std::string("none") : join(names, ", ")) + ")");
+      }
+      const OptionType type = option_value_type(var->second.value);
+      std::vector<const toml::value*> values;
+      if (expected.is_array()) {
+        if (expected.as_array().empty()) return error_at(expected, what + ": var '" + name + "' lists no value");
+        for (const toml::value& item : expected.as_array()) values.push_back(&item);
+      } else {
+        values.push_back(&expected);
+      }
+      bool matches = false;
+      std::vector<std::string> texts;
+      for (const toml::value* item : values) {
+        std::optional<OptionValue> value = scalar_value(*item);
+        if (value && type == OptionType::Float && option_value_type(*value) == OptionType::Int)
+          value = OptionValue(static_cast<double>(std::get<int64_t>(*value)));
+        if (!value || option_value_type(*value) != type)
+          return error_at(*item, what + ": var '" + name + "' is " + std::string(option_type_name(type)) + ", got " +
+                                     toml_type_text(*item));
+        texts.push_back(quoted(*value));
+        if (*value == var->second.value) matches = true;
+      }
+      if (!matches)
+        return std::optional<std::string>(name + " = " + (texts.size() == 1 ? texts[0] : "[" + join(texts, ", ") + "]") +
+                                          " (it is " + quoted(var->second.value) + ")");
+    }
+    return std::optional<std::string>();
+  }
+
+  static std::string quoted(const OptionValue& value) {
+    return option_value_type(value) == OptionType::String ? toml_quote(std::get<std::string>(value))
+                                                          : option_value_text(value);
   }
 
   // `timeout = 90`, `timeout = 1.5` or `timeout = "90s"` ("m", "h"): overrides --stage-timeout.

@@ -184,10 +184,13 @@ class Resolver {
     for (const std::string& text : sets) {
       QFLOW_ASSIGN_OR_RETURN(SetArgument arg, parse_set_argument(text));
       if (arg.stage.empty() || arg.stage == kQuantizationSet) continue;
+      if (const SkippedStage* skipped = find_skipped(arg.stage))
+        return invalid_input("--set " + text + ": stage '" + arg.stage + "' is left out of this run (when " + skipped->why + ")");
       if (!index_of(arg.stage))
         return invalid_input("--set " + text + ": no stage '" + arg.stage + "' (stages: " + join(stage_ids(), ", ") + ")");
       stage_sets[arg.stage].push_back(arg);
     }
+    QFLOW_RETURN_IF_ERROR(resolve_quantization_target());
     for (PipelineStage& stage : pipeline_.stages) {
       QFLOW_ASSIGN_OR_RETURN(Resolved resolved, resolve_use(stage));
       stage.kind = resolved.kind;
@@ -206,6 +209,36 @@ class Resolver {
     std::vector<std::string> ids;
     for (const PipelineStage& stage : pipeline_.stages) ids.push_back(stage.id);
     return ids;
+  }
+
+  const SkippedStage* find_skipped(const std::string& id) const {
+    for (const SkippedStage& skipped : pipeline_.skipped)
+      if (skipped.id == id) return &skipped;
+    return nullptr;
+  }
+
+  // [quantization] target: a target component, its options checked against its declaration.
+  Status resolve_quantization_target() const {
+    const QuantizationTarget& target = pipeline_.quantization_target;
+    if (target.name.empty()) {
+      if (target.options.empty()) return Status::ok();
+      return invalid_input(target.options_pos.prefix() + "in [quantization]: 'target-options' needs 'target'");
+    }
+    const ComponentInfo* info = catalog_.find(ComponentKind::Target, target.name);
+    if (!info) {
+      std::vector<std::string> names;
+      for (const ComponentInfo& c : catalog_.components())
+        if (c.kind == ComponentKind::Target) names.push_back(c.name);
+      std::sort(names.begin(), names.end());
+      return not_found(target.pos.prefix() + "in [quantization]: unknown target '" + target.name + "' (targets: " +
+                       (names.empty() ? std::string("none installed") : join(names, ", ")) + ")");
+    }
+    Expected<Options> parsed = parse_component_options(*info, target.options, "target-options");
+    if (!parsed) {
+      const SourcePos& pos = target.options_pos.line ? target.options_pos : target.pos;
+      return invalid_input(pos.prefix() + "in [quantization]: " + parsed.status().message());
+    }
+    return Status::ok();
   }
 
   std::optional<std::size_t> index_of(const std::string& id) const {
@@ -375,6 +408,7 @@ class Resolver {
     std::vector<std::string> port_names;
     for (const InputPort& port : ports) port_names.push_back(std::string(port.name) + (port.family ? ".<label>" : ""));
     std::set<std::size_t> dependencies;
+    std::vector<std::string> dropped;  // optional inputs from stages this run leaves out
     for (auto& [name, input] : stage.inputs) {
       auto port = std::find_if(ports.begin(), ports.end(), [&input_name = name](const InputPort& p) {
         return port_matches(p, input_name);  // an init-capture: clang before 16 cannot capture a binding
@@ -384,6 +418,13 @@ class Resolver {
         return invalid_input(input.pos.prefix() + "stage '" + stage.id + "': " + describe(stage) + " has no input '" +
                              name + "' (" + (ports.empty() ? std::string("it takes no inputs") : "inputs: " + join(port_names, ", ")) +
                              ")");
+      if (const SkippedStage* skipped = find_skipped(input.stage)) {
+        if (port->required && !port->family)
+          return invalid_input(head + ": stage '" + input.stage + "' is left out of this run (when " + skipped->why +
+                               "); give stage '" + stage.id + "' the same 'when'");
+        dropped.push_back(name);
+        continue;
+      }
       const std::optional<std::size_t> source = index_of(input.stage);
       if (!source) return not_found(head + ": no stage '" + input.stage + "' (stages: " + join(stage_ids(), ", ") + ")");
       const PipelineStage& producer = pipeline_.stages[*source];
@@ -399,6 +440,7 @@ class Resolver {
                              "." + input.port + "' is " + output_port);
       dependencies.insert(*source);
     }
+    for (const std::string& name : dropped) stage.inputs.erase(name);
     for (const InputPort& port : ports)
       if (port.required && std::none_of(stage.inputs.begin(), stage.inputs.end(),
                                         [&](const auto& input) { return port_matches(port, input.first); }))

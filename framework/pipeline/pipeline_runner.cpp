@@ -177,9 +177,10 @@ std::string summary_line(const PipelineStage& stage, const StageResult& result, 
 
 class Scheduler {
  public:
-  Scheduler(const Pipeline& pipeline, const ComponentRegistry& registry, const RunOptions& options)
-      : pipeline_(pipeline), registry_(registry), options_(options), done_(pipeline.stages.size()),
-        waiting_on_(pipeline.stages.size()) {
+  Scheduler(const Pipeline& pipeline, const QuantConfig& quantization, const ComponentRegistry& registry,
+            const RunOptions& options)
+      : pipeline_(pipeline), quantization_(quantization), registry_(registry), options_(options),
+        done_(pipeline.stages.size()), waiting_on_(pipeline.stages.size()) {
     for (std::size_t i = 0; i < pipeline.stages.size(); ++i) {
       waiting_on_[i] = pipeline.stages[i].dependencies.size();
       if (waiting_on_[i] == 0) ready_.insert(i);
@@ -332,7 +333,7 @@ class Scheduler {
     stage_context.verify = options_.verify_each;
     stage_context.print_graph = prints_after(stage, options_.print_after);
     stage_context.threads = options_.threads;
-    stage_context.quantization = &pipeline_.quantization;
+    stage_context.quantization = &quantization_;
     if (stage.kind == StageKind::Report || stage.kind == StageKind::CompareCalibrators) stage_context.finished = &finished;
     if (options_.progress)
       stage_context.progress = [this, id = stage.id](const std::string& line) {
@@ -358,6 +359,7 @@ class Scheduler {
   }
 
   const Pipeline& pipeline_;
+  const QuantConfig& quantization_;  // [quantization] over its target's rule
   const ComponentRegistry& registry_;
   const RunOptions& options_;
   std::mutex mutex_;
@@ -379,7 +381,16 @@ Status run_pipeline(const Pipeline& pipeline, const ComponentRegistry& registry,
   std::filesystem::create_directories(options.out_dir, ec);
   if (ec) return io_error("cannot create output folder '" + options.out_dir + "': " + ec.message());
   remove_stale_temp_files(options.out_dir);
-  return Scheduler(pipeline, registry, options).run();
+  QFLOW_ASSIGN_OR_RETURN(const QuantConfig quantization, pipeline_quantization(pipeline, registry));
+  if (options.progress && !pipeline.quantization_target.name.empty()) {
+    // The effective settings minus the table's own: what the target's rule decided.
+    const std::vector<std::string> lines = quantization_rule_lines(quantization, pipeline.quantization);
+    std::string text;
+    for (const std::string& line : lines) text += (text.empty() ? "" : ", ") + line;
+    options.progress("quantization: target " + pipeline.quantization_target.name +
+                     (text.empty() ? " asks for nothing the [quantization] table leaves open" : " sets " + text));
+  }
+  return Scheduler(pipeline, quantization, registry, options).run();
 }
 
 }  // namespace qflow

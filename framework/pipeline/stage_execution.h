@@ -89,8 +89,18 @@ struct StageContext {
 Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                     const ComponentRegistry& registry, const StageContext& context = {});
 
-// Makes every target stage's target once, so that what it checks when it is made
-// (a platform file found and valid) fails before the first stage runs, not hours later.
+// Makes every target stage's target once, and the [quantization] table's target, so that
+// what it checks when it is made (a platform file found and valid) fails before the first
+// stage runs, not hours later.
 Status check_targets(const Pipeline& pipeline, const ComponentRegistry& registry);
+
+// The settings every stage quantizes with: the [quantization] table laid over the
+// quantization rule of its `target` (docs/quantization.md), level by level; the table alone
+// when it names no target.
+Expected<QuantConfig> pipeline_quantization(const Pipeline& pipeline, const ComponentRegistry& registry);
+// "reduce-range = true" for the rule's keys the table leaves to it, one "key = value" per
+// setting ([quantization.op-type.X] and node tables prefixed with their names); empty when
+// the table sets them all.
+std::vector<std::string> quantization_rule_lines(const QuantConfig& rule, const QuantConfig& table);
 
 }  // namespace qflow

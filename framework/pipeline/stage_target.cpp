@@ -2,8 +2,11 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "framework/pipeline/component_options.h"
+#include "framework/pipeline/quantization_settings.h"
 #include "framework/pipeline/stage_util.h"
 #include "framework/plugin/component_registry.h"
+#include "framework/quant/precision_search.h"
 
 namespace qflow {
 
@@ -39,7 +42,42 @@ Status check_targets(const Pipeline& pipeline, const ComponentRegistry& registry
     const Status made = make_stage_target(stage, registry).status();
     if (!made.is_ok()) return made.with_context(stage.use_pos.prefix() + "stage '" + stage.id + "'");
   }
-  return Status::ok();
+  return pipeline_quantization(pipeline, registry).status();
+}
+
+Expected<QuantConfig> pipeline_quantization(const Pipeline& pipeline, const ComponentRegistry& registry) {
+  const QuantizationTarget& target = pipeline.quantization_target;
+  if (target.name.empty()) return pipeline.quantization;
+  const std::string where = target.pos.prefix() + "in [quantization]: target '" + target.name + "'";
+  const ComponentInfo* info = registry.find(ComponentKind::Target, target.name);
+  if (!info) return not_found(where + ": no such target component");
+  Expected<Options> options = parse_component_options(*info, target.options, "target-options");
+  if (!options) return options.status().with_context(where);
+  Expected<std::shared_ptr<Target>> made = registry.make_target(target.name, *options);
+  if (!made) return made.status().with_context(where);
+  // The table's own keys replace the rule's at each level: the target proposes, the pipeline
+  // decides, and the target's lowering checks what it got.
+  return merge_quant_config((*made)->quantization_rule(), pipeline.quantization);
+}
+
+std::vector<std::string> quantization_rule_lines(const QuantConfig& rule, const QuantConfig& table) {
+  std::vector<std::string> lines;
+  const auto add = [&](const std::string& prefix, const QuantOverride& from, const QuantOverride* over) {
+    const auto taken = over ? quantization_fields(*over) : std::vector<std::pair<std::string, std::string>>{};
+    for (const auto& [key, value] : quantization_fields(from))
+      if (std::none_of(taken.begin(), taken.end(), [&key = key](const auto& field) { return field.first == key; }))
+        lines.push_back(prefix + key + " = " + value);
+  };
+  add("", rule.model, &table.model);
+  for (const auto& [op, entry] : rule.op_types) {
+    auto it = table.op_types.find(op);
+    add("op-type." + op + ": ", entry, it == table.op_types.end() ? nullptr : &it->second);
+  }
+  for (const auto& [node, entry] : rule.nodes) {
+    auto it = table.nodes.find(node);
+    add("node." + node + ": ", entry, it == table.nodes.end() ? nullptr : &it->second);
+  }
+  return lines;
 }
 
 Expected<StageResult> run_target_check(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,

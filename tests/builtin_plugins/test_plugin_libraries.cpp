@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,28 @@ TEST_CASE("plugin modules: the bpu target finds its platform folder next to its 
   REQUIRE_FALSE(refused.has_value());
   CHECK(refused.status().message().find("no x9.toml in the built-in platforms (available: bayes, bernoulli2, nash)") !=
         std::string::npos);
+}
+
+TEST_CASE("plugin modules: the onnxruntime target registers one component and finds its platforms") {
+  auto lib = std::make_shared<Library>(std::string(QFLOW_PLUGIN_DIR) + "/libqflow_target_onnxruntime.so");
+  RecordingRegistrar r;
+  check_library("libqflow_target_onnxruntime.so", "target-onnxruntime", ComponentKind::Target, "onnxruntime", r, lib);
+  CHECK(r.infos.size() == 1);
+  // Default options: platform x86_64 from <plugin dir>/onnxruntime-platforms, located with dladdr.
+  auto made = r.targets.at(0)(defaults(r.infos[0]));
+  REQUIRE_MESSAGE(made.has_value(), made.status().message());
+  CHECK((*made)->quantization_rule().model.reduce_range == std::optional<bool>(true));
+  Options vnni = defaults(r.infos[0]);
+  vnni.set("platform", std::string("x86_64-vnni"));
+  auto with_vnni = r.targets.at(0)(vnni);
+  REQUIRE(with_vnni.has_value());
+  CHECK((*with_vnni)->quantization_rule().empty());
+  Options unknown = defaults(r.infos[0]);
+  unknown.set("platform", std::string("arm64"));
+  auto refused = r.targets.at(0)(unknown);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.status().message() ==
+        "onnxruntime platform 'arm64' not found: no arm64.toml in the built-in platforms (available: x86_64, x86_64-vnni)");
 }
 
 }  // namespace

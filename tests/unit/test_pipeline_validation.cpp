@@ -108,7 +108,7 @@ TEST_CASE("pipeline: structural errors") {
   CHECK(error_of("[[stage]]\nid = \"a b\"\nuse = \"max\"\n") ==
         "p.toml:2:6: stage id 'a b' must be letters, digits, '-' and '_', starting with a letter or digit");
   CHECK(error_of("[[stage]]\nid = \"a\"\nuse = \"max\"\nwhat = 1\n") ==
-        "p.toml:4:8: unknown key 'what' in stage 'a' (allowed: id, use, inputs, options, output, timeout)");
+        "p.toml:4:8: unknown key 'what' in stage 'a' (allowed: id, use, inputs, options, output, timeout, when)");
   CHECK(error_of("[[stage]]\nid = \"a\"\nuse = \"dead-code-elimination\"\noutput = \"x/y.onnx\"\n") ==
         "p.toml:4:10: 'output' of stage 'a' must be a file name without folders, got 'x/y.onnx'");
   CHECK(error_of("[vars]\nx = [1]\n[[stage]]\nid = \"a\"\nuse = \"max\"\n") ==

@@ -304,10 +304,13 @@ std::vector<std::string> platform_search_path(const Options& options) {
 
 }  // namespace
 
+// Also what an empty `platform` names, so a pipeline var left empty gives each target its own default.
+constexpr const char* kDefaultPlatform = "nash";
+
 std::vector<OptionSpec> BpuBackend::options() {
   return {
-      {"platform", OptionType::String, std::string("nash"),
-       "BPU platform: NAME.toml on the platform search path (built in: bernoulli2, bayes, nash)"},
+      {"platform", OptionType::String, std::string(kDefaultPlatform),
+       "BPU platform: NAME.toml on the platform search path (built in: bernoulli2, bayes, nash); \"\" = nash"},
       {"platform-dir", OptionType::String, std::string(""),
        "folders of platform .toml files (colon-separated), searched before $QFLOW_PLATFORM_PATH and the built-in ones"},
       {"run-on-cpu", OptionType::StringList, std::vector<std::string>{}, "node names to place on the CPU whatever the checks say"},
@@ -318,8 +321,10 @@ std::vector<OptionSpec> BpuBackend::options() {
 
 Expected<BpuBackend> BpuBackend::from_options(const Options& options) {
   QFLOW_ASSIGN_OR_RETURN(std::string plugin_dir, bpu_plugin_directory());
-  QFLOW_ASSIGN_OR_RETURN(BpuPlatform platform, find_bpu_platform(platform_search_path(options), plugin_dir + "/bpu-platforms",
-                                                                 options.get_string("platform")));
+  std::string name = options.get_string("platform");
+  if (name.empty()) name = kDefaultPlatform;
+  QFLOW_ASSIGN_OR_RETURN(BpuPlatform platform,
+                         find_bpu_platform(platform_search_path(options), plugin_dir + "/bpu-platforms", name));
   return BpuBackend(std::move(platform), BpuPlacementOverrides{options.get_strings("run-on-cpu"), options.get_strings("run-on-bpu")});
 }
 

@@ -12,6 +12,7 @@
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"
+#include "qflow/plugin/quant_config.h"
 
 namespace qflow {
 
@@ -90,6 +91,11 @@ class Target {
     (void)bytes;
     return unsupported("this target runs no deployable file on the host (role '" + role + "')");
   }
+  // The quantization settings the target's kernels need of a PTQ model (e.g. int8 weights
+  // within the range its integer kernels sum without overflow), as a [quantization] table of
+  // its own. A pipeline whose [quantization] names the target lays this table under its own
+  // keys, level by level (docs/quantization.md). Empty: the target needs nothing particular.
+  virtual QuantConfig quantization_rule() const { return {}; }
 };
 
 }  // namespace qflow
