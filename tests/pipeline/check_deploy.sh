@@ -98,5 +98,16 @@ else
     fail "x86_64-vnni: $(grep '^quantization' "$work/ort_vnni.log")"
   [ -s "$work/ort_vnni/fashion_mnist_ort_model.onnx" ] || fail "x86_64-vnni: no deployable"
 fi
+# A user's own onnxruntime platform on $QFLOW_PLATFORM_PATH, as for the BPU's platforms.
+mkdir -p "$work/user_platforms"
+sed -e 's/^name = "x86_64"/name = "my-cpu"/' plugins/targets/onnxruntime/platforms/x86_64.toml \
+  >"$work/user_platforms/my-cpu.toml"
+if ! QFLOW_PLATFORM_PATH=$work/user_platforms run "$work/ort_user" "$work/ort_user.log" --set target=onnxruntime \
+    --set platform=my-cpu; then
+  fail "onnxruntime on a platform from QFLOW_PLATFORM_PATH failed: $(tail -3 "$work/ort_user.log")"
+else
+  grep -q '"platform": "my-cpu"' "$work/ort_user/model_check_result.json" ||
+    fail "onnxruntime: the check section does not name the user's platform"
+fi
 [ $failed = 0 ] && echo "deploy.toml: bpu and onnxruntime targets checked"
 exit $failed

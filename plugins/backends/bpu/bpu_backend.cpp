@@ -11,6 +11,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "platform_files.h"
 #include "plugin_location.h"
 
 namespace qflow {
@@ -279,29 +280,6 @@ std::string op_key(const Node& node) {
   return default_domain ? node.op_type() : node.domain() + "::" + node.op_type();
 }
 
-// Colon-separated folders, empty entries skipped.
-std::vector<std::string> split_path(const std::string& text) {
-  std::vector<std::string> folders;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(':', start), text.size());
-    if (end > start) folders.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return folders;
-}
-
-// The folders searched before the built-in platforms: the platform-dir option's, then
-// $QFLOW_PLATFORM_PATH's.
-std::vector<std::string> platform_search_path(const Options& options) {
-  std::vector<std::string> folders = split_path(options.get_string("platform-dir"));
-  if (const char* env = std::getenv("QFLOW_PLATFORM_PATH")) {
-    const std::vector<std::string> more = split_path(env);
-    folders.insert(folders.end(), more.begin(), more.end());
-  }
-  return folders;
-}
-
 }  // namespace
 
 // Also what an empty `platform` names, so a pipeline var left empty gives each target its own default.
@@ -324,7 +302,7 @@ Expected<BpuBackend> BpuBackend::from_options(const Options& options) {
   std::string name = options.get_string("platform");
   if (name.empty()) name = kDefaultPlatform;
   QFLOW_ASSIGN_OR_RETURN(BpuPlatform platform,
-                         find_bpu_platform(platform_search_path(options), plugin_dir + "/bpu-platforms", name));
+                         find_bpu_platform(plugin_support::platform_search_folders(options.get_string("platform-dir")), plugin_dir + "/bpu-platforms", name));
   return BpuBackend(std::move(platform), BpuPlacementOverrides{options.get_strings("run-on-cpu"), options.get_strings("run-on-bpu")});
 }
 

@@ -8,6 +8,7 @@
 #include <system_error>
 #include <toml.hpp>
 
+#include "platform_files.h"
 #include "qflow/core/suggest.h"
 #include "qflow/ir/operators.h"
 
@@ -16,6 +17,11 @@ namespace qflow {
 namespace {
 
 namespace fs = std::filesystem;
+using plugin_support::error_at;
+using plugin_support::join_set;
+using plugin_support::one_line;
+using plugin_support::sorted_keys;
+using plugin_support::valid_platform_name;
 
 // Which op types each constraint key applies to; a key on any other op is an error, so a
 // typo or a misplaced limit never silently loosens a check.
@@ -31,32 +37,6 @@ const char* const kOpKeys =
     "constant-rhs, dilation-power-of-two, dtypes, input-ranks, integer-scales, max-batch, max-channels, max-dilation, "
     "max-kernel, max-scale, max-stride, min-kernel, modes, strides";
 const char* const kTopKeys = "cost, dtypes, input-ranks, max-batch, name, ops, power-of-two-scales, summary";
-
-std::string join_set(const std::set<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
-bool valid_platform_name(const std::string& name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-  });
-}
-
-// "file:line: message", the one-line form the CLI prints.
-Status error_at(const toml::value& v, const std::string& message) {
-  const toml::source_location loc = v.location();
-  return invalid_input(loc.file_name() + ":" + std::to_string(loc.line()) + ": " + message);
-}
-
-// toml11 reports syntax errors over several lines with a source excerpt; one line reads
-// better after "qflow: error:".
-std::string one_line(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  text.erase(std::unique(text.begin(), text.end(), [](char a, char b) { return a == ' ' && b == ' '; }), text.end());
-  return text;
-}
 
 // The op keys a platform file may list: every operator qflow computes, spelled "Conv" in
 // the default domain and "com.microsoft::Gelu" in another. A name outside the list is a
@@ -81,13 +61,6 @@ Status check_op_name(const toml::value& at, const std::string& op) {
     hint += "?)";
   }
   return error_at(at, "ops: unknown operator '" + op + "'" + hint);
-}
-
-std::vector<std::string> sorted_keys(const toml::table& table) {
-  std::vector<std::string> keys;
-  for (const auto& entry : table) keys.push_back(entry.first);
-  std::sort(keys.begin(), keys.end());
-  return keys;
 }
 
 Expected<int64_t> positive_integer(const toml::value& v, const std::string& what) {

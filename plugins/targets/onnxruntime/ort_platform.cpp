@@ -1,8 +1,6 @@
 // OrtPlatform: strict parsing of the onnxruntime target's platform files, and where they live.
 #include "ort_platform.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <exception>
 #include <filesystem>
@@ -10,6 +8,7 @@
 #include <system_error>
 #include <toml.hpp>
 
+#include "platform_files.h"
 #include "qflow/core/suggest.h"
 #include "qflow/ir/operators.h"
 
@@ -18,6 +17,11 @@ namespace qflow {
 namespace {
 
 namespace fs = std::filesystem;
+using plugin_support::error_at;
+using plugin_support::join_set;
+using plugin_support::one_line;
+using plugin_support::sorted_keys;
+using plugin_support::valid_platform_name;
 
 const char* const kTopKeys =
     "activation-dtypes, cpu, int8-weight-range, name, ops, per-channel, qdq-dtypes, summary, weight-dtypes";
@@ -44,41 +48,10 @@ const RuleSpelling kRules[] = {
     {OrtUnitRule::DequantizedInput, "dequantized-input", nullptr},
 };
 
-std::string join_set(const std::set<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 std::string rule_names() {
   std::string out;
   for (const RuleSpelling& r : kRules) out += (out.empty() ? "" : ", ") + std::string(r.name);
   return out;
-}
-
-bool valid_platform_name(const std::string& name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-  });
-}
-
-Status error_at(const toml::value& v, const std::string& message) {
-  const toml::source_location loc = v.location();
-  return invalid_input(loc.file_name() + ":" + std::to_string(loc.line()) + ": " + message);
-}
-
-// toml11's syntax errors span several lines; one reads better after "qflow: error:".
-std::string one_line(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  text.erase(std::unique(text.begin(), text.end(), [](char a, char b) { return a == ' ' && b == ' '; }), text.end());
-  return text;
-}
-
-std::vector<std::string> sorted_keys(const toml::table& table) {
-  std::vector<std::string> keys;
-  for (const auto& entry : table) keys.push_back(entry.first);
-  std::sort(keys.begin(), keys.end());
-  return keys;
 }
 
 Expected<std::string> string_value(const toml::value& v, const std::string& what) {
@@ -244,19 +217,6 @@ Expected<OrtPlatform> find_ort_platform(const std::vector<std::string>& folders,
   return not_found("onnxruntime platform '" + name + "' not found: no " + name + ".toml in " + searched + hint);
 }
 
-namespace {
-// Any object defined in this binary locates it; a data object avoids casting a function pointer.
-const char kAnchor = 0;
-}  // namespace
-
-Expected<std::string> ort_plugin_directory() {
-  Dl_info info{};
-  if (dladdr(&kAnchor, &info) == 0 || info.dli_fname == nullptr)
-    return not_found("onnxruntime target: cannot determine the path of its own library (dladdr failed)");
-  std::error_code ec;
-  const fs::path path = fs::absolute(info.dli_fname, ec);
-  if (ec) return io_error(std::string("onnxruntime target: cannot resolve ") + info.dli_fname + ": " + ec.message());
-  return path.parent_path().string();
-}
+Expected<std::string> ort_plugin_directory() { return plugin_support::plugin_directory("onnxruntime target"); }
 
 }  // namespace qflow

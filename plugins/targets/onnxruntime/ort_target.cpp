@@ -7,6 +7,7 @@
 #include <map>
 
 #include "ort_units.h"
+#include "platform_files.h"
 #include "qflow/onnx.h"
 
 namespace qflow {
@@ -14,17 +15,6 @@ namespace qflow {
 namespace {
 
 constexpr const char* kDefaultPlatform = "x86_64";
-
-std::vector<std::string> split_path(const std::string& text) {
-  std::vector<std::string> folders;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(':', start), text.size());
-    if (end > start) folders.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return folders;
-}
 
 std::string json_string(const std::string& text) {
   std::string out = "\"";
@@ -139,7 +129,8 @@ ComponentInfo OrtTarget::info() {
       {"platform", OptionType::String, std::string(kDefaultPlatform),
        "ONNX Runtime platform: NAME.toml on the platform search path (built in: x86_64, x86_64-vnni); \"\" = x86_64"},
       {"platform-dir", OptionType::String, std::string(""),
-       "folders of onnxruntime platform .toml files (colon-separated), searched before the built-in ones"},
+       "folders of onnxruntime platform .toml files (colon-separated), searched before $QFLOW_PLATFORM_PATH and the "
+       "built-in ones"},
   };
   return info;
 }
@@ -148,7 +139,7 @@ Expected<std::unique_ptr<Target>> OrtTarget::create(const Options& options) {
   std::string name = options.has("platform") ? options.get_string("platform") : std::string();
   if (name.empty()) name = kDefaultPlatform;
   const std::vector<std::string> folders =
-      split_path(options.has("platform-dir") ? options.get_string("platform-dir") : std::string());
+      plugin_support::platform_search_folders(options.has("platform-dir") ? options.get_string("platform-dir") : std::string());
   QFLOW_ASSIGN_OR_RETURN(std::string plugin_dir, ort_plugin_directory());
   QFLOW_ASSIGN_OR_RETURN(OrtPlatform platform, find_ort_platform(folders, plugin_dir + "/onnxruntime-platforms", name));
   return std::unique_ptr<Target>(std::make_unique<OrtTarget>(std::move(platform)));

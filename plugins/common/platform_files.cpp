@@ -1,0 +1,78 @@
+#include "platform_files.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+namespace qflow::plugin_support {
+
+namespace {
+// Any object defined in this binary locates it; a data object avoids casting a function
+// pointer. Internal linkage: each plugin's copy finds its own .so.
+const char kAnchor = 0;
+}  // namespace
+
+std::vector<std::string> split_folders(const std::string& text) {
+  std::vector<std::string> folders;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(':', start), text.size());
+    if (end > start) folders.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return folders;
+}
+
+std::vector<std::string> platform_search_folders(const std::string& platform_dir) {
+  std::vector<std::string> folders = split_folders(platform_dir);
+  if (const char* env = std::getenv("QFLOW_PLATFORM_PATH")) {
+    const std::vector<std::string> more = split_folders(env);
+    folders.insert(folders.end(), more.begin(), more.end());
+  }
+  return folders;
+}
+
+Expected<std::string> plugin_directory(const std::string& who) {
+  Dl_info info{};
+  if (dladdr(&kAnchor, &info) == 0 || info.dli_fname == nullptr)
+    return not_found(who + ": cannot determine the path of its own library (dladdr failed)");
+  std::error_code ec;
+  const std::filesystem::path path = std::filesystem::absolute(info.dli_fname, ec);
+  if (ec) return io_error(who + ": cannot resolve " + info.dli_fname + ": " + ec.message());
+  return path.parent_path().string();
+}
+
+bool valid_platform_name(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+  });
+}
+
+Status error_at(const toml::value& value, const std::string& message) {
+  const toml::source_location loc = value.location();
+  return invalid_input(loc.file_name() + ":" + std::to_string(loc.line()) + ": " + message);
+}
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  text.erase(std::unique(text.begin(), text.end(), [](char a, char b) { return a == ' ' && b == ' '; }), text.end());
+  return text;
+}
+
+std::vector<std::string> sorted_keys(const toml::table& table) {
+  std::vector<std::string> keys;
+  for (const auto& entry : table) keys.push_back(entry.first);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::string join_set(const std::set<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+}  // namespace qflow::plugin_support
