@@ -1,27 +1,27 @@
-// `qflow check`: places every node of a model on the BPU or the CPU for one BPU platform and shows the partition.
-#include "framework/cli/bpu_report_command.h"
+// `qflow check`: a target's check section of a model: where each node runs and why not on the
+// accelerated path.
 #include "framework/cli/command.h"
+#include "framework/cli/target_section_command.h"
 
 namespace qflow::cli {
 
 namespace {
 
 constexpr std::string_view kDescription =
-    "Checks every node of a float ONNX model against a BPU platform description (the bpu\n"
-    "target's platforms: bernoulli2, bayes, nash, or a NAME.toml of your own, docs/platforms.md) and\n"
-    "prints, per node in topological order, its placement (BPU or CPU), its subgraph and,\n"
-    "for CPU nodes, the failed constraint with the actual value; then the convex BPU\n"
-    "subgraphs with the quantize/dequantize conversions at their boundaries, and a summary.\n"
-    "Shapes of intermediate values come from ONNX shape inference. The text goes to\n"
-    "stdout (--json: the JSON instead) and both are written to\n"
-    "OUT/model_check_result.txt and OUT/model_check_result.json. The check section of\n"
-    "the bpu target (a PTQ model is checked as its lowering places it); see\n"
-    "docs/bpu-checker.md.";
+    "Checks every node of an ONNX model against a target's platform (the target's check\n"
+    "section, docs/targets.md) and prints, per node in topological order, its placement and,\n"
+    "off the accelerated path, the failed constraint with the actual value, then the target's\n"
+    "partition and a summary. The target is the installed one that takes the options given\n"
+    "(e.g. --platform nash: a platform of the bpu target, docs/bpu-checker.md), or --target.\n"
+    "Shapes of intermediate values come from ONNX shape inference. The text goes to stdout\n"
+    "(--json: the JSON instead) and both are written to OUT/model_check_result.txt and\n"
+    "OUT/model_check_result.json.";
 
 }  // namespace
 
 Status run_check(const std::vector<std::string>& args) {
-  return run_bpu_report_command({"check", "bpu", BpuReportCommand::Section::check, kDescription, "the ONNX model to check", "model_check_result"}, args);
+  return run_target_section_command(
+      {"check", TargetSectionCommand::Section::check, kDescription, "the ONNX model to check", "model_check_result"}, args);
 }
 
 }  // namespace qflow::cli

@@ -1,27 +1,26 @@
-// `qflow perf`: a roofline estimate of a model on one BPU platform, per layer, per subgraph and in total.
-#include "framework/cli/bpu_report_command.h"
+// `qflow perf`: a target's performance estimate of a float model.
 #include "framework/cli/command.h"
+#include "framework/cli/target_section_command.h"
 
 namespace qflow::cli {
 
 namespace {
 
 constexpr std::string_view kDescription =
-    "Estimates the cost of a float ONNX model on a BPU platform (bernoulli2, bayes, nash, or\n"
-    "a NAME.toml of your own, docs/platforms.md): per node in topological order, its placement and\n"
-    "subgraph (as qflow check partitions the model), MACs, bytes of weights read and of\n"
-    "activations read and written (float32 = 4 bytes without a quantization table), and\n"
-    "for BPU nodes the roofline cycles max(MACs / macs-per-cycle, bytes / bytes-per-cycle)\n"
-    "from the platform's [cost] figures; then totals per subgraph and for the model, with\n"
-    "the BPU time in microseconds. CPU nodes get MACs and bytes but no cycles. Shapes come\n"
-    "from ONNX shape inference; symbolic dimensions count as 1. The text goes to stdout\n"
-    "(--json: the JSON instead) and both are written to OUT/model_perf.txt and\n"
-    "OUT/model_perf.json. The estimate section of the bpu target; see docs/bpu-checker.md.";
+    "Estimates the cost of a float ONNX model on a target's platform (the target's estimate\n"
+    "section, docs/targets.md): per node its placement, MACs and bytes, the time of the\n"
+    "accelerated path from the platform's cost figures, and totals. The target is the\n"
+    "installed one that takes the options given (e.g. --platform nash: a platform of the bpu\n"
+    "target, whose roofline estimate docs/bpu-checker.md describes), or --target; a target\n"
+    "without a cost model refuses. Shapes come from ONNX shape inference. The text goes to\n"
+    "stdout (--json: the JSON instead) and both are written to OUT/model_perf.txt and\n"
+    "OUT/model_perf.json.";
 
 }  // namespace
 
 Status run_perf(const std::vector<std::string>& args) {
-  return run_bpu_report_command({"perf", "bpu", BpuReportCommand::Section::estimate, kDescription, "the ONNX model to estimate", "model_perf"}, args);
+  return run_target_section_command(
+      {"perf", TargetSectionCommand::Section::estimate, kDescription, "the ONNX model to estimate", "model_perf"}, args);
 }
 
 }  // namespace qflow::cli
