@@ -67,6 +67,8 @@ install(DIRECTORY ${QFLOW_PLUGIN_OUTPUT_DIRECTORY}/ DESTINATION ${QFLOW_INSTALL_
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/include/qflow DESTINATION include
   FILES_MATCHING PATTERN "*.h")
 install(FILES ${PROJECT_BINARY_DIR}/include/qflow/version.h DESTINATION include/qflow)
+# The runtime's C API (libqflow_runtime): what a device application includes.
+install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/qflow/runtime.h DESTINATION include/qflow)
 
 # --- CMake package ---------------------------------------------------------------------------
 # Plugins must be built by the compiler that built the host; the package records it so a

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "qflow/lowered/bc.h"
+#include "plugins/backends/bpu/bc_codec.h"
 #include "runtime/lowered/hbm_codec.h"
 #include "tests/runtime/lowered_sample.h"
 

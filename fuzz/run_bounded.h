@@ -2,7 +2,7 @@
 // targets reach the executor without a hostile shape turning one input into minutes of work.
 #pragma once
 
-#include "qflow/lowered/model.h"
+#include "runtime/lowered/model.h"
 
 namespace qflow::fuzz {
 

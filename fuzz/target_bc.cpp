@@ -2,7 +2,7 @@
 // a model that loads is run once on zeros when it is small (run_bounded.h).
 #include "fuzz/fuzz_targets.h"
 #include "fuzz/run_bounded.h"
-#include "qflow/lowered/bc.h"
+#include "plugins/backends/bpu/bc_codec.h"
 
 namespace qflow::fuzz {
 

@@ -1,5 +1,5 @@
 // `qflow hbm info FILE` and `qflow hbm run FILE`: inspect a .hbm and run it through the
-// runtime C API (sdk/include/qflow/runtime.h), exactly as a device application would.
+// runtime C API (runtime/include/qflow/runtime.h), exactly as a device application would.
 #include <cstdio>
 #include <iostream>
 #include <map>

@@ -1,4 +1,4 @@
-// The runtime C API (sdk/include/qflow/runtime.h): decode_hbm + Executor behind opaque
+// The runtime C API (runtime/include/qflow/runtime.h): decode_hbm + Executor behind opaque
 // handles. No exception crosses the C boundary: every entry point catches and reports.
 #include "qflow/runtime.h"
 

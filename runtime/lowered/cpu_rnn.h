@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "qflow/lowered/model.h"
+#include "runtime/lowered/model.h"
 #include "runtime/lowered/executor.h"
 
 namespace qflow::lowered::detail {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "qflow/lowered/model.h"
+#include "runtime/lowered/model.h"
 #include "runtime/hbm/status.h"
 
 namespace qflow::lowered {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "qflow/lowered/model.h"
+#include "runtime/lowered/model.h"
 #include "runtime/hbm/hbm_file.h"
 #include "runtime/hbm/status.h"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "qflow/lowered/model.h"
+#include "runtime/lowered/model.h"
 #include "runtime/fixed_point/fast_kernels.h"
 #include "runtime/fixed_point/fixed_point.h"
 #include "runtime/lowered/executor.h"

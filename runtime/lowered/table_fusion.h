@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "qflow/lowered/model.h"
+#include "runtime/lowered/model.h"
 #include "runtime/fixed_point/fast_kernels.h"
 #include "runtime/lowered/executor.h"
 

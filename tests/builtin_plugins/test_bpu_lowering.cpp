@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "qflow/lowered/bc.h"
+#include "plugins/backends/bpu/bc_codec.h"
 #include "runtime/lowered/hbm_codec.h"
 #include "test_bpu_lowering_helpers.h"
 

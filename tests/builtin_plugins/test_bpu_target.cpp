@@ -5,7 +5,7 @@
 #include "qflow/core/json.h"
 #include "plugins/backends/bpu/bpu_target.h"
 #include "plugins/backends/bpu/qdq_model.h"
-#include "qflow/lowered/bc.h"
+#include "plugins/backends/bpu/bc_codec.h"
 #include "qflow/version.h"
 #include "runtime/lowered/hbm_codec.h"
 #include "test_bpu_lowering_helpers.h"

@@ -9,7 +9,7 @@
 
 #include "framework/core/file_io.h"
 #include "framework/core/npy.h"
-#include "qflow/lowered/bc.h"
+#include "plugins/backends/bpu/bc_codec.h"
 #include "runtime/lowered/executor.h"
 #include "runtime/lowered/hbm_codec.h"
 #include "tests/runtime/lowered_sample.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "qflow/lowered/model.h"
+#include "runtime/lowered/model.h"
 #include "runtime/fixed_point/fixed_point.h"
 
 namespace qflow::lowered::testing {

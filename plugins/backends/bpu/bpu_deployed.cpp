@@ -3,7 +3,7 @@
 #include <span>
 #include <vector>
 
-#include "qflow/lowered/bc.h"
+#include "bc_codec.h"
 #include "qflow/runtime.h"
 #include "runtime/lowered/executor.h"
 

@@ -9,7 +9,7 @@
 #include "check_report.h"
 #include "perf_report.h"
 #include "qdq_model.h"
-#include "qflow/lowered/bc.h"
+#include "bc_codec.h"
 #include "qflow/version.h"
 #include "runtime/lowered/hbm_codec.h"
 

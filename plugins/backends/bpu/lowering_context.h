@@ -12,7 +12,7 @@
 #include "bpu_platform.h"
 #include "qdq_model.h"
 #include "qflow/core/status.h"
-#include "qflow/lowered/model.h"
+#include "runtime/lowered/model.h"
 #include "runtime/fixed_point/fixed_point.h"
 
 namespace qflow::lowering {

@@ -1,5 +1,5 @@
-// `.bc` files: the lowered model as protobuf (framework/lowered/quantized_model.proto).
-#include "qflow/lowered/bc.h"
+// `.bc` files: the lowered model as protobuf (quantized_model.proto).
+#include "bc_codec.h"
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -8,7 +8,7 @@
 #include <limits>
 #include <new>
 
-#include "framework/lowered/quantized_model.pb.h"
+#include "plugins/backends/bpu/quantized_model.pb.h"
 #include "runtime/lowered/executor.h"
 
 namespace qflow {

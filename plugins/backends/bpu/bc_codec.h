@@ -1,6 +1,6 @@
-// `<name>_quantized_model.bc`: the lowered model (qflow/lowered/model.h) serialized with the
-// protobuf schema framework/lowered/quantized_model.proto. Implemented in libqflow_core, so
-// a backend plugin writes it and the CLI reads it without its own protobuf code.
+// `<name>_quantized_model.bc`: the lowered model (runtime/lowered/model.h) serialized with the
+// protobuf schema quantized_model.proto, next to this file: the bpu target writes it
+// (Target::lower) and runs it (Target::load).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "qflow/core/status.h"
-#include "qflow/lowered/model.h"
+#include "runtime/lowered/model.h"
 
 namespace qflow {
 

@@ -1,6 +1,6 @@
 // The lowered model: a quantized network as the integer program a BPU runs, with the CPU
 // fallback segments as float ops in between. A backend produces it from the PTQ model; the
-// host serializes it as `<name>_quantized_model.bc` (qflow/lowered/bc.h) and the device
+// host serializes it as `<name>_quantized_model.bc` (plugins/backends/bpu/bc_codec.h) and the device
 // runtime (runtime/lowered) executes it and stores it inside the `.hbm`. Standard library
 // only, so the runtime can ship it. docs/lowered-model.md specifies every op; the table
 // below is the summary both sides are written against.

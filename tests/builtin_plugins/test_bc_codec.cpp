@@ -1,4 +1,4 @@
-// Tests of the .bc codec (qflow/lowered/bc.h): round trip, determinism, refused input.
+// Tests of the .bc codec (plugins/backends/bpu/bc_codec.h): round trip, determinism, refused input.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/lowered/quantized_model.pb.h"
-#include "qflow/lowered/bc.h"
+#include "plugins/backends/bpu/quantized_model.pb.h"
+#include "plugins/backends/bpu/bc_codec.h"
 #include "tests/runtime/lowered_sample.h"
 
 using namespace qflow;
