@@ -32,9 +32,9 @@ constexpr std::string_view kDescription =
     "time, the median, p10, p90, mean and min of the per-sample times in milliseconds, every\n"
     "per-sample time, and the process's peak RSS.\n\n"
     "MODEL.onnx runs with the float interpreter (--threads workers); a deployable file that an\n"
-    "installed target runs on the host runs there (the bpu target's .bc in its fixed-point\n"
-    "simulator, its .hbm through the runtime C API, as a device application would; single-input\n"
-    "models only), the engine named by the file's role. Each --data file holds samples stacked along the\n"
+    "installed target runs on the host runs there (a simulator, or the device runtime built\n"
+    "for the host as a device application runs it; single-input models only), the engine\n"
+    "named by the file's role. Each --data file holds samples stacked along the\n"
     "first axis; each sample runs alone as a batch of 1, samples in turn, --warmup untimed runs\n"
     "first, then --runs timed ones. Loading the model and the data is not part of the times.";
 

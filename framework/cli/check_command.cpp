@@ -12,7 +12,7 @@ constexpr std::string_view kDescription =
     "section, docs/targets.md) and prints, per node in topological order, its placement and,\n"
     "off the accelerated path, the failed constraint with the actual value, then the target's\n"
     "partition and a summary. The target is the installed one that takes the options given\n"
-    "(e.g. --platform nash: a platform of the bpu target, docs/bpu-checker.md), or --target.\n"
+    "(a --platform only one target has), or --target; --help lists each target's options.\n"
     "Shapes of intermediate values come from ONNX shape inference. The text goes to stdout\n"
     "(--json: the JSON instead) and both are written to OUT/model_check_result.txt and\n"
     "OUT/model_check_result.json.";

@@ -39,8 +39,8 @@ constexpr std::string_view kDescription =
     "INPUT in the next run (a VAD's state across audio frames with --batch-size 1).\n\n"
     "NumPy has no bfloat16: a bfloat16 input takes a uint16 array of bit patterns or a float32\n"
     "array (rounded to nearest even); bfloat16 outputs are written as float32 (exact).\n\n"
-    "A deployable file that an installed target runs on the host (the bpu target's .bc runs\n"
-    "in its fixed-point simulator, its .hbm through the runtime C API) runs there instead.\n"
+    "A deployable file that an installed target runs on the host (a simulator, the device\n"
+    "runtime built for the host; docs/targets.md) runs there instead.\n"
     "Its inputs take float32 arrays of their exact shape; an input of batch 1 also takes a\n"
     "stack of samples along the first axis, run one by one. --batch-size and --threads do not\n"
     "apply to it; --carry does.";
@@ -161,8 +161,7 @@ Expected<std::vector<std::pair<std::string, std::string>>> bind_carries(const Gr
   return carries;
 }
 
-// `qflow infer FILE` of a deployable file an installed target runs on the host (the bpu
-// target's .bc simulator and .hbm runtime).
+// `qflow infer FILE` of a deployable file an installed target runs on the host.
 Status run_infer_deployed(DeployedModel& model, const std::string& path, const std::vector<std::string>& specs,
                           const std::vector<std::string>& carries, const std::string& dir) {
   std::vector<LoweredIo> inputs, outputs;

@@ -26,7 +26,7 @@ constexpr Command kCommands[] = {
     {"compare", "compare a QDQ model with its float model per quantized tensor on samples", run_compare},
     {"sensitivity", "rank nodes by the output cosine when only that node is quantized", run_sensitivity},
     {"run", "run a pipeline file (a DAG of plugin stages)", run_run},
-    {"bench", "time a model per sample: float interpreter, .bc simulator or .hbm runtime", run_bench},
+    {"bench", "time a model per sample: float interpreter or a target's deployable file", run_bench},
     {"report", "rebuild report.html and report.md from a finished run's folder", run_report},
     {"plugins", "list the loaded plugin libraries and their components", run_plugins},
 };

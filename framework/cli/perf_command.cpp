@@ -10,11 +10,10 @@ constexpr std::string_view kDescription =
     "Estimates the cost of a float ONNX model on a target's platform (the target's estimate\n"
     "section, docs/targets.md): per node its placement, MACs and bytes, the time of the\n"
     "accelerated path from the platform's cost figures, and totals. The target is the\n"
-    "installed one that takes the options given (e.g. --platform nash: a platform of the bpu\n"
-    "target, whose roofline estimate docs/bpu-checker.md describes), or --target; a target\n"
-    "without a cost model refuses. Shapes come from ONNX shape inference. The text goes to\n"
-    "stdout (--json: the JSON instead) and both are written to OUT/model_perf.txt and\n"
-    "OUT/model_perf.json.";
+    "installed one that takes the options given (a --platform only one target has), or\n"
+    "--target; --help lists each target's options. A target without a cost model refuses.\n"
+    "Shapes come from ONNX shape inference. The text goes to stdout (--json: the JSON\n"
+    "instead) and both are written to OUT/model_perf.txt and OUT/model_perf.json.";
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 // `qflow check` and `qflow perf`: one section of a target's report (Target::check or
 // Target::estimate) on one model, written as text and JSON and printed. The target is the
-// installed one that takes the options given (`--platform nash` names a bpu platform),
+// installed one that takes the options given (a `--platform` only one target has),
 // or --target.
 #pragma once
 

@@ -27,8 +27,7 @@ constexpr std::string_view kDescription =
     "file, given as --ROLE FILE with the roles of the target's lowering, and reports per\n"
     "output: mean and minimum cosine and the largest absolute error of each file against the\n"
     "PTQ model, and the rate of elements where each file after the first gives exactly the\n"
-    "first one's value. The bpu target runs --bc (the .bc simulator) and --hbm (the .hbm\n"
-    "runtime). The text goes to stdout (--json: the JSON) and both to\n"
+    "first one's value. The text goes to stdout (--json: the JSON) and both to\n"
     "OUT/verify_result.{txt,json}. Fails when the files differ anywhere.";
 
 const std::set<std::string> kOwnOptions = {"help", "h", "model", "data", "limit", "threads", "out", "json", "target"};
@@ -105,6 +104,20 @@ Expected<std::shared_ptr<Target>> verifying_target(const ComponentRegistry& regi
   return invalid_input("verify: targets " + join(names, ", ") + " all run " + join(given, ", ") + "; choose one with --target");
 }
 
+// The --ROLE flags each installed target takes, in the order it compares them.
+void print_runnable_roles(const ComponentRegistry& registry) {
+  std::cout << "\nroles of the installed targets' deployable files:\n";
+  for (const PluginLibrary& library : registry.libraries())
+    for (const ComponentInfo& info : library.components) {
+      if (info.kind != ComponentKind::Target) continue;
+      Expected<std::shared_ptr<Target>> target = registry.make_target(info.name, Options{});
+      if (!target) continue;
+      std::vector<std::string> roles;
+      for (const std::string& role : (*target)->runnable_roles()) roles.push_back("--" + role);
+      std::cout << "  " << info.name << ": " << (roles.empty() ? "runs none on the host" : join(roles, " ")) << "\n";
+    }
+}
+
 }  // namespace
 
 Status run_verify(const std::vector<std::string>& given_args) {
@@ -126,12 +139,13 @@ Status run_verify(const std::vector<std::string>& given_args) {
   QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("verify", args, options, positional));
   if (cmd.help) {
     print_command_help("verify MODEL --ROLE FILE... --data PATH [--target NAME] [--limit N] [--threads N] [--out DIR]\n"
-                       "                    [--json]\n"
-                       "       e.g. qflow verify m_ptq_model.onnx --bc m_quantized_model.bc --hbm m.hbm --data x.npy",
+                       "                    [--json]",
                        kDescription, options);
+    if (Expected<ComponentRegistry*> registry = plugin_registry()) print_runnable_roles(**registry);
     return Status::ok();
   }
-  if (role_files.empty()) return invalid_input("verify: no deployable file given (--ROLE FILE, e.g. --bc m.bc --hbm m.hbm)");
+  if (role_files.empty())
+    return invalid_input("verify: no deployable file given (--ROLE FILE; 'qflow verify --help' lists the roles)");
   QFLOW_ASSIGN_OR_RETURN(ComponentRegistry * registry, plugin_registry());
   QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Target> target,
                          verifying_target(*registry, cmd.values["target"].as<std::string>(), role_files));

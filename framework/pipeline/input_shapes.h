@@ -1,5 +1,5 @@
 // Fixing the shapes of a model's inputs (the import stage's `input-shape` option), so that a
-// model with symbolic dimensions gets the static shapes a BPU program needs.
+// model with symbolic dimensions gets the static shapes a target's program needs.
 #pragma once
 
 #include <string>

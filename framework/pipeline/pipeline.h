@@ -34,7 +34,7 @@ std::string_view artifact_type_name(ArtifactType type);
 // Host stages (import-onnx, load-data, quantize, report, ...) are built into the runner; the
 // others are plugin components. A target component serves four stage kinds: its check
 // section, its performance estimate, its lowering and the verification of the lowering's
-// files (`use = "target-check:bpu"`).
+// files (`use = "target-check:npu"`).
 enum class StageKind {
   ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Report, Compare, Sensitivity,
   CompareCalibrators, PrecisionSearch, TargetCheck, TargetEstimate, TargetLower, TargetVerify
@@ -101,7 +101,7 @@ struct QuantizationTarget {
 struct SkippedStage {
   std::string id;
   SourcePos pos;
-  std::string why;  // the condition that failed: "target = \"bpu\" (it is \"onnxruntime\")"
+  std::string why;  // the condition that failed: "target = \"npu\" (it is \"cpu\")"
 };
 
 struct Pipeline {

@@ -318,7 +318,7 @@ class Parser {
     return Status::ok();
   }
 
-  // `target = "bpu"`, `target-options = ["platform=nash"]`: the target whose quantization rule
+  // `target = "npu"`, `target-options = ["platform=gen2"]`: the target whose quantization rule
   // lies under the table; vars are substituted as in stage options.
   Status read_quantization_target(const toml::value& value, const std::string& key, QuantizationTarget& target) const {
     const std::string context = "'" + key + "' in [quantization]";
@@ -433,7 +433,7 @@ class Parser {
     return stage;
   }
 
-  // `when = { target = "bpu" }` or `{ target = ["bpu", "x"] }`: the stage runs only when every
+  // `when = { target = "npu" }` or `{ target = ["npu", "x"] }`: the stage runs only when every
   // var named has one of the values given. Returns the first condition that fails, as text.
   Expected<std::optional<std::string>> failed_condition(const toml::value& stage_value, const std::string& where) const {
     const Table& table = stage_value.as_table();

@@ -32,7 +32,7 @@ const std::vector<HostStage>& host_stages() {
          "inputs that become constants: \"sr=16000\" or \"a=1,2;b=0.5\" (declared type and shape); what depends "
          "on them folds, an If on them keeps the branch taken"},
         {"infer-shapes", OptionType::Bool, false,
-         "record the shapes ONNX shape inference finds (what shape-dependent stages, e.g. bpu-check, need)"},
+         "record the shapes ONNX shape inference finds (what shape-dependent stages, e.g. a target check, need)"},
         {"input-shape", OptionType::String, std::string(),
          "fix input shapes: \"1,3,48,320\" (one input) or \"name=1,3,48,320;other=...\"; shapes are inferred again; "
          "\"\" with the input 'dataset': a symbolic single input takes the samples' shape with batch 1"},
@@ -116,7 +116,7 @@ const std::vector<HostStage>& host_stages() {
          "drop the kept changes the target does not need and measure the value after each; false: the shortest "
          "reaching prefix of the ranking"},
         {"target", OptionType::String, std::string(),
-         "target component asked where each node of a PTQ model may run (e.g. bpu); \"\" = int16 allowed everywhere"},
+         "target component asked where each node of a PTQ model may run; \"\" = int16 allowed everywhere"},
         {"target-cosine", OptionType::Float, 0.99, "without a metric: the output cosine the PTQ model must reach"},
         {"target-options", OptionType::StringList, std::vector<std::string>{},
          "the target's options as \"key=value\" strings (\"platform=nash\", \"platform-dir=DIR\")"}},

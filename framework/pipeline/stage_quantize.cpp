@@ -26,7 +26,7 @@ Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<st
   const bool bias_correction = std::get<bool>(stage.options.at("bias-correction").value);
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *model_it->second));
   // The QDQ models carry every shape inference can find now that the passes have folded the
-  // shape computations: the BPU lowering needs them. Best effort: a model inference cannot
+  // shape computations: a target's lowering needs them. Best effort: a model inference cannot
   // handle is still quantized, and the lowering names any value left without a shape.
   (void)infer_shapes(model);
 

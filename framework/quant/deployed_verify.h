@@ -59,7 +59,7 @@ std::string verification_text(const DeployedVerification& result);
 // "samples", "bit_identical", "roles" and per output "name", "elements", "exact_matches",
 // "compared" and "<role>_cosine_mean", "<role>_cosine_min", "<role>_max_abs_error".
 Expected<std::string> verification_json(const DeployedVerification& result);
-// "verify: the .hbm runtime differs from the .bc simulator": the first file that disagrees.
+// "verify: the <description> differs from the <description>": the first file that disagrees.
 std::string difference_message(const DeployedVerification& result);
 
 }  // namespace qflow

@@ -32,7 +32,7 @@ struct PlacementNode {
   int64_t index = 0;
   std::string node;
   std::string op_type;
-  std::string placement;  // as the target names it, upper case: "BPU" / "CPU"
+  std::string placement;  // as the target names it, upper case: "NPU" / "CPU"
   std::string subgraph;   // "" off the accelerated path
   std::string reason;     // why a node is off the accelerated path
 };
@@ -40,12 +40,12 @@ struct PlacementNode {
 // The check section of a target (docs/targets.md): model and platform header, the per-node
 // table, the subgraph and summary lines.
 struct Placement {
-  std::string accelerator = "ACCELERATOR";  // the placement of the accelerated path: "BPU"
+  std::string accelerator = "ACCELERATOR";  // the placement of the accelerated path: "NPU"
   std::string fallback = "CPU";             // the placement of the other nodes
   std::vector<std::pair<std::string, std::string>> header;  // "model" -> "torch_jit"
   std::vector<PlacementNode> nodes;
   std::vector<std::string> subgraphs;  // "0: 33 nodes [0-32]" and its in/out lines
-  std::vector<std::pair<std::string, std::string>> summary;  // "nodes" -> "33 (BPU 33, CPU 0)"
+  std::vector<std::pair<std::string, std::string>> summary;  // "nodes" -> "33 (NPU 33, CPU 0)"
 };
 
 // The estimate section of a target: per-subgraph lines and the totals, plus the slowest nodes.
@@ -60,7 +60,7 @@ struct Perf {
   std::string accelerator = "ACCELERATOR";  // as in Placement
   std::vector<std::pair<std::string, std::string>> header;
   std::vector<std::string> subgraphs;
-  std::vector<std::pair<std::string, std::string>> totals;  // "BPU" -> "MACs ..., 4.094 us"
+  std::vector<std::pair<std::string, std::string>> totals;  // "NPU" -> "MACs ..., 4.094 us"
   std::vector<PerfNode> slowest;                           // most cycles first, at most 10
 };
 

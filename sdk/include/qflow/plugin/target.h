@@ -32,11 +32,11 @@ struct TargetReport {
   std::string text;  // the same content as a plain-text file
 };
 
-// A deployable file. `role` says what it is to later stages ("bc", "hbm", "onnx"); the
+// A deployable file. `role` says what it is to later stages ("program", "onnx"); the
 // file is written as <model name><suffix>.
 struct TargetArtifact {
   std::string role;    // kebab-case, unique per lowering
-  std::string suffix;  // "_quantized_model.bc", ".hbm", "_ort_model.onnx"
+  std::string suffix;  // "_program.bin", "_ort_model.onnx"
   std::string bytes;
 };
 
@@ -52,7 +52,7 @@ struct DeployedTensor {
 class DeployedModel {
  public:
   virtual ~DeployedModel() = default;
-  // What runs the file, for messages: ".bc simulator", ".hbm runtime".
+  // What runs the file, for messages: "simulator", "device runtime".
   virtual std::string description() const = 0;
   virtual std::vector<DeployedTensor> inputs() const = 0;
   virtual std::vector<DeployedTensor> outputs() const = 0;
@@ -80,7 +80,7 @@ class Target {
   // compares them: each against the PTQ model, and every one after the first bit for bit
   // against the first (a simulator and the runtime must agree). None by default.
   virtual std::vector<std::string> runnable_roles() const { return {}; }
-  // The role of a file of this target's found by its name ("m.hbm" -> "hbm"), or "" when the
+  // The role of a file of this target's found by its name ("m.bin" -> "program"), or "" when the
   // name is not one of its runnable files': `qflow infer` and `qflow bench` open files so.
   virtual std::string role_for_file(const std::string& path) const {
     (void)path;
