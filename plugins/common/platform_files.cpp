@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "qflow/core/suggest.h"
+
 namespace qflow::plugin_support {
 
 namespace {
@@ -49,6 +51,39 @@ bool valid_platform_name(const std::string& name) {
   return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
   });
+}
+
+std::vector<std::string> list_platform_files(const std::string& directory) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".toml") names.push_back(it->path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Expected<std::string> locate_platform_file(const std::vector<std::string>& folders, const std::string& builtin_folder,
+                                           const std::string& name, const std::string& kind) {
+  if (!valid_platform_name(name))
+    return invalid_input(kind + " name '" + name + "' must use only a-z, 0-9, '-' and '_'");
+  std::vector<std::string> search_path = folders;
+  if (!builtin_folder.empty()) search_path.push_back(builtin_folder);
+  std::error_code ec;
+  for (const std::string& directory : search_path) {
+    const std::filesystem::path path = std::filesystem::path(directory) / (name + ".toml");
+    if (std::filesystem::is_regular_file(path, ec)) return path.string();
+  }
+  std::set<std::string> available;
+  for (const std::string& directory : search_path)
+    for (const std::string& n : list_platform_files(directory)) available.insert(n);
+  // The built-in folder's absolute path says nothing a user needs; it is named as such.
+  std::string searched;
+  for (const std::string& directory : folders) searched += (searched.empty() ? "" : ", ") + directory;
+  if (!builtin_folder.empty()) searched += searched.empty() ? "the built-in platforms" : " or the built-in platforms";
+  const std::vector<std::string> close = similar_names(name, std::vector<std::string>(available.begin(), available.end()));
+  std::string hint = available.empty() ? " (no platform files there)" : " (available: " + join_set(available) + ")";
+  if (!close.empty()) hint += "; did you mean " + close.front() + "?";
+  return not_found(kind + " '" + name + "' not found: no " + name + ".toml in " + searched + hint);
 }
 
 Status error_at(const toml::value& value, const std::string& message) {

@@ -27,6 +27,15 @@ Expected<std::string> plugin_directory(const std::string& who);
 // Lower-case letters, digits, '-' and '_': what a platform file's `name` may hold.
 bool valid_platform_name(const std::string& name);
 
+// The platforms of `directory`: its NAME.toml files' names, sorted.
+std::vector<std::string> list_platform_files(const std::string& directory);
+
+// The path of NAME.toml in the first of `folders`, then `builtin_folder` ("" for none), that
+// holds it. Errors name `kind` ("bpu platform"): a name that is not valid_platform_name, or
+// no such file (the folders searched, the platforms there, a did-you-mean).
+Expected<std::string> locate_platform_file(const std::vector<std::string>& folders, const std::string& builtin_folder,
+                                           const std::string& name, const std::string& kind);
+
 // "file:line: message", the one-line form the CLI prints.
 Status error_at(const toml::value& value, const std::string& message);
 

@@ -3,9 +3,7 @@
 
 #include <algorithm>
 #include <exception>
-#include <filesystem>
 #include <set>
-#include <system_error>
 #include <toml.hpp>
 
 #include "platform_files.h"
@@ -16,12 +14,10 @@ namespace qflow {
 
 namespace {
 
-namespace fs = std::filesystem;
 using plugin_support::error_at;
 using plugin_support::join_set;
 using plugin_support::one_line;
 using plugin_support::sorted_keys;
-using plugin_support::valid_platform_name;
 
 const char* const kTopKeys =
     "activation-dtypes, cpu, int8-weight-range, name, ops, per-channel, qdq-dtypes, summary, weight-dtypes";
@@ -181,40 +177,18 @@ const char* ort_unit_rule_name(OrtUnitRule rule) {
 }
 
 std::vector<std::string> list_ort_platforms(const std::string& directory) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".toml") names.push_back(it->path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
+  return plugin_support::list_platform_files(directory);
 }
 
 Expected<OrtPlatform> find_ort_platform(const std::vector<std::string>& folders, const std::string& builtin_folder,
                                         const std::string& name) {
-  if (!valid_platform_name(name))
-    return invalid_input("onnxruntime platform name '" + name + "' must use only a-z, 0-9, '-' and '_'");
-  std::vector<std::string> search_path = folders;
-  if (!builtin_folder.empty()) search_path.push_back(builtin_folder);
-  std::error_code ec;
-  for (const std::string& directory : search_path) {
-    const fs::path path = fs::path(directory) / (name + ".toml");
-    if (!fs::is_regular_file(path, ec)) continue;
-    try {
-      return parse_platform(toml::parse(path.string()), name);
-    } catch (const std::exception& e) {
-      return invalid_input(one_line(e.what()));
-    }
+  QFLOW_ASSIGN_OR_RETURN(const std::string path,
+                         plugin_support::locate_platform_file(folders, builtin_folder, name, "onnxruntime platform"));
+  try {
+    return parse_platform(toml::parse(path), name);
+  } catch (const std::exception& e) {
+    return invalid_input(one_line(e.what()));
   }
-  std::set<std::string> available;
-  for (const std::string& directory : search_path)
-    for (const std::string& n : list_ort_platforms(directory)) available.insert(n);
-  std::string searched;
-  for (const std::string& directory : folders) searched += (searched.empty() ? "" : ", ") + directory;
-  if (!builtin_folder.empty()) searched += searched.empty() ? "the built-in platforms" : " or the built-in platforms";
-  const std::vector<std::string> close = similar_names(name, std::vector<std::string>(available.begin(), available.end()));
-  std::string hint = available.empty() ? " (no platform files there)" : " (available: " + join_set(available) + ")";
-  if (!close.empty()) hint += "; did you mean " + close.front() + "?";
-  return not_found("onnxruntime platform '" + name + "' not found: no " + name + ".toml in " + searched + hint);
 }
 
 Expected<std::string> ort_plugin_directory() { return plugin_support::plugin_directory("onnxruntime target"); }
