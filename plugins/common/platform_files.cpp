@@ -104,6 +104,34 @@ std::vector<std::string> sorted_keys(const toml::table& table) {
   return keys;
 }
 
+Expected<std::vector<std::string>> names_from(const toml::value& value, const std::string& what,
+                                              const std::set<std::string>& allowed) {
+  if (!value.is_array() || value.as_array().empty()) return error_at(value, what + " must be a non-empty array of strings");
+  std::vector<std::string> out;
+  for (const toml::value& item : value.as_array()) {
+    if (!item.is_string()) return error_at(item, what + " elements must be strings");
+    const std::string name = item.as_string().str;
+    if (!allowed.count(name)) return error_at(item, what + ": unknown value '" + name + "' (allowed: " + join_set(allowed) + ")");
+    if (std::find(out.begin(), out.end(), name) != out.end()) return error_at(item, what + " lists '" + name + "' twice");
+    out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status check_op_key(const toml::value& at, const std::string& op, const std::vector<std::string>& known,
+                    const std::string& about) {
+  if (std::find(known.begin(), known.end(), op) != known.end()) return Status::ok();
+  const std::vector<std::string> close = similar_names(op, known);
+  std::string hint = " (" + about + ")";
+  if (!close.empty()) {
+    hint = " (did you mean ";
+    for (std::size_t i = 0; i < close.size(); ++i) hint += (i ? " or " : "") + close[i];
+    hint += "?)";
+  }
+  return error_at(at, "ops: unknown operator '" + op + "'" + hint);
+}
+
 std::string join_set(const std::set<std::string>& items) {
   std::string out;
   for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;

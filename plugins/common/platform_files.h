@@ -45,6 +45,15 @@ std::string one_line(std::string text);
 
 std::vector<std::string> sorted_keys(const toml::table& table);
 
+// A non-empty array of distinct strings, each one of `allowed`; sorted. `what` names the key.
+Expected<std::vector<std::string>> names_from(const toml::value& value, const std::string& what,
+                                              const std::set<std::string>& allowed);
+
+// An `ops` key that is not in `known` (the op types the platform may name): an error at
+// `at` with a did-you-mean, or `about` (what the keys are) when nothing is close.
+Status check_op_key(const toml::value& at, const std::string& op, const std::vector<std::string>& known,
+                    const std::string& about);
+
 // "a, b, c".
 std::string join_set(const std::set<std::string>& items);
 

@@ -7,7 +7,6 @@
 #include <toml.hpp>
 
 #include "platform_files.h"
-#include "qflow/core/suggest.h"
 #include "qflow/ir/operators.h"
 
 namespace qflow {
@@ -16,6 +15,7 @@ namespace {
 
 using plugin_support::error_at;
 using plugin_support::join_set;
+using plugin_support::names_from;
 using plugin_support::one_line;
 using plugin_support::sorted_keys;
 
@@ -55,22 +55,6 @@ Expected<std::string> string_value(const toml::value& v, const std::string& what
   return v.as_string().str;
 }
 
-// A non-empty array of distinct strings, each one of `allowed`; sorted.
-Expected<std::vector<std::string>> names_from(const toml::value& v, const std::string& what,
-                                              const std::set<std::string>& allowed) {
-  if (!v.is_array() || v.as_array().empty()) return error_at(v, what + " must be a non-empty array of strings");
-  std::vector<std::string> out;
-  for (const toml::value& item : v.as_array()) {
-    if (!item.is_string()) return error_at(item, what + " elements must be strings");
-    const std::string name = item.as_string().str;
-    if (!allowed.count(name)) return error_at(item, what + ": unknown value '" + name + "' (allowed: " + join_set(allowed) + ")");
-    if (std::find(out.begin(), out.end(), name) != out.end()) return error_at(item, what + " lists '" + name + "' twice");
-    out.push_back(name);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Default-domain op types qflow computes: a name outside them is a typo, or an op no model holds.
 Status check_op_name(const toml::value& at, const std::string& op) {
   static const std::vector<std::string> known = [] {
@@ -79,15 +63,7 @@ Status check_op_name(const toml::value& at, const std::string& op) {
       if (domain.empty()) out.push_back(type);
     return out;
   }();
-  if (std::find(known.begin(), known.end(), op) != known.end()) return Status::ok();
-  const std::vector<std::string> close = similar_names(op, known);
-  std::string hint = " (ops are ONNX op types of the default domain)";
-  if (!close.empty()) {
-    hint = " (did you mean ";
-    for (std::size_t i = 0; i < close.size(); ++i) hint += (i ? " or " : "") + close[i];
-    hint += "?)";
-  }
-  return error_at(at, "ops: unknown operator '" + op + "'" + hint);
+  return plugin_support::check_op_key(at, op, known, "ops are ONNX op types of the default domain");
 }
 
 Expected<OrtUnitRule> parse_rule(const std::string& op, const toml::value& v) {
