@@ -1,6 +1,7 @@
 // The command line shared by `qflow check` and `qflow perf` (target_section_command.h).
 #include "framework/cli/target_section_command.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>

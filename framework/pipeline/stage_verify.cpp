@@ -1,7 +1,8 @@
 // target-verify: the PTQ model and every file of a lowering that its target runs on the host
 // (Target::load), compared on the samples (framework/quant/deployed_verify.h).
-#include "framework/pipeline/stage_util.h"
+#include <algorithm>
 
+#include "framework/pipeline/stage_util.h"
 #include "framework/quant/deployed_verify.h"
 
 namespace qflow {
