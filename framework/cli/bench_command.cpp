@@ -15,7 +15,7 @@
 #include "framework/cli/command.h"
 #include "framework/cli/deployed_file.h"
 #include "framework/core/file_io.h"
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "framework/core/npy.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/runtime/executor.h"

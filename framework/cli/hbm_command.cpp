@@ -6,9 +6,9 @@
 #include <memory>
 
 #include "framework/cli/command.h"
-#include "framework/cli/lowered_io.h"
 #include "framework/core/file_io.h"
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
+#include "qflow/npy_runs.h"
 #include "qflow/runtime.h"
 #include "runtime/hbm/reader.h"
 #include "runtime/lowered/hbm_codec.h"
@@ -220,7 +220,7 @@ Status hbm_run(const std::string& path, const std::vector<std::string>& specs, c
   if (qflow_rt_load_file(path.c_str(), &raw) != QFLOW_RT_OK)
     return invalid_input(path + ": " + qflow_rt_last_error());
   std::unique_ptr<qflow_rt_model, void (*)(qflow_rt_model*)> model(raw, qflow_rt_free);
-  std::vector<LoweredIo> inputs, outputs;
+  std::vector<FixedModelIo> inputs, outputs;
   for (size_t i = 0; i < qflow_rt_input_count(model.get()); ++i) {
     qflow_rt_tensor_info info{};
     if (qflow_rt_input_info(model.get(), i, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
@@ -232,7 +232,7 @@ Status hbm_run(const std::string& path, const std::vector<std::string>& specs, c
     if (qflow_rt_output_info(model.get(), i, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
     outputs.push_back({info.name, Shape(info.shape, info.shape + info.rank), DType::Float32});
   }
-  return run_lowered_on_npy(inputs, outputs, specs, {}, dir, path,
+  return run_fixed_model_on_npy(inputs, outputs, specs, {}, dir, path,
                             [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
                               results.assign(outputs.size(), {});
                               std::vector<float*> out_ptrs;

@@ -9,12 +9,12 @@
 #include "framework/cli/command.h"
 #include "framework/cli/deployed_file.h"
 #include "framework/cli/input_batching.h"
-#include "framework/cli/lowered_io.h"
 #include "framework/cli/model_format.h"
 #include "framework/core/file_io.h"
 #include "framework/core/npy.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/runtime/executor.h"
+#include "qflow/npy_runs.h"
 
 namespace qflow::cli {
 
@@ -164,10 +164,10 @@ Expected<std::vector<std::pair<std::string, std::string>>> bind_carries(const Gr
 // `qflow infer FILE` of a deployable file an installed target runs on the host.
 Status run_infer_deployed(DeployedModel& model, const std::string& path, const std::vector<std::string>& specs,
                           const std::vector<std::string>& carries, const std::string& dir) {
-  std::vector<LoweredIo> inputs, outputs;
+  std::vector<FixedModelIo> inputs, outputs;
   for (const DeployedTensor& t : model.inputs()) inputs.push_back({t.name, t.shape, DType::Float32});
   for (const DeployedTensor& t : model.outputs()) outputs.push_back({t.name, t.shape, DType::Float32});
-  return run_lowered_on_npy(inputs, outputs, specs, carries, dir, path,
+  return run_fixed_model_on_npy(inputs, outputs, specs, carries, dir, path,
                             [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
                               std::vector<Tensor> tensors;
                               for (size_t i = 0; i < feeds.size(); ++i) {

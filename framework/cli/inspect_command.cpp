@@ -4,7 +4,7 @@
 
 #include "framework/cli/command.h"
 #include "framework/cli/model_format.h"
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "framework/ir/model_stats.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_import.h"

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "qflow/ir/graph.h"
 
 namespace qflow::cli {

@@ -6,7 +6,7 @@
 
 #include "framework/cli/command.h"
 #include "framework/cli/plugin_options.h"
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 
 namespace qflow::cli {
 

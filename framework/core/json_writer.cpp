@@ -1,5 +1,5 @@
 // JsonWriter implementation: scope tracking, RFC 8259 string escaping, shortest round-trip doubles.
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 
 #include <charconv>
 #include <cmath>

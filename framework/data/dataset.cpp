@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "framework/core/memory_limit.h"
 #include "framework/data/image_decode.h"
 #include "framework/data/npy_stream.h"

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "framework/core/file_io.h"
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "framework/core/memory_limit.h"
 #include "framework/core/sha256.h"
 #include "framework/pipeline/stage_execution.h"

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/pipeline/stage_execution.h"

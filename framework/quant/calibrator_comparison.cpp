@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
 #include "framework/quant/output_cosine.h"

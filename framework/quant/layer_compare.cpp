@@ -15,7 +15,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
 #include "framework/quant/lockstep_pairs.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "framework/core/progress_line.h"
 #include "framework/data/dataset.h"
 #include "framework/quant/sensitivity.h"

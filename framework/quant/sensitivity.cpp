@@ -11,7 +11,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
 #include "framework/ir/model_stats.h"

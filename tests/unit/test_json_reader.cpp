@@ -7,7 +7,7 @@
 #include <random>
 #include <string>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "qflow/core/json.h"
 
 namespace qflow {

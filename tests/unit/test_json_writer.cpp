@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 
 namespace qflow {
 

@@ -1,5 +1,5 @@
-// Input binding and per-sample runs shared by `qflow infer MODEL.bc` and `qflow hbm run`.
-#include "framework/cli/lowered_io.h"
+// Input binding and per-sample runs of a fixed-shape model on .npy files (qflow/npy_runs.h).
+#include "qflow/npy_runs.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,7 +10,7 @@
 
 #include "framework/core/npy.h"
 
-namespace qflow::cli {
+namespace qflow {
 
 namespace {
 
@@ -30,7 +30,7 @@ std::string type_text(DType dtype, const Shape& shape) {
   return std::string(dtype_name(dtype)) + " " + shape_to_string(shape);
 }
 
-Expected<std::vector<std::string>> bind(const std::vector<LoweredIo>& inputs, const std::vector<std::string>& specs) {
+Expected<std::vector<std::string>> bind(const std::vector<FixedModelIo>& inputs, const std::vector<std::string>& specs) {
   std::vector<std::string> files(inputs.size());
   std::vector<bool> given(inputs.size(), false);
   size_t next_unnamed = 0;
@@ -43,7 +43,7 @@ Expected<std::vector<std::string>> bind(const std::vector<LoweredIo>& inputs, co
         if (inputs[i].name == name) target = i;
       if (!target && !std::filesystem::exists(spec)) {
         std::string names;
-        for (const LoweredIo& in : inputs) names += (names.empty() ? "" : ", ") + in.name;
+        for (const FixedModelIo& in : inputs) names += (names.empty() ? "" : ", ") + in.name;
         return invalid_input("--input " + spec + ": the model has no input named '" + name + "' (inputs: " + names + ")");
       }
     }
@@ -66,16 +66,16 @@ Expected<std::vector<std::string>> bind(const std::vector<LoweredIo>& inputs, co
 
 }  // namespace
 
-Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vector<LoweredIo>& outputs,
+Status run_fixed_model_on_npy(const std::vector<FixedModelIo>& inputs, const std::vector<FixedModelIo>& outputs,
                           const std::vector<std::string>& specs, const std::vector<std::string>& carries,
-                          const std::string& dir, const std::string& source, const LoweredRun& run) {
+                          const std::string& dir, const std::string& source, const FixedModelRun& run) {
   QFLOW_ASSIGN_OR_RETURN(std::vector<std::string> files, bind(inputs, specs));
   std::vector<Tensor> arrays;
   int64_t samples = 0;  // 0: one run with every array as is
   std::string samples_file;
   std::vector<bool> batched(inputs.size(), false);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const LoweredIo& in = inputs[i];
+    const FixedModelIo& in = inputs[i];
     QFLOW_ASSIGN_OR_RETURN(Tensor t, read_npy_file(files[i]));
     const std::string expects = files[i] + ": input '" + in.name + "' expects " + type_text(in.dtype, in.shape);
     const bool stackable = !in.shape.empty() && in.shape[0] == 1;
@@ -101,8 +101,8 @@ Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vecto
     const size_t eq = spec.find('=');
     const std::string output = eq == std::string::npos ? "" : spec.substr(0, eq);
     const std::string input = eq == std::string::npos ? "" : spec.substr(eq + 1);
-    auto out_it = std::find_if(outputs.begin(), outputs.end(), [&](const LoweredIo& o) { return o.name == output; });
-    auto in_it = std::find_if(inputs.begin(), inputs.end(), [&](const LoweredIo& i) { return i.name == input; });
+    auto out_it = std::find_if(outputs.begin(), outputs.end(), [&](const FixedModelIo& o) { return o.name == output; });
+    auto in_it = std::find_if(inputs.begin(), inputs.end(), [&](const FixedModelIo& i) { return i.name == input; });
     if (eq == std::string::npos) return invalid_input("--carry " + spec + ": expected OUTPUT=INPUT");
     if (out_it == outputs.end()) return invalid_input("--carry " + spec + ": the model has no output named '" + output + "'");
     if (in_it == inputs.end()) return invalid_input("--carry " + spec + ": the model has no input named '" + input + "'");
@@ -135,7 +135,7 @@ Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vecto
   }
 
   std::map<std::string, std::string> file_of;
-  for (const LoweredIo& out : outputs) {
+  for (const FixedModelIo& out : outputs) {
     const std::string file = safe_file_name(out.name) + ".npy";
     auto [it, inserted] = file_of.emplace(file, out.name);
     if (!inserted)
@@ -162,4 +162,4 @@ Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vecto
   return Status::ok();
 }
 
-}  // namespace qflow::cli
+}  // namespace qflow

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "framework/cli/lowered_io.h"
+#include "qflow/npy_runs.h"
 #include "framework/core/npy.h"
 #include "test_dataset_util.h"
 
@@ -23,29 +23,29 @@ Status accumulate(const std::vector<const std::byte*>& feeds, std::vector<std::v
 
 }  // namespace
 
-TEST_CASE("run_lowered_on_npy: --carry feeds each run's output to the next run's input") {
-  test::TempDir dir("lowered_io");
+TEST_CASE("run_fixed_model_on_npy: --carry feeds each run's output to the next run's input") {
+  test::TempDir dir("npy_runs");
   test::write_npy(dir.file("x.npy"), {3, 2}, {1, 2, 3, 4, 5, 6});
   test::write_npy(dir.file("s.npy"), {1, 2}, {10, 20});
-  const std::vector<cli::LoweredIo> inputs = {{"x", {1, 2}, DType::Float32}, {"state", {1, 2}, DType::Float32}};
-  const std::vector<cli::LoweredIo> outputs = {{"y", {1, 2}, DType::Float32}, {"new_state", {1, 2}, DType::Float32}};
+  const std::vector<FixedModelIo> inputs = {{"x", {1, 2}, DType::Float32}, {"state", {1, 2}, DType::Float32}};
+  const std::vector<FixedModelIo> outputs = {{"y", {1, 2}, DType::Float32}, {"new_state", {1, 2}, DType::Float32}};
   const std::vector<std::string> specs = {"x=" + dir.file("x.npy"), "state=" + dir.file("s.npy")};
 
-  REQUIRE(cli::run_lowered_on_npy(inputs, outputs, specs, {"new_state=state"}, dir.file("carried"), "m.bc", accumulate)
+  REQUIRE(run_fixed_model_on_npy(inputs, outputs, specs, {"new_state=state"}, dir.file("carried"), "m.bc", accumulate)
               .is_ok());
   Expected<Tensor> carried = read_npy_file(dir.file("carried/y.npy"));
   REQUIRE(carried.has_value());
   CHECK(carried->to_doubles() == std::vector<double>{11, 22, 14, 26, 19, 32});
 
   // Without --carry every run takes the file's state.
-  REQUIRE(cli::run_lowered_on_npy(inputs, outputs, specs, {}, dir.file("plain"), "m.bc", accumulate).is_ok());
+  REQUIRE(run_fixed_model_on_npy(inputs, outputs, specs, {}, dir.file("plain"), "m.bc", accumulate).is_ok());
   Expected<Tensor> plain = read_npy_file(dir.file("plain/y.npy"));
   REQUIRE(plain.has_value());
   CHECK(plain->to_doubles() == std::vector<double>{11, 22, 13, 24, 15, 26});
 
-  CHECK(cli::run_lowered_on_npy(inputs, outputs, specs, {"h=state"}, dir.file("bad"), "m.bc", accumulate).message() ==
+  CHECK(run_fixed_model_on_npy(inputs, outputs, specs, {"h=state"}, dir.file("bad"), "m.bc", accumulate).message() ==
         "--carry h=state: the model has no output named 'h'");
-  CHECK(cli::run_lowered_on_npy(inputs, outputs, specs, {"new_state=x"}, dir.file("bad"), "m.bc", accumulate).message() ==
+  CHECK(run_fixed_model_on_npy(inputs, outputs, specs, {"new_state=x"}, dir.file("bad"), "m.bc", accumulate).message() ==
         "--carry new_state=x: input 'x' must be a float input given one value with as many elements as output "
         "'new_state'");
 }

@@ -1,5 +1,6 @@
-// Running lowered models (.bc with the executor, .hbm through the runtime C API) on .npy
-// files: input binding, per-sample runs, output concatenation and writing.
+// Running a model of fixed input shapes (a target's deployable file: a simulator, a device
+// runtime) on .npy files: input binding, per-sample runs, output concatenation and writing.
+// What `qflow infer` does for deployable files, for plugin commands to do the same.
 #pragma once
 
 #include <cstddef>
@@ -11,10 +12,10 @@
 #include "qflow/core/status.h"
 #include "qflow/ir/tensor.h"
 
-namespace qflow::cli {
+namespace qflow {
 
 // A model input or output as the runner sees it: the array dtype it takes or gives.
-struct LoweredIo {
+struct FixedModelIo {
   std::string name;
   Shape shape;
   DType dtype = DType::Float32;
@@ -22,7 +23,7 @@ struct LoweredIo {
 
 // One run: a pointer per input to its elements (in that input's dtype) and one float vector
 // per output to fill.
-using LoweredRun = std::function<Status(const std::vector<const std::byte*>& inputs,
+using FixedModelRun = std::function<Status(const std::vector<const std::byte*>& inputs,
                                         std::vector<std::vector<float>>& outputs)>;
 
 // Binds `specs` (FILE.npy or NAME=FILE.npy; unnamed ones to the inputs in order), reads and
@@ -31,8 +32,8 @@ using LoweredRun = std::function<Status(const std::vector<const std::byte*>& inp
 // writes <output>.npy per output into `dir`, printing one line per file. `carries` are
 // "OUTPUT=INPUT" pairs (qflow infer --carry): from the second run on, INPUT (a float input
 // given one value) is fed the previous run's OUTPUT.
-Status run_lowered_on_npy(const std::vector<LoweredIo>& inputs, const std::vector<LoweredIo>& outputs,
+Status run_fixed_model_on_npy(const std::vector<FixedModelIo>& inputs, const std::vector<FixedModelIo>& outputs,
                           const std::vector<std::string>& specs, const std::vector<std::string>& carries,
-                          const std::string& dir, const std::string& source, const LoweredRun& run);
+                          const std::string& dir, const std::string& source, const FixedModelRun& run);
 
-}  // namespace qflow::cli
+}  // namespace qflow
