@@ -11,6 +11,8 @@ set(QFLOW_INSTALL_CMAKEDIR lib/cmake/qflow)
 # --- the host --------------------------------------------------------------------------
 # The installed tree is relocatable: every search path is relative to the binary itself.
 set_target_properties(qflow PROPERTIES INSTALL_RPATH "$ORIGIN/../${QFLOW_INSTALL_LIBDIR}")
+# libqflow_core finds libqflow_runtime beside itself (the CLI no longer links the runtime).
+set_target_properties(qflow_core PROPERTIES INSTALL_RPATH "$ORIGIN")
 # Installed consumers see only <prefix>/include; the build-tree folders stay out of the export.
 target_include_directories(qflow_core PUBLIC $<INSTALL_INTERFACE:include>)
 set_target_properties(qflow_core PROPERTIES EXPORT_NAME core)

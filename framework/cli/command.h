@@ -32,7 +32,6 @@ Status run_check(const std::vector<std::string>& args);
 Status run_perf(const std::vector<std::string>& args);
 Status run_plugins(const std::vector<std::string>& args);
 Status run_run(const std::vector<std::string>& args);
-Status run_hbm(const std::vector<std::string>& args);
 Status run_verify(const std::vector<std::string>& args);
 Status run_compare(const std::vector<std::string>& args);
 Status run_sensitivity(const std::vector<std::string>& args);

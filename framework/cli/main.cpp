@@ -21,7 +21,6 @@ constexpr Command kCommands[] = {
     {"convert", "import and re-export an ONNX model (optionally with inferred shapes)", run_convert},
     {"check", "place a model's nodes on a target's platform and show why a node is off its accelerated path", run_check},
     {"perf", "estimate MACs, bytes and time per layer of a model on a target's platform", run_perf},
-    {"hbm", "show a compiled .hbm model's layout, or run it through the runtime C API", run_hbm},
     {"verify", "compare a PTQ model with the deployable files its target runs on the host", run_verify},
     {"compare", "compare a QDQ model with its float model per quantized tensor on samples", run_compare},
     {"sensitivity", "rank nodes by the output cosine when only that node is quantized", run_sensitivity},
@@ -30,6 +29,12 @@ constexpr Command kCommands[] = {
     {"report", "rebuild report.html and report.md from a finished run's folder", run_report},
     {"plugins", "list the loaded plugin libraries and their components", run_plugins},
 };
+
+const Command* find_builtin(const std::string& name) {
+  for (const Command& c : kCommands)
+    if (c.name == name) return &c;
+  return nullptr;
+}
 
 void print_main_help() {
   std::cout << "usage: qflow <command> [options]\n"
@@ -44,6 +49,22 @@ void print_main_help() {
     name.resize(width, ' ');
     std::cout << "  " << name << c.summary << "\n";
   }
+  // Subcommands the loaded plugins contribute (a plugin that fails to load is reported by
+  // the commands that need it, not here).
+  if (Expected<ComponentRegistry*> registry = plugin_registry()) {
+    std::vector<const ComponentInfo*> contributed;
+    for (const PluginLibrary& library : (*registry)->libraries())
+      for (const ComponentInfo& info : library.components)
+        if (info.kind == ComponentKind::Command && !find_builtin(info.name)) contributed.push_back(&info);
+    if (!contributed.empty()) {
+      std::cout << "\ncommands from plugins:\n";
+      for (const ComponentInfo* info : contributed) {
+        std::string name = info->name;
+        name.resize(std::max(width, name.size() + 1), ' ');
+        std::cout << "  " << name << info->summary << "\n";
+      }
+    }
+  }
   std::cout << "\nglobal options (accepted by every command, anywhere on the line):\n"
                "  --plugin FILE         load a plugin library (repeatable)\n"
                "  --no-default-plugins  skip the built-in plugins and QFLOW_PLUGIN_PATH\n"
@@ -53,10 +74,18 @@ void print_main_help() {
                "Exit codes: 0 success, 2 invalid input or command line, 3 internal error.\n";
 }
 
-const Command* find_command(const std::string& name) {
-  for (const Command& c : kCommands)
-    if (c.name == name) return &c;
-  return nullptr;
+Status unknown_command(const std::string& name) {
+  return invalid_input("unknown command '" + name + "' (see 'qflow --help')");
+}
+
+// A built-in subcommand, else a command component of the loaded plugins.
+Status run_command(const std::string& name, const std::vector<std::string>& args) {
+  if (const Command* command = find_builtin(name)) return command->run(args);
+  Expected<ComponentRegistry*> registry = plugin_registry();
+  if (!registry) return registry.status();
+  if (!(*registry)->find(ComponentKind::Command, name)) return unknown_command(name);
+  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<qflow::Command> command, (*registry)->make_command(name, Options{}));
+  return command->run(args);
 }
 
 // `--max-memory SIZE` / `--max-memory=SIZE`, global like --plugin: taken out before dispatch
@@ -86,10 +115,6 @@ Status extract_max_memory(std::vector<std::string>& args) {
   return Status::ok();
 }
 
-Status unknown_command(const std::string& name) {
-  return invalid_input("unknown command '" + name + "' (see 'qflow --help')");
-}
-
 int run_main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // Taken out before dispatch so that every subcommand accepts them without declaring them.
@@ -109,9 +134,7 @@ int run_main(int argc, char** argv) {
       print_main_help();
       return kExitOk;
     }
-    const Command* command = find_command(args[1]);
-    if (!command) return report_error(unknown_command(args[1]));
-    const Status status = command->run({"--help"});
+    const Status status = run_command(args[1], {"--help"});
     return status.is_ok() ? kExitOk : report_error(status);
   }
   if (first == "--version") {
@@ -120,15 +143,13 @@ int run_main(int argc, char** argv) {
   }
   if (!first.empty() && first[0] == '-')
     return report_error(invalid_input("unknown option '" + first + "' (see 'qflow --help')"));
-  const Command* command = find_command(first);
-  if (!command) return report_error(unknown_command(first));
   // Plugins load lazily, but a library the user named must never be ignored silently,
   // whichever command was given: a broken one fails here.
   if (plugins_named) {
     Expected<ComponentRegistry*> registry = plugin_registry();
     if (!registry) return report_error(registry.status());
   }
-  const Status status = command->run(std::vector<std::string>(args.begin() + 1, args.end()));
+  const Status status = run_command(first, std::vector<std::string>(args.begin() + 1, args.end()));
   return status.is_ok() ? kExitOk : report_error(status);
 }
 

@@ -138,6 +138,7 @@ StageKind kind_of(ComponentKind kind) {
     case ComponentKind::Pass: return StageKind::Pass;
     case ComponentKind::Metric: break;  // not a stage: stages name metrics in options
     case ComponentKind::Target: break;  // its stage kind comes from the `use` prefix
+    case ComponentKind::Command: break;  // not a stage: a CLI subcommand
   }
   return StageKind::Pass;
 }

@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 
 using Library = std::shared_ptr<boost::dll::shared_library>;
 using AnyFactory = std::variant<ComponentFactory<Observer>, ComponentFactory<Calibrator>, ComponentFactory<Pass>,
-                                ComponentFactory<Metric>, ComponentFactory<Target>>;
+                                ComponentFactory<Metric>, ComponentFactory<Target>, ComponentFactory<Command>>;
 using Key = std::pair<ComponentKind, std::string>;
 
 // One registered component. `library` is declared first so that it is destroyed last:
@@ -71,6 +71,9 @@ class StagingRegistrar final : public ComponentRegistrar {
   }
   Status add_target(ComponentInfo info, ComponentFactory<Target> factory) override {
     return add(ComponentKind::Target, std::move(info), std::move(factory));
+  }
+  Status add_command(ComponentInfo info, ComponentFactory<Command> factory) override {
+    return add(ComponentKind::Command, std::move(info), std::move(factory));
   }
 
   const Status& first_error() const { return first_error_; }
@@ -150,6 +153,7 @@ std::string_view kind_of() {
   else if constexpr (std::is_same_v<T, Calibrator>) return component_kind_name(ComponentKind::Calibrator);
   else if constexpr (std::is_same_v<T, Pass>) return component_kind_name(ComponentKind::Pass);
   else if constexpr (std::is_same_v<T, Target>) return component_kind_name(ComponentKind::Target);
+  else if constexpr (std::is_same_v<T, Command>) return component_kind_name(ComponentKind::Command);
   else return component_kind_name(ComponentKind::Metric);
 }
 
@@ -159,6 +163,7 @@ constexpr ComponentKind kind_enum() {
   else if constexpr (std::is_same_v<T, Calibrator>) return ComponentKind::Calibrator;
   else if constexpr (std::is_same_v<T, Pass>) return ComponentKind::Pass;
   else if constexpr (std::is_same_v<T, Target>) return ComponentKind::Target;
+  else if constexpr (std::is_same_v<T, Command>) return ComponentKind::Command;
   else return ComponentKind::Metric;
 }
 
@@ -295,7 +300,7 @@ const ComponentInfo* ComponentRegistry::find(ComponentKind kind, const std::stri
 std::vector<const ComponentInfo*> ComponentRegistry::find_any(const std::string& name) const {
   std::vector<const ComponentInfo*> found;
   for (ComponentKind kind : {ComponentKind::Observer, ComponentKind::Calibrator, ComponentKind::Pass, ComponentKind::Metric,
-                             ComponentKind::Target})
+                             ComponentKind::Target, ComponentKind::Command})
     if (const ComponentInfo* info = find(kind, name)) found.push_back(info);
   return found;
 }
@@ -352,6 +357,10 @@ Expected<std::shared_ptr<Metric>> ComponentRegistry::make_metric(const std::stri
 }
 Expected<std::shared_ptr<Target>> ComponentRegistry::make_target(const std::string& name, const Options& values) const {
   return impl_->make<Target>(name, values);
+}
+
+Expected<std::shared_ptr<Command>> ComponentRegistry::make_command(const std::string& name, const Options& values) const {
+  return impl_->make<Command>(name, values);
 }
 
 }  // namespace qflow

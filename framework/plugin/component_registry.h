@@ -53,6 +53,7 @@ class ComponentRegistry {
   Expected<std::shared_ptr<Pass>> make_pass(const std::string& name, const Options& values) const;
   Expected<std::shared_ptr<Metric>> make_metric(const std::string& name, const Options& values) const;
   Expected<std::shared_ptr<Target>> make_target(const std::string& name, const Options& values) const;
+  Expected<std::shared_ptr<Command>> make_command(const std::string& name, const Options& values) const;
 
   // Fills defaults and checks names and types of `values` against the component's
   // declaration; the message lists the allowed keys for an unknown one.

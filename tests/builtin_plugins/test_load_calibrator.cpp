@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "framework/core/json_writer.h"
+#include "qflow/core/json_writer.h"
 #include "plugins/calibrators/load_calibrator.h"
 #include "tests/builtin_plugins/pass_test_graphs.h"
 

@@ -39,12 +39,17 @@ class RecordingRegistrar final : public ComponentRegistrar {
     targets.push_back(std::move(factory));
     return record(std::move(info));
   }
+  Status add_command(ComponentInfo info, ComponentFactory<Command> factory) override {
+    commands.push_back(std::move(factory));
+    return record(std::move(info));
+  }
 
   std::vector<ComponentInfo> infos;
   std::vector<ComponentFactory<Observer>> observers;
   std::vector<ComponentFactory<Calibrator>> calibrators;
   std::vector<ComponentFactory<Pass>> passes;
   std::vector<ComponentFactory<Target>> targets;
+  std::vector<ComponentFactory<Command>> commands;
   std::vector<ComponentFactory<Metric>> metrics;
 
  private:
@@ -127,7 +132,16 @@ TEST_CASE("plugin modules: the bpu target finds its platform folder next to its 
   auto lib = std::make_shared<Library>(std::string(QFLOW_PLUGIN_DIR) + "/libqflow_backend_bpu.so");
   RecordingRegistrar r;
   check_library("libqflow_backend_bpu.so", "backend-bpu", ComponentKind::Target, "bpu", r, lib);
-  CHECK(r.infos.size() == 1);  // one component per target
+  // One component per target, plus the `qflow hbm` command the plugin contributes.
+  REQUIRE(r.infos.size() == 2);
+  CHECK(r.targets.size() == 1);
+  REQUIRE(r.commands.size() == 1);
+  CHECK(r.infos[1].kind == ComponentKind::Command);
+  CHECK(r.infos[1].name == "hbm");
+  auto command = r.commands.at(0)(defaults(r.infos[1]));
+  REQUIRE_MESSAGE(command.has_value(), command.status().message());
+  CHECK((*command)->run({"show", "x.hbm"}).message() ==
+        "hbm: unknown action 'show' (expected info or run; see 'qflow hbm --help')");
   // Default options: platform nash from <plugin dir>/bpu-platforms, located with dladdr.
   auto made = r.targets.at(0)(defaults(r.infos[0]));
   REQUIRE_MESSAGE(made.has_value(), made.status().message());

@@ -9,7 +9,7 @@
 
 namespace qflow {
 
-enum class ComponentKind { Observer, Calibrator, Pass, Metric, Target };
+enum class ComponentKind { Observer, Calibrator, Pass, Metric, Target, Command };
 
 inline std::string_view component_kind_name(ComponentKind kind) {
   switch (kind) {
@@ -18,6 +18,7 @@ inline std::string_view component_kind_name(ComponentKind kind) {
     case ComponentKind::Pass: return "pass";
     case ComponentKind::Metric: return "metric";
     case ComponentKind::Target: return "target";
+    case ComponentKind::Command: return "command";
   }
   return "unknown";
 }

@@ -11,6 +11,7 @@
 #include "qflow/plugin/observer.h"
 #include "qflow/plugin/options.h"
 #include "qflow/plugin/pass.h"
+#include "qflow/plugin/command.h"
 #include "qflow/plugin/target.h"
 
 namespace qflow {
@@ -29,6 +30,7 @@ class ComponentRegistrar {
   virtual Status add_pass(ComponentInfo info, ComponentFactory<Pass> factory) = 0;
   virtual Status add_metric(ComponentInfo info, ComponentFactory<Metric> factory) = 0;
   virtual Status add_target(ComponentInfo info, ComponentFactory<Target> factory) = 0;
+  virtual Status add_command(ComponentInfo info, ComponentFactory<Command> factory) = 0;
 };
 
 }  // namespace qflow

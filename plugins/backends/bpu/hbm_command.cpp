@@ -1,23 +1,66 @@
-// `qflow hbm info FILE` and `qflow hbm run FILE`: inspect a .hbm and run it through the
-// runtime C API (runtime/include/qflow/runtime.h), exactly as a device application would.
+// `qflow hbm info FILE` and `qflow hbm run FILE`, a command the bpu plugin contributes: inspect
+// a .hbm and run it through the runtime C API (runtime/include/qflow/runtime.h), exactly as a
+// device application would.
+#include "hbm_command.h"
+
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <sstream>
 
-#include "framework/cli/command.h"
-#include "framework/core/file_io.h"
+#include <boost/program_options.hpp>
+
 #include "qflow/core/json_writer.h"
 #include "qflow/npy_runs.h"
 #include "qflow/runtime.h"
 #include "runtime/hbm/reader.h"
 #include "runtime/lowered/hbm_codec.h"
 
-namespace qflow::cli {
+namespace qflow {
 
 namespace {
 
 namespace po = boost::program_options;
+
+Expected<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("cannot read '" + path + "'");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) return io_error("cannot read '" + path + "'");
+  return bytes.str();
+}
+
+// The CLI's own conventions for a subcommand's command line: no abbreviated options, and a
+// Boost error as "hbm: <what> (see 'qflow hbm --help')".
+struct ParsedCommandLine {
+  po::variables_map values;
+  bool help = false;
+};
+
+Expected<ParsedCommandLine> parse_command_line(const std::vector<std::string>& args, const po::options_description& options,
+                                               const po::positional_options_description& positional) {
+  ParsedCommandLine parsed;
+  try {
+    po::store(po::command_line_parser(args)
+                  .options(options)
+                  .positional(positional)
+                  .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+                  .run(),
+              parsed.values);
+    if (parsed.values.count("help")) {
+      parsed.help = true;
+      return parsed;
+    }
+    po::notify(parsed.values);
+  } catch (const po::error& e) {
+    return invalid_input(std::string("hbm: ") + e.what() + " (see 'qflow hbm --help')");
+  }
+  return parsed;
+}
 
 constexpr std::string_view kDescription =
     "Inspects or runs a compiled .hbm model.\n\n"
@@ -255,7 +298,19 @@ Status hbm_run(const std::string& path, const std::vector<std::string>& specs, c
 
 }  // namespace
 
-Status run_hbm(const std::vector<std::string>& args) {
+ComponentInfo HbmCommand::info() {
+  ComponentInfo info;
+  info.kind = ComponentKind::Command;
+  info.name = "hbm";
+  info.summary = "show a compiled .hbm model's layout, or run it through the runtime C API";
+  return info;
+}
+
+Expected<std::unique_ptr<Command>> HbmCommand::create(const Options&) {
+  return std::unique_ptr<Command>(std::make_unique<HbmCommand>());
+}
+
+Status HbmCommand::run(const std::vector<std::string>& args) const {
   po::options_description options("options");
   options.add_options()
       ("help,h", "show this help")
@@ -267,10 +322,12 @@ Status run_hbm(const std::vector<std::string>& args) {
       ("quantized", "run: give inputs the device takes quantized in their quantized dtype");
   po::positional_options_description positional;
   positional.add("action", 1).add("file", 1);
-  QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("hbm", args, options, positional));
+  QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line(args, options, positional));
   if (cmd.help) {
-    print_command_help("hbm info FILE [--json]\n       qflow hbm run FILE --input [NAME=]X.npy [--input ...] --output-dir DIR [--quantized]",
-                       kDescription, options);
+    std::cout << "usage: qflow hbm info FILE [--json]\n       qflow hbm run FILE --input [NAME=]X.npy [--input ...] "
+                 "--output-dir DIR [--quantized]\n\n"
+              << kDescription << "\n\n"
+              << options;
     return Status::ok();
   }
   const std::string action = cmd.values["action"].as<std::string>();
@@ -291,4 +348,4 @@ Status run_hbm(const std::vector<std::string>& args) {
   return invalid_input("hbm: unknown action '" + action + "' (expected info or run; see 'qflow hbm --help')");
 }
 
-}  // namespace qflow::cli
+}  // namespace qflow
