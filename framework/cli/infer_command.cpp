@@ -51,18 +51,6 @@ struct BoundInput {
   Tensor tensor;
 };
 
-std::string safe_file_name(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                      c == '-' || c == '.';
-    out += keep ? c : '_';
-  }
-  if (out.empty()) return "_";
-  if (out[0] == '.') out[0] = '_';
-  return out;
-}
-
 // NumPy has no bfloat16: an input declared bfloat16 takes a uint16 array of the bit patterns
 // (what onnx.numpy_helper gives) or a float32 array, rounded to the nearest bfloat16.
 Tensor as_bfloat16_input(const Value& input, Tensor array) {
@@ -168,19 +156,19 @@ Status run_infer_deployed(DeployedModel& model, const std::string& path, const s
   for (const DeployedTensor& t : model.inputs()) inputs.push_back({t.name, t.shape, DType::Float32});
   for (const DeployedTensor& t : model.outputs()) outputs.push_back({t.name, t.shape, DType::Float32});
   return run_fixed_model_on_npy(inputs, outputs, specs, carries, dir, path,
-                            [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
-                              std::vector<Tensor> tensors;
-                              for (size_t i = 0; i < feeds.size(); ++i) {
-                                Tensor t(DType::Float32, inputs[i].shape);
-                                std::memcpy(t.raw_data(), feeds[i], t.nbytes());
-                                tensors.push_back(std::move(t));
-                              }
-                              QFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> produced, model.run(tensors));
-                              results.clear();
-                              for (const Tensor& t : produced)
-                                results.emplace_back(t.data<float>(), t.data<float>() + t.numel());
-                              return Status::ok();
-                            });
+                                [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
+                                  std::vector<Tensor> tensors;
+                                  for (size_t i = 0; i < feeds.size(); ++i) {
+                                    Tensor t(DType::Float32, inputs[i].shape);
+                                    std::memcpy(t.raw_data(), feeds[i], t.nbytes());
+                                    tensors.push_back(std::move(t));
+                                  }
+                                  QFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> produced, model.run(tensors));
+                                  results.clear();
+                                  for (const Tensor& t : produced)
+                                    results.emplace_back(t.data<float>(), t.data<float>() + t.numel());
+                                  return Status::ok();
+                                });
 }
 
 }  // namespace

@@ -14,18 +14,6 @@ namespace qflow {
 
 namespace {
 
-std::string safe_file_name(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                      c == '-' || c == '.';
-    out += keep ? c : '_';
-  }
-  if (out.empty()) return "_";
-  if (out[0] == '.') out[0] = '_';
-  return out;
-}
-
 std::string type_text(DType dtype, const Shape& shape) {
   return std::string(dtype_name(dtype)) + " " + shape_to_string(shape);
 }
@@ -66,9 +54,21 @@ Expected<std::vector<std::string>> bind(const std::vector<FixedModelIo>& inputs,
 
 }  // namespace
 
+std::string safe_file_name(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      c == '-' || c == '.';
+    out += keep ? c : '_';
+  }
+  if (out.empty()) return "_";
+  if (out[0] == '.') out[0] = '_';
+  return out;
+}
+
 Status run_fixed_model_on_npy(const std::vector<FixedModelIo>& inputs, const std::vector<FixedModelIo>& outputs,
-                          const std::vector<std::string>& specs, const std::vector<std::string>& carries,
-                          const std::string& dir, const std::string& source, const FixedModelRun& run) {
+                              const std::vector<std::string>& specs, const std::vector<std::string>& carries,
+                              const std::string& dir, const std::string& source, const FixedModelRun& run) {
   QFLOW_ASSIGN_OR_RETURN(std::vector<std::string> files, bind(inputs, specs));
   std::vector<Tensor> arrays;
   int64_t samples = 0;  // 0: one run with every array as is

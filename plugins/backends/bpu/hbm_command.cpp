@@ -276,24 +276,24 @@ Status hbm_run(const std::string& path, const std::vector<std::string>& specs, c
     outputs.push_back({info.name, Shape(info.shape, info.shape + info.rank), DType::Float32});
   }
   return run_fixed_model_on_npy(inputs, outputs, specs, {}, dir, path,
-                            [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
-                              results.assign(outputs.size(), {});
-                              std::vector<float*> out_ptrs;
-                              for (size_t o = 0; o < outputs.size(); ++o) {
-                                size_t n = 1;
-                                for (int64_t d : outputs[o].shape) n *= static_cast<size_t>(d);
-                                results[o].resize(n);
-                                out_ptrs.push_back(results[o].data());
-                              }
-                              std::vector<const void*> in_ptrs(feeds.begin(), feeds.end());
-                              const qflow_rt_status status =
-                                  quantized ? qflow_rt_run_quantized(model.get(), in_ptrs.data(), out_ptrs.data())
-                                            : qflow_rt_run(model.get(),
-                                                           reinterpret_cast<const float* const*>(in_ptrs.data()),
-                                                           out_ptrs.data());
-                              if (status != QFLOW_RT_OK) return invalid_input(qflow_rt_last_error());
-                              return Status::ok();
-                            });
+                                [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
+                                  results.assign(outputs.size(), {});
+                                  std::vector<float*> out_ptrs;
+                                  for (size_t o = 0; o < outputs.size(); ++o) {
+                                    size_t n = 1;
+                                    for (int64_t d : outputs[o].shape) n *= static_cast<size_t>(d);
+                                    results[o].resize(n);
+                                    out_ptrs.push_back(results[o].data());
+                                  }
+                                  std::vector<const void*> in_ptrs(feeds.begin(), feeds.end());
+                                  const qflow_rt_status status =
+                                      quantized ? qflow_rt_run_quantized(model.get(), in_ptrs.data(), out_ptrs.data())
+                                                : qflow_rt_run(model.get(),
+                                                               reinterpret_cast<const float* const*>(in_ptrs.data()),
+                                                               out_ptrs.data());
+                                  if (status != QFLOW_RT_OK) return invalid_input(qflow_rt_last_error());
+                                  return Status::ok();
+                                });
 }
 
 }  // namespace

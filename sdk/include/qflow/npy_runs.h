@@ -24,7 +24,11 @@ struct FixedModelIo {
 // One run: a pointer per input to its elements (in that input's dtype) and one float vector
 // per output to fill.
 using FixedModelRun = std::function<Status(const std::vector<const std::byte*>& inputs,
-                                        std::vector<std::vector<float>>& outputs)>;
+                                           std::vector<std::vector<float>>& outputs)>;
+
+// The file an output is written to, "<name>.npy" without it: the name with every character
+// but letters, digits, '_', '-' and '.' turned into '_' (and no leading '.').
+std::string safe_file_name(const std::string& name);
 
 // Binds `specs` (FILE.npy or NAME=FILE.npy; unnamed ones to the inputs in order), reads and
 // checks the arrays, runs `run` once, or once per sample when an input of batch 1 gets a
@@ -33,7 +37,7 @@ using FixedModelRun = std::function<Status(const std::vector<const std::byte*>& 
 // "OUTPUT=INPUT" pairs (qflow infer --carry): from the second run on, INPUT (a float input
 // given one value) is fed the previous run's OUTPUT.
 Status run_fixed_model_on_npy(const std::vector<FixedModelIo>& inputs, const std::vector<FixedModelIo>& outputs,
-                          const std::vector<std::string>& specs, const std::vector<std::string>& carries,
-                          const std::string& dir, const std::string& source, const FixedModelRun& run);
+                              const std::vector<std::string>& specs, const std::vector<std::string>& carries,
+                              const std::string& dir, const std::string& source, const FixedModelRun& run);
 
 }  // namespace qflow
