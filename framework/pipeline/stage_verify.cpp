@@ -28,14 +28,12 @@ Expected<StageResult> run_target_verify(const PipelineStage& stage, const std::m
   result.artifact.type = ArtifactType::Report;
   QFLOW_ASSIGN_OR_RETURN(result.artifact.bytes, verification_json(verification));
   for (std::size_t f = 1; f < verification.roles.size(); ++f)
-    for (const DeployedOutputCheck& output : verification.outputs) {
-      const int64_t elements = output.elements * verification.samples;
-      if (output.files[f].exact_matches != elements)
+    for (const DeployedOutputCheck& output : verification.outputs)
+      if (output.files[f].differing != 0)
         result.warnings.push_back("verify: output '" + output.name + "': the " + verification.descriptions[f] +
                                   " differs from the " + verification.descriptions[0] + " on " +
-                                  std::to_string(elements - output.files[f].exact_matches) + " of " +
-                                  std::to_string(elements) + " elements");
-    }
+                                  std::to_string(output.files[f].differing) + " of " +
+                                  std::to_string(output.elements * verification.samples) + " elements");
   return result;
 }
 

@@ -57,8 +57,9 @@ struct Loaded {
 }  // namespace
 
 bool DeployedVerification::bit_identical() const {
-  return std::all_of(outputs.begin(), outputs.end(),
-                     [](const DeployedOutputCheck& o) { return o.exact_matches == o.compared; });
+  return std::all_of(outputs.begin(), outputs.end(), [](const DeployedOutputCheck& o) {
+    return std::all_of(o.files.begin(), o.files.end(), [](const FileCheck& f) { return f.differing == 0; });
+  });
 }
 
 Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std::vector<RunnableFile>& files,
@@ -141,12 +142,7 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
           cosine_sum[o][f] += cosine;
           file.cosine_min = std::min(file.cosine_min, cosine);
           file.max_abs_error = std::max(file.max_abs_error, max_abs_difference(ptq_values, produced[o]));
-          const int64_t equal = bitwise_equal(s[1][o], produced[o]);
-          file.exact_matches += equal;
-          if (f > 0) {
-            check.exact_matches += equal;
-            check.compared += static_cast<int64_t>(produced[o].size());
-          }
+          if (f > 0) file.differing += static_cast<int64_t>(produced[o].size()) - bitwise_equal(s[1][o], produced[o]);
         }
         check.elements = static_cast<int64_t>(ptq_values.size());
       }
@@ -188,17 +184,16 @@ std::string verification_text(const DeployedVerification& result) {
     }
     const auto elements = static_cast<long long>(o.elements * result.samples);
     for (size_t f = 1; f < o.files.size(); ++f) {
-      const double rate = elements ? 100.0 * static_cast<double>(o.files[f].exact_matches) / static_cast<double>(elements) : 0;
-      std::snprintf(cell, sizeof cell, "  %.4f%% (%lld/%lld)", rate, static_cast<long long>(o.files[f].exact_matches),
-                    elements);
+      const long long equal = elements - o.files[f].differing;
+      const double rate = elements ? 100.0 * static_cast<double>(equal) / static_cast<double>(elements) : 0;
+      std::snprintf(cell, sizeof cell, "  %.4f%% (%lld/%lld)", rate, equal, elements);
       text += cell;
     }
     text += "\n";
   }
   for (size_t f = 1; f < result.roles.size(); ++f) {
-    const bool same = std::all_of(result.outputs.begin(), result.outputs.end(), [&](const DeployedOutputCheck& o) {
-      return o.files[f].exact_matches == o.elements * result.samples;
-    });
+    const bool same = std::all_of(result.outputs.begin(), result.outputs.end(),
+                                  [&](const DeployedOutputCheck& o) { return o.files[f].differing == 0; });
     text += "the " + result.descriptions[f] + (same ? " is bit-identical to the " : " DIFFERS from the ") +
             result.descriptions[0] + (same ? " on every sample\n" : "\n");
   }
@@ -224,8 +219,12 @@ Expected<std::string> verification_json(const DeployedVerification& result) {
       json.field(role + "_cosine_min", o.files[f].cosine_min);
       json.field(role + "_max_abs_error", o.files[f].max_abs_error);
     }
-    json.field("exact_matches", o.exact_matches);
-    json.field("compared", o.compared);
+    // Over all samples and the files after the first.
+    int64_t differing = 0;
+    for (const FileCheck& file : o.files) differing += file.differing;
+    const int64_t compared = o.elements * result.samples * static_cast<int64_t>(o.files.size() - 1);
+    json.field("exact_matches", compared - differing);
+    json.field("compared", compared);
     json.end_object();
   }
   json.end_array();
@@ -236,7 +235,7 @@ Expected<std::string> verification_json(const DeployedVerification& result) {
 std::string difference_message(const DeployedVerification& result) {
   for (size_t f = 1; f < result.roles.size(); ++f)
     for (const DeployedOutputCheck& o : result.outputs)
-      if (o.files[f].exact_matches != o.elements * result.samples)
+      if (o.files[f].differing != 0)
         return "verify: the " + result.descriptions[f] + " differs from the " + result.descriptions[0];
   return "";
 }

@@ -29,16 +29,13 @@ struct FileCheck {
   double cosine_mean = 0.0;
   double cosine_min = 1.0;
   double max_abs_error = 0.0;
-  int64_t exact_matches = 0;  // elements equal to the first file's, bit for bit
+  int64_t differing = 0;  // elements (over all samples) not bit for bit the first file's; 0 for the first
 };
 
 struct DeployedOutputCheck {
   std::string name;
   int64_t elements = 0;          // per sample
   std::vector<FileCheck> files;  // in the order of DeployedVerification::roles
-  // Elements (over all samples and the files after the first) equal to the first file's.
-  int64_t exact_matches = 0;
-  int64_t compared = 0;
 };
 
 struct DeployedVerification {
