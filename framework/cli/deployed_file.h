@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "framework/plugin/component_registry.h"
 #include "qflow/core/status.h"
 #include "qflow/plugin/target.h"
 
@@ -16,6 +17,14 @@ struct DeployedFile {
   std::string role;
   std::unique_ptr<DeployedModel> model;
 };
+
+// Every installed target that can be made with its default options, by component name: what
+// commands ask when a file or a flag must find its target.
+struct InstalledTarget {
+  std::string name;
+  std::shared_ptr<Target> target;
+};
+std::vector<InstalledTarget> installed_targets(const ComponentRegistry& registry);
 
 // nullopt when no installed target claims `path` (it is then an ONNX model); an error when
 // one does and cannot load it, or when several do.

@@ -52,10 +52,8 @@ void print_main_help() {
   // Subcommands the loaded plugins contribute (a plugin that fails to load is reported by
   // the commands that need it, not here).
   if (Expected<ComponentRegistry*> registry = plugin_registry()) {
-    std::vector<const ComponentInfo*> contributed;
-    for (const PluginLibrary& library : (*registry)->libraries())
-      for (const ComponentInfo& info : library.components)
-        if (info.kind == ComponentKind::Command && !find_builtin(info.name)) contributed.push_back(&info);
+    std::vector<const ComponentInfo*> contributed = (*registry)->components(ComponentKind::Command);
+    std::erase_if(contributed, [](const ComponentInfo* info) { return find_builtin(info->name) != nullptr; });
     if (!contributed.empty()) {
       std::cout << "\ncommands from plugins:\n";
       for (const ComponentInfo* info : contributed) {

@@ -81,19 +81,18 @@ Expected<std::shared_ptr<Target>> section_target(std::string_view command, const
                                                  const SectionArgs& args) {
   std::vector<std::shared_ptr<Target>> found;
   std::vector<std::string> names, refusals;
-  for (const PluginLibrary& library : registry.libraries())
-    for (const ComponentInfo& info : library.components) {
-      if (info.kind != ComponentKind::Target || (!args.target.empty() && info.name != args.target)) continue;
-      Expected<Options> options = target_options(info, args.options);
-      Expected<std::shared_ptr<Target>> made = options ? registry.make_target(info.name, *options)
-                                                       : Expected<std::shared_ptr<Target>>(options.status());
-      if (!made) {
-        refusals.push_back(made.status().message());
-        continue;
-      }
-      found.push_back(*made);
-      names.push_back(info.name);
+  for (const ComponentInfo* info : registry.components(ComponentKind::Target)) {
+    if (!args.target.empty() && info->name != args.target) continue;
+    Expected<Options> options = target_options(*info, args.options);
+    Expected<std::shared_ptr<Target>> made = options ? registry.make_target(info->name, *options)
+                                                     : Expected<std::shared_ptr<Target>>(options.status());
+    if (!made) {
+      refusals.push_back(made.status().message());
+      continue;
     }
+    found.push_back(*made);
+    names.push_back(info->name);
+  }
   const std::string prefix = std::string(command) + ": ";
   if (found.size() == 1) return found[0];
   if (!args.target.empty() && refusals.size() == 1) return invalid_input(prefix + refusals[0]);
@@ -114,14 +113,12 @@ void print_help(const TargetSectionCommand& command, const ComponentRegistry* re
             << "  --json                print the JSON section instead of the text\n"
             << "  -h [ --help ]         show this help\n";
   if (!registry) return;
-  for (const PluginLibrary& library : registry->libraries())
-    for (const ComponentInfo& info : library.components) {
-      if (info.kind != ComponentKind::Target) continue;
-      std::cout << "\noptions of target '" << info.name << "':\n";
-      for (const OptionSpec& spec : info.options)
-        std::cout << "  --" << spec.name << (spec.type == OptionType::StringList ? " VALUE (repeatable)" : " VALUE")
-                  << "\n      " << spec.help << "\n";
-    }
+  for (const ComponentInfo* info : registry->components(ComponentKind::Target)) {
+    std::cout << "\noptions of target '" << info->name << "':\n";
+    for (const OptionSpec& spec : info->options)
+      std::cout << "  --" << spec.name << (spec.type == OptionType::StringList ? " VALUE (repeatable)" : " VALUE")
+                << "\n      " << spec.help << "\n";
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "framework/cli/command.h"
+#include "framework/cli/deployed_file.h"
 #include "framework/cli/plugin_options.h"
 #include "framework/core/file_io.h"
 #include "framework/data/data_options.h"
@@ -90,14 +91,10 @@ Expected<std::shared_ptr<Target>> verifying_target(const ComponentRegistry& regi
   }
   std::vector<std::shared_ptr<Target>> found;
   std::vector<std::string> names;
-  for (const PluginLibrary& library : registry.libraries())
-    for (const ComponentInfo& info : library.components) {
-      if (info.kind != ComponentKind::Target) continue;
-      Expected<std::shared_ptr<Target>> target = registry.make_target(info.name, Options{});
-      if (target && covers(**target)) {
-        found.push_back(*target);
-        names.push_back(info.name);
-      }
+  for (const InstalledTarget& installed : installed_targets(registry))
+    if (covers(*installed.target)) {
+      found.push_back(installed.target);
+      names.push_back(installed.name);
     }
   if (found.size() == 1) return found[0];
   if (found.empty()) return invalid_input("verify: no installed target runs " + join(given, ", ") + " on the host");
@@ -107,15 +104,11 @@ Expected<std::shared_ptr<Target>> verifying_target(const ComponentRegistry& regi
 // The --ROLE flags each installed target takes, in the order it compares them.
 void print_runnable_roles(const ComponentRegistry& registry) {
   std::cout << "\nroles of the installed targets' deployable files:\n";
-  for (const PluginLibrary& library : registry.libraries())
-    for (const ComponentInfo& info : library.components) {
-      if (info.kind != ComponentKind::Target) continue;
-      Expected<std::shared_ptr<Target>> target = registry.make_target(info.name, Options{});
-      if (!target) continue;
-      std::vector<std::string> roles;
-      for (const std::string& role : (*target)->runnable_roles()) roles.push_back("--" + role);
-      std::cout << "  " << info.name << ": " << (roles.empty() ? "runs none on the host" : join(roles, " ")) << "\n";
-    }
+  for (const InstalledTarget& installed : installed_targets(registry)) {
+    std::vector<std::string> roles;
+    for (const std::string& role : installed.target->runnable_roles()) roles.push_back("--" + role);
+    std::cout << "  " << installed.name << ": " << (roles.empty() ? "runs none on the host" : join(roles, " ")) << "\n";
+  }
 }
 
 }  // namespace

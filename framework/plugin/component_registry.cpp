@@ -292,6 +292,14 @@ Status ComponentRegistry::load_default_locations() {
 
 const std::vector<PluginLibrary>& ComponentRegistry::libraries() const { return impl_->libraries; }
 
+std::vector<const ComponentInfo*> ComponentRegistry::components(ComponentKind kind) const {
+  std::vector<const ComponentInfo*> found;
+  for (const PluginLibrary& library : libraries())
+    for (const ComponentInfo& info : library.components)
+      if (info.kind == kind) found.push_back(&info);
+  return found;
+}
+
 const ComponentInfo* ComponentRegistry::find(ComponentKind kind, const std::string& name) const {
   auto it = impl_->entries.find({kind, name});
   return it == impl_->entries.end() ? nullptr : &it->second.info;

@@ -39,6 +39,8 @@ class ComponentRegistry {
   Status load_default_locations();
 
   const std::vector<PluginLibrary>& libraries() const;
+  // Every component of `kind`, in the order the libraries were loaded.
+  std::vector<const ComponentInfo*> components(ComponentKind kind) const;
   // nullptr when absent.
   const ComponentInfo* find(ComponentKind kind, const std::string& name) const;
   // All kinds that have a component with this name (a pipeline `use` may omit the kind).
