@@ -3,11 +3,11 @@
 #include "ort_target.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
 #include "ort_units.h"
 #include "platform_files.h"
+#include "qflow/core/json_writer.h"
 #include "qflow/onnx.h"
 
 namespace qflow {
@@ -15,24 +15,6 @@ namespace qflow {
 namespace {
 
 constexpr const char* kDefaultPlatform = "x86_64";
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string pad(std::string text, std::size_t width) {
   if (text.size() < width) text.resize(width, ' ');
@@ -55,27 +37,30 @@ Counts count(const std::vector<OrtNodePlacement>& nodes) {
   return c;
 }
 
-std::string check_json(const std::vector<OrtNodePlacement>& nodes, const OrtPlatform& platform, const std::string& model) {
+Expected<std::string> check_json(const std::vector<OrtNodePlacement>& nodes, const OrtPlatform& platform,
+                                 const std::string& model) {
   const Counts c = count(nodes);
-  std::string json = "{\n  \"format\": \"qflow-onnxruntime-check\",\n  \"target\": \"onnxruntime\",\n"
-                     "  \"accelerator\": \"int8\",\n  \"fallback\": \"float\",\n  \"model\": " + json_string(model) + ",\n  \"platform\": " +
-                     json_string(platform.name) + ",\n  \"cpu\": " + json_string(platform.cpu) +
-                     ",\n  \"int8_weight_range\": " + std::to_string(platform.int8_weight_range) + ",\n  \"nodes\": [";
+  JsonWriter json;
+  json.begin_object();
+  json.field("format", "qflow-onnxruntime-check").field("target", "onnxruntime");
+  json.field("accelerator", "int8").field("fallback", "float");
+  json.field("model", model).field("platform", platform.name).field("cpu", platform.cpu);
+  json.field("int8_weight_range", platform.int8_weight_range);
+  json.key("nodes").begin_array();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const OrtNodePlacement& n = nodes[i];
-    json += std::string(i ? "," : "") + "\n    {\"index\": " + std::to_string(i) + ", \"name\": " + json_string(n.node) +
-            ", \"op_type\": " + json_string(n.op_type) + ", \"placement\": \"" + (n.int8 ? "int8" : "float") +
-            "\", \"reason\": " + json_string(n.reason) + "}";
+    json.begin_object(true).field("index", i).field("name", n.node).field("op_type", n.op_type);
+    json.field("placement", n.int8 ? "int8" : "float").field("reason", n.reason).end_object();
   }
-  json += std::string(nodes.empty() ? "" : "\n  ") + "],\n  \"summary\": {\"nodes\": " + std::to_string(nodes.size()) +
-          ", \"int8_nodes\": " + std::to_string(c.int8) + ", \"float_nodes\": " + std::to_string(nodes.size() - c.int8) +
-          ", \"overflowing_units\": " + std::to_string(c.broken) + ", \"float_op_types\": {";
-  bool first = true;
-  for (const auto& [op, n] : c.float_op_types) {
-    json += std::string(first ? "" : ", ") + json_string(op) + ": " + std::to_string(n);
-    first = false;
-  }
-  return json + "}}\n}\n";
+  json.end_array();
+  json.key("summary").begin_object();
+  json.field("nodes", nodes.size()).field("int8_nodes", c.int8).field("float_nodes", nodes.size() - c.int8);
+  json.field("overflowing_units", c.broken);
+  json.key("float_op_types").begin_object(true);
+  for (const auto& [op, n] : c.float_op_types) json.field(op, n);
+  json.end_object().end_object();
+  json.end_object();
+  return json.finish();
 }
 
 std::string check_text(const std::vector<OrtNodePlacement>& nodes, const OrtPlatform& platform, const std::string& model) {
@@ -156,7 +141,8 @@ Expected<std::vector<NodeCapability>> OrtTarget::partition(const Model& ptq_mode
 Expected<TargetReport> OrtTarget::check(const Model& ptq_model) const {
   QFLOW_ASSIGN_OR_RETURN(std::vector<OrtNodePlacement> nodes, ort_placement(ptq_model, platform_));
   const std::string& name = ptq_model.graph->name;
-  return TargetReport{check_json(nodes, platform_, name), check_text(nodes, platform_, name)};
+  QFLOW_ASSIGN_OR_RETURN(std::string json, check_json(nodes, platform_, name));
+  return TargetReport{std::move(json), check_text(nodes, platform_, name)};
 }
 
 Expected<TargetReport> OrtTarget::estimate(const Model&, const QuantTable&) const {
