@@ -8,6 +8,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "qflow/plugin/command_line.h"
+
 #include "qflow/core/status.h"
 
 namespace qflow::cli {
@@ -38,18 +40,9 @@ Status run_sensitivity(const std::vector<std::string>& args);
 Status run_report(const std::vector<std::string>& args);
 Status run_bench(const std::vector<std::string>& args);
 
-// Shared by the subcommands: parses `args` against the options and positionals, turning
-// Boost's exceptions into an InvalidInput status that names the subcommand. Returns
-// true in `help` when --help was given (the caller then prints usage and stops).
-struct ParsedCommandLine {
-  boost::program_options::variables_map values;
-  bool help = false;
-};
-Expected<ParsedCommandLine> parse_command_line(std::string_view command, const std::vector<std::string>& args,
-                                               const boost::program_options::options_description& options,
-                                               const boost::program_options::positional_options_description& positional);
-// Prints "usage: qflow <usage>", the description and the options to stdout.
-void print_command_help(std::string_view usage, std::string_view description,
-                        const boost::program_options::options_description& options);
+// Shared by the subcommands (and plugin commands): qflow/plugin/command_line.h.
+using qflow::parse_command_line;
+using qflow::ParsedCommandLine;
+using qflow::print_command_help;
 
 }  // namespace qflow::cli

@@ -155,35 +155,6 @@ int run_main(int argc, char** argv) {
 
 std::span<const Command> commands() { return kCommands; }
 
-Expected<ParsedCommandLine> parse_command_line(std::string_view command, const std::vector<std::string>& args,
-                                               const boost::program_options::options_description& options,
-                                               const boost::program_options::positional_options_description& positional) {
-  namespace po = boost::program_options;
-  ParsedCommandLine parsed;
-  try {
-    po::store(po::command_line_parser(args)
-                  .options(options)
-                  .positional(positional)
-                  .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
-                  .run(),
-              parsed.values);
-    if (parsed.values.count("help")) {
-      parsed.help = true;
-      return parsed;
-    }
-    po::notify(parsed.values);
-  } catch (const po::error& e) {
-    return invalid_input(std::string(command) + ": " + e.what() + " (see 'qflow " + std::string(command) +
-                         " --help')");
-  }
-  return parsed;
-}
-
-void print_command_help(std::string_view usage, std::string_view description,
-                        const boost::program_options::options_description& options) {
-  std::cout << "usage: qflow " << usage << "\n\n" << description << "\n\n" << options;
-}
-
 }  // namespace qflow::cli
 
 int main(int argc, char** argv) {

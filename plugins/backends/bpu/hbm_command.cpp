@@ -6,15 +6,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
 
-#include <boost/program_options.hpp>
-
 #include "qflow/core/json_writer.h"
 #include "qflow/npy_runs.h"
+#include "qflow/plugin/command_line.h"
 #include "qflow/runtime.h"
 #include "runtime/hbm/reader.h"
 #include "runtime/lowered/hbm_codec.h"
@@ -32,34 +30,6 @@ Expected<std::string> read_file(const std::string& path) {
   bytes << in.rdbuf();
   if (in.bad()) return io_error("cannot read '" + path + "'");
   return bytes.str();
-}
-
-// The CLI's own conventions for a subcommand's command line: no abbreviated options, and a
-// Boost error as "hbm: <what> (see 'qflow hbm --help')".
-struct ParsedCommandLine {
-  po::variables_map values;
-  bool help = false;
-};
-
-Expected<ParsedCommandLine> parse_command_line(const std::vector<std::string>& args, const po::options_description& options,
-                                               const po::positional_options_description& positional) {
-  ParsedCommandLine parsed;
-  try {
-    po::store(po::command_line_parser(args)
-                  .options(options)
-                  .positional(positional)
-                  .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
-                  .run(),
-              parsed.values);
-    if (parsed.values.count("help")) {
-      parsed.help = true;
-      return parsed;
-    }
-    po::notify(parsed.values);
-  } catch (const po::error& e) {
-    return invalid_input(std::string("hbm: ") + e.what() + " (see 'qflow hbm --help')");
-  }
-  return parsed;
 }
 
 constexpr std::string_view kDescription =
@@ -322,12 +292,11 @@ Status HbmCommand::run(const std::vector<std::string>& args) const {
       ("quantized", "run: give inputs the device takes quantized in their quantized dtype");
   po::positional_options_description positional;
   positional.add("action", 1).add("file", 1);
-  QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line(args, options, positional));
+  QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("hbm", args, options, positional));
   if (cmd.help) {
-    std::cout << "usage: qflow hbm info FILE [--json]\n       qflow hbm run FILE --input [NAME=]X.npy [--input ...] "
-                 "--output-dir DIR [--quantized]\n\n"
-              << kDescription << "\n\n"
-              << options;
+    print_command_help("hbm info FILE [--json]\n       qflow hbm run FILE --input [NAME=]X.npy [--input ...] "
+                       "--output-dir DIR [--quantized]",
+                       kDescription, options);
     return Status::ok();
   }
   const std::string action = cmd.values["action"].as<std::string>();
