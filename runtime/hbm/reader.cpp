@@ -12,13 +12,7 @@
 namespace qflow::hbm {
 namespace {
 
-struct Entry {
-  uint32_t kind = 0;
-  uint64_t offset = 0;
-  uint64_t size = 0;
-  uint32_t alignment = 0;
-  uint32_t crc = 0;
-};
+using Entry = SectionEntry;
 
 uint64_t load(std::span<const uint8_t> bytes, size_t at, size_t n) {
   uint64_t v = 0;
@@ -372,6 +366,12 @@ Expected<HbmFile> parse(std::span<const uint8_t> bytes, std::span<const std::str
   }
   if (Status s = validate(file); !s) return s;
   return file;
+}
+
+Expected<std::vector<SectionEntry>> section_table(std::span<const uint8_t> bytes) {
+  Expected<Header> header = parse_header(bytes);
+  if (!header) return header.status();
+  return parse_table(bytes, *header);
 }
 
 }  // namespace qflow::hbm

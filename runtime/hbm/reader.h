@@ -21,4 +21,17 @@ namespace qflow::hbm {
 Expected<HbmFile> parse(std::span<const uint8_t> bytes,
                         std::span<const std::string_view> supported_platforms = {});
 
+// One entry of the section table, as the file lays it out.
+struct SectionEntry {
+  uint32_t kind = 0;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  uint32_t alignment = 0;
+  uint32_t crc = 0;
+};
+
+// The section table in file order (parse() keeps only the decoded sections), with the checks
+// parse() makes of the header and the table: `qflow hbm info` shows it.
+Expected<std::vector<SectionEntry>> section_table(std::span<const uint8_t> bytes);
+
 }  // namespace qflow::hbm

@@ -82,33 +82,6 @@ std::string quant_text(const hbm::Quantization& q) {
   return out;
 }
 
-// The section table as the file lays it out (parse() keeps only the decoded sections).
-struct SectionRow {
-  uint32_t kind = 0;
-  uint64_t offset = 0;
-  uint64_t size = 0;
-  uint32_t alignment = 0;
-  uint32_t crc = 0;
-};
-
-uint64_t load(const std::string& bytes, size_t at, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[at + i])) << (8 * i);
-  return v;
-}
-
-// Only called after parse() accepted the bytes, so the table is known to be in bounds.
-std::vector<SectionRow> section_rows(const std::string& bytes) {
-  const uint64_t count = load(bytes, 20, 4), table = load(bytes, 24, 8), entry = load(bytes, 88, 4);
-  std::vector<SectionRow> rows;
-  for (uint64_t i = 0; i < count; ++i) {
-    const size_t at = table + i * entry;
-    rows.push_back({static_cast<uint32_t>(load(bytes, at, 4)), load(bytes, at + 8, 8), load(bytes, at + 16, 8),
-                    static_cast<uint32_t>(load(bytes, at + 24, 4)), static_cast<uint32_t>(load(bytes, at + 28, 4))});
-  }
-  return rows;
-}
-
 struct SegmentRow {
   uint32_t id;
   std::string kind;
@@ -148,7 +121,8 @@ Status hbm_info(const std::string& path, bool as_json) {
   if (!file) return invalid_input(path + ": " + file.message());
   hbm::Expected<lowered::Model> model = lowered::from_hbm(*file);
   if (!model) return invalid_input(path + ": " + model.message());
-  const std::vector<SectionRow> sections = section_rows(bytes);
+  hbm::Expected<std::vector<hbm::SectionEntry>> sections = hbm::section_table(span);
+  if (!sections) return invalid_input(path + ": " + sections.message());
   std::vector<SegmentRow> segments;
   for (const lowered::Segment& s : model->segments) {
     SegmentRow row{s.id, s.kind == lowered::SegmentKind::bpu ? "bpu" : "cpu", s.ops.size(), {}};
@@ -164,7 +138,7 @@ Status hbm_info(const std::string& path, bool as_json) {
     json.field("toolchain", file->toolchain_version).field("model_name", file->metadata.model_name);
     json.field("file_size", static_cast<uint64_t>(bytes.size()));
     json.key("sections").begin_array();
-    for (const SectionRow& s : sections) {
+    for (const hbm::SectionEntry& s : *sections) {
       json.begin_object(true).field("kind", hbm::section_kind_name(s.kind)).field("offset", s.offset);
       json.field("size", s.size).field("alignment", s.alignment).field("crc32", hex32(s.crc)).end_object();
     }
@@ -194,8 +168,8 @@ Status hbm_info(const std::string& path, bool as_json) {
   std::cout << "format version " << version << ", platform " << file->platform << ", toolchain '"
             << file->toolchain_version << "', " << bytes.size() << " bytes\n";
   std::cout << "model " << file->metadata.model_name << "\n\nsections:\n";
-  for (size_t i = 0; i < sections.size(); ++i) {
-    const SectionRow& s = sections[i];
+  for (size_t i = 0; i < sections->size(); ++i) {
+    const hbm::SectionEntry& s = (*sections)[i];
     std::printf("  %2zu  %-12s offset %8llu  size %8llu  align %4u  crc32 %s\n", i,
                 hbm::section_kind_name(s.kind).c_str(), static_cast<unsigned long long>(s.offset),
                 static_cast<unsigned long long>(s.size), s.alignment, hex32(s.crc).c_str());
