@@ -71,6 +71,10 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/include/qflow DESTINATION include
 install(FILES ${PROJECT_BINARY_DIR}/include/qflow/version.h DESTINATION include/qflow)
 # The runtime's C API (libqflow_runtime): what a device application includes.
 install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/qflow/runtime.h DESTINATION include/qflow)
+# Its compiler interface (qflow/runtime/*.h): the lowered model, the .hbm codec, the executor
+# and the fixed-point arithmetic a compiler for the runtime builds on (docs/architecture.md).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/qflow/runtime DESTINATION include/qflow
+  FILES_MATCHING PATTERN "*.h")
 
 # --- CMake package ---------------------------------------------------------------------------
 # Plugins must be built by the compiler that built the host; the package records it so a

@@ -9,7 +9,7 @@
 
 #include <boost/crc.hpp>
 
-#include "runtime/hbm/hbm_file.h"
+#include "qflow/runtime/hbm_file.h"
 
 namespace qflow::fuzz {
 

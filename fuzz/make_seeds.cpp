@@ -8,7 +8,7 @@
 #include <string>
 
 #include "plugins/backends/bpu/bc_codec.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/hbm_codec.h"
 #include "tests/runtime/lowered_sample.h"
 
 namespace {

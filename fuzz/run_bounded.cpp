@@ -3,7 +3,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/executor.h"
 
 namespace qflow::fuzz {
 

@@ -2,7 +2,7 @@
 // targets reach the executor without a hostile shape turning one input into minutes of work.
 #pragma once
 
-#include "runtime/lowered/model.h"
+#include "qflow/runtime/lowered_model.h"
 
 namespace qflow::fuzz {
 

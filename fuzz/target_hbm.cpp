@@ -5,8 +5,8 @@
 
 #include "fuzz/fuzz_targets.h"
 #include "fuzz/run_bounded.h"
-#include "runtime/hbm/reader.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/hbm_reader.h"
+#include "qflow/runtime/hbm_codec.h"
 
 namespace qflow::fuzz {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fuzz/hbm_mutator.h"
-#include "runtime/hbm/reader.h"
+#include "qflow/runtime/hbm_reader.h"
 
 namespace qflow::fuzz {
 

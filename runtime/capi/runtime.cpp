@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/hbm/reader.h"
-#include "runtime/lowered/executor.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/hbm_reader.h"
+#include "qflow/runtime/executor.h"
+#include "qflow/runtime/hbm_codec.h"
 
 #define QFLOW_RT_EXPORT __attribute__((visibility("default")))
 

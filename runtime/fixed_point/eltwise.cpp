@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/fixed_point/fixed_point.h"
+#include "qflow/runtime/fixed_point.h"
 
 namespace qflow::fx {
 namespace {

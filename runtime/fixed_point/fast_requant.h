@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "runtime/fixed_point/fixed_point.h"
+#include "qflow/runtime/fixed_point.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "runtime/fixed_point/fixed_point.h"
+#include "qflow/runtime/fixed_point.h"
 
 namespace qflow::fx {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "runtime/fixed_point/fixed_point.h"
+#include "qflow/runtime/fixed_point.h"
 
 namespace qflow::fx {
 namespace {

@@ -1,7 +1,7 @@
 // Resize nearest and bilinear with integer coordinate arithmetic (docs/fixed-point.md, section 6).
 #include <algorithm>
 
-#include "runtime/fixed_point/fixed_point.h"
+#include "qflow/runtime/fixed_point.h"
 
 namespace qflow::fx {
 namespace {

@@ -1,5 +1,5 @@
 // HbmFile: kind names and the layout-independent validation shared by writer and reader.
-#include "runtime/hbm/hbm_file.h"
+#include "qflow/runtime/hbm_file.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,5 +1,5 @@
 // The .hbm reader: header, section table and typed sections, each checked before use.
-#include "runtime/hbm/reader.h"
+#include "qflow/runtime/hbm_reader.h"
 
 #include <boost/crc.hpp>
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/hbm/hbm_file.h"
-#include "runtime/hbm/status.h"
+#include "qflow/runtime/hbm_file.h"
+#include "qflow/runtime/status.h"
 
 namespace qflow::hbm {
 

@@ -2,7 +2,7 @@
 // indices), with ONNX semantics (docs/lowered-model.md lists the ops and what each supports).
 // Output shapes are the declared shapes of the output tensors; each kernel checks that its
 // inputs produce them.
-#include "runtime/lowered/cpu_ops.h"
+#include "qflow/runtime/cpu_ops.h"
 
 #include <algorithm>
 #include <array>

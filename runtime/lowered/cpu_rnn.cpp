@@ -10,7 +10,7 @@
 #include <string>
 
 #include "runtime/lowered/op_common.h"
-#include "runtime/lowered/rnn_shared.h"
+#include "qflow/runtime/recurrent.h"
 
 namespace qflow::lowered::detail {
 namespace {

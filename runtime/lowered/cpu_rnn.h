@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "runtime/lowered/model.h"
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/lowered_model.h"
+#include "qflow/runtime/executor.h"
 
 namespace qflow::lowered::detail {
 

@@ -1,7 +1,7 @@
 // Executor: decodes the constants and packs the weights of the fast kernels once, then runs the
 // segments' ops in order on freshly allocated values (docs/lowered-model.md). run() keeps no
 // state between calls (the fast kernels' scratch is per thread).
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/executor.h"
 
 #include <cstdlib>
 #include <cstring>

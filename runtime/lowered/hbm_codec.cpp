@@ -1,7 +1,7 @@
 // The lowered model inside an .hbm: the tensor table section, one segment section per lowered
 // segment with its ops as the op stream, and the constants in the weights section.
 // docs/hbm-format.md, "Op streams and the tensor table", specifies every byte.
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/hbm_codec.h"
 
 #include <algorithm>
 #include <bit>
@@ -14,9 +14,9 @@
 
 #include "runtime/hbm/byte_reader.h"
 #include "runtime/hbm/byte_writer.h"
-#include "runtime/hbm/reader.h"
+#include "qflow/runtime/hbm_reader.h"
 #include "runtime/hbm/writer.h"
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/executor.h"
 
 namespace qflow::lowered {
 namespace {

@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/lowered/model.h"
+#include "qflow/runtime/lowered_model.h"
 #include "runtime/fixed_point/fast_kernels.h"
-#include "runtime/fixed_point/fixed_point.h"
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/fixed_point.h"
+#include "qflow/runtime/executor.h"
 
 namespace qflow::lowered::detail {
 

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/lowered/model.h"
+#include "qflow/runtime/lowered_model.h"
 #include "runtime/fixed_point/fast_kernels.h"
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/executor.h"
 
 namespace qflow::lowered::detail {
 

@@ -5,8 +5,8 @@
 #include <new>
 #include <optional>
 
-#include "runtime/lowered/cpu_ops.h"
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/cpu_ops.h"
+#include "qflow/runtime/executor.h"
 #include "runtime/lowered/op_common.h"
 
 namespace qflow::lowered {

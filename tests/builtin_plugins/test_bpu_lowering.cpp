@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "plugins/backends/bpu/bc_codec.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/hbm_codec.h"
 #include "test_bpu_lowering_helpers.h"
 
 namespace qflow {

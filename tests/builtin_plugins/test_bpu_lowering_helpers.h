@@ -13,8 +13,8 @@
 
 #include "plugins/backends/bpu/lowering.h"
 #include "qflow/interpreter.h"
-#include "runtime/fixed_point/fixed_point.h"
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/fixed_point.h"
+#include "qflow/runtime/executor.h"
 #include "test_bpu_helpers.h"
 
 namespace qflow::lowering_test {

@@ -7,7 +7,7 @@
 #include "plugins/backends/bpu/qdq_model.h"
 #include "plugins/backends/bpu/bc_codec.h"
 #include "qflow/version.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/hbm_codec.h"
 #include "test_bpu_lowering_helpers.h"
 
 namespace qflow {

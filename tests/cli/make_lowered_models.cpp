@@ -10,8 +10,8 @@
 #include "framework/core/file_io.h"
 #include "framework/core/npy.h"
 #include "plugins/backends/bpu/bc_codec.h"
-#include "runtime/lowered/executor.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/executor.h"
+#include "qflow/runtime/hbm_codec.h"
 #include "tests/runtime/lowered_sample.h"
 
 using namespace qflow;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/lowered/model.h"
-#include "runtime/fixed_point/fixed_point.h"
+#include "qflow/runtime/lowered_model.h"
+#include "qflow/runtime/fixed_point.h"
 
 namespace qflow::lowered::testing {
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/fixed_point/fixed_point.h"
+#include "qflow/runtime/fixed_point.h"
 
 namespace qflow::fx::test {
 

@@ -8,7 +8,7 @@
 
 #include "runtime/hbm/byte_reader.h"
 #include "runtime/hbm/byte_writer.h"
-#include "runtime/hbm/status.h"
+#include "qflow/runtime/status.h"
 
 using namespace qflow::hbm;
 

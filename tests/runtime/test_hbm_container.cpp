@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/hbm/reader.h"
+#include "qflow/runtime/hbm_reader.h"
 #include "runtime/hbm/writer.h"
 
 using namespace qflow::hbm;

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/lowered/model.h"
-#include "runtime/fixed_point/fixed_point.h"
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/lowered_model.h"
+#include "qflow/runtime/fixed_point.h"
+#include "qflow/runtime/executor.h"
 
 namespace qflow::lowered::test {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/lowered/cpu_ops.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/cpu_ops.h"
+#include "qflow/runtime/hbm_codec.h"
 #include "tests/runtime/test_lowered_common.h"
 
 using namespace qflow::lowered;

@@ -1,7 +1,7 @@
 // The float kernels of CPU segments against hand-computed values on small inputs.
 #include <cmath>
 
-#include "runtime/lowered/cpu_ops.h"
+#include "qflow/runtime/cpu_ops.h"
 #include "tests/runtime/test_lowered_common.h"
 
 using namespace qflow::lowered;

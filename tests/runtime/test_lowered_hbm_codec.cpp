@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/hbm/reader.h"
+#include "qflow/runtime/hbm_reader.h"
 #include "runtime/hbm/writer.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/hbm_codec.h"
 #include "tests/runtime/lowered_sample.h"
 
 using namespace qflow;

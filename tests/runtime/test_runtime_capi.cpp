@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "qflow/runtime.h"
-#include "runtime/lowered/executor.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/executor.h"
+#include "qflow/runtime/hbm_codec.h"
 #include "tests/runtime/lowered_sample.h"
 
 using namespace qflow;

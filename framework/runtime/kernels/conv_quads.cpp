@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "qflow/runtime/integer_gemm.h"
 
 namespace qflow {
 namespace {

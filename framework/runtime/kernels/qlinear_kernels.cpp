@@ -13,7 +13,7 @@
 #include "framework/runtime/kernels/conv_quads.h"
 #include "framework/runtime/kernels/eigen_maps.h"
 #include "framework/runtime/kernels/quant_util.h"
-#include "runtime/fixed_point/fast_kernels.h"
+#include "qflow/runtime/integer_gemm.h"
 
 namespace qflow {
 

@@ -13,7 +13,7 @@
 #include "framework/runtime/kernel_util.h"
 #include "framework/runtime/kernels/activation.h"
 #include "framework/runtime/kernels/sgemm.h"
-#include "runtime/lowered/rnn_shared.h"
+#include "qflow/runtime/recurrent.h"
 
 namespace qflow {
 namespace {

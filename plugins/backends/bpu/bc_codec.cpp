@@ -9,7 +9,7 @@
 #include <new>
 
 #include "plugins/backends/bpu/quantized_model.pb.h"
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/executor.h"
 
 namespace qflow {
 namespace {

@@ -1,4 +1,4 @@
-// `<name>_quantized_model.bc`: the lowered model (runtime/lowered/model.h) serialized with the
+// `<name>_quantized_model.bc`: the lowered model (runtime/include/qflow/runtime/lowered_model.h) serialized with the
 // protobuf schema quantized_model.proto, next to this file: the bpu target writes it
 // (Target::lower) and runs it (Target::load).
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "qflow/core/status.h"
-#include "runtime/lowered/model.h"
+#include "qflow/runtime/lowered_model.h"
 
 namespace qflow {
 

@@ -5,7 +5,7 @@
 
 #include "bc_codec.h"
 #include "qflow/runtime.h"
-#include "runtime/lowered/executor.h"
+#include "qflow/runtime/executor.h"
 
 namespace qflow {
 namespace {

@@ -11,7 +11,7 @@
 #include "qdq_model.h"
 #include "bc_codec.h"
 #include "qflow/version.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/hbm_codec.h"
 
 namespace qflow {
 

@@ -14,8 +14,8 @@
 #include "qflow/npy_runs.h"
 #include "qflow/plugin/command_line.h"
 #include "qflow/runtime.h"
-#include "runtime/hbm/reader.h"
-#include "runtime/lowered/hbm_codec.h"
+#include "qflow/runtime/hbm_reader.h"
+#include "qflow/runtime/hbm_codec.h"
 
 namespace qflow {
 

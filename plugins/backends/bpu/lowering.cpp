@@ -9,7 +9,7 @@
 #include "lowering_context.h"
 #include "partition_plan.h"
 #include "qdq_model.h"
-#include "runtime/lowered/cpu_ops.h"
+#include "qflow/runtime/cpu_ops.h"
 
 namespace qflow {
 

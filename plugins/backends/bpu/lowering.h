@@ -1,5 +1,5 @@
 // Lowering: a PTQ (QDQ) model and a BPU platform's partition turned into the integer program
-// of runtime/lowered/model.h. README.md ("Lowering") lists the rules.
+// of runtime/include/qflow/runtime/lowered_model.h. README.md ("Lowering") lists the rules.
 #pragma once
 
 #include <string>
@@ -10,7 +10,7 @@
 #include "qdq_model.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
-#include "runtime/lowered/model.h"
+#include "qflow/runtime/lowered_model.h"
 
 namespace qflow {
 

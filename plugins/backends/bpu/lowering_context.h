@@ -12,8 +12,8 @@
 #include "bpu_platform.h"
 #include "qdq_model.h"
 #include "qflow/core/status.h"
-#include "runtime/lowered/model.h"
-#include "runtime/fixed_point/fixed_point.h"
+#include "qflow/runtime/lowered_model.h"
+#include "qflow/runtime/fixed_point.h"
 
 namespace qflow::lowering {
 

@@ -9,7 +9,7 @@
 
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
-#include "runtime/lowered/model.h"
+#include "qflow/runtime/lowered_model.h"
 #include "qflow/plugin/calibrator.h"
 
 namespace qflow {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/lowered/model.h"
-#include "runtime/hbm/status.h"
+#include "qflow/runtime/lowered_model.h"
+#include "qflow/runtime/status.h"
 
 namespace qflow::lowered {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/hbm/status.h"
+#include "qflow/runtime/status.h"
 
 namespace qflow::hbm {
 
@@ -39,7 +39,7 @@ enum class SectionKind : uint32_t {
   bpu_segment = 4,
   cpu_segment = 5,
   weights = 6,
-  tensors = 7,  // the lowered model's tensor table (runtime/lowered/hbm_codec.h)
+  tensors = 7,  // the lowered model's tensor table (runtime/include/qflow/runtime/hbm_codec.h)
 };
 
 // "metadata", "bpu-segment", ...; "kind <n>" for a kind this reader does not know.

@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/lowered/model.h"
-#include "runtime/hbm/hbm_file.h"
-#include "runtime/hbm/status.h"
+#include "qflow/runtime/lowered_model.h"
+#include "qflow/runtime/hbm_file.h"
+#include "qflow/runtime/status.h"
 
 namespace qflow::lowered {
 

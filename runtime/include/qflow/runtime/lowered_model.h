@@ -53,7 +53,7 @@
 //                   sliced axis, starts/ends clamped into range, non-negative axes)
 // CPU segment ops: `cpu.<OnnxOpType>` (e.g. cpu.Gemm) on f32 (and i64 shape) tensors, with
 // the ONNX node's attributes (ints, floats, strings) and constant inputs as constant
-// tensors. runtime/lowered/cpu_ops.h lists the op types the runtime implements.
+// tensors. runtime/include/qflow/runtime/cpu_ops.h lists the op types the runtime implements.
 #pragma once
 
 #include <cstdint>

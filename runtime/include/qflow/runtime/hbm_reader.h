@@ -5,8 +5,8 @@
 #include <span>
 #include <string_view>
 
-#include "runtime/hbm/hbm_file.h"
-#include "runtime/hbm/status.h"
+#include "qflow/runtime/hbm_file.h"
+#include "qflow/runtime/status.h"
 
 namespace qflow::hbm {
 
