@@ -99,6 +99,8 @@ void print_text(const std::vector<PluginLibrary>& libraries) {
                   << ")" << (o.help.empty() ? "" : ": " + o.help) << "\n";
       }
     }
+    for (const PassPipelineInfo& p : library.pass_pipelines)
+      std::cout << "  pass-pipeline " << p.name << ": " << p.summary << "\n    passes: " << p.passes << "\n";
   }
 }
 
@@ -127,7 +129,14 @@ Status print_json(const std::vector<PluginLibrary>& libraries) {
       }
       json.end_array().end_object();
     }
-    json.end_array().end_object();
+    json.end_array();
+    if (!library.pass_pipelines.empty()) {
+      json.key("pass_pipelines").begin_array();
+      for (const PassPipelineInfo& p : library.pass_pipelines)
+        json.begin_object().field("name", p.name).field("summary", p.summary).field("passes", p.passes).end_object();
+      json.end_array();
+    }
+    json.end_object();
   }
   json.end_array().end_object();
   QFLOW_ASSIGN_OR_RETURN(std::string text, json.finish());

@@ -169,6 +169,10 @@ Status run_report(const std::vector<std::string>& args) {
       if (const JsonValue* model = ptq->inputs->find("model"); model && model->is_string())
         sources_of["model"] = by_id(model->as_string().substr(0, model->as_string().find('.')));
   }
+  // The statistics stay in memory unless the run was asked to write them.
+  if (const ManifestStage* observer = sources_of["statistics"]; observer && observer->path.empty())
+    std::cerr << "qflow report: stage '" << observer->id << "' did not write its statistics: no histograms (run the "
+              << "pipeline with --save-intermediate, or give that stage an `output`, to have them)\n";
   auto artifact_path = [&](const std::string& port) -> std::optional<std::string> {
     auto it = sources_of.find(port);
     if (it == sources_of.end() || !it->second || it->second->path.empty()) return std::nullopt;

@@ -23,15 +23,19 @@ namespace po = boost::program_options;
 constexpr std::string_view kDescription =
     "Validates PIPELINE (components, options, inputs, types, cycles) before anything runs,\n"
     "then runs its stages in dependency order, independent branches concurrently, writing\n"
-    "each stage's artifact and manifest.json into DIR. Results never depend on --threads.\n\n"
+    "the artifacts the pipeline names (an `output`, and tables, reports, checks and lowered\n"
+    "files) and manifest.json into DIR; --save-intermediate also writes the others (models\n"
+    "between passes, after every pass of a pass list, datasets, statistics). Results never\n"
+    "depend on --threads.\n\n"
     "--set VAR=VALUE overrides a [vars] entry; --set STAGE.OPTION=VALUE overrides an option\n"
     "of a stage (string lists comma-separated). --dry-run prints the resolved pipeline as\n"
     "canonical TOML (vars substituted, every option with its default) and runs nothing; that\n"
     "output is itself a pipeline file giving the same output. See docs/pipelines.md.\n\n"
-    "Each pass stage prints its node count before -> after, its counters and its time; the\n"
-    "manifest records them. --print-after NAME prints the graph after every pass stage with\n"
-    "that id or component name; --verify-each checks every pass's result (graph structure\n"
-    "and the ONNX checker) and stops at the first pass that breaks the model. See docs/passes.md.\n\n"
+    "Each pass prints its node count before -> after, its counters and its time; the manifest\n"
+    "records them. --print-after NAME prints the graph after every pass with that name, or\n"
+    "after the pass stage with that id; --verify-each checks the model after every pass\n"
+    "(graph structure and the ONNX checker) and stops at the first pass that breaks it. See\n"
+    "docs/passes.md.\n\n"
     "A stage running longer than --stage-timeout, or a process above --max-memory (a global\n"
     "option), stops the run: the manifest keeps the finished stages and names the failed one.\n"
     "See docs/hostile-inputs.md.";
@@ -48,8 +52,9 @@ Status run_run(const std::vector<std::string>& args) {
       ("threads", po::value<int>()->default_value(0), "stages run at once (0: one per core)")
       ("dry-run", "print the resolved pipeline and run nothing")
       ("print-after", po::value<std::vector<std::string>>()->composing(),
-       "print the graph after pass stages with this id or component name; repeatable")
-      ("verify-each", "check the model after every pass stage")
+       "print the graph after passes with this name, or pass stages with this id; repeatable")
+      ("verify-each", "check the model after every pass")
+      ("save-intermediate", "also write the artifacts the pipeline does not name, and the model after every pass")
       ("stage-timeout", po::value<double>()->default_value(0),
        "stop the run when a stage takes longer than this many seconds (0: no limit)");
   po::positional_options_description positional;
@@ -57,7 +62,7 @@ Status run_run(const std::vector<std::string>& args) {
   QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("run", args, options, positional));
   if (cmd.help) {
     print_command_help("run PIPELINE.toml [--set VAR=VALUE]... [--out DIR] [--threads N] [--dry-run]"
-                       " [--print-after NAME]... [--verify-each] [--stage-timeout SECONDS]",
+                       " [--print-after NAME]... [--verify-each] [--save-intermediate] [--stage-timeout SECONDS]",
                        kDescription, options);
     return Status::ok();
   }
@@ -88,6 +93,7 @@ Status run_run(const std::vector<std::string>& args) {
   run.threads = threads;
   if (cmd.values.count("print-after")) run.print_after = cmd.values["print-after"].as<std::vector<std::string>>();
   run.verify_each = cmd.values.count("verify-each") > 0;
+  run.save_intermediate = cmd.values.count("save-intermediate") > 0;
   run.stage_timeout = stage_timeout;
   run.max_memory = memory_limit();
   // The watchdog has written the manifest; stage threads may still compute, so the process

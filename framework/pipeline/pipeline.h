@@ -12,6 +12,7 @@
 #include "qflow/core/status.h"
 #include "qflow/plugin/component.h"
 #include "qflow/plugin/options.h"
+#include "qflow/plugin/pass.h"
 #include "qflow/plugin/quant_config.h"
 
 namespace qflow {
@@ -36,9 +37,11 @@ std::string_view artifact_type_name(ArtifactType type);
 // section, its performance estimate, its lowering and the verification of the lowering's
 // files (`use = "target-check:npu"`).
 enum class StageKind {
-  ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Report, Compare, Sensitivity,
+  ImportOnnx, LoadData, Observer, Calibrator, Quantize, Pass, Passes, Report, Compare, Sensitivity,
   CompareCalibrators, PrecisionSearch, TargetCheck, TargetEstimate, TargetLower, TargetVerify
 };
+// Stages that transform a model with graph passes: one pass component, or a pass list.
+inline bool is_pass_stage(StageKind kind) { return kind == StageKind::Pass || kind == StageKind::Passes; }
 inline bool is_target_stage(StageKind kind) {
   return kind == StageKind::TargetCheck || kind == StageKind::TargetEstimate || kind == StageKind::TargetLower ||
          kind == StageKind::TargetVerify;
@@ -46,7 +49,7 @@ inline bool is_target_stage(StageKind kind) {
 std::string_view stage_kind_name(StageKind kind);
 inline bool is_host_stage(StageKind kind) {
   return kind == StageKind::ImportOnnx || kind == StageKind::LoadData || kind == StageKind::Quantize ||
-         kind == StageKind::Report || kind == StageKind::Compare ||
+         kind == StageKind::Passes || kind == StageKind::Report || kind == StageKind::Compare ||
          kind == StageKind::Sensitivity || kind == StageKind::CompareCalibrators ||
          kind == StageKind::PrecisionSearch;
 }
@@ -86,6 +89,13 @@ struct PipelineStage {
   std::string component;  // component name (host stages: the stage name)
   ArtifactType output_type = ArtifactType::Model;
   std::vector<std::size_t> dependencies;  // indices of stages feeding this one, ascending
+  // The artifact goes into the output folder: an `output` was given, or the kind makes what
+  // users ask for (tables, reports, the import's original model). Intermediate models,
+  // datasets and statistics are written only with --save-intermediate.
+  bool writes_output = true;
+  // Passes stages: the pass names of the expanded list, and the named pass pipelines it uses.
+  std::vector<std::string> pass_names;
+  std::vector<PassPipelineInfo> pass_pipelines;
 };
 
 // `target` and `target-options` of the [quantization] table: the target component whose own
@@ -118,15 +128,19 @@ struct Pipeline {
 // The components a pipeline may use, as declarations: a registry's, or a fixed list (tests).
 class ComponentCatalog {
  public:
-  explicit ComponentCatalog(std::vector<ComponentInfo> components) : components_(std::move(components)) {}
+  explicit ComponentCatalog(std::vector<ComponentInfo> components, std::vector<PassPipelineInfo> pass_pipelines = {})
+      : components_(std::move(components)), pass_pipelines_(std::move(pass_pipelines)) {}
   static ComponentCatalog from_registry(const ComponentRegistry& registry);
 
   const std::vector<ComponentInfo>& components() const { return components_; }
   std::vector<const ComponentInfo*> find_any(const std::string& name) const;
   const ComponentInfo* find(ComponentKind kind, const std::string& name) const;
+  const std::vector<PassPipelineInfo>& pass_pipelines() const { return pass_pipelines_; }
+  const PassPipelineInfo* find_pass_pipeline(const std::string& name) const;
 
  private:
   std::vector<ComponentInfo> components_;
+  std::vector<PassPipelineInfo> pass_pipelines_;
 };
 
 // Parses the file text, applies `--set var=value` overrides from `sets` (entries without

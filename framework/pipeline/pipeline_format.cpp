@@ -71,6 +71,9 @@ std::string format_pipeline(const Pipeline& pipeline) {
     out += "[[stage]]\n";
     out += "id = " + toml_quote(stage.id) + "\n";
     out += "use = " + toml_quote(escape_dollars(canonical_use(stage))) + "\n";
+    // The named pass pipelines the list uses, as a reader needs them to know what runs.
+    for (const PassPipelineInfo& pipeline : stage.pass_pipelines)
+      out += "# pass pipeline " + pipeline.name + " = " + pipeline.passes + "\n";
     if (!stage.inputs.empty()) {
       std::vector<std::string> items;
       for (const auto& [port, input] : stage.inputs)
@@ -82,7 +85,8 @@ std::string format_pipeline(const Pipeline& pipeline) {
       for (const auto& [name, option] : stage.options) items.push_back(toml_key(name) + " = " + format_value(option.value, true));
       out += "options = { " + join(items, ", ") + " }\n";
     }
-    out += "output = " + toml_quote(escape_dollars(stage.output)) + "\n";
+    // Only a written artifact has its name here: a name makes the stage write it.
+    if (stage.writes_output) out += "output = " + toml_quote(escape_dollars(stage.output)) + "\n";
     if (stage.timeout > 0) {
       // Shortest text that reads back as the same double, so the canonical form is a fixed point.
       char buffer[32];

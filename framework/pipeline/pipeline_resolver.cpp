@@ -8,6 +8,7 @@
 #include <boost/graph/topological_sort.hpp>
 
 #include "framework/pipeline/component_options.h"
+#include "framework/pipeline/pass_list.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
 #include "framework/plugin/component_registry.h"
@@ -100,6 +101,12 @@ const std::vector<HostStage>& host_stages() {
         {"weights", OptionType::Bool, true,
          "evaluate the PTQ model (weights and activations quantized); false: the calibrated model (activations only)"}},
        {}},
+      {"passes",
+       StageKind::Passes,
+       {{"passes", OptionType::String, std::string(),
+         "graph passes run in memory, in order: \"constant-folding,fold-batchnorm\", options as "
+         "\"name<key=value;key=value>\", named pass pipelines (\"float-optimize\") expanded in place"}},
+       {"passes"}},
       {"precision-search",
        StageKind::PrecisionSearch,
        {{"limit", OptionType::Int, int64_t{0}, "measure on the first N samples only; 0 = all"},
@@ -199,6 +206,7 @@ class Resolver {
       stage.output_type = stage_output(stage.kind);
       QFLOW_RETURN_IF_ERROR(resolve_options(stage, resolved, stage_sets[stage.id]));
       if (stage.options.count("metric")) QFLOW_RETURN_IF_ERROR(check_metric(stage));
+      if (stage.kind == StageKind::Passes) QFLOW_RETURN_IF_ERROR(resolve_pass_list(stage));
     }
     for (PipelineStage& stage : pipeline_.stages) QFLOW_RETURN_IF_ERROR(resolve_inputs(stage));
     QFLOW_RETURN_IF_ERROR(resolve_outputs());
@@ -381,6 +389,20 @@ class Resolver {
 
   // Host stages that score models name a metric component and its options as strings; both
   // are checked here so that a typo fails before the first stage runs.
+  // A passes stage's list: every name a pass or a named pass pipeline, every option declared.
+  Status resolve_pass_list(PipelineStage& stage) const {
+    const StageOption& option = stage.options.at("passes");
+    const std::string& text = std::get<std::string>(option.value);
+    Expected<std::vector<PassInvocation>> passes =
+        expand_pass_list(text, catalog_, "stage '" + stage.id + "': option 'passes'");
+    if (!passes) return invalid_input(option.pos.prefix() + passes.status().message());
+    stage.pass_names.clear();
+    for (const PassInvocation& pass : *passes) stage.pass_names.push_back(pass.name);
+    stage.pass_pipelines.clear();
+    for (const PassPipelineInfo* pipeline : pass_pipelines_used(text, catalog_)) stage.pass_pipelines.push_back(*pipeline);
+    return Status::ok();
+  }
+
   Status check_metric(const PipelineStage& stage) const {
     const StageOption& metric = stage.options.at("metric");
     const std::string& name = std::get<std::string>(metric.value);
@@ -475,6 +497,7 @@ class Resolver {
     std::map<std::string, std::size_t> writer;
     for (std::size_t i = 0; i < pipeline_.stages.size(); ++i) {
       PipelineStage& stage = pipeline_.stages[i];
+      stage.writes_output = !stage.output.empty() || written_by_default(stage.kind);
       if (stage.output.empty()) stage.output = default_output(stage);
       const SourcePos& pos = stage.output_pos.line ? stage.output_pos : stage.pos;
       if (stage.output == "manifest.json")
@@ -487,6 +510,32 @@ class Resolver {
     return Status::ok();
   }
 
+  // What a run writes without being asked: the tables, reports and files a user runs the
+  // pipeline for. The others feed later stages and are written with --save-intermediate (or
+  // an `output`): models between passes, datasets, statistics, a lowering's file list (the
+  // lowered files themselves are always written).
+  static bool written_by_default(StageKind kind) {
+    switch (kind) {
+      case StageKind::LoadData:
+      case StageKind::Observer:
+      case StageKind::Quantize:
+      case StageKind::Pass:
+      case StageKind::Passes:
+      case StageKind::TargetLower: return false;
+      case StageKind::ImportOnnx:
+      case StageKind::Calibrator:
+      case StageKind::Report:
+      case StageKind::Compare:
+      case StageKind::Sensitivity:
+      case StageKind::CompareCalibrators:
+      case StageKind::PrecisionSearch:
+      case StageKind::TargetCheck:
+      case StageKind::TargetEstimate:
+      case StageKind::TargetVerify: return true;
+    }
+    return true;
+  }
+
   static std::string default_output(const PipelineStage& stage) {
     switch (stage.kind) {
       case StageKind::ImportOnnx:
@@ -495,7 +544,8 @@ class Resolver {
       case StageKind::Observer: return stage.id + ".statistics.json";
       case StageKind::Calibrator: return "calibration_table.json";
       case StageKind::Quantize: return stage.id + ".onnx";
-      case StageKind::Pass: return stage.id + ".onnx";
+      case StageKind::Pass:
+      case StageKind::Passes: return stage.id + ".onnx";
       case StageKind::TargetVerify: return "verify_result.json";
       case StageKind::Report: return "report.html";
       case StageKind::Compare: return "compare_per_layer.json";
@@ -575,6 +625,7 @@ std::string_view stage_kind_name(StageKind kind) {
     case StageKind::Calibrator: return "calibrator";
     case StageKind::Quantize: return "quantize";
     case StageKind::Pass: return "pass";
+    case StageKind::Passes: return "passes";
     case StageKind::Report: return "report";
     case StageKind::Compare: return "compare";
     case StageKind::Sensitivity: return "sensitivity";
@@ -592,7 +643,8 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
   switch (kind) {
     case StageKind::ImportOnnx: return {{"dataset", ArtifactType::Dataset, false}};
     case StageKind::LoadData: return {};
-    case StageKind::Pass: return {{"model", ArtifactType::Model, true}};
+    case StageKind::Pass:
+    case StageKind::Passes: return {{"model", ArtifactType::Model, true}};
     case StageKind::Observer: return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true}};
     case StageKind::Calibrator:
       return {{"dataset", ArtifactType::Dataset, false},
@@ -641,7 +693,8 @@ ArtifactType stage_output(StageKind kind) {
   switch (kind) {
     case StageKind::ImportOnnx:
     case StageKind::Quantize:
-    case StageKind::Pass: return ArtifactType::Model;
+    case StageKind::Pass:
+    case StageKind::Passes: return ArtifactType::Model;
     case StageKind::LoadData: return ArtifactType::Dataset;
     case StageKind::Observer: return ArtifactType::Statistics;
     case StageKind::Calibrator: return ArtifactType::QParams;
@@ -676,7 +729,15 @@ ComponentCatalog ComponentCatalog::from_registry(const ComponentRegistry& regist
   std::vector<ComponentInfo> components;
   for (const PluginLibrary& library : registry.libraries())
     components.insert(components.end(), library.components.begin(), library.components.end());
-  return ComponentCatalog(std::move(components));
+  std::vector<PassPipelineInfo> pass_pipelines;
+  for (const PassPipelineInfo* pipeline : registry.pass_pipelines()) pass_pipelines.push_back(*pipeline);
+  return ComponentCatalog(std::move(components), std::move(pass_pipelines));
+}
+
+const PassPipelineInfo* ComponentCatalog::find_pass_pipeline(const std::string& name) const {
+  for (const PassPipelineInfo& pipeline : pass_pipelines_)
+    if (pipeline.name == name) return &pipeline;
+  return nullptr;
 }
 
 std::vector<const ComponentInfo*> ComponentCatalog::find_any(const std::string& name) const {

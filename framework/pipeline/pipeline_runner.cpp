@@ -26,7 +26,33 @@ struct Completed {
   StageResult result;
   std::string sha256;
   double seconds = 0.0;
+  bool written = false;  // the artifact is in the output folder
 };
+
+// A pass stage's totals over its passes.
+struct PassTotals {
+  std::map<std::string, int64_t> counters;
+  int64_t nodes_before = 0, nodes_after = 0;
+  double seconds = 0.0;
+};
+
+PassTotals pass_totals(const std::vector<PassRecord>& passes) {
+  PassTotals totals;
+  if (passes.empty()) return totals;
+  totals.nodes_before = passes.front().nodes_before;
+  totals.nodes_after = passes.back().nodes_after;
+  for (const PassRecord& pass : passes) {
+    for (const auto& [name, count] : pass.counters) totals.counters[name] += count;
+    totals.seconds += pass.seconds;
+  }
+  return totals;
+}
+
+void write_counters(JsonWriter& json, const std::map<std::string, int64_t>& counters) {
+  json.key("counters").begin_object();
+  for (const auto& [name, count] : counters) json.field(name, count);
+  json.end_object();
+}
 
 void write_option(JsonWriter& json, const OptionValue& value) {
   switch (option_value_type(value)) {
@@ -65,7 +91,7 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
     json.begin_object();
     json.key("artifact").begin_object();
     json.field("bytes", static_cast<int64_t>(c.result.artifact.bytes.size()));
-    json.field("path", stage.output);
+    if (c.written) json.field("path", stage.output);
     json.field("sha256", c.sha256);
     json.field("type", artifact_type_name(stage.output_type));
     json.end_object();
@@ -81,19 +107,16 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
       json.end_object();
       json.end_object();
     }
-    if (stage.kind == StageKind::Pass) {
-      json.key("counters").begin_object();
-      for (const auto& [name, count] : c.result.counters) json.field(name, count);
-      json.end_object();
-    }
+    const PassTotals totals = pass_totals(c.result.passes);
+    if (is_pass_stage(stage.kind)) write_counters(json, totals.counters);
     json.field("id", stage.id);
     json.key("inputs").begin_object();
     for (const auto& [port, input] : stage.inputs) json.field(port, input.stage + "." + input.port);
     json.end_object();
     json.field("kind", stage_kind_name(stage.kind));
-    if (stage.kind == StageKind::Pass) {
-      json.field("nodes_after", c.result.nodes_after);
-      json.field("nodes_before", c.result.nodes_before);
+    if (is_pass_stage(stage.kind)) {
+      json.field("nodes_after", totals.nodes_after);
+      json.field("nodes_before", totals.nodes_before);
     }
     json.key("options").begin_object();
     for (const auto& [name, option] : stage.options) {
@@ -101,10 +124,28 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
       write_option(json, option.value);
     }
     json.end_object();
-    if (stage.kind == StageKind::Pass) json.field("pass_seconds", c.result.pass_seconds);
+    if (is_pass_stage(stage.kind)) json.field("pass_seconds", totals.seconds);
+    if (stage.kind == StageKind::Passes) {
+      json.key("passes").begin_array();
+      for (const PassRecord& pass : c.result.passes) {
+        json.begin_object();
+        write_counters(json, pass.counters);
+        json.field("name", pass.name);
+        json.field("nodes_after", pass.nodes_after);
+        json.field("nodes_before", pass.nodes_before);
+        json.field("seconds", pass.seconds);
+        json.end_object();
+      }
+      json.end_array();
+    }
     if (c.result.precision) {
       json.key("precision").begin_object();
       write_precision_fields(json, *c.result.precision);
+      json.end_object();
+    }
+    if (!c.result.side_file_roles.empty()) {
+      json.key("side_file_roles").begin_object();
+      for (const auto& [name, role] : c.result.side_file_roles) json.field(name, role);
       json.end_object();
     }
     if (!c.result.side_files.empty()) {
@@ -132,24 +173,28 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
   return json.finish();
 }
 
-bool prints_after(const PipelineStage& stage, const std::vector<std::string>& print_after) {
-  return stage.kind == StageKind::Pass && std::any_of(print_after.begin(), print_after.end(), [&](const std::string& name) {
-           return name == stage.id || name == stage.component;
-         });
+// Names --print-after may give: pass stage ids, and the passes they run.
+bool selects_pass_stage(const PipelineStage& stage, const std::string& name) {
+  if (!is_pass_stage(stage.kind)) return false;
+  if (name == stage.id || name == stage.component) return true;
+  return std::find(stage.pass_names.begin(), stage.pass_names.end(), name) != stage.pass_names.end();
 }
 
 Status check_print_after(const Pipeline& pipeline, const std::vector<std::string>& print_after) {
   for (const std::string& name : print_after) {
-    const bool found = std::any_of(pipeline.stages.begin(), pipeline.stages.end(), [&](const PipelineStage& stage) {
-      return prints_after(stage, {name});
-    });
+    const bool found = std::any_of(pipeline.stages.begin(), pipeline.stages.end(),
+                                   [&](const PipelineStage& stage) { return selects_pass_stage(stage, name); });
     if (found) continue;
     std::string passes;
     for (const PipelineStage& stage : pipeline.stages) {
-      if (stage.kind != StageKind::Pass) continue;
-      passes += (passes.empty() ? "" : ", ") + stage.id + " (" + stage.component + ")";
+      if (stage.kind == StageKind::Pass) passes += (passes.empty() ? "" : ", ") + stage.id + " (" + stage.component + ")";
+      if (stage.kind == StageKind::Passes) {
+        std::string list;
+        for (const std::string& pass : stage.pass_names) list += (list.empty() ? "" : ", ") + pass;
+        passes += (passes.empty() ? "" : ", ") + stage.id + " (" + list + ")";
+      }
     }
-    return invalid_input("--print-after " + name + ": no pass stage has that id or component (pass stages: " +
+    return invalid_input("--print-after " + name + ": no pass stage has that id or runs that pass (pass stages: " +
                          (passes.empty() ? std::string("none") : passes) + ")");
   }
   return Status::ok();
@@ -161,17 +206,40 @@ std::string milliseconds(double seconds) {
   return buffer;
 }
 
+std::string pass_effect(int64_t before, int64_t after, const std::map<std::string, int64_t>& counters, double seconds) {
+  std::string text = std::to_string(before) + " -> " + std::to_string(after) + " nodes";
+  for (const auto& [name, count] : counters) text += ", " + name + "=" + std::to_string(count);
+  return text + " (" + milliseconds(seconds) + ")";
+}
+
 // "stage fold (pass:fold-batchnorm): 52 -> 27 nodes, folded-into-conv=25 (3.1 ms), wrote ...",
-// the files written beside the artifact last.
+// the files written beside the artifact last; a pass list's stage then one line per pass.
+// `path` is empty for an artifact left unwritten.
 std::string summary_line(const PipelineStage& stage, const StageResult& result, const std::string& path) {
   std::string line = "stage " + stage.id + " (" + canonical_use(stage) + "): ";
-  if (stage.kind == StageKind::Pass) {
-    line += std::to_string(result.nodes_before) + " -> " + std::to_string(result.nodes_after) + " nodes";
-    for (const auto& [name, count] : result.counters) line += ", " + name + "=" + std::to_string(count);
-    line += " (" + milliseconds(result.pass_seconds) + "), ";
+  std::vector<std::string> parts;
+  if (is_pass_stage(stage.kind)) {
+    const PassTotals totals = pass_totals(result.passes);
+    if (stage.kind == StageKind::Pass) {
+      parts.push_back(pass_effect(totals.nodes_before, totals.nodes_after, totals.counters, totals.seconds));
+    } else {
+      parts.push_back(std::to_string(totals.nodes_before) + " -> " + std::to_string(totals.nodes_after) + " nodes in " +
+                      std::to_string(result.passes.size()) + " passes (" + milliseconds(totals.seconds) + ")");
+    }
   }
-  line += "wrote " + path + " (" + std::to_string(result.artifact.bytes.size()) + " bytes)";
-  for (const auto& [name, bytes] : result.side_files) line += ", " + name + " (" + std::to_string(bytes.size()) + " bytes)";
+  std::vector<std::string> files;
+  if (!path.empty()) files.push_back(path + " (" + std::to_string(result.artifact.bytes.size()) + " bytes)");
+  for (const auto& [name, bytes] : result.side_files) files.push_back(name + " (" + std::to_string(bytes.size()) + " bytes)");
+  if (!files.empty()) {
+    std::string wrote = "wrote ";
+    for (std::size_t i = 0; i < files.size(); ++i) wrote += (i ? ", " : "") + files[i];
+    parts.push_back(wrote);
+  }
+  if (parts.empty()) parts.push_back("kept in memory (--save-intermediate writes it)");
+  for (std::size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + parts[i];
+  if (stage.kind == StageKind::Passes)
+    for (const PassRecord& pass : result.passes)
+      line += "\n  " + pass.name + ": " + pass_effect(pass.nodes_before, pass.nodes_after, pass.counters, pass.seconds);
   return line;
 }
 
@@ -293,7 +361,9 @@ class Scheduler {
         if (options_.progress) {
           const PipelineStage& stage = pipeline_.stages[index];
           const StageResult& result = done_[index]->result;
-          options_.progress(summary_line(stage, result, (std::filesystem::path(options_.out_dir) / stage.output).string()));
+          const std::string path =
+              done_[index]->written ? (std::filesystem::path(options_.out_dir) / stage.output).string() : std::string();
+          options_.progress(summary_line(stage, result, path));
           if (!result.printed.empty()) options_.progress(result.printed.substr(0, result.printed.find_last_not_of('\n') + 1));
           if (!result.graph_text.empty()) {
             options_.progress(result.graph_text.substr(0, result.graph_text.find_last_not_of('\n') + 1));
@@ -324,14 +394,16 @@ class Scheduler {
         for (std::size_t j = 0; j < pipeline_.stages.size(); ++j)
           if (done_[j]) {
             const PipelineStage& other = pipeline_.stages[j];
-            finished.push_back({other.id, other.kind, canonical_use(other), other.output,
+            finished.push_back({other.id, other.kind, canonical_use(other), done_[j]->written ? other.output : "",
                                 static_cast<int64_t>(done_[j]->result.artifact.bytes.size()), done_[j]->seconds});
           }
     }
     const auto start = std::chrono::steady_clock::now();
     StageContext stage_context;
     stage_context.verify = options_.verify_each;
-    stage_context.print_graph = prints_after(stage, options_.print_after);
+    for (const std::string& name : options_.print_after)
+      if (selects_pass_stage(stage, name)) stage_context.print_after.push_back(name);
+    stage_context.save_intermediate = options_.save_intermediate;
     stage_context.threads = options_.threads;
     stage_context.quantization = &quantization_;
     if (stage.kind == StageKind::Report || stage.kind == StageKind::CompareCalibrators) stage_context.finished = &finished;
@@ -343,15 +415,19 @@ class Scheduler {
     Expected<StageResult> result = execute_stage(stage, inputs, registry_, stage_context);
     const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
     if (!result) return result.status().with_context(context);
-    const std::string path = (std::filesystem::path(options_.out_dir) / stage.output).string();
-    const Status written = write_file_atomic(path, result->artifact.bytes, Durability::Deferred);
-    if (!written.is_ok()) return written.with_context(context);
+    const bool write = stage.writes_output || options_.save_intermediate;
+    if (write) {
+      const std::string path = (std::filesystem::path(options_.out_dir) / stage.output).string();
+      const Status written = write_file_atomic(path, result->artifact.bytes, Durability::Deferred);
+      if (!written.is_ok()) return written.with_context(context);
+    }
     for (const auto& [name, bytes] : result->side_files) {
       const Status side =
           write_file_atomic((std::filesystem::path(options_.out_dir) / name).string(), bytes, Durability::Deferred);
       if (!side.is_ok()) return side.with_context(context);
     }
     Completed completed;
+    completed.written = write;
     completed.sha256 = sha256_hex(result->artifact.bytes);
     completed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     completed.result = std::move(*result);

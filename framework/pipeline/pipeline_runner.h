@@ -23,12 +23,16 @@ struct RunOptions {
   std::function<void(const std::string& line)> progress;
   // Called, serialised, with each warning a completed stage reported (also in the manifest).
   std::function<void(const std::string& line)> warning;
-  // Pass stages, by stage id or component name, whose resulting graph goes to `progress`
-  // (see graph_text). A name matching no pass stage is an error before anything runs.
+  // Pass stages by id, and passes by name (a one-pass stage's or one in a list), whose
+  // resulting graph goes to `progress` (see graph_text). A name matching nothing is an error
+  // before anything runs.
   std::vector<std::string> print_after;
-  // Check every pass stage's result (Graph::validate, libonnx's checker); a failure fails
-  // that stage with the problem.
+  // Check the model after every pass (Graph::validate, libonnx's checker); a failure fails
+  // that stage with the problem and names the pass.
   bool verify_each = false;
+  // Write every stage's artifact, not only those the pipeline names (StageResult of
+  // PipelineStage::writes_output), and the model after each pass of a pass list.
+  bool save_intermediate = false;
   // A stage running longer than this many seconds stops the run (0: no limit); a stage's
   // `timeout` key in the pipeline file overrides it for that stage.
   double stage_timeout = 0.0;

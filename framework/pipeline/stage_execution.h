@@ -9,6 +9,7 @@
 
 #include "framework/data/dataset.h"
 #include "framework/quant/precision_search.h"
+#include "framework/pipeline/pass_manager.h"
 #include "framework/pipeline/pipeline.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/tensor.h"
@@ -35,13 +36,10 @@ struct Artifact {
 
 struct StageResult {
   Artifact artifact;
-  // Pass stages only: the pass's effects, the graph size around it and its own run time
-  // (Pass::run's, without import and export of the model bytes).
-  std::map<std::string, int64_t> counters;
-  int64_t nodes_before = 0;
-  int64_t nodes_after = 0;
-  double pass_seconds = 0.0;
-  std::string graph_text;  // the graph after the pass, when StageContext::print_graph
+  // Pass and passes stages: per pass its effects, the graph size around it and its own run
+  // time (Pass::run's, without import and export of the model bytes).
+  std::vector<PassRecord> passes;
+  std::string graph_text;  // the graphs StageContext::print_after asked for
   // Calibrator stages: what the calibrator reported (choice, scores), for the manifest.
   std::optional<CalibrationReport> calibration;
   // Things the user should know that did not stop the stage (NaN samples, skipped
@@ -50,6 +48,8 @@ struct StageResult {
   // Files written next to the artifact (name -> bytes), e.g. the text form of a report
   // artifact; listed in the manifest with the stage.
   std::map<std::string, std::string> side_files;
+  // Target-lower stages: the role of each file it wrote (file name -> role), for the manifest.
+  std::map<std::string, std::string> side_file_roles;
   // Text the run prints after the stage's summary line (a comparison table).
   std::string printed;
   // Precision-search stages: the decisions, for the manifest.
@@ -68,10 +68,12 @@ struct FinishedStage {
 
 // What a stage sees of the run besides its inputs.
 struct StageContext {
-  // Graph::validate() and libonnx's checker on the pass's result; a failure fails the stage.
+  // Graph::validate() and libonnx's checker after every pass; a failure fails the stage.
   bool verify = false;
-  // Fill StageResult::graph_text.
-  bool print_graph = false;
+  // Pass names and stage ids (--print-after) whose resulting graph goes to StageResult::graph_text.
+  std::vector<std::string> print_after;
+  // Passes stages also keep the model after each pass as side files (--save-intermediate).
+  bool save_intermediate = false;
   // Threads a stage may use for its own work (observer and evaluation sweeps over samples).
   // Artifacts never depend on it.
   int threads = 1;

@@ -1,55 +1,94 @@
-// pass stages: one graph pass over a copy of the model, with optional checks and graph text.
+// pass and passes stages: one pass component, or a pass list, run in memory by the PassManager.
 #include "framework/pipeline/stage_util.h"
 
-#include "framework/onnx/onnx_check.h"
+#include <algorithm>
+#include <cstdio>
+
 #include "framework/pipeline/graph_text.h"
-#include "framework/pipeline/input_shapes.h"
+#include "framework/pipeline/pass_list.h"
+#include "framework/pipeline/pass_manager.h"
 #include "framework/plugin/component_registry.h"
 
 namespace qflow {
 
 namespace {
 
-// Rounds of pass, type inference, pass for a pass that keeps asking (nested Ifs inlined one
-// level per round).
-constexpr int kMaxTypeRounds = 8;
+// --print-after: the graph after each pass the names select (a pass name, or the stage id for
+// the graph the stage leaves), in the order the passes ran.
+class PrintAfter final : public PassInstrumentation {
+ public:
+  PrintAfter(const PipelineStage& stage, const std::vector<std::string>& names, std::string& text)
+      : stage_(stage), names_(names), text_(text) {}
+  Status after_pass(const PassRecord& record, const Model& model) override {
+    if (std::find(names_.begin(), names_.end(), record.name) == names_.end()) return Status::ok();
+    // A one-pass stage prints as it always did: the graph alone.
+    if (stage_.kind == StageKind::Passes) text_ += "-- after pass " + record.name + "\n";
+    text_ += graph_text(*model.graph);
+    return Status::ok();
+  }
 
-// Both checks run on the model as the pass left it, before export: the exporter would
-// otherwise be the first to trip over a dangling value, with a less pointed message.
-Status verify_pass_result(const Model& model) {
-  QFLOW_RETURN_IF_ERROR(model.graph->validate().with_context("graph check"));
-  return check_model(model).with_context("onnx checker");
-}
+ private:
+  const PipelineStage& stage_;
+  const std::vector<std::string>& names_;
+  std::string& text_;
+};
+
+// --save-intermediate: the model after every pass of a list, "<stage>.<NN>.<pass>.onnx".
+class SaveIntermediate final : public PassInstrumentation {
+ public:
+  SaveIntermediate(const PipelineStage& stage, std::map<std::string, std::string>& files) : stage_(stage), files_(files) {}
+  Status after_pass(const PassRecord& record, const Model& model) override {
+    char index[16];
+    std::snprintf(index, sizeof index, "%02d", ++count_);
+    QFLOW_ASSIGN_OR_RETURN(std::string bytes, export_onnx_bytes(model));
+    files_[stage_.id + "." + index + "." + record.name + ".onnx"] = std::move(bytes);
+    return Status::ok();
+  }
+
+ private:
+  const PipelineStage& stage_;
+  std::map<std::string, std::string>& files_;
+  int count_ = 0;
+};
 
 }  // namespace
 
 Expected<StageResult> run_pass(const PipelineStage& stage, const Artifact& model_artifact, const ComponentRegistry& registry,
                                const StageContext& context) {
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, model_artifact));
-  QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Pass> pass, registry.make_pass(stage.component, options_of(stage)));
-  const auto nodes_before = static_cast<int64_t>(model.graph->node_count());
-  QFLOW_ASSIGN_OR_RETURN(PassResult effect, pass->run(model));
-  // A pass that made values without types runs again on freshly inferred ones; counters add
-  // up. Where ONNX inference fails the types stay unknown, for later stages to report.
-  for (int round = 1; effect.types_stale && round < kMaxTypeRounds; ++round) {
-    if (!reinfer_shapes(model).is_ok()) break;
-    QFLOW_ASSIGN_OR_RETURN(PassResult again, pass->run(model));
-    for (const auto& [name, count] : again.counters) effect.counters[name] += count;
-    effect.changed = effect.changed || again.changed;
-    effect.seconds += again.seconds;
-    effect.types_stale = again.types_stale;
+  PassManager manager;
+  if (stage.kind == StageKind::Passes) {
+    QFLOW_ASSIGN_OR_RETURN(std::vector<PassInvocation> passes,
+                           expand_pass_list(string_option(stage, "passes"), ComponentCatalog::from_registry(registry),
+                                            "option 'passes'"));
+    for (const PassInvocation& pass : passes) {
+      QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Pass> made, registry.make_pass(pass.name, pass.options));
+      manager.add_pass(pass.name, std::move(made));
+    }
+  } else {
+    QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Pass> made, registry.make_pass(stage.component, options_of(stage)));
+    manager.add_pass(stage.component, std::move(made));
   }
-  if (effect.types_stale) (void)reinfer_shapes(model);
-  if (context.verify) QFLOW_RETURN_IF_ERROR(verify_pass_result(model).with_context("--verify-each"));
-  std::string text = context.print_graph ? graph_text(*model.graph) : std::string();
-  QFLOW_ASSIGN_OR_RETURN(StageResult result, model_result(model));
-  result.counters = effect.counters;
-  result.nodes_before = nodes_before;
-  result.nodes_after = static_cast<int64_t>(model.graph->node_count());
-  result.pass_seconds = effect.seconds;
-  result.graph_text = std::move(text);
+  if (context.verify) manager.add_instrumentation(verify_each_instrumentation());
+  StageResult result;
+  // A one-pass stage prints when named by its id or its pass; a list's passes by their names.
+  std::vector<std::string> print_names = context.print_after;
+  if (std::find(print_names.begin(), print_names.end(), stage.id) != print_names.end() && stage.kind == StageKind::Pass)
+    print_names.push_back(stage.component);
+  manager.add_instrumentation(std::make_shared<PrintAfter>(stage, print_names, result.graph_text));
+  std::map<std::string, std::string> intermediate;
+  if (context.save_intermediate && stage.kind == StageKind::Passes)
+    manager.add_instrumentation(std::make_shared<SaveIntermediate>(stage, intermediate));
+
+  QFLOW_ASSIGN_OR_RETURN(result.passes, manager.run(model));
+  // The stage id names the graph the whole list leaves.
+  if (stage.kind == StageKind::Passes &&
+      std::find(context.print_after.begin(), context.print_after.end(), stage.id) != context.print_after.end())
+    result.graph_text += "-- after stage " + stage.id + "\n" + graph_text(*model.graph);
+  QFLOW_ASSIGN_OR_RETURN(result.artifact.bytes, export_onnx_bytes(model));
+  result.artifact.type = ArtifactType::Model;
+  result.side_files = std::move(intermediate);
   return result;
 }
-
 
 }  // namespace qflow

@@ -124,6 +124,7 @@ Expected<StageResult> run_target_lower(const PipelineStage& stage, const std::ma
     json.field("bytes", static_cast<int64_t>(file.bytes.size()));
     json.end_object();
     result.side_files[file_name] = file.bytes;
+    result.side_file_roles[file_name] = file.role;
   }
   json.end_array();
   json.end_object();

@@ -55,7 +55,9 @@ std::string plugin_prefix(const std::string& path) { return "plugin '" + path + 
 // status an add_* returned still fails to load.
 class StagingRegistrar final : public ComponentRegistrar {
  public:
-  StagingRegistrar(const std::map<Key, Entry>& committed, const std::string& path) : committed_(committed), path_(path) {}
+  StagingRegistrar(const std::map<Key, Entry>& committed, std::vector<const PassPipelineInfo*> committed_pipelines,
+                   const std::string& path)
+      : committed_(committed), committed_pipelines_(std::move(committed_pipelines)), path_(path) {}
 
   Status add_observer(ComponentInfo info, ComponentFactory<Observer> factory) override {
     return add(ComponentKind::Observer, std::move(info), std::move(factory));
@@ -75,9 +77,19 @@ class StagingRegistrar final : public ComponentRegistrar {
   Status add_command(ComponentInfo info, ComponentFactory<Command> factory) override {
     return add(ComponentKind::Command, std::move(info), std::move(factory));
   }
+  Status add_pass_pipeline(PassPipelineInfo info) override {
+    Status status = check_pass_pipeline(info);
+    if (!status.is_ok()) {
+      if (first_error_.is_ok()) first_error_ = status;
+      return status;
+    }
+    pipelines_.push_back(std::move(info));
+    return Status::ok();
+  }
 
   const Status& first_error() const { return first_error_; }
   std::vector<std::pair<Key, std::pair<ComponentInfo, AnyFactory>>>& staged() { return staged_; }
+  std::vector<PassPipelineInfo>& staged_pipelines() { return pipelines_; }
 
  private:
   template <typename T>
@@ -105,8 +117,27 @@ class StagingRegistrar final : public ComponentRegistrar {
     return Status::ok();
   }
 
+  // A pass pipeline shares the namespace of passes: a list item must name one thing.
+  Status check_pass_pipeline(const PassPipelineInfo& info) const {
+    const std::string label = "pass pipeline '" + info.name + "'";
+    if (!is_kebab_case(info.name)) return invalid_input(plugin_prefix(path_) + label + ": name is not kebab-case");
+    if (info.summary.empty()) return invalid_input(plugin_prefix(path_) + label + " has no summary");
+    if (info.passes.find_first_not_of(" \t") == std::string::npos)
+      return invalid_input(plugin_prefix(path_) + label + " lists no pass");
+    const Key as_pass{ComponentKind::Pass, info.name};
+    if (committed_.count(as_pass) || std::any_of(staged_.begin(), staged_.end(), [&](const auto& s) { return s.first == as_pass; }))
+      return invalid_input(plugin_prefix(path_) + label + " has the name of a pass");
+    for (const PassPipelineInfo* other : committed_pipelines_)
+      if (other->name == info.name) return invalid_input(plugin_prefix(path_) + label + " is already registered");
+    for (const PassPipelineInfo& other : pipelines_)
+      if (other.name == info.name) return invalid_input(plugin_prefix(path_) + label + " is registered twice");
+    return Status::ok();
+  }
+
   const std::map<Key, Entry>& committed_;
+  const std::vector<const PassPipelineInfo*> committed_pipelines_;
   const std::string& path_;
+  std::vector<PassPipelineInfo> pipelines_;
   std::vector<std::pair<Key, std::pair<ComponentInfo, AnyFactory>>> staged_;
   Status first_error_;
 };
@@ -217,7 +248,7 @@ Status ComponentRegistry::load_library(const std::string& path) {
 
   // The staging area holds factories whose code is in `library`; it is declared after it
   // so that it is destroyed first when registration fails.
-  StagingRegistrar registrar(impl_->entries, shown);
+  StagingRegistrar registrar(impl_->entries, pass_pipelines(), shown);
   std::array<char, 1024> error{};
   int rc = 0;
   try {
@@ -232,7 +263,13 @@ Status ComponentRegistry::load_library(const std::string& path) {
   if (rc != 0)
     return invalid_input(plugin_prefix(shown) + (error[0] ? std::string(error.data()) : "registration failed"));
 
-  PluginLibrary record{shown, info->plugin_name, info->plugin_version, sha256_hex(*bytes), {}};
+  // A pass sharing a name with an earlier library's pass pipeline is refused here, where
+  // both are known.
+  for (const auto& [key, staged] : registrar.staged())
+    if (key.first == ComponentKind::Pass && find_pass_pipeline(key.second))
+      return invalid_input(plugin_prefix(shown) + "pass '" + key.second + "' has the name of a pass pipeline");
+  PluginLibrary record{shown, info->plugin_name, info->plugin_version, sha256_hex(*bytes), {}, {}};
+  record.pass_pipelines = std::move(registrar.staged_pipelines());
   for (auto& [key, staged] : registrar.staged()) {
     record.components.push_back(staged.first);
     impl_->entries.emplace(key, Entry{library, shown, record.name, std::move(staged.first), std::move(staged.second)});
@@ -298,6 +335,19 @@ std::vector<const ComponentInfo*> ComponentRegistry::components(ComponentKind ki
     for (const ComponentInfo& info : library.components)
       if (info.kind == kind) found.push_back(&info);
   return found;
+}
+
+std::vector<const PassPipelineInfo*> ComponentRegistry::pass_pipelines() const {
+  std::vector<const PassPipelineInfo*> found;
+  for (const PluginLibrary& library : libraries())
+    for (const PassPipelineInfo& pipeline : library.pass_pipelines) found.push_back(&pipeline);
+  return found;
+}
+
+const PassPipelineInfo* ComponentRegistry::find_pass_pipeline(const std::string& name) const {
+  for (const PassPipelineInfo* pipeline : pass_pipelines())
+    if (pipeline->name == name) return pipeline;
+  return nullptr;
 }
 
 const ComponentInfo* ComponentRegistry::find(ComponentKind kind, const std::string& name) const {

@@ -18,6 +18,7 @@ struct PluginLibrary {
   std::string version;  // plugin_version
   std::string sha256;   // content hash of the file
   std::vector<ComponentInfo> components;
+  std::vector<PassPipelineInfo> pass_pipelines;
 };
 
 class ComponentRegistry {
@@ -43,6 +44,10 @@ class ComponentRegistry {
   std::vector<const ComponentInfo*> components(ComponentKind kind) const;
   // nullptr when absent.
   const ComponentInfo* find(ComponentKind kind, const std::string& name) const;
+  // Every named pass pipeline, in the order the libraries were loaded; one by name (nullptr
+  // when absent).
+  std::vector<const PassPipelineInfo*> pass_pipelines() const;
+  const PassPipelineInfo* find_pass_pipeline(const std::string& name) const;
   // All kinds that have a component with this name (a pipeline `use` may omit the kind).
   std::vector<const ComponentInfo*> find_any(const std::string& name) const;
 

@@ -22,7 +22,7 @@ struct StageRow {
   std::string id;
   std::string kind;      // stage_kind_name: "pass", "target-check", ...
   std::string use;       // canonical use: "pass:constant-folding"
-  std::string artifact;  // file name in the output folder
+  std::string artifact;  // file name in the output folder; "" when the run kept it in memory
   int64_t bytes = 0;
   double seconds = 0.0;
 };

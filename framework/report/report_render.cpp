@@ -290,7 +290,8 @@ std::string render_html(const ReportInput& input) {
       const StageRow& s = input.stages[i];
       const double w = slowest > 0.0 ? s.seconds / slowest * 120.0 : 0.0;
       html += "<tr>" + td(std::to_string(i + 1), true) + td(html_escape(s.id)) + td("<code>" + html_escape(s.use) + "</code>") +
-              td("<code>" + html_escape(s.artifact) + "</code>") + td(bytes_text(s.bytes), true) +
+              td(s.artifact.empty() ? std::string("<i>in memory</i>") : "<code>" + html_escape(s.artifact) + "</code>") +
+              td(bytes_text(s.bytes), true) +
               td(seconds_text(s.seconds), true) + td("<span class=\"bar\" style=\"width:" + fixed(w, 1) + "px\"></span>") +
               "</tr>";
     }
@@ -519,7 +520,7 @@ std::string render_markdown(const ReportInput& input) {
     md += "| # | stage | use | artifact | size | time |\n|--:|---|---|---|--:|--:|\n";
     for (std::size_t i = 0; i < input.stages.size(); ++i) {
       const StageRow& s = input.stages[i];
-      md += "| " + std::to_string(i + 1) + " | " + md_escape(s.id) + " | " + md_escape(s.use) + " | " + md_escape(s.artifact) +
+      md += "| " + std::to_string(i + 1) + " | " + md_escape(s.id) + " | " + md_escape(s.use) + " | " + (s.artifact.empty() ? std::string("*in memory*") : md_escape(s.artifact)) +
             " | " + bytes_text(s.bytes) + " | " + seconds_text(s.seconds) + " |\n";
     }
   }

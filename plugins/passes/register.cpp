@@ -34,6 +34,14 @@ qflow::Status register_passes(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::Float16ToFloat32::info(), &qflow::Float16ToFloat32::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::StripQdq::info(), &qflow::StripQdq::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::IntegerToFloat::info(), &qflow::IntegerToFloat::create));
+  // What every shipped pipeline runs on the float model before calibration, in this order:
+  // float16 and integer models back to float32 first (the later passes see float ops only),
+  // folding before the fusions (their patterns match constants), dead code last.
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass_pipeline(
+      {"float-optimize", "the float model ready for calibration: float32, constants and shapes folded, BatchNorm and "
+                         "MatMul+Add folded, activations and LayerNorm/GELU fused, dead code removed",
+       "float16-to-float32,integer-to-float,constant-folding,shape-folding,eliminate-identity,fold-batchnorm,"
+       "fuse-matmul-add,fuse-hardswish,fuse-hardsigmoid,fuse-layernorm,fuse-gelu,dead-code-elimination"}));
   return qflow::Status::ok();
 }
 

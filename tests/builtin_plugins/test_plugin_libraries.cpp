@@ -43,6 +43,10 @@ class RecordingRegistrar final : public ComponentRegistrar {
     commands.push_back(std::move(factory));
     return record(std::move(info));
   }
+  Status add_pass_pipeline(PassPipelineInfo info) override {
+    pass_pipelines.push_back(std::move(info));
+    return Status::ok();
+  }
 
   std::vector<ComponentInfo> infos;
   std::vector<ComponentFactory<Observer>> observers;
@@ -51,6 +55,7 @@ class RecordingRegistrar final : public ComponentRegistrar {
   std::vector<ComponentFactory<Target>> targets;
   std::vector<ComponentFactory<Command>> commands;
   std::vector<ComponentFactory<Metric>> metrics;
+  std::vector<PassPipelineInfo> pass_pipelines;
 
  private:
   Status record(ComponentInfo info) {

@@ -43,9 +43,11 @@ def main():
     if manifest is not None:
         for stage in manifest.get("stages", []):
             artifact = stage["artifact"]
+            listed.update(stage.get("side_files", []))  # named, not hashed: presence only
+            if "path" not in artifact:  # kept in memory: nothing on disk to check
+                continue
             path = os.path.join(folder, artifact["path"])
             listed.add(artifact["path"])
-            listed.update(stage.get("side_files", []))  # named, not hashed: presence only
             if not os.path.isfile(path):
                 problems.append(f"{artifact['path']}: listed in the manifest but absent")
                 continue

@@ -39,14 +39,16 @@ function deploy(args, model, data, name, out) {
                                       '--set', `data=${data}`, '--set', `name=${name}`, '--set', 'target=onnxruntime',
                                       '--out', out, ...(args.set ? ['--set', args.set] : [])]);
   if (!run.ok) throw new Error(`qflow run pipelines/deploy.toml failed\n${run.message}`);
-  // The deployable is the lowering's file of role "onnx".
-  const listed = JSON.parse(fs.readFileSync(path.join(out, 'lower.deployable.json'), 'utf8'));
-  const file = listed.files.find((f) => f.role === 'onnx');
-  if (listed.target !== 'onnxruntime' || !file || file.file !== `${name}_ort_model.onnx`)
-    throw new Error(`lower.deployable.json lists ${JSON.stringify(listed)}`);
+  // The deployable is the lowering's file of role "onnx" (the manifest records each file's role).
+  const manifest = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+  const lower = manifest.stages.find((s) => s.id === 'lower');
+  const roles = (lower && lower.side_file_roles) || {};
+  const file = Object.keys(roles).find((f) => roles[f] === 'onnx');
+  if (!lower || lower.use !== 'target-lower:onnxruntime' || file !== `${name}_ort_model.onnx`)
+    throw new Error(`the manifest's lower stage lists ${JSON.stringify(lower)}`);
   console.log(`-- ${name}: deploy.toml (target onnxruntime) in ${(run.ms / 1000).toFixed(1)} s, ` +
               `check: ${checkSummary(out)}`);
-  return path.join(out, file.file);
+  return path.join(out, file);
 }
 
 function checkSummary(out) {

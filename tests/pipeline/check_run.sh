@@ -1,7 +1,8 @@
 #!/bin/bash
-# Runs pipelines/calibrate_minmax.toml with 1, 2 and 3 threads: each manifest's artifacts
-# exist with the recorded size and SHA-256, and all runs give byte-identical artifacts.
-# Then a run whose data stage fails keeps the completed artifact and lists only it.
+# Runs pipelines/calibrate_minmax.toml with 1, 2 and 3 threads and --save-intermediate: each
+# manifest's artifacts exist with the recorded size and SHA-256, and all runs give
+# byte-identical artifacts. Without --save-intermediate the folder holds exactly the files the
+# manifest names. Then a run whose data stage fails keeps the completed artifact and lists only it.
 #
 # usage: check_run.sh QFLOW SOURCE_DIR WORK_DIR
 set -u
@@ -21,7 +22,7 @@ field() { sed -n "s/^ *\"$2\": \"\([^\"]*\)\",\{0,1\}$/\1/p" "$1"; }
 
 for threads in 1 2 3; do
   out=$work/threads$threads
-  if ! "$qflow" run pipelines/calibrate_minmax.toml --out "$out" --threads "$threads" >"$out.log" 2>&1; then
+  if ! "$qflow" run pipelines/calibrate_minmax.toml --out "$out" --threads "$threads" --save-intermediate >"$out.log" 2>&1; then
     fail "run with --threads $threads failed: $(cat "$out.log")"
     continue
   fi
@@ -46,8 +47,28 @@ for threads in 2 3; do
   cmp -s "$work/threads1.sums" "$work/threads$threads.sums" || fail "artifacts of --threads $threads differ from --threads 1"
 done
 
+# Without --save-intermediate: only what the pipeline names (the dataset and the statistics
+# stay in memory), every stage still in the manifest with its artifact's hash.
+out=$work/named
+if "$qflow" run pipelines/calibrate_minmax.toml --out "$out" --threads 1 >"$out.log" 2>&1; then
+  listed=$(python3 -c '
+import json, sys
+stages = json.load(open(sys.argv[1]))["stages"]
+names = ["manifest.json"] + [s["artifact"]["path"] for s in stages if "path" in s["artifact"]]
+names += [f for s in stages for f in s.get("side_files", [])]
+print(" ".join(sorted(names)))' "$out/manifest.json")
+  present=$(ls "$out" | sort | tr '\n' ' ' | sed 's/ $//')
+  [ "$listed" = "$present" ] || fail "without --save-intermediate the folder holds '$present', the manifest names '$listed'"
+  [ ! -e "$out/data.dataset.json" ] && [ ! -e "$out/observe.statistics.json" ] ||
+    fail "without --save-intermediate the dataset and statistics must not be written"
+  cmp -s <(artifact_field "$out/manifest.json" sha256) "$work/threads1.sums" ||
+    fail "the manifest's hashes must not depend on --save-intermediate"
+else
+  fail "run without --save-intermediate failed: $(cat "$out.log")"
+fi
+
 out=$work/failing
-"$qflow" run pipelines/calibrate_minmax.toml --out "$out" --threads 1 --set model=no_such.onnx >"$out.log" 2>"$out.err"
+"$qflow" run pipelines/calibrate_minmax.toml --out "$out" --threads 1 --save-intermediate --set model=no_such.onnx >"$out.log" 2>"$out.err"
 [ $? = 2 ] || fail "a failing stage must exit with 2"
 grep -q "stage 'import' (import-onnx) failed" "$out.err" || fail "the error must name the stage: $(cat "$out.err")"
 grep -q '"complete": false' "$out/manifest.json" || fail "the manifest of a failed run must say complete: false"

@@ -103,6 +103,8 @@ options = { path = "\${data}" }
 id = "observe"
 use = "minmax"
 inputs = { model = "import.model", dataset = "data.dataset" }
+# Named, so the run writes it (statistics otherwise stay in memory).
+output = "observe.statistics.json"
 TOML
 )
 cat >"$tmp/run/shrink-max.toml" <<TOML
@@ -175,7 +177,7 @@ inputs = { model = "ptq.model" }
 options = { name = "sample", int8-ops = ["Conv", "Gemm"] }
 TOML
 (cd "$tmp/run" && "$qflow" run int8-units.toml --out target-out) >"$tmp/target-run.log" 2>&1 || { cat "$tmp/target-run.log" >&2; fail "the example target's pipeline failed"; }
-for f in model_check_result.json model_check_result.txt sample_int8_units.json lower.deployable.json; do
+for f in model_check_result.json model_check_result.txt sample_int8_units.json; do
   [ -f "$tmp/run/target-out/$f" ] || { ls "$tmp/run/target-out" >&2; fail "the example target's pipeline wrote no $f"; }
 done
 if command -v python3 >/dev/null; then
@@ -190,8 +192,9 @@ assert all(n["op_type"] in ("Conv", "Gemm") for n in check["nodes"] if n["placem
 floats = [n for n in check["nodes"] if n["placement"] == "float"]
 assert floats and all(n["reason"] for n in floats), floats
 assert check["summary"]["int8_nodes"] == len(int8)
-listed = json.load(open(os.path.join(out, "lower.deployable.json")))
-assert listed["files"] == [{"role": "units", "file": "sample_int8_units.json", "bytes": os.path.getsize(os.path.join(out, "sample_int8_units.json"))}], listed
+stages = json.load(open(os.path.join(out, "manifest.json")))["stages"]
+lower = [s for s in stages if s["id"] == "lower"]
+assert lower and lower[0]["side_file_roles"] == {"sample_int8_units.json": "units"}, lower
 PY
 fi
 grep -q "target-check:int8-units" "$tmp/target-run.log" || { cat "$tmp/target-run.log" >&2; fail "the run log does not name the example target"; }

@@ -40,7 +40,12 @@ ComponentCatalog shipped_catalog() {
   components.push_back({ComponentKind::Target, "bpu", "built-in target",
                         {{"platform", OptionType::String, std::string("nash"), "platform"},
                          {"platform-dir", OptionType::String, std::string(), "platform folders"}}});
-  return ComponentCatalog(std::move(components));
+  // The passes plugin's named pass pipeline, as it registers it.
+  std::vector<PassPipelineInfo> pipelines = {
+      {"float-optimize", "built-in pass pipeline",
+       "float16-to-float32,integer-to-float,constant-folding,shape-folding,eliminate-identity,fold-batchnorm,"
+       "fuse-matmul-add,fuse-hardswish,fuse-hardsigmoid,fuse-layernorm,fuse-gelu,dead-code-elimination"}};
+  return ComponentCatalog(std::move(components), std::move(pipelines));
 }
 
 std::string canonical(const std::string& text, const std::string& path = "p.toml",

@@ -23,6 +23,16 @@ struct PassResult {
   bool types_stale = false;
 };
 
+// A named pass pipeline: a pass list under one name, usable in a `passes` stage's list
+// wherever a pass name is ("float-optimize,cross-layer-equalization"). `passes` is the same
+// textual form: pass names (with options, "name<key=value;key=value>") and other pipelines'
+// names, comma-separated (docs/passes.md, "Pass lists").
+struct PassPipelineInfo {
+  std::string name;     // kebab-case, unique among passes and pass pipelines
+  std::string summary;  // one line
+  std::string passes;
+};
+
 class Pass {
  public:
   virtual ~Pass() = default;

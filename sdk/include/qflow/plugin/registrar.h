@@ -31,6 +31,9 @@ class ComponentRegistrar {
   virtual Status add_metric(ComponentInfo info, ComponentFactory<Metric> factory) = 0;
   virtual Status add_target(ComponentInfo info, ComponentFactory<Target> factory) = 0;
   virtual Status add_command(ComponentInfo info, ComponentFactory<Command> factory) = 0;
+  // A named pass pipeline; its list is checked when a pipeline uses it (every pass it names
+  // may come from a library loaded later).
+  virtual Status add_pass_pipeline(PassPipelineInfo info) = 0;
 };
 
 }  // namespace qflow
