@@ -209,6 +209,7 @@ class Resolver {
       if (stage.kind == StageKind::Passes) QFLOW_RETURN_IF_ERROR(resolve_pass_list(stage));
     }
     for (PipelineStage& stage : pipeline_.stages) QFLOW_RETURN_IF_ERROR(resolve_inputs(stage));
+    for (const PipelineStage& stage : pipeline_.stages) QFLOW_RETURN_IF_ERROR(check_statistics(stage));
     QFLOW_RETURN_IF_ERROR(resolve_outputs());
     return order();
   }
@@ -423,6 +424,37 @@ class Resolver {
     }
     Expected<Options> parsed = parse_component_options(*info, std::get<std::vector<std::string>>(items.value), "metric-options");
     if (!parsed) return invalid_input(items.pos.prefix() + head + parsed.status().message());
+    return Status::ok();
+  }
+
+  // A calibrator that declares the statistics it reads gets them from an observer that
+  // declares publishing them (an undeclared side is not checked: older plugins).
+  Status check_statistics(const PipelineStage& stage) const {
+    if (stage.kind != StageKind::Calibrator) return Status::ok();
+    auto input = stage.inputs.find("statistics");
+    if (input == stage.inputs.end()) return Status::ok();
+    const std::optional<std::size_t> producer = index_of(input->second.stage);
+    if (!producer || pipeline_.stages[*producer].kind != StageKind::Observer) return Status::ok();
+    const PipelineStage& observer_stage = pipeline_.stages[*producer];
+    const ComponentInfo* calibrator = catalog_.find(ComponentKind::Calibrator, stage.component);
+    const ComponentInfo* observer = catalog_.find(ComponentKind::Observer, observer_stage.component);
+    if (!calibrator || !observer || observer->published_statistics.empty()) return Status::ok();
+    for (const std::string& name : calibrator->required_statistics) {
+      const auto& published = observer->published_statistics;
+      if (std::find(published.begin(), published.end(), name) != published.end()) continue;
+      std::vector<std::string> providers;
+      for (const ComponentInfo& info : catalog_.components())
+        if (info.kind == ComponentKind::Observer &&
+            std::find(info.published_statistics.begin(), info.published_statistics.end(), name) !=
+                info.published_statistics.end())
+          providers.push_back("observer:" + info.name);
+      return invalid_input(input->second.pos.prefix() + "stage '" + stage.id + "': calibrator '" + stage.component +
+                           "' requires the statistic '" + name + "', which observer '" + observer->name + "' (stage '" +
+                           observer_stage.id + "') does not publish (it publishes " + join(published, ", ") + "; " +
+                           (providers.empty() ? std::string("no installed observer does")
+                                              : "published by " + join(providers, ", ")) +
+                           ")");
+    }
     return Status::ok();
   }
 

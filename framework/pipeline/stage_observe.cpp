@@ -46,6 +46,14 @@ std::string statistics_json(const std::string& component, int64_t samples, const
     json.field("max", s.max);
     json.field("min", s.min);
     json.field("nan_count", s.nan_count);
+    if (!s.named.empty()) {  // only observers that define their own statistics have the key
+      json.key("named").begin_object();
+      for (const auto& [statistic, values] : s.named) {
+        json.key(statistic);
+        write_numbers(json, values);
+      }
+      json.end_object();
+    }
     json.field("state", hex(observers.at(name)->serialize()));
     json.end_object();
   }

@@ -40,6 +40,17 @@ std::string component_label(const ComponentInfo& info) {
   return std::string(component_kind_name(info.kind)) + " '" + info.name + "'";
 }
 
+bool is_statistic_name(std::string_view name) {
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = name.find('.', start);
+    if (!is_kebab_case(name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start)))
+      return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
 Status validate_component_info(const ComponentInfo& info, ComponentKind expected) {
   if (!is_kebab_case(info.name))
     return invalid_input(std::string(component_kind_name(expected)) + " name '" + info.name +
@@ -50,6 +61,15 @@ Status validate_component_info(const ComponentInfo& info, ComponentKind expected
   if (info.summary.empty()) return invalid_input(component_label(info) + " has an empty summary");
   if (info.summary.find('\n') != std::string::npos)
     return invalid_input(component_label(info) + " has a summary of more than one line");
+  if (!info.published_statistics.empty() && info.kind != ComponentKind::Observer)
+    return invalid_input(component_label(info) + " publishes statistics, which only observers do");
+  if (!info.required_statistics.empty() && info.kind != ComponentKind::Calibrator)
+    return invalid_input(component_label(info) + " requires statistics, which only calibrators do");
+  for (const auto* names : {&info.published_statistics, &info.required_statistics})
+    for (const std::string& name : *names)
+      if (!is_statistic_name(name))
+        return invalid_input(component_label(info) + ": statistic name '" + name +
+                             "' is not kebab-case words joined by '.' (\"signed-histogram\", \"aciq.abs-mean\")");
   std::set<std::string> seen;
   for (const OptionSpec& spec : info.options) {
     if (!is_kebab_case(spec.name))

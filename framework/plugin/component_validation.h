@@ -13,6 +13,9 @@ namespace qflow {
 // [a-z0-9]+(-[a-z0-9]+)*
 bool is_kebab_case(std::string_view name);
 
+// Kebab-case words joined by '.': "abs-histogram", "aciq.abs-mean".
+bool is_statistic_name(std::string_view name);
+
 // "calibrator 'max'"
 std::string component_label(const ComponentInfo& info);
 

@@ -13,6 +13,7 @@ ComponentInfo AutoCalibrator::info() {
   info.kind = ComponentKind::Calibrator;
   info.name = "auto";
   info.summary = "Runs several calibrators and keeps the table whose quantized model output is closest to float";
+  info.required_statistics = {std::string(kStatisticRange), std::string(kStatisticAbsHistogram)};
   info.options = {
       {"methods", OptionType::StringList, std::vector<std::string>{"kl", "mse", "percentile", "max"},
        "calibrators to try, each with its default options; the first wins ties"},

@@ -12,6 +12,7 @@ ComponentInfo KlCalibrator::info() {
   info.kind = ComponentKind::Calibrator;
   info.name = "kl";
   info.summary = "Per-tensor threshold minimising the KL divergence of the quantized histogram (TensorRT entropy)";
+  info.required_statistics = {std::string(kStatisticAbsHistogram)};
   info.options = {
       {"target-bins", OptionType::Int, int64_t{128}, "quantization levels the clipped histogram is merged into"},
       {"flatten-zero-bin", OptionType::Bool, true,

@@ -12,6 +12,7 @@ ComponentInfo MaxCalibrator::info() {
   info.kind = ComponentKind::Calibrator;
   info.name = "max";
   info.summary = "Per-tensor threshold at the largest finite magnitude max(|min|, |max|)";
+  info.required_statistics = {std::string(kStatisticRange)};
   return info;
 }
 

@@ -42,6 +42,7 @@ ComponentInfo MixCalibrator::info() {
   info.kind = ComponentKind::Calibrator;
   info.name = "mix";
   info.summary = "Per tensor, the threshold of several methods with the smallest expected quantization error";
+  info.required_statistics = {std::string(kStatisticRange), std::string(kStatisticAbsHistogram)};
   info.options = {
       {"methods", OptionType::StringList, kBuiltIn,
        "calibrators to choose from per tensor; max, percentile, kl and mse are computed directly, other names are "

@@ -12,6 +12,7 @@ ComponentInfo MseCalibrator::info() {
   info.kind = ComponentKind::Calibrator;
   info.name = "mse";
   info.summary = "Per-tensor threshold at the histogram bin edge with the smallest expected quantization error";
+  info.required_statistics = {std::string(kStatisticAbsHistogram)};
   return info;
 }
 

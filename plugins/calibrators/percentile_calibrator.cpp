@@ -12,6 +12,7 @@ ComponentInfo PercentileCalibrator::info() {
   info.kind = ComponentKind::Calibrator;
   info.name = "percentile";
   info.summary = "Per-tensor threshold at a percentile of |x| from its histogram";
+  info.required_statistics = {std::string(kStatisticAbsHistogram)};
   info.options = {
       {"percentile", OptionType::Float, 99.99, "percent of the values inside the threshold, in (0, 100]"},
   };

@@ -125,6 +125,7 @@ ComponentInfo HistogramObserver::info() {
   info.options = {
       {"bins", OptionType::Int, int64_t{2048}, "number of equal bins over [0, max |x|] (1 to 16777216)"},
   };
+  info.published_statistics = {std::string(kStatisticRange), std::string(kStatisticAbsHistogram)};
   return info;
 }
 

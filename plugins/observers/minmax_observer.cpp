@@ -27,6 +27,7 @@ ComponentInfo MinMaxObserver::info() {
   info.kind = ComponentKind::Observer;
   info.name = "minmax";
   info.summary = "Running minimum and maximum of the finite values; NaN and Inf are counted, never ranged";
+  info.published_statistics = {std::string(kStatisticRange)};
   return info;
 }
 

@@ -32,6 +32,7 @@ ComponentInfo MovingAverageMinMaxObserver::info() {
       {"averaging-constant", OptionType::Float, 0.01,
        "weight c of each new sample: min += c * (sample_min - min), in (0, 1]"},
   };
+  info.published_statistics = {std::string(kStatisticRange)};
   return info;
 }
 

@@ -30,6 +30,7 @@ ComponentInfo PerChannelMinMaxObserver::info() {
   info.options = {
       {"axis", OptionType::Int, int64_t{1}, "channel axis; negative counts from the end (-1: last axis)"},
   };
+  info.published_statistics = {std::string(kStatisticRange), std::string(kStatisticChannelRange)};
   return info;
 }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Installs qflow, builds sdk/examples/shrink_max_calibrator and sdk/examples/int8_units_target
-# against the install, loads and runs them.
+# Installs qflow, builds sdk/examples/shrink_max_calibrator, sdk/examples/aciq_calibrator and
+# sdk/examples/int8_units_target against the install, loads and runs them.
 # usage: sdk_out_of_tree.sh BUILD_DIR SOURCE_DIR [CXX_COMPILER]
 set -euo pipefail
 
@@ -146,6 +146,46 @@ if (cd "$tmp/run" && "$qflow" run shrink-max.toml --out out-bad --set calibrate.
   fail "a ratio outside (0, 1] was accepted"
 fi
 grep -q "ratio must be in (0, 1], got 1.5" "$tmp/run-bad.log" || { cat "$tmp/run-bad.log" >&2; fail "the refusal does not name the ratio"; }
+
+step "build the example observer/calibrator pair out of tree: a statistic of their own"
+build_example "$source_dir/sdk/examples/aciq_calibrator" aciq-build libqflow_example_aciq.so
+cat >"$tmp/run/aciq.toml" <<TOML
+plugins = ["../aciq-build/libqflow_example_aciq.so"]
+
+$(echo "$observed_sample" | sed 's/^use = "minmax"$/use = "abs-mean"/')
+
+[[stage]]
+id = "calibrate"
+use = "aciq"
+inputs = { statistics = "observe.statistics" }
+TOML
+(cd "$tmp/run" && "$qflow" run aciq.toml --out aciq-out) >"$tmp/aciq.log" 2>&1 || { cat "$tmp/aciq.log" >&2; fail "the aciq pipeline failed"; }
+if command -v python3 >/dev/null; then
+  python3 - "$tmp/run/aciq-out/observe.statistics.json" "$tmp/run/aciq-out/calibration_table.json" <<'PY' || fail "aciq thresholds are not min(9.89 * mean|x|, max|x|)"
+import json, sys
+stats = json.load(open(sys.argv[1]))["tensors"]
+table = json.load(open(sys.argv[2]))["tensors"]
+assert table, "empty calibration table"
+clipped = 0
+for name, q in table.items():
+    s = stats[name]
+    abs_sum, count = s["named"]["aciq.abs-mean"]
+    assert count == s["count"], (name, count, s["count"])
+    magnitude = max(abs(s["min"]), abs(s["max"]))
+    expected = min(9.89 * abs_sum / count, magnitude)
+    clipped += expected < magnitude
+    assert abs(q["threshold"] - expected) <= 1e-9 * max(1.0, expected), (name, q["threshold"], expected)
+    assert q["method"] == "aciq", (name, q["method"])
+assert clipped > 0, "no tensor was clipped below its range"
+PY
+fi
+# The built-in minmax observer does not publish the statistic: refused before anything runs.
+sed 's/^use = "abs-mean"$/use = "minmax"/' "$tmp/run/aciq.toml" >"$tmp/run/aciq-minmax.toml"
+if (cd "$tmp/run" && "$qflow" run aciq-minmax.toml --dry-run) >"$tmp/aciq-minmax.log" 2>&1; then
+  fail "a calibrator requiring a statistic its observer does not publish passed validation"
+fi
+grep -q "calibrator 'aciq' requires the statistic 'aciq.abs-mean', which observer 'minmax' (stage 'observe') does not publish (it publishes range; published by observer:abs-mean)" "$tmp/aciq-minmax.log" ||
+  { cat "$tmp/aciq-minmax.log" >&2; fail "the missing statistic is not named"; }
 
 step "build the example target out of tree and run its stages"
 build_example "$source_dir/sdk/examples/int8_units_target" target-build libqflow_example_target.so

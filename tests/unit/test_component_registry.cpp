@@ -107,6 +107,30 @@ TEST_CASE("component validation: declarations") {
         "observer 'histogram': option name 'rangeScale' is not kebab-case");
 }
 
+TEST_CASE("component validation: statistic declarations") {
+  CHECK(is_statistic_name("range"));
+  CHECK(is_statistic_name("signed-histogram"));
+  CHECK(is_statistic_name("aciq.abs-mean"));
+  CHECK_FALSE(is_statistic_name(""));
+  CHECK_FALSE(is_statistic_name("aciq."));
+  CHECK_FALSE(is_statistic_name(".mean"));
+  CHECK_FALSE(is_statistic_name("abs_mean"));
+
+  ComponentInfo info = histogram_info();
+  info.published_statistics = {"range", "abs-histogram", "lab.second-moment"};
+  CHECK(validate_component_info(info, ComponentKind::Observer).is_ok());
+
+  info.published_statistics = {"Range"};
+  CHECK(validate_component_info(info, ComponentKind::Observer).message() ==
+        "observer 'histogram': statistic name 'Range' is not kebab-case words joined by '.' "
+        "(\"signed-histogram\", \"aciq.abs-mean\")");
+
+  info = histogram_info();
+  info.required_statistics = {"range"};
+  CHECK(validate_component_info(info, ComponentKind::Observer).message() ==
+        "observer 'histogram' requires statistics, which only calibrators do");
+}
+
 TEST_CASE("component validation: option resolution") {
   const ComponentInfo info = histogram_info();
   Options values;

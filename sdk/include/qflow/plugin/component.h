@@ -28,6 +28,13 @@ struct ComponentInfo {
   std::string name;     // kebab-case, unique per kind: "dead-code-elimination", "kl"
   std::string summary;  // one line
   std::vector<OptionSpec> options;
+  // Observers: the statistics they fill (qflow/plugin/observer.h: "range", "channel-range",
+  // "abs-histogram" for TensorStatistics' fields, any other name for TensorStatistics::named).
+  // Calibrators: the statistics they read. A pipeline whose calibrator requires a statistic
+  // its observer does not publish is refused when it is validated. Empty: not declared
+  // (nothing is checked).
+  std::vector<std::string> published_statistics = {};
+  std::vector<std::string> required_statistics = {};
 };
 
 }  // namespace qflow

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,7 +27,19 @@ struct TensorStatistics {
   // Histogram of |x| with equal bins over [0, histogram_range]; empty when not tracked.
   double histogram_range = 0.0;
   std::vector<double> histogram;
+  // Statistics an observer defines itself, by name (a signed histogram, moments, ...): what
+  // the numbers mean is a contract between the observer that publishes the name and the
+  // calibrators that require it (ComponentInfo::published_statistics / required_statistics),
+  // which a pipeline checks when it is validated. Written to the statistics artifact.
+  std::map<std::string, std::vector<double>> named;
 };
+
+// The names under which the fields above are declared: "range" (count, min, max and the
+// NaN/Inf counts), "channel-range" (axis, channel_min, channel_max), "abs-histogram"
+// (histogram_range, histogram).
+inline constexpr std::string_view kStatisticRange = "range";
+inline constexpr std::string_view kStatisticChannelRange = "channel-range";
+inline constexpr std::string_view kStatisticAbsHistogram = "abs-histogram";
 
 // One instance observes one tensor. State must not grow with the number of samples, and
 // merge() of states built from any split of the samples must equal one state built from
