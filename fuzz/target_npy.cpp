@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "fuzz/fuzz_targets.h"
 
 namespace qflow::fuzz {

@@ -16,9 +16,9 @@
 #include "framework/cli/deployed_file.h"
 #include "framework/core/file_io.h"
 #include "qflow/core/json_writer.h"
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "framework/onnx/onnx_import.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 namespace qflow::cli {
 

@@ -11,9 +11,9 @@
 #include "framework/cli/input_batching.h"
 #include "framework/cli/model_format.h"
 #include "framework/core/file_io.h"
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "framework/onnx/onnx_import.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/npy_runs.h"
 
 namespace qflow::cli {

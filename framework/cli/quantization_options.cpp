@@ -8,7 +8,7 @@
 #include "framework/cli/plugin_options.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
-#include "framework/pipeline/quantization_settings.h"
+#include "framework/quant/quantization_settings.h"
 #include "framework/pipeline/stage_execution.h"
 #include "framework/quant/qdq_builder.h"
 #include "qflow/quant/quant_math.h"

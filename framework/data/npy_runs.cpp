@@ -8,7 +8,7 @@
 #include <map>
 #include <optional>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 
 namespace qflow {
 

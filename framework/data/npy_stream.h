@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/tensor.h"
 

@@ -12,7 +12,7 @@
 #include "framework/data/dataset.h"
 #include "framework/data/input_feeds.h"
 #include "framework/data/progress_bar.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/core/status.h"
 #include "qflow/plugin/observer.h"
 

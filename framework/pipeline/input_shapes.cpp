@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "framework/onnx/onnx_check.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 namespace qflow {
 

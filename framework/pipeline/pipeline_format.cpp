@@ -4,7 +4,7 @@
 
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
-#include "framework/pipeline/quantization_settings.h"
+#include "framework/quant/quantization_settings.h"
 
 namespace qflow {
 

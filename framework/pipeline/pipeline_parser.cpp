@@ -16,7 +16,7 @@
 #include "framework/core/utf8.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
-#include "framework/pipeline/quantization_settings.h"
+#include "framework/quant/quantization_settings.h"
 
 namespace qflow {
 

@@ -23,21 +23,6 @@ bool is_identifier(std::string_view text) {
   return std::all_of(text.begin(), text.end(), is_word_char);
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i) out += separator;
-    out += parts[i];
-  }
-  return out;
-}
-
-std::string join_and(const std::vector<std::string>& parts) {
-  if (parts.size() <= 1) return join(parts, "");
-  std::vector<std::string> head(parts.begin(), parts.end() - 1);
-  return join(head, ", ") + " and " + parts.back();
-}
-
 Expected<SetArgument> parse_set_argument(const std::string& text) {
   const std::size_t eq = text.find('=');
   const std::string key = text.substr(0, eq);
@@ -90,47 +75,6 @@ Expected<OptionValue> parse_option_text(const std::string& text, OptionType type
     }
   }
   return internal_error("unknown option type");
-}
-
-std::string toml_quote(std::string_view text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04X", c);
-          out += buffer;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string toml_key(std::string_view key) {
-  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), is_word_char);
-  return bare ? std::string(key) : toml_quote(key);
-}
-
-std::string toml_float(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[64];
-  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  std::string text(buffer, ec == std::errc() ? ptr : buffer);
-  // TOML needs a '.' or an exponent to read a float; "1e+20" qualifies, "3" does not.
-  if (text.find_first_of(".eE") == std::string::npos) text += ".0";
-  return text;
 }
 
 std::string option_value_text(const OptionValue& value) {

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "framework/core/text_format.h"
 #include "qflow/core/status.h"
 #include "qflow/plugin/options.h"
 
@@ -14,10 +15,6 @@ namespace qflow {
 // No '.', so "stage.port" and "stage.option" split unambiguously.
 inline constexpr std::string_view kIdentifierRule = "letters, digits, '-' and '_', starting with a letter or digit";
 bool is_identifier(std::string_view text);
-
-std::string join(const std::vector<std::string>& parts, std::string_view separator);
-// "a", "a and b", "a, b and c".
-std::string join_and(const std::vector<std::string>& parts);
 
 // One --set argument: "name=value" (a var) or "stage.option=value".
 struct SetArgument {
@@ -32,10 +29,5 @@ inline constexpr std::string_view kQuantizationSet = "quantization";
 // Converts command-line text to a value of `type`: ints and floats in full, bools as
 // true/false, string lists comma-separated.
 Expected<OptionValue> parse_option_text(const std::string& text, OptionType type);
-
-// TOML spellings that parse back to the same value.
-std::string toml_quote(std::string_view text);
-std::string toml_key(std::string_view key);
-std::string toml_float(double value);
 
 }  // namespace qflow

@@ -6,7 +6,7 @@
 
 #include "framework/data/observe_sweep.h"
 #include "framework/plugin/component_registry.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 namespace qflow {
 

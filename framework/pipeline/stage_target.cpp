@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "framework/pipeline/component_options.h"
-#include "framework/pipeline/quantization_settings.h"
+#include "framework/quant/quantization_settings.h"
 #include "framework/pipeline/stage_util.h"
 #include "framework/plugin/component_registry.h"
 #include "framework/quant/precision_search.h"

@@ -3,7 +3,7 @@
 
 #include "framework/data/input_feeds.h"
 #include "framework/quant/qdq_builder.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 namespace qflow {
 

@@ -9,7 +9,7 @@
 #include "framework/data/input_feeds.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 namespace qflow {
 

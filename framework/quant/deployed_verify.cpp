@@ -10,7 +10,7 @@
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
 #include "framework/quant/output_cosine.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 namespace qflow {
 

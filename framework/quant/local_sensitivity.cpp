@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "framework/quant/layer_compare.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/interpreter.h"
 #include "qflow/quant/quant_math.h"
 

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "framework/onnx/onnx_version.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 namespace qflow {
 

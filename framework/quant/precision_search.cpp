@@ -15,11 +15,11 @@
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_check.h"
-#include "framework/pipeline/quantization_settings.h"
+#include "framework/quant/quantization_settings.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/quant/scale_alignment.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/core/json.h"
 #include "qflow/quant/quant_math.h"
 

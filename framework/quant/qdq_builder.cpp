@@ -8,7 +8,7 @@
 
 #include "framework/quant/opset_upgrade.h"
 #include "framework/quant/scale_alignment.h"
-#include "framework/runtime/kernel_registry.h"
+#include "framework/interpreter/kernel_registry.h"
 #include "qflow/quant/quant_math.h"
 
 namespace qflow {

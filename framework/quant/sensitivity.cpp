@@ -19,7 +19,7 @@
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/quant/scale_alignment.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 namespace qflow {
 

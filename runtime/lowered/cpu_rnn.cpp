@@ -1,5 +1,5 @@
 // cpu.LSTM: ONNX LSTM (opsets 7 and 14) on f32 tensors. The arithmetic is the interpreter's
-// (framework/runtime/kernels/rnn_kernels.cpp) step for step: each product X·W^T and H·R^T is
+// (framework/interpreter/kernels/rnn_kernels.cpp) step for step: each product X·W^T and H·R^T is
 // one float multiply-add chain per element in increasing order, the two biases are summed
 // before they join a gate, and the activations use the same formulas. A CPU segment and the
 // interpreter then agree to rounding (the interpreter's products may use fused multiply-adds).

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/ir/graph.h"
 
 namespace qflow::pass_test {

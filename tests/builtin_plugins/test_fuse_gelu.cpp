@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "tests/builtin_plugins/pass_test_graphs.h"
 #include "plugins/passes/fuse_gelu.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "plugins/passes/shape_folding.h"
 
 namespace qflow {

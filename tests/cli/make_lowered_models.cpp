@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "framework/core/file_io.h"
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "plugins/backends/bpu/bc_codec.h"
 #include "qflow/runtime/executor.h"
 #include "qflow/runtime/hbm_codec.h"

@@ -12,7 +12,7 @@
 
 #include "framework/onnx/onnx_import.h"
 #include "framework/onnx/tensor_pb.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 namespace qflow::conformance {
 

@@ -6,7 +6,7 @@
 
 #include <doctest/doctest.h>
 
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/ir/graph.h"
 
 namespace qflow::testing {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/pipeline/stage_util.h"
@@ -15,7 +15,7 @@
 #include "framework/quant/calibration_services.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/quant/quant_math.h"
 
 namespace qflow {

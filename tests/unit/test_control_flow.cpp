@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/ir/captured_values.h"
 
 using namespace qflow;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "framework/core/thread_pool.h"
-#include "framework/runtime/kernels/conv_quads.h"
+#include "framework/interpreter/kernels/conv_quads.h"
 
 namespace qflow {
 namespace {

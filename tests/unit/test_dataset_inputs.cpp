@@ -12,7 +12,7 @@
 #include "framework/quant/output_cosine.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/quant/sensitivity.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "test_dataset_util.h"
 #include "test_model_util.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "framework/data/dataset.h"
 
 namespace qflow::test {

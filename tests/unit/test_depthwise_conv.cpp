@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/runtime/kernels/depthwise_conv.h"
+#include "framework/interpreter/kernels/depthwise_conv.h"
 
 namespace qflow {
 namespace {

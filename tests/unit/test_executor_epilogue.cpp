@@ -11,7 +11,7 @@
 #include <doctest/doctest.h>
 
 #include "framework/onnx/onnx_import.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/ir/graph.h"
 
 namespace qflow {

@@ -8,7 +8,7 @@
 
 #include <doctest/doctest.h>
 
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "qflow/ir/graph.h"
 #include "tests/unit/test_model_util.h"
 

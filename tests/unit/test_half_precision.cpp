@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 using namespace qflow;
 

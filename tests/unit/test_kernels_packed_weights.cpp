@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "tests/unit/node_runner.h"
 #include "tests/unit/test_model_util.h"
 

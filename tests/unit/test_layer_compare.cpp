@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/quant/layer_compare.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "framework/core/file_io.h"
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 
 namespace qflow {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "qflow/npy_runs.h"
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "test_dataset_util.h"
 
 namespace qflow {

@@ -12,8 +12,8 @@
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/quant/opset_upgrade.h"
-#include "framework/runtime/executor.h"
-#include "framework/runtime/kernel_registry.h"
+#include "framework/interpreter/executor.h"
+#include "framework/interpreter/kernel_registry.h"
 
 #include "test_model_util.h"
 

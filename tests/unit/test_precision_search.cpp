@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "framework/quant/precision_search.h"
 #include "test_dataset_util.h"
 #include "test_model_util.h"

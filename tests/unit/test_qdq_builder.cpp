@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
@@ -16,7 +16,7 @@
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/quant/scale_alignment.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 #include "test_model_util.h"
 

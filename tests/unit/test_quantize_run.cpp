@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "framework/runtime/kernels/quant_util.h"
-#include "framework/runtime/kernels/quantize_run.h"
+#include "framework/interpreter/kernels/quant_util.h"
+#include "framework/interpreter/kernels/quantize_run.h"
 
 using namespace qflow;
 

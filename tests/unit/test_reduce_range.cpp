@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "framework/data/dataset.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/quant/bias_correction.h"
 #include "framework/quant/qdq_builder.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 
 #include "test_model_util.h"
 

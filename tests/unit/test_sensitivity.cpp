@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "framework/core/npy.h"
+#include "framework/data/npy.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/quant/sensitivity.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "test_dataset_util.h"
 
 #include "test_model_util.h"

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "framework/runtime/kernels/sgemm.h"
+#include "framework/interpreter/kernels/sgemm.h"
 #include "test_model_util.h"
 
 namespace qflow {

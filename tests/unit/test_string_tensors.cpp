@@ -7,7 +7,7 @@
 
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
-#include "framework/runtime/executor.h"
+#include "framework/interpreter/executor.h"
 #include "test_model_util.h"
 
 namespace qflow {

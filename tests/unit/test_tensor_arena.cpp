@@ -9,8 +9,8 @@
 
 #include <doctest/doctest.h>
 
-#include "framework/runtime/executor.h"
-#include "framework/runtime/tensor_arena.h"
+#include "framework/interpreter/executor.h"
+#include "framework/interpreter/tensor_arena.h"
 #include "qflow/ir/graph.h"
 
 namespace qflow {

@@ -1,0 +1,153 @@
+// Activation loops over float32 values, compiled twice (AVX2 and the baseline, picked at load
+// time): the same per-element operations at twice the vector width. Neither clone enables
+// FMA, so nothing is contracted and both give the bits of the separate nodes. The Conv/Gemm
+// epilogue runs the common programs of CNNs (bias, then BatchNorm, then Clip or Relu, each
+// optional) as one loop per row, others stage by stage; Clip on its own is one loop.
+#include "framework/interpreter/kernels/activation.h"
+
+namespace qflow::activation {
+
+namespace {
+
+using Kind = EpilogueStage::Kind;
+
+// The fused form of a program: which of BatchNorm then Clip/Relu it holds, or none.
+struct Fused {
+  bool ok = false;
+  const EpilogueStage* batchnorm = nullptr;
+  const EpilogueStage* clamp = nullptr;  // Clip or Relu
+};
+
+Fused fused_form(const Epilogue* epilogue) {
+  Fused f;
+  if (!epilogue) {
+    f.ok = true;
+    return f;
+  }
+  std::size_t i = 0;
+  const auto& stages = epilogue->stages;
+  if (i < stages.size() && stages[i].kind == Kind::BatchNorm) f.batchnorm = &stages[i++];
+  if (i < stages.size() && (stages[i].kind == Kind::Clip || stages[i].kind == Kind::Relu)) f.clamp = &stages[i++];
+  f.ok = i == stages.size();
+  return f;
+}
+
+// Every element goes through the stages' own expressions in program order.
+template <bool kBias, bool kBatchNorm, int kClamp>  // kClamp: 0 none, 1 Clip, 2 Relu
+[[gnu::always_inline]] inline void fused_row(float* data, int64_t n, float b, float mean, float factor, float shift,
+                                             float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = data[i];
+    if constexpr (kBias) v += b;
+    if constexpr (kBatchNorm) v = (v - mean) * factor + shift;
+    if constexpr (kClamp == 1) v = clip(v, lo, hi);
+    if constexpr (kClamp == 2) v = relu(v);
+    data[i] = v;
+  }
+}
+
+template <bool kBias, bool kBatchNorm, int kClamp>
+[[gnu::always_inline]] inline void fused_rows(const Fused& f, float* data, int64_t rows, int64_t n, int64_t ld,
+                                              int64_t channel, const float* bias) {
+  const float lo = f.clamp && f.clamp->kind == Kind::Clip ? f.clamp->lo : 0.0f;
+  const float hi = f.clamp && f.clamp->kind == Kind::Clip ? f.clamp->hi : 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    float mean = 0, factor = 0, shift = 0;
+    if constexpr (kBatchNorm) {
+      const auto c = static_cast<std::size_t>(channel + r);
+      mean = f.batchnorm->mean[c], factor = f.batchnorm->factor[c], shift = f.batchnorm->bias[c];
+    }
+    fused_row<kBias, kBatchNorm, kClamp>(data + r * ld, n, kBias ? bias[r] : 0.0f, mean, factor, shift, lo, hi);
+  }
+}
+
+template <bool kBias, bool kBatchNorm>
+[[gnu::always_inline]] inline void by_clamp(const Fused& f, float* data, int64_t rows, int64_t n, int64_t ld,
+                                            int64_t channel, const float* bias) {
+  if (!f.clamp) fused_rows<kBias, kBatchNorm, 0>(f, data, rows, n, ld, channel, bias);
+  else if (f.clamp->kind == Kind::Clip) fused_rows<kBias, kBatchNorm, 1>(f, data, rows, n, ld, channel, bias);
+  else fused_rows<kBias, kBatchNorm, 2>(f, data, rows, n, ld, channel, bias);
+}
+
+// Eight floats as a GCC vector: `a < b ? b : a` on it is a compare and a blend with exactly
+// the scalar's NaN behaviour. apply_stage's scalar loops, compiled once for the baseline ISA,
+// stay compare-and-branch on these stages (measured: a third of the PP-OCRv4 rec model's
+// time). Written out in the loops: a function taking or returning one would change the ABI
+// between the clones.
+using Floats = float __attribute__((vector_size(32)));
+constexpr int64_t kLanes = 8;
+
+// The stages whose scalar loops do not vectorize (they clip), eight lanes at a time, then
+// the tail through apply_stage; false for any other stage. Each lane computes clip() as
+// min(max(x, lo), hi), as std::max/std::min do.
+[[gnu::always_inline]] inline bool clipping_stage(const EpilogueStage& stage, float* data, int64_t n) {
+  const int64_t body = n - n % kLanes;
+  switch (stage.kind) {
+    case Kind::HardSigmoidProduct: {
+      const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
+      const Floats zero = Floats{}, one = Floats{} + 1.0f;
+      for (int64_t i = 0; i < body; i += kLanes) {
+        Floats v;
+        __builtin_memcpy(&v, data + i, sizeof v);
+        Floats gate = alpha * v + beta;
+        gate = gate < zero ? zero : gate;
+        gate = one < gate ? one : gate;
+        v = v * gate;
+        __builtin_memcpy(data + i, &v, sizeof v);
+      }
+      break;
+    }
+    case Kind::HardSwishDiamond: {
+      const Floats c = Floats{} + stage.constant, lo = Floats{} + stage.lo, hi = Floats{} + stage.hi;
+      const Floats d = Floats{} + stage.divisor;
+      for (int64_t i = 0; i < body; i += kLanes) {
+        Floats v;
+        __builtin_memcpy(&v, data + i, sizeof v);
+        Floats gate = v + c;
+        gate = gate < lo ? lo : gate;
+        gate = hi < gate ? hi : gate;
+        v = v * gate / d;
+        __builtin_memcpy(data + i, &v, sizeof v);
+      }
+      break;
+    }
+    default:
+      return false;
+  }
+  apply_stage(stage, data + body, n - body, -1);
+  return true;
+}
+
+}  // namespace
+
+__attribute__((target_clones("avx2", "default"))) void finish_rows(const Epilogue* epilogue, float* data,
+                                                                  int64_t rows, int64_t n, int64_t ld, int64_t channel,
+                                                                  const float* bias) {
+  const Fused f = fused_form(epilogue);
+  if (f.ok) {
+    if (bias) {
+      if (f.batchnorm) by_clamp<true, true>(f, data, rows, n, ld, channel, bias);
+      else by_clamp<true, false>(f, data, rows, n, ld, channel, bias);
+    } else {
+      if (f.batchnorm) by_clamp<false, true>(f, data, rows, n, ld, channel, bias);
+      else by_clamp<false, false>(f, data, rows, n, ld, channel, bias);
+    }
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = data + r * ld;
+    if (bias) {
+      const float b = bias[r];
+      for (int64_t i = 0; i < n; ++i) row[i] += b;
+    }
+    for (const EpilogueStage& stage : epilogue->stages)
+      if (!clipping_stage(stage, row, n)) apply_stage(stage, row, n, channel < 0 ? channel : channel + r);
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void clip_floats(const float* in, float* out, int64_t n, float lo,
+                                                                  float hi) {
+  for (int64_t i = 0; i < n; ++i) out[i] = clip(in[i], lo, hi);
+}
+
+}  // namespace qflow::activation
