@@ -1,7 +1,7 @@
 // Example out-of-tree calibrator "shrink-max": clips at a fixed fraction of the observed |x| range.
 //
-// It exists to show the plugin API end to end (component metadata, a typed option, a
-// typed option with limits the host checks, registration through QFLOW_PLUGIN); it is not a recommended
+// It exists to show the plugin API end to end (component metadata, a typed option with
+// limits the host checks, registration through QFLOW_PLUGIN); it is not a recommended
 // calibration method. It needs only the min/max a range observer records.
 #include <memory>
 #include <string>
