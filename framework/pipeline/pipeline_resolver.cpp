@@ -357,7 +357,9 @@ class Resolver {
         return invalid_input(option.pos.prefix() + "stage '" + stage.id + "': option '" + name + "' of " +
                              describe(stage) + " expects " + std::string(option_type_name(spec->type)) + ", got " +
                              std::string(option_type_name(given)));
-      Status fits = check_option_value(*spec, option.value, describe(stage));
+      // A value that a --set replaces is checked as the --set's value below.
+      const bool replaced = std::any_of(sets.begin(), sets.end(), [&](const SetArgument& set) { return set.name == name; });
+      Status fits = replaced ? Status::ok() : check_option_value(*spec, option.value, describe(stage));
       if (!fits.is_ok()) return invalid_input(option.pos.prefix() + "stage '" + stage.id + "': " + fits.message());
     }
     for (const SetArgument& set : sets) {
