@@ -62,6 +62,12 @@ std::string undeclared_option_text(std::string_view name, std::string_view owner
   return head + " (allowed: " + allowed + ")";
 }
 
+std::string option_limits_text(const OptionLimits& limits) {
+  std::string text = limits.min || limits.max ? range_text(limits) : std::string();
+  if (!limits.one_of.empty()) text += (text.empty() ? "" : ", ") + std::string("one of ") + join_quoted(limits.one_of);
+  return text;
+}
+
 Status check_option_value(const OptionSpec& spec, const OptionValue& value, std::string_view owner) {
   const OptionLimits& limits = spec.limits;
   if ((limits.min || limits.max) && is_number(option_value_type(value))) {
