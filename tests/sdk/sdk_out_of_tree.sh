@@ -44,6 +44,14 @@ if command -v readelf >/dev/null; then
 fi
 qflow=$prefix/bin/qflow
 "$qflow" --version >/dev/null || fail "the installed qflow does not start"
+# The built-in plugins are linked as qflow_add_plugin links out-of-tree ones: the entry point
+# is their only dynamic symbol.
+if command -v nm >/dev/null; then
+  for f in "$prefix"/lib/qflow/plugins/*.so; do
+    exported=$(nm -D --defined-only "$f" | awk '{print $NF}')
+    [ "$exported" = "qflow_plugin_entry" ] || fail "$f should export only qflow_plugin_entry, it exports: $(echo $exported | head -c 600)"
+  done
+fi
 
 # Builds the example in folder $1 into $tmp/$2 against the install: no CMake warning, and the
 # library $3 exports nothing but the plugin entry point (no weak libstdc++ template either).
