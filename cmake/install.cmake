@@ -98,4 +98,5 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/qflowConfigVersion.
 install(FILES
   ${PROJECT_BINARY_DIR}/cmake/qflowConfig.cmake
   ${PROJECT_BINARY_DIR}/cmake/qflowConfigVersion.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/qflow_plugin.map
   DESTINATION ${QFLOW_INSTALL_CMAKEDIR})

@@ -6,6 +6,7 @@
 
 #include "framework/cli/command.h"
 #include "framework/cli/plugin_options.h"
+#include "framework/plugin/option_checks.h"
 #include "qflow/core/json_writer.h"
 
 namespace qflow::cli {
@@ -95,8 +96,9 @@ void print_text(const std::vector<PluginLibrary>& libraries) {
     for (const ComponentInfo& c : library.components) {
       std::cout << "  " << component_kind_name(c.kind) << " " << c.name << ": " << c.summary << "\n";
       for (const OptionSpec& o : c.options) {
+        const std::string limits = option_limits_text(o.limits);
         std::cout << "    " << o.name << " (" << option_type_name(o.type) << ", default " << format_default(o.default_value)
-                  << ")" << (o.help.empty() ? "" : ": " + o.help) << "\n";
+                  << (limits.empty() ? "" : ", " + limits) << ")" << (o.help.empty() ? "" : ": " + o.help) << "\n";
       }
     }
     for (const PassPipelineInfo& p : library.pass_pipelines)
@@ -125,6 +127,7 @@ Status print_json(const std::vector<PluginLibrary>& libraries) {
       for (const OptionSpec& o : c.options) {
         json.begin_object().field("name", o.name).field("type", option_type_name(o.type)).key("default");
         write_default(json, o.default_value);
+        if (const std::string limits = option_limits_text(o.limits); !limits.empty()) json.field("limits", limits);
         json.field("help", o.help).end_object();
       }
       json.end_array().end_object();

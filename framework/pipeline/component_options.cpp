@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "framework/pipeline/pipeline_text.h"
+#include "framework/plugin/option_checks.h"
 
 namespace qflow {
 
@@ -17,16 +18,11 @@ Expected<Options> parse_component_options(const ComponentInfo& info, const std::
       return invalid_input(option + ": '" + item + "' is not \"key=value\"");
     const std::string key = item.substr(0, eq);
     auto spec = std::find_if(info.options.begin(), info.options.end(), [&](const OptionSpec& s) { return s.name == key; });
-    if (spec == info.options.end()) {
-      std::vector<std::string> names;
-      for (const OptionSpec& s : info.options) names.push_back(s.name);
-      std::sort(names.begin(), names.end());
-      return invalid_input(option + ": unknown option '" + key + "' for " + what + " (" +
-                           (names.empty() ? std::string("it takes no options") : "allowed: " + join(names, ", ")) + ")");
-    }
+    if (spec == info.options.end()) return invalid_input(option + ": " + undeclared_option_text(key, what, info.options));
     if (options.has(key)) return invalid_input(option + ": option '" + key + "' given twice");
     Expected<OptionValue> value = parse_option_text(item.substr(eq + 1), spec->type);
     if (!value) return value.status().with_context(option + ": option '" + key + "' of " + what);
+    QFLOW_RETURN_IF_ERROR(check_option_value(*spec, *value, what).with_context(option));
     options.set(key, std::move(*value));
   }
   return options;

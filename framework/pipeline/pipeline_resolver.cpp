@@ -12,6 +12,7 @@
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_text.h"
 #include "framework/plugin/component_registry.h"
+#include "framework/plugin/option_checks.h"
 #include "qflow/core/suggest.h"
 
 namespace qflow {
@@ -339,21 +340,13 @@ class Resolver {
     return nullptr;
   }
 
-  static std::string allowed_text(const std::vector<OptionSpec>& specs) {
-    if (specs.empty()) return "it takes no options";
-    std::vector<std::string> names;
-    for (const OptionSpec& spec : specs) names.push_back(spec.name);
-    std::sort(names.begin(), names.end());
-    return "allowed: " + join(names, ", ");
-  }
-
   Status resolve_options(PipelineStage& stage, const Resolved& resolved, const std::vector<SetArgument>& sets) const {
     const std::vector<OptionSpec>& specs = *resolved.options;
     for (auto& [name, option] : stage.options) {
       const OptionSpec* spec = find_spec(specs, name);
       if (!spec)
-        return invalid_input(option.pos.prefix() + "stage '" + stage.id + "': unknown option '" + name + "' for " +
-                             describe(stage) + " (" + allowed_text(specs) + ")");
+        return invalid_input(option.pos.prefix() + "stage '" + stage.id + "': " +
+                             undeclared_option_text(name, describe(stage), specs));
       OptionType given = option_value_type(option.value);
       // An int is a valid float; the canonical form then spells it as a float.
       if (spec->type == OptionType::Float && given == OptionType::Int) {
@@ -364,15 +357,18 @@ class Resolver {
         return invalid_input(option.pos.prefix() + "stage '" + stage.id + "': option '" + name + "' of " +
                              describe(stage) + " expects " + std::string(option_type_name(spec->type)) + ", got " +
                              std::string(option_type_name(given)));
+      // A value that a --set replaces is checked as the --set's value below.
+      const bool replaced = std::any_of(sets.begin(), sets.end(), [&](const SetArgument& set) { return set.name == name; });
+      Status fits = replaced ? Status::ok() : check_option_value(*spec, option.value, describe(stage));
+      if (!fits.is_ok()) return invalid_input(option.pos.prefix() + "stage '" + stage.id + "': " + fits.message());
     }
     for (const SetArgument& set : sets) {
       const std::string text = "--set " + set.stage + "." + set.name + "=" + set.value;
       const OptionSpec* spec = find_spec(specs, set.name);
-      if (!spec)
-        return invalid_input(text + ": unknown option '" + set.name + "' for " + describe(stage) + " (" +
-                             allowed_text(specs) + ")");
+      if (!spec) return invalid_input(text + ": " + undeclared_option_text(set.name, describe(stage), specs));
       Expected<OptionValue> value = parse_option_text(set.value, spec->type);
       if (!value) return value.status().with_context(text + ": option '" + set.name + "'");
+      QFLOW_RETURN_IF_ERROR(check_option_value(*spec, *value, describe(stage)).with_context(text));
       stage.options[set.name] = StageOption{std::move(*value), SourcePos{}, {}};
     }
     for (const OptionSpec& spec : specs)

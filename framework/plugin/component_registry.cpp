@@ -21,6 +21,7 @@
 #include "framework/core/file_io.h"
 #include "framework/core/sha256.h"
 #include "framework/plugin/component_validation.h"
+#include "framework/plugin/load_error.h"
 #include "qflow/plugin/entry.h"
 
 #ifndef QFLOW_PLUGIN_SUBDIR
@@ -170,9 +171,7 @@ Status check_entry(const std::string& path, const qflow_plugin_info* info) {
 // dlerror() names the file first; the caller already does.
 std::string load_error_text(const std::string& path) {
   const char* text = ::dlerror();
-  std::string message = text ? text : "the dynamic loader refused it";
-  if (message.rfind(path + ": ", 0) == 0) message.erase(0, path.size() + 2);
-  return message;
+  return explain_load_error(text ? text : "", path);
 }
 
 // Anchor whose address locates libqflow_core on disk.

@@ -3,18 +3,13 @@
 
 #include <set>
 
+#include "framework/plugin/option_checks.h"
+
 namespace qflow {
 
 namespace {
 
 bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-std::string allowed_keys(const ComponentInfo& info) {
-  if (info.options.empty()) return "none";
-  std::string out;
-  for (const OptionSpec& spec : info.options) out += (out.empty() ? "" : ", ") + spec.name;
-  return out;
-}
 
 const OptionSpec* find_option(const ComponentInfo& info, const std::string& name) {
   for (const OptionSpec& spec : info.options)
@@ -80,23 +75,26 @@ Status validate_component_info(const ComponentInfo& info, ComponentKind expected
       return invalid_input(component_label(info) + ": option '" + spec.name + "' is declared " +
                            std::string(option_type_name(spec.type)) + " but its default is " +
                            std::string(option_type_name(option_value_type(spec.default_value))));
+    QFLOW_RETURN_IF_ERROR(check_option_limits(spec, component_label(info)));
   }
   return Status::ok();
 }
 
 Expected<Options> resolve_component_options(const ComponentInfo& info, const Options& values) {
   Options resolved;
+  resolved.set_owner(component_label(info));
   for (const auto& [name, value] : values.values()) {
     const OptionSpec* spec = find_option(info, name);
-    if (!spec)
-      return invalid_input("unknown option '" + name + "' for " + component_label(info) + " (allowed: " +
-                           allowed_keys(info) + ")");
+    if (!spec) return invalid_input(undeclared_option_text(name, component_label(info), info.options));
     const OptionType given = option_value_type(value);
     if (given == spec->type) {
+      QFLOW_RETURN_IF_ERROR(check_option_value(*spec, value, component_label(info)));
       resolved.set(name, value);
     } else if (spec->type == OptionType::Float && given == OptionType::Int) {
       // TOML and command lines write 2 for 2.0; the int is exact in a double for any sane value.
-      resolved.set(name, static_cast<double>(std::get<int64_t>(value)));
+      const OptionValue as_float = static_cast<double>(std::get<int64_t>(value));
+      QFLOW_RETURN_IF_ERROR(check_option_value(*spec, as_float, component_label(info)));
+      resolved.set(name, as_float);
     } else {
       return invalid_input("option '" + name + "' of " + component_label(info) + " expects " +
                            std::string(option_type_name(spec->type)) + ", got " +

@@ -23,8 +23,9 @@ std::string component_label(const ComponentInfo& info);
 // registrar method implies (add_observer -> Observer).
 Status validate_component_info(const ComponentInfo& info, ComponentKind expected);
 
-// Every declared option present: user values checked by name and type (an int is
-// accepted for a float option), defaults filled in for the rest.
+// Every declared option present: user values checked by name, type (an int is accepted
+// for a float option) and declared limits, defaults filled in for the rest; the result
+// names the component as its owner, for the getters' errors.
 Expected<Options> resolve_component_options(const ComponentInfo& info, const Options& values);
 
 }  // namespace qflow

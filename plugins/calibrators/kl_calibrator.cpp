@@ -14,13 +14,15 @@ ComponentInfo KlCalibrator::info() {
   info.summary = "Per-tensor threshold minimising the KL divergence of the quantized histogram (TensorRT entropy)";
   info.required_statistics = {std::string(kStatisticAbsHistogram)};
   info.options = {
-      {"target-bins", OptionType::Int, int64_t{128}, "quantization levels the clipped histogram is merged into"},
+      {"target-bins", OptionType::Int, int64_t{128}, "quantization levels the clipped histogram is merged into",
+       {.min = 1.0}},
       {"flatten-zero-bin", OptionType::Bool, true,
        "replace bin 0 by bin 1 before the search, so a spike of exact zeros (ReLU outputs) does not pull the "
        "threshold down (as NVIDIA's pytorch-quantization does); false: the plain TensorRT search"},
       {"max-clipped", OptionType::Float, kKlMaxClippedPercent,
        "percent of the values a threshold may clip, in [0, 100]: candidates below the bulk of a distribution whose "
-       "mass lies away from zero (sigmoid gates) look perfect to the divergence; 100: no floor"},
+       "mass lies away from zero (sigmoid gates) look perfect to the divergence; 100: no floor",
+       {.min = 0.0, .max = 100.0}},
   };
   return info;
 }

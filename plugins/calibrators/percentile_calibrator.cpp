@@ -14,7 +14,8 @@ ComponentInfo PercentileCalibrator::info() {
   info.summary = "Per-tensor threshold at a percentile of |x| from its histogram";
   info.required_statistics = {std::string(kStatisticAbsHistogram)};
   info.options = {
-      {"percentile", OptionType::Float, 99.99, "percent of the values inside the threshold, in (0, 100]"},
+      {"percentile", OptionType::Float, 99.99, "percent of the values inside the threshold, in (0, 100]",
+       {.min = 0.0, .max = 100.0, .min_exclusive = true}},
   };
   return info;
 }

@@ -15,10 +15,10 @@ std::string metric_name(AgreementMetric::Decoder decoder) {
 
 ComponentInfo AgreementMetric::info(Decoder decoder) {
   ComponentInfo info{ComponentKind::Metric, metric_name(decoder), "", {}};
-  info.options.push_back({"output", OptionType::Int, int64_t{0}, "index of the model output to decode"});
+  info.options.push_back({"output", OptionType::Int, int64_t{0}, "index of the model output to decode", {.min = 0.0}});
   if (decoder == Decoder::Ctc) {
     info.summary = "fraction of samples whose greedy CTC decoding of one output equals the float model's";
-    info.options.push_back({"blank", OptionType::Int, int64_t{0}, "the CTC blank class, dropped from the decoding"});
+    info.options.push_back({"blank", OptionType::Int, int64_t{0}, "the CTC blank class, dropped from the decoding", {.min = 0.0}});
   } else {
     info.summary = "fraction of samples whose argmax (per row of the last axis) of one output equals the float model's";
   }

@@ -13,7 +13,8 @@ ComponentInfo TopKMetric::info(int64_t k) {
                  : "fraction of samples whose label is among the " + std::to_string(k) + " largest scores of one output",
           {{"labels", OptionType::String, std::string(),
             "a .npy of integer labels [N] or [N,1], one per sample in dataset order"},
-           {"output", OptionType::Int, int64_t{0}, "index of the model output holding the class scores"}}};
+           {"output", OptionType::Int, int64_t{0}, "index of the model output holding the class scores",
+            {.min = 0.0}}}};
 }
 
 Expected<std::unique_ptr<Metric>> TopKMetric::create(int64_t k, const Options& options) {

@@ -123,7 +123,8 @@ ComponentInfo HistogramObserver::info() {
   info.name = "histogram";
   info.summary = "Two passes: the range of the finite values, then a histogram of |x| with equal bins over [0, max |x|]";
   info.options = {
-      {"bins", OptionType::Int, int64_t{2048}, "number of equal bins over [0, max |x|] (1 to 16777216)"},
+      {"bins", OptionType::Int, int64_t{2048}, "number of equal bins over [0, max |x|] (1 to 16777216)",
+       {.min = 1.0, .max = static_cast<double>(kMaxBins)}},
   };
   info.published_statistics = {std::string(kStatisticRange), std::string(kStatisticAbsHistogram)};
   return info;

@@ -30,7 +30,8 @@ ComponentInfo MovingAverageMinMaxObserver::info() {
   info.summary = "Min and max as exponential moving averages over samples (order-dependent; merge is approximate)";
   info.options = {
       {"averaging-constant", OptionType::Float, 0.01,
-       "weight c of each new sample: min += c * (sample_min - min), in (0, 1]"},
+       "weight c of each new sample: min += c * (sample_min - min), in (0, 1]",
+       {.min = 0.0, .max = 1.0, .min_exclusive = true}},
   };
   info.published_statistics = {std::string(kStatisticRange)};
   return info;

@@ -169,7 +169,8 @@ ComponentInfo ConstantFolding::info() {
   info.name = "constant-folding";
   info.summary = "Evaluate nodes whose inputs are all constant and replace them by initializers";
   info.options.push_back(OptionSpec{"max-bytes", OptionType::Int, OptionValue{kDefaultMaxBytes},
-                                    "largest folded result in bytes; larger results stay computed at run time"});
+                                    "largest folded result in bytes; larger results stay computed at run time",
+                                    {.min = 0.0}});
   return info;
 }
 

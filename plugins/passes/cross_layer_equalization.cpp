@@ -163,8 +163,9 @@ ComponentInfo CrossLayerEqualization::info() {
   info.name = "cross-layer-equalization";
   info.summary = "Balance per-channel weight ranges of consecutive convolutions (Nagel et al. 2019)";
   info.options = {
-      {"tolerance", OptionType::Float, 1e-4, "stop when the largest per-channel scale change of a sweep, |s - 1|, is below this"},
-      {"max-iterations", OptionType::Int, int64_t{20}, "most sweeps over all pairs"},
+      {"tolerance", OptionType::Float, 1e-4, "stop when the largest per-channel scale change of a sweep, |s - 1|, is below this",
+       {.min = 0.0, .min_exclusive = true}},
+      {"max-iterations", OptionType::Int, int64_t{20}, "most sweeps over all pairs", {.min = 1.0}},
       {"through-relu6", OptionType::Bool, false,
        "also equalize across Clip with an upper bound (Relu6); not exact: channel i then clips at max * s_i"},
   };

@@ -129,6 +129,7 @@ TEST_CASE("auto: with the built-in calibrators behind the services") {
   Options kl;
   kl.set("target-bins", int64_t{2});
   kl.set("max-clipped", 100.0);
+  kl.set("flatten-zero-bin", false);
   services.calibrators["kl"] = std::shared_ptr<Calibrator>(KlCalibrator::create(kl).value());
 
   class ThresholdCosine final : public CalibrationServices {

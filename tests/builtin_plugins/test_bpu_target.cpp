@@ -20,6 +20,8 @@ Options platform_options(const std::string& platform) {
   Options options;
   options.set("platform", platform);
   options.set("platform-dir", std::string(QFLOW_BPU_PLATFORM_DIR));
+  options.set("run-on-cpu", std::vector<std::string>{});
+  options.set("run-on-bpu", std::vector<std::string>{});
   return options;
 }
 

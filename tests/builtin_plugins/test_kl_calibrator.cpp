@@ -34,6 +34,7 @@ Expected<QuantTable> run(int64_t target_bins, const std::map<std::string, Tensor
   Options options;
   options.set("target-bins", target_bins);
   options.set("max-clipped", 100.0);  // the plain search these cases define
+  options.set("flatten-zero-bin", false);
   auto calibrator = KlCalibrator::create(options);
   if (!calibrator) return calibrator.status();
   CalibrationRequest request;

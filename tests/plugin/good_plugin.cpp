@@ -73,7 +73,7 @@ Status register_components(ComponentRegistrar& registrar) {
       {ComponentKind::Observer,
        "counter",
        "counts the tensors it sees",
-       {{"step", OptionType::Int, int64_t{1}, "added per observed tensor"},
+       {{"step", OptionType::Int, int64_t{1}, "added per observed tensor", {.min = 1.0}},
         {"verbose", OptionType::Bool, false, ""},
         {"tags", OptionType::StringList, std::vector<std::string>{"a", "b c"}, "free-form labels"}}},
       [](const Options& options) -> Expected<std::unique_ptr<Observer>> {

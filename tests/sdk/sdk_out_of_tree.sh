@@ -1,6 +1,8 @@
 #!/bin/bash
-# Installs qflow, builds sdk/examples/shrink_max_calibrator, sdk/examples/aciq_calibrator and
-# sdk/examples/int8_units_target against the install, loads and runs them.
+# Installs qflow, builds sdk/examples/shrink_max_calibrator, sdk/examples/aciq_calibrator,
+# sdk/examples/int8_units_target and sdk/examples/name_nodes_pass against the install, loads and
+# runs them; a plugin with an undefined symbol fails to link with qflow_add_plugin, and fails to
+# load with a message naming the symbol when built without it.
 # usage: sdk_out_of_tree.sh BUILD_DIR SOURCE_DIR [CXX_COMPILER]
 set -euo pipefail
 
@@ -42,9 +44,17 @@ if command -v readelf >/dev/null; then
 fi
 qflow=$prefix/bin/qflow
 "$qflow" --version >/dev/null || fail "the installed qflow does not start"
+# The built-in plugins are linked as qflow_add_plugin links out-of-tree ones: the entry point
+# is their only dynamic symbol.
+if command -v nm >/dev/null; then
+  for f in "$prefix"/lib/qflow/plugins/*.so; do
+    exported=$(nm -D --defined-only "$f" | awk '{print $NF}')
+    [ "$exported" = "qflow_plugin_entry" ] || fail "$f should export only qflow_plugin_entry, it exports: $(echo $exported | head -c 600)"
+  done
+fi
 
 # Builds the example in folder $1 into $tmp/$2 against the install: no CMake warning, and the
-# library $3 exports nothing but the plugin entry point.
+# library $3 exports nothing but the plugin entry point (no weak libstdc++ template either).
 build_example() {
   local source=$1 build=$tmp/$2 library=$tmp/$2/$3
   local args=(-S "$source" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix")
@@ -59,7 +69,7 @@ build_example() {
   [ -f "$library" ] || fail "$source did not produce $library"
   if command -v nm >/dev/null; then
     local exported
-    exported=$(nm -D --defined-only "$library" | awk '$2 == "T" {print $3}')
+    exported=$(nm -D --defined-only "$library" | awk '{print $NF}')
     [ "$exported" = "qflow_plugin_entry" ] || fail "$library should export only qflow_plugin_entry, it exports: $exported"
   fi
 }
@@ -141,11 +151,20 @@ else
   echo "SKIP (part): python3 is not installed, the per-tensor thresholds were not recomputed"
 fi
 
-step "qflow run --set calibrate.ratio=1.5 is refused"
-if (cd "$tmp/run" && "$qflow" run shrink-max.toml --out out-bad --set calibrate.ratio=1.5) >"$tmp/run-bad.log" 2>&1; then
+# The ratio's declared limits and name are checked by --dry-run, before any stage runs.
+step "qflow run --dry-run --set calibrate.ratio=1.5 is refused"
+if (cd "$tmp/run" && "$qflow" run shrink-max.toml --dry-run --set calibrate.ratio=1.5) >"$tmp/run-bad.log" 2>&1; then
   fail "a ratio outside (0, 1] was accepted"
 fi
-grep -q "ratio must be in (0, 1], got 1.5" "$tmp/run-bad.log" || { cat "$tmp/run-bad.log" >&2; fail "the refusal does not name the ratio"; }
+grep -qF "qflow: error: --set calibrate.ratio=1.5: option 'ratio' of calibrator 'shrink-max' must be in (0, 1], got 1.5" "$tmp/run-bad.log" ||
+  { cat "$tmp/run-bad.log" >&2; fail "the refusal does not name the ratio and its limits"; }
+step "qflow run --dry-run with a misspelt option suggests the declared one"
+sed 's/^options = { ratio = 0.5 }$/options = { ration = 0.5 }/' "$tmp/run/shrink-max.toml" >"$tmp/run/shrink-max-typo.toml"
+if (cd "$tmp/run" && "$qflow" run shrink-max-typo.toml --dry-run) >"$tmp/run-typo.log" 2>&1; then
+  fail "a misspelt option was accepted"
+fi
+grep -qF "stage 'calibrate': option 'ration' is not declared by calibrator 'shrink-max'; did you mean 'ratio'?" "$tmp/run-typo.log" ||
+  { cat "$tmp/run-typo.log" >&2; fail "the misspelt option is not answered with 'ratio'"; }
 
 step "build the example observer/calibrator pair out of tree: a statistic of their own"
 build_example "$source_dir/sdk/examples/aciq_calibrator" aciq-build libqflow_example_aciq.so
@@ -238,6 +257,99 @@ assert lower and lower[0]["side_file_roles"] == {"sample_int8_units.json": "unit
 PY
 fi
 grep -q "target-check:int8-units" "$tmp/target-run.log" || { cat "$tmp/target-run.log" >&2; fail "the run log does not name the example target"; }
+
+step "build the example pass out of tree and run it in a passes stage"
+build_example "$source_dir/sdk/examples/name_nodes_pass" pass-build libqflow_example_pass.so
+# The sample model with its node names removed (protobuf text format round trip).
+proto_dir=/usr/include
+if command -v protoc >/dev/null && [ -f "$proto_dir/onnx/onnx.proto" ]; then
+  onnx_text() { protoc -I"$proto_dir" --decode=onnx.ModelProto onnx/onnx.proto <"$1"; }
+  onnx_text "$source_dir/models/sample/sample_cnn.onnx" |
+    awk '/^  node \{$/ {in_node = 1} /^  \}$/ {in_node = 0} !(in_node && /^    name: /)' |
+    protoc -I"$proto_dir" --encode=onnx.ModelProto onnx/onnx.proto >"$tmp/run/unnamed.onnx"
+  nodes=$(onnx_text "$source_dir/models/sample/sample_cnn.onnx" | grep -c '^  node {')
+  [ "$(onnx_text "$tmp/run/unnamed.onnx" | awk '/^  node \{$/ {n = 1} /^  \}$/ {n = 0} n && /^    name: /' | wc -l)" = 0 ] ||
+    fail "the unnamed sample model still names nodes"
+  cat >"$tmp/run/name-nodes.toml" <<TOML
+plugins = ["../pass-build/libqflow_example_pass.so"]
+
+[[stage]]
+id = "import"
+use = "import-onnx"
+options = { path = "unnamed.onnx" }
+
+[[stage]]
+id = "optimize"
+use = "passes"
+inputs = { model = "import.model" }
+options = { passes = "name-nodes<prefix=n_>" }
+output = "named.onnx"
+TOML
+  (cd "$tmp/run" && "$qflow" run name-nodes.toml --out pass-out) >"$tmp/pass-run.log" 2>&1 || { cat "$tmp/pass-run.log" >&2; fail "the example pass's pipeline failed"; }
+  grep -q "^  name-nodes: .*nodes-named=$nodes " "$tmp/pass-run.log" || { cat "$tmp/pass-run.log" >&2; fail "the pass statistics do not count $nodes named nodes"; }
+  names=$(onnx_text "$tmp/run/pass-out/named.onnx" | awk '/^  node \{$/ {n = 1} /^  \}$/ {n = 0} n && /^    name: / {print $2}')
+  [ "$(echo "$names" | grep -c .)" = "$nodes" ] || { echo "$names" >&2; fail "not every node of named.onnx is named"; }
+  [ "$(echo "$names" | sort -u | wc -l)" = "$nodes" ] || { echo "$names" >&2; fail "named.onnx repeats a node name"; }
+  echo "$names" | grep -qx '"n_Conv_0"' || { echo "$names" >&2; fail "the first Conv is not named n_Conv_0"; }
+  # Stable: the same model gets the same names again.
+  (cd "$tmp/run" && "$qflow" run name-nodes.toml --out pass-out-2) >/dev/null 2>&1 || fail "the second run of the example pass failed"
+  cmp -s "$tmp/run/pass-out/named.onnx" "$tmp/run/pass-out-2/named.onnx" || fail "the example pass named the same model differently"
+else
+  echo "SKIP (part): protoc or onnx.proto is missing, the example pass was built but not run"
+fi
+
+step "a plugin with an undefined symbol fails to link with qflow_add_plugin"
+mkdir -p "$tmp/undefined-src"
+cat >"$tmp/undefined-src/research.cpp" <<'CPP'
+#include <memory>
+
+#include "qflow/plugin/entry.h"
+
+// Defined in a research library the author forgot to link.
+double research_helper_laplace_b(const double* values, unsigned long count);
+
+namespace {
+qflow::Status register_components(qflow::ComponentRegistrar& registrar) {
+  const double probe[1] = {0.0};
+  if (research_helper_laplace_b(probe, 1) < 0) return qflow::invalid_input("negative scale");
+  (void)registrar;
+  return qflow::Status::ok();
+}
+}  // namespace
+
+QFLOW_PLUGIN("research", "1.0.0", register_components)
+CPP
+cat >"$tmp/undefined-src/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(research LANGUAGES CXX)
+find_package(qflow REQUIRED)
+option(PLAIN_MODULE "build with add_library instead of qflow_add_plugin" OFF)
+if(PLAIN_MODULE)
+  add_library(research MODULE research.cpp)
+  target_link_libraries(research PRIVATE qflow::sdk)
+else()
+  qflow_add_plugin(research research.cpp)
+endif()
+CMAKE
+undefined_args=(-S "$tmp/undefined-src" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix")
+[ -n "$cxx" ] && undefined_args+=(-DCMAKE_CXX_COMPILER="$cxx")
+cmake "${undefined_args[@]}" -B "$tmp/undefined-build" >"$tmp/undefined.configure.log" 2>&1 ||
+  { cat "$tmp/undefined.configure.log" >&2; fail "configuring the undefined-symbol plugin failed"; }
+if cmake --build "$tmp/undefined-build" >"$tmp/undefined.build.log" 2>&1; then
+  fail "a plugin with an undefined symbol linked with qflow_add_plugin"
+fi
+grep -q "undefined reference to .research_helper_laplace_b(double const\*, unsigned long)" "$tmp/undefined.build.log" ||
+  { cat "$tmp/undefined.build.log" >&2; fail "the link failure does not name research_helper_laplace_b"; }
+
+step "the same plugin built without qflow_add_plugin is refused at load, naming the symbol"
+cmake "${undefined_args[@]}" -B "$tmp/plain-build" -DPLAIN_MODULE=ON >"$tmp/plain.configure.log" 2>&1 ||
+  { cat "$tmp/plain.configure.log" >&2; fail "configuring the plain undefined-symbol plugin failed"; }
+cmake --build "$tmp/plain-build" >"$tmp/plain.build.log" 2>&1 || { cat "$tmp/plain.build.log" >&2; fail "building the plain module failed"; }
+if "$qflow" plugins --plugin "$tmp/plain-build/libresearch.so" >"$tmp/plain-load.log" 2>&1; then
+  fail "a plugin with an undefined symbol was loaded"
+fi
+grep -qF "cannot load: undefined symbol: research_helper_laplace_b(double const*, unsigned long) (_Z25research_helper_laplace_bPKdm): link the library that defines it, or build with qflow_add_plugin, which refuses undefined symbols" "$tmp/plain-load.log" ||
+  { cat "$tmp/plain-load.log" >&2; fail "the load error does not name the demangled symbol and the fix"; }
 
 # A plugin built by another compiler: the package warns while configuring, the host refuses it.
 if command -v clang++ >/dev/null && [ "$("$cxx" --version 2>/dev/null | head -1 | grep -c clang)" = 0 ]; then

@@ -146,7 +146,7 @@ TEST_CASE("component validation: option resolution") {
   Options unknown;
   unknown.set("binz", int64_t{1});
   CHECK(resolve_component_options(info, unknown).status().message() ==
-        "unknown option 'binz' for observer 'histogram' (allowed: bins, range-scale, mode)");
+        "option 'binz' is not declared by observer 'histogram'; did you mean 'bins'?");
 
   Options wrong_type;
   wrong_type.set("bins", std::string("many"));
@@ -161,7 +161,7 @@ TEST_CASE("component validation: option resolution") {
   ComponentInfo bare = info;
   bare.options.clear();
   CHECK(resolve_component_options(bare, unknown).status().message() ==
-        "unknown option 'binz' for observer 'histogram' (allowed: none)");
+        "option 'binz' is not declared by observer 'histogram' (it takes no options)");
 }
 
 TEST_CASE("component registry: relative and missing paths are refused") {
@@ -215,7 +215,7 @@ TEST_CASE("component registry: a good plugin's components and factories") {
   Options unknown;
   unknown.set("bins", int64_t{3});
   CHECK(registry.make_calibrator("fixed", unknown).status().message() ==
-        "unknown option 'bins' for calibrator 'fixed' (allowed: scale, label)");
+        "option 'bins' is not declared by calibrator 'fixed' (allowed: label, scale)");
   CHECK(registry.make_pass("fold", Options{}).status().message() == "no pass named 'fold' (available: noop)");
   CHECK(registry.make_target("null", Options{}));
   CHECK(registry.make_observer("counter", Options{}));
@@ -271,7 +271,7 @@ TEST_CASE("component registry: refusals name the file and the reason") {
     return status.message();
   };
   const std::string dir = std::filesystem::path(test_plugin("good")).parent_path().string();
-  CHECK(refusal("bad_api_version") == refusal_text("bad_api_version", "API version 9, this qflow supports 8"));
+  CHECK(refusal("bad_api_version") == refusal_text("bad_api_version", "API version 10, this qflow supports 9"));
   CHECK(refusal("no_entry") == refusal_text("no_entry", "no entry point 'qflow_plugin_entry' (not a qflow plugin?)"));
   CHECK(refusal("bad_register_throws") == refusal_text("bad_register_throws", "registration threw: out of coffee"));
   CHECK(refusal("bad_ignored_error") == refusal_text("bad_ignored_error", "pass 'no-summary' has an empty summary"));

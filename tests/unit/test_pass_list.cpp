@@ -74,7 +74,7 @@ TEST_CASE("pass list: errors name the item and suggest") {
   CHECK(error_of("constant-folding,fold-batchnrm") ==
         "passes: no pass or pass pipeline named 'fold-batchnrm' (did you mean 'fold-batchnorm'?)");
   CHECK(error_of("kl").find("passes: no pass or pass pipeline named 'kl' (available: cleanup, constant-folding,") == 0);
-  CHECK(error_of("constant-folding<max-byte=1>").find("unknown option 'max-byte' for pass 'constant-folding'") !=
+  CHECK(error_of("constant-folding<max-byte=1>").find("option 'max-byte' is not declared by pass 'constant-folding'; did you mean 'max-bytes'?") !=
         std::string::npos);
   CHECK(error_of("constant-folding<max-bytes=lots>").find("option 'max-bytes' of pass 'constant-folding'") !=
         std::string::npos);

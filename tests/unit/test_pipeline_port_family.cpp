@@ -106,7 +106,7 @@ TEST_CASE("compare-calibrators: the metric and its options are checked before an
   CHECK(error_of(ok, {"compare.metric=top1", "compare.metric-options=labels=l.npy,output=0"}).empty());
   CHECK(error_of(ok, {"compare.metric=top2"}) == "stage 'compare': unknown metric 'top2' (metrics: top1)");
   CHECK(error_of(ok, {"compare.metric=top1", "compare.metric-options=label=l.npy"}) ==
-        "stage 'compare': metric-options: unknown option 'label' for metric 'top1' (allowed: labels, output)");
+        "stage 'compare': metric-options: option 'label' is not declared by metric 'top1'; did you mean 'labels'?");
   CHECK(error_of(ok, {"compare.metric=top1", "compare.metric-options=output=first"}).find(
             "metric-options: option 'output' of metric 'top1'") != std::string::npos);
   CHECK(error_of(ok, {"compare.metric-options=labels=l.npy"}) ==

@@ -208,8 +208,8 @@ per-channel = true
   CHECK(error_of(text, {"target=cpu-rt", "quantization.target=gpu"}) ==
         "in [quantization]: unknown target 'gpu' (targets: cpu-rt, npu)");
   CHECK(error_of(text, {"target=cpu-rt", "quantization.target-options=platfrom=x"}) ==
-        "p.toml:48:10: in [quantization]: target-options: unknown option 'platfrom' for target 'cpu-rt' (allowed: "
-        "platform, platform-dir)");
+        "p.toml:48:10: in [quantization]: target-options: option 'platfrom' is not declared by target 'cpu-rt'; did you "
+        "mean 'platform'?");
   CHECK(error_of(std::string(kTwoTargets) + "[quantization]\ntarget-options = [\"platform=a\"]\n") ==
         "p.toml:47:18: in [quantization]: 'target-options' needs 'target'");
   CHECK(error_of(std::string(kTwoTargets) + "[quantization]\ntarget = 3\n") ==

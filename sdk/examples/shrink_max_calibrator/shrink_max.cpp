@@ -1,9 +1,8 @@
 // Example out-of-tree calibrator "shrink-max": clips at a fixed fraction of the observed |x| range.
 //
-// It exists to show the plugin API end to end (component metadata, a typed option, a
-// factory that validates it, registration through QFLOW_PLUGIN); it is not a recommended
+// It exists to show the plugin API end to end (component metadata, a typed option with
+// limits the host checks, registration through QFLOW_PLUGIN); it is not a recommended
 // calibration method. It needs only the min/max a range observer records.
-#include <charconv>
 #include <memory>
 #include <string>
 
@@ -38,25 +37,16 @@ class ShrinkMaxCalibrator final : public qflow::Calibrator {
   double ratio_;
 };
 
-// Shortest text that reads back as the same double ("1.5", not "1.500000").
-std::string number_text(double value) {
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
-}
-
 qflow::Status register_components(qflow::ComponentRegistrar& registrar) {
   qflow::ComponentInfo info;
   info.kind = qflow::ComponentKind::Calibrator;
   info.name = kMethod;
   info.summary = "example: symmetric threshold at ratio * max(|min|, |max|)";
-  info.options.push_back({"ratio", qflow::OptionType::Float, 0.95, "fraction of the observed max |x| to clip at, in (0, 1]"});
+  // The host refuses a ratio outside (0, 1] when it validates the pipeline, before any stage runs.
+  info.options.push_back({"ratio", qflow::OptionType::Float, 0.95, "fraction of the observed max |x| to clip at, in (0, 1]",
+                          {.min = 0.0, .max = 1.0, .min_exclusive = true}});
   return registrar.add_calibrator(std::move(info), [](const qflow::Options& options) -> qflow::Expected<std::unique_ptr<qflow::Calibrator>> {
-    const double ratio = options.get_float("ratio");
-    // Checked once here rather than per tensor; the host prefixes plugin and component names.
-    if (!(ratio > 0.0 && ratio <= 1.0))
-      return qflow::invalid_input("option ratio must be in (0, 1], got " + number_text(ratio));
-    return std::unique_ptr<qflow::Calibrator>(std::make_unique<ShrinkMaxCalibrator>(ratio));
+    return std::unique_ptr<qflow::Calibrator>(std::make_unique<ShrinkMaxCalibrator>(options.get_float("ratio")));
   });
 }
 
