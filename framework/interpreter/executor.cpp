@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -14,6 +13,7 @@
 #include "framework/interpreter/kernels/control_flow.h"
 #include "framework/interpreter/tensor_arena.h"
 #include "qflow/ir/captured_values.h"
+#include "qflow/ir/constants.h"
 
 namespace qflow {
 
@@ -83,19 +83,14 @@ bool is_random(const Node& node) {
 // or a folded output), or null.
 using ConstantOf = std::function<const Tensor*(const Value*)>;
 
-// Clip's bounds as constant floats, absent ones resolved as the Clip kernel resolves them;
-// nullopt when a bound is not a float32 constant the plan can read.
-std::optional<std::pair<float, float>> clip_bounds(const ConstantOf& constant_of, const Node& node, int64_t opset) {
-  const float lowest = std::numeric_limits<float>::lowest(), highest = std::numeric_limits<float>::max();
-  if (opset < 11) return std::make_pair(node.attr_float("min", lowest), node.attr_float("max", highest));
-  float bounds[2] = {lowest, highest};
-  for (std::size_t i = 1; i <= 2; ++i) {
-    if (i >= node.inputs().size() || !node.inputs()[i]) continue;
-    const Tensor* t = constant_of(node.inputs()[i]);
+// The plan's constants as a ConstantSource for qflow/ir/constants.h: float32 ones only, the
+// type the epilogue computes in.
+ConstantSource float32_constants(const ConstantOf& constant_of) {
+  return [&constant_of](const Value* v) -> std::optional<Tensor> {
+    const Tensor* t = constant_of(v);
     if (!t || t->dtype() != DType::Float32) return std::nullopt;
-    if (t->numel() > 0) bounds[i - 1] = t->data<float>()[0];
-  }
-  return std::make_pair(bounds[0], bounds[1]);
+    return *t;
+  };
 }
 
 // The stage computing activation `node` on float32 values, or nullopt when it is not one
@@ -116,27 +111,14 @@ std::optional<EpilogueStage> activation_stage(const ConstantOf& constant_of, con
     e.beta = node.attr_float("beta", 0.5f);
   } else if (op == "Clip") {
     e.kind = Kind::Clip;
-    const auto bounds = clip_bounds(constant_of, node, opset);
+    const auto bounds = clip_bounds(node, opset, float32_constants(constant_of));
     if (!bounds) return std::nullopt;
-    e.lo = bounds->first;
-    e.hi = bounds->second;
+    e.lo = static_cast<float>(bounds->min);
+    e.hi = static_cast<float>(bounds->max);
   } else {
     return std::nullopt;
   }
   return e;
-}
-
-// A float32 constant of one element: broadcasting it never changes the other operand's
-// shape as long as its rank does not exceed that operand's.
-struct Scalar {
-  float value = 0;
-  std::size_t rank = 0;
-};
-
-std::optional<Scalar> scalar_constant(const ConstantOf& constant_of, const Value* v) {
-  const Tensor* t = v ? constant_of(v) : nullptr;
-  if (!t || t->dtype() != DType::Float32 || t->numel() != 1) return std::nullopt;
-  return Scalar{t->data<float>()[0], static_cast<std::size_t>(t->rank())};
 }
 
 // Add/Sub/Mul/Div of `x` and a scalar constant as a stage, raising `min_rank` to the
@@ -149,7 +131,9 @@ std::optional<EpilogueStage> binary_stage(const ConstantOf& constant_of, const N
     return std::nullopt;
   const bool x_first = node.inputs()[0] == x;
   if (x_first == (node.inputs()[1] == x)) return std::nullopt;
-  const auto scalar = scalar_constant(constant_of, node.inputs()[x_first ? 1 : 0]);
+  // Broadcasting a one-element constant never changes x's shape while its rank does not
+  // exceed x's: min_rank records that.
+  const auto scalar = scalar_constant(node.inputs()[x_first ? 1 : 0], float32_constants(constant_of));
   if (!scalar) return std::nullopt;
   EpilogueStage e;
   // a + b and a * b are commutative in IEEE arithmetic; Sub and Div keep their side.
@@ -157,7 +141,7 @@ std::optional<EpilogueStage> binary_stage(const ConstantOf& constant_of, const N
   else if (op == "Mul") e.kind = Kind::Mul;
   else if (op == "Sub") e.kind = x_first ? Kind::Sub : Kind::SubFrom;
   else e.kind = x_first ? Kind::Div : Kind::DivInto;
-  e.constant = scalar->value;
+  e.constant = static_cast<float>(scalar->value);
   min_rank = std::max(min_rank, scalar->rank);
   return e;
 }
@@ -450,23 +434,23 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
         const Value* sum = add->outputs().empty() ? nullptr : add->outputs()[0];
         const Node* clip = sum && !kept(sum) ? sole_use(sum, 0) : nullptr;
         if (!add_stage || !clip || clip->op_type() != "Clip" || clip->outputs().empty()) break;
-        const auto bounds = clip_bounds(constant_of, *clip, model_.opset(clip->domain()));
+        const auto bounds = clip_bounds(*clip, model_.opset(clip->domain()), float32_constants(constant_of));
         const Value* gate = clip->outputs()[0];
         if (!bounds || !gate || kept(gate) || gate->uses().size() != 1 || gate->uses()[0].first != mul) break;
         if (mul->inputs().size() != 2 || mul->outputs().empty() || !mul->outputs()[0]) break;
         const Value* product = mul->outputs()[0];
         const Node* div = !kept(product) ? sole_use(product, 0) : nullptr;
         if (!div || div->op_type() != "Div" || model_.opset(div->domain()) < 7 || div->inputs().size() != 2) break;
-        const auto divisor = scalar_constant(constant_of, div->inputs()[1]);
+        const auto divisor = scalar_constant(div->inputs()[1], float32_constants(constant_of));
         if (!divisor) break;
         const auto steps = {absorbable(*add), absorbable(*clip), absorbable(*mul), absorbable(*div)};
         if (std::any_of(steps.begin(), steps.end(), [](const auto& at) { return !at; })) break;
         EpilogueStage diamond;
         diamond.kind = EpilogueStage::Kind::HardSwishDiamond;
         diamond.constant = add_stage->constant;
-        diamond.lo = bounds->first;
-        diamond.hi = bounds->second;
-        diamond.divisor = divisor->value;
+        diamond.lo = static_cast<float>(bounds->min);
+        diamond.hi = static_cast<float>(bounds->max);
+        diamond.divisor = static_cast<float>(divisor->value);
         program.stages.push_back(std::move(diamond));
         program.min_rank = std::max(min_rank, divisor->rank);
         for (const auto& at : steps) fusion.steps.push_back(*at);

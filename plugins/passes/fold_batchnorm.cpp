@@ -9,16 +9,25 @@
 #include <string>
 #include <vector>
 
-#include "pass_helpers.h"
+#include "qflow/ir/constants.h"
+#include "qflow/ir/node_order.h"
+#include "qflow/ir/pattern.h"
 
 namespace qflow {
 
 namespace {
 
-using pass_helpers::constant_float;
-using pass_helpers::contains;
-using pass_helpers::is_default_domain;
-using pass_helpers::NodeOrder;
+using pattern::is_default_domain;
+
+bool contains(const std::vector<Value*>& values, const Value* v) {
+  return std::find(values.begin(), values.end(), v) != values.end();
+}
+
+// A float32 constant (Tensor copies share storage, so this copies no data).
+std::optional<Tensor> constant_float(const Graph& graph, const Value* v) {
+  std::optional<Tensor> t = graph_constant(graph, v);
+  return t && t->dtype() == DType::Float32 ? t : std::nullopt;
+}
 
 // The only consumer of `v` is one node input and it is not a graph output.
 bool single_use(const Graph& graph, const Value* v) { return v->uses().size() == 1 && !contains(graph.outputs, v); }
@@ -39,21 +48,21 @@ std::optional<ChannelAffine> inference_affine(const Graph& graph, const Node& bn
     const Value* extra = bn.output(i);
     if (extra && (!extra->uses().empty() || contains(graph.outputs, extra))) return std::nullopt;
   }
-  std::vector<const Tensor*> params;
+  std::vector<Tensor> params;
   for (std::size_t i = 1; i < 5; ++i) {
-    const Tensor* t = constant_float(graph, bn.input(i));
+    std::optional<Tensor> t = constant_float(graph, bn.input(i));
     if (!t || t->rank() != 1) return std::nullopt;
-    params.push_back(t);
+    params.push_back(*t);
   }
-  const int64_t channels = params[0]->numel();
+  const int64_t channels = params[0].numel();
   if (channels <= 0) return std::nullopt;
-  for (const Tensor* t : params)
-    if (t->numel() != channels) return std::nullopt;
+  for (const Tensor& t : params)
+    if (t.numel() != channels) return std::nullopt;
   const double eps = static_cast<double>(bn.attr_float("epsilon", 1e-5f));
-  const auto gamma = params[0]->span<float>();
-  const auto beta = params[1]->span<float>();
-  const auto mean = params[2]->span<float>();
-  const auto var = params[3]->span<float>();
+  const auto gamma = params[0].span<float>();
+  const auto beta = params[1].span<float>();
+  const auto mean = params[2].span<float>();
+  const auto var = params[3].span<float>();
   ChannelAffine affine;
   affine.scale.resize(static_cast<std::size_t>(channels));
   affine.shift.resize(static_cast<std::size_t>(channels));
@@ -124,7 +133,7 @@ std::optional<std::vector<double>> effective_bias(const Graph& graph, const Node
   if (target == Target::MatMul) return bias;
   const Value* b = producer.input(2);
   if (!b) return bias;
-  const Tensor* t = constant_float(graph, b);
+  const std::optional<Tensor> t = constant_float(graph, b);
   if (!t) return std::nullopt;
   const auto values = t->span<float>();
   if (target == Target::Gemm) {
@@ -163,7 +172,7 @@ std::optional<Folded> fold(const Model& model, const Node& producer, const Node&
   const Graph& graph = *model.graph;
   const auto target = target_of(model, producer, bn);
   if (!target) return std::nullopt;
-  const Tensor* w = constant_float(graph, producer.input(1));
+  const std::optional<Tensor> w = constant_float(graph, producer.input(1));
   if (!w) return std::nullopt;
   const std::size_t channels = affine.channels();
   const std::vector<std::size_t> channel_of = weight_channels(producer, *target, *w, channels);

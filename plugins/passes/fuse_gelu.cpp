@@ -3,10 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <vector>
 
-#include "pattern_match.h"
+#include "qflow/ir/constants.h"
+#include "qflow/ir/pattern.h"
+#include "qflow/ir/rewrite.h"
 
 namespace qflow {
 
@@ -14,7 +15,7 @@ namespace {
 
 constexpr const char* kContribDomain = "com.microsoft";
 
-struct Match {
+struct GeluMatch {
   Node* root = nullptr;
   Value* x = nullptr;
   std::vector<Node*> nodes;
@@ -23,7 +24,7 @@ struct Match {
 // g = 1 + Erf(x / sqrt(2)) (or Erf(x * 1/sqrt(2))), with every intermediate private to it.
 std::optional<std::vector<Node*>> match_one_plus_erf(const Graph& graph, Value* g, const Value* x) {
   Node* add = pattern::producer_of(g, "Add");
-  if (!add || g->uses().size() != 1 || pattern::is_graph_output(graph, g)) return std::nullopt;
+  if (!add || !pattern::single_consumer(graph, g)) return std::nullopt;
   const std::optional<pattern::ScalarOperand> one = pattern::split_scalar_operand(graph, *add);
   if (!one || !pattern::near(one->constant, 1.0)) return std::nullopt;
   Node* erf = pattern::producer_of(one->other, "Erf");
@@ -31,7 +32,7 @@ std::optional<std::vector<Node*>> match_one_plus_erf(const Graph& graph, Value* 
   Value* t = erf->input(0);
   if (!pattern::used_only_by(graph, t, erf)) return std::nullopt;
   if (Node* div = pattern::producer_of(t, "Div")) {
-    const std::optional<double> c = pattern::scalar_constant(graph, div->input(1));
+    const std::optional<double> c = scalar_constant(graph, div->input(1));
     if (div->input(0) != x || !c || !pattern::near(*c, std::sqrt(2.0))) return std::nullopt;
     return std::vector<Node*>{add, erf, div};
   }
@@ -43,23 +44,32 @@ std::optional<std::vector<Node*>> match_one_plus_erf(const Graph& graph, Value* 
   return std::nullopt;
 }
 
-std::optional<Match> match_at(const Graph& graph, Node* root) {
-  if ((root->op_type() != "Mul" && root->op_type() != "Div") || root->outputs().size() != 1) return std::nullopt;
-  const std::optional<pattern::Product> product = pattern::flatten_product(graph, root->output(0), 3);
-  if (!product || product->factors.size() != 2 || !pattern::near(product->scale, 0.5)) return std::nullopt;
-  for (int order = 0; order < 2; ++order) {
-    Value* x = product->factors[order];
-    std::optional<std::vector<Node*>> inner = match_one_plus_erf(graph, product->factors[1 - order], x);
-    if (!inner) continue;
-    Match match;
-    match.root = root;
-    match.x = x;
-    match.nodes = product->nodes;
-    match.nodes.insert(match.nodes.end(), inner->begin(), inner->end());
-    return match;
+class GeluRule final : public RewriteRule<GeluMatch> {
+ public:
+  std::string name() const override { return "fuse-gelu"; }
+
+  std::optional<GeluMatch> match(const Model& model, Node& root) const override {
+    const Graph& graph = *model.graph;
+    if ((root.op_type() != "Mul" && root.op_type() != "Div") || root.outputs().size() != 1) return std::nullopt;
+    const std::optional<pattern::Product> product = pattern::flatten_product(graph, root.output(0), 3);
+    if (!product || product->factors.size() != 2 || !pattern::near(product->scale, 0.5)) return std::nullopt;
+    for (int order = 0; order < 2; ++order) {
+      Value* x = product->factors[order];
+      std::optional<std::vector<Node*>> inner = match_one_plus_erf(graph, product->factors[1 - order], x);
+      if (!inner) continue;
+      GeluMatch match{&root, x, product->nodes};
+      match.nodes.insert(match.nodes.end(), inner->begin(), inner->end());
+      return match;
+    }
+    return std::nullopt;
   }
-  return std::nullopt;
-}
+
+  Status rewrite(Model& model, GeluMatch& match) const override {
+    (void)model;
+    replace_op(*match.root, "Gelu", kContribDomain, {match.x});
+    return Status::ok();
+  }
+};
 
 }  // namespace
 
@@ -83,25 +93,12 @@ bool FuseGelu::matches(const Model& model) const {
 }
 
 Expected<PassResult> FuseGelu::run_impl(Model& model) {
-  Graph& graph = *model.graph;
-  std::set<const Node*> erased;
-  int64_t fused = 0;
-  for (Node* node : pattern::node_snapshot(graph)) {
-    if (erased.count(node)) continue;
-    std::optional<Match> match = match_at(graph, node);
-    if (!match) continue;
-    const std::vector<Value*> former = pattern::rewrite_node(*match->root, "Gelu", kContribDomain, {match->x});
-    std::vector<Node*> drop;
-    for (Node* n : match->nodes)
-      if (n != match->root) drop.push_back(n);
-    pattern::erase_nodes(graph, drop, erased);
-    pattern::release_constants(graph, former, erased);
-    ++fused;
-  }
-  if (fused > 0) {
-    if (model.opset(kContribDomain) == 0) model.opset_imports.push_back({kContribDomain, 1});
-    graph.prune_unused_values();
-  }
+  GreedyRewriter rewriter;
+  rewriter.add<GeluRule>();
+  Expected<RewriteReport> report = rewriter.run(model);
+  if (!report) return report.status();
+  const int64_t fused = report->total();
+  if (fused > 0 && model.opset(kContribDomain) == 0) model.opset_imports.push_back({kContribDomain, 1});
   PassResult result;
   result.counters["fused"] = fused;
   result.changed = fused > 0;

@@ -2,53 +2,60 @@
 #include "fuse_hardsigmoid.h"
 
 #include <algorithm>
-#include <set>
 #include <vector>
 
-#include "pattern_match.h"
+#include "qflow/ir/pattern.h"
+#include "qflow/ir/rewrite.h"
 
 namespace qflow {
 
 namespace {
 
-struct Match {
+struct HardSigmoidMatch {
   Node* root = nullptr;  // rewritten in place into the HardSigmoid
   Value* x = nullptr;
   double alpha = 0.0;
   double beta = 0.0;
-  std::vector<Node*> erased;
+  std::vector<Node*> nodes;
 };
 
-std::optional<Match> match_at(const Graph& graph, Node* root, int64_t opset) {
-  Value* out = root->output(0);
-  if (!out || root->outputs().size() != 1) return std::nullopt;
-  double scale = 1.0;
-  Value* clip_out = out;
-  std::vector<Node*> scale_nodes;
-  if (root->op_type() == "Mul" || root->op_type() == "Div") {
-    const std::optional<pattern::Product> product = pattern::flatten_product(graph, out, 2);
-    if (!product || product->factors.size() != 1) return std::nullopt;
-    clip_out = product->factors[0];
-    // A leaf reached from the product's nodes with a single use is private to it.
-    if (clip_out->uses().size() != 1 || pattern::is_graph_output(graph, clip_out)) return std::nullopt;
-    scale = product->scale;
-    scale_nodes = product->nodes;
-  } else if (root->op_type() != "Clip") {
-    return std::nullopt;
+class HardSigmoidRule final : public RewriteRule<HardSigmoidMatch> {
+ public:
+  std::string name() const override { return "fuse-hardsigmoid"; }
+
+  std::optional<HardSigmoidMatch> match(const Model& model, Node& root) const override {
+    const Graph& graph = *model.graph;
+    Value* out = root.output(0);
+    if (!out || root.outputs().size() != 1) return std::nullopt;
+    double scale = 1.0;
+    Value* clip_out = out;
+    std::vector<Node*> scale_nodes;
+    if (root.op_type() == "Mul" || root.op_type() == "Div") {
+      const std::optional<pattern::Product> product = pattern::flatten_product(graph, out, 2);
+      if (!product || product->factors.size() != 1) return std::nullopt;
+      clip_out = product->factors[0];
+      // A leaf reached from the product's nodes with a single use is private to it.
+      if (!pattern::single_consumer(graph, clip_out)) return std::nullopt;
+      scale = product->scale;
+      scale_nodes = product->nodes;
+    } else if (root.op_type() != "Clip") {
+      return std::nullopt;
+    }
+    const std::optional<pattern::ClipAffine> affine = pattern::match_clip_affine(graph, clip_out, model.opset());
+    if (!affine || scale <= 0.0 || !pattern::near(affine->upper * scale, 1.0)) return std::nullopt;
+    HardSigmoidMatch match{&root, affine->x, affine->alpha * scale, affine->beta * scale, scale_nodes};
+    match.nodes.insert(match.nodes.end(), affine->nodes.begin(), affine->nodes.end());
+    return match;
   }
-  const std::optional<pattern::ClipAffine> affine = pattern::match_clip_affine(graph, clip_out, opset);
-  if (!affine || scale <= 0.0 || !pattern::near(affine->upper * scale, 1.0)) return std::nullopt;
-  Match match;
-  match.root = root;
-  match.x = affine->x;
-  match.alpha = affine->alpha * scale;
-  match.beta = affine->beta * scale;
-  for (Node* n : scale_nodes)
-    if (n != root) match.erased.push_back(n);
-  for (Node* n : affine->nodes)
-    if (n != root) match.erased.push_back(n);
-  return match;
-}
+
+  Status rewrite(Model& model, HardSigmoidMatch& match) const override {
+    (void)model;
+    replace_op(*match.root, "HardSigmoid", "", {match.x});
+    match.root->set_attribute(Attribute::make_float("alpha", static_cast<float>(match.alpha)));
+    match.root->set_attribute(Attribute::make_float("beta", static_cast<float>(match.beta)));
+    return Status::ok();
+  }
+};
 
 }  // namespace
 
@@ -72,25 +79,13 @@ bool FuseHardSigmoid::matches(const Model& model) const {
 }
 
 Expected<PassResult> FuseHardSigmoid::run_impl(Model& model) {
-  Graph& graph = *model.graph;
-  const int64_t opset = model.opset();
-  std::set<const Node*> erased;
-  int64_t fused = 0;
-  for (Node* node : pattern::node_snapshot(graph)) {
-    if (erased.count(node)) continue;
-    std::optional<Match> match = match_at(graph, node, opset);
-    if (!match) continue;
-    const std::vector<Value*> former = pattern::rewrite_node(*match->root, "HardSigmoid", "", {match->x});
-    match->root->set_attribute(Attribute::make_float("alpha", static_cast<float>(match->alpha)));
-    match->root->set_attribute(Attribute::make_float("beta", static_cast<float>(match->beta)));
-    pattern::erase_nodes(graph, match->erased, erased);
-    pattern::release_constants(graph, former, erased);
-    ++fused;
-  }
-  if (fused > 0) graph.prune_unused_values();
+  GreedyRewriter rewriter;
+  rewriter.add<HardSigmoidRule>();
+  Expected<RewriteReport> report = rewriter.run(model);
+  if (!report) return report.status();
   PassResult result;
-  result.counters["fused"] = fused;
-  result.changed = fused > 0;
+  result.counters["fused"] = report->total();
+  result.changed = report->total() > 0;
   return result;
 }
 

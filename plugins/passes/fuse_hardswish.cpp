@@ -2,16 +2,16 @@
 #include "fuse_hardswish.h"
 
 #include <algorithm>
-#include <set>
 #include <vector>
 
-#include "pattern_match.h"
+#include "qflow/ir/pattern.h"
+#include "qflow/ir/rewrite.h"
 
 namespace qflow {
 
 namespace {
 
-struct Match {
+struct HardSwishMatch {
   Node* root = nullptr;  // the product's result node, rewritten in place
   Node* gate = nullptr;  // Clip or HardSigmoid producing the gate; reused by the two-op form
   Value* x = nullptr;
@@ -22,9 +22,9 @@ struct Match {
 };
 
 // The gate factor g of x * S * g: a Clip(a * x + b, 0, U) chain or HardSigmoid(x).
-std::optional<Match> match_gate(const Graph& graph, Value* x, Value* gate, double scale, int64_t opset) {
-  if (gate->uses().size() != 1 || pattern::is_graph_output(graph, gate) || scale <= 0.0) return std::nullopt;
-  Match match;
+std::optional<HardSwishMatch> match_gate(const Graph& graph, Value* x, Value* gate, double scale, int64_t opset) {
+  if (!pattern::single_consumer(graph, gate) || scale <= 0.0) return std::nullopt;
+  HardSwishMatch match;
   match.x = x;
   match.gate_out = gate;
   if (Node* hs = pattern::producer_of(gate, "HardSigmoid")) {
@@ -44,14 +44,14 @@ std::optional<Match> match_gate(const Graph& graph, Value* x, Value* gate, doubl
   return match;
 }
 
-std::optional<Match> match_at(const Graph& graph, Node* root, int64_t opset) {
+std::optional<HardSwishMatch> match_at(const Graph& graph, Node* root, int64_t opset) {
   if ((root->op_type() != "Mul" && root->op_type() != "Div") || root->outputs().size() != 1) return std::nullopt;
   const std::optional<pattern::Product> product = pattern::flatten_product(graph, root->output(0), 3);
   if (!product || product->factors.size() != 2) return std::nullopt;
   for (int order = 0; order < 2; ++order) {
     Value* x = product->factors[order];
     Value* gate = product->factors[1 - order];
-    std::optional<Match> match = match_gate(graph, x, gate, product->scale, opset);
+    std::optional<HardSwishMatch> match = match_gate(graph, x, gate, product->scale, opset);
     if (!match) continue;
     match->root = root;
     match->nodes.insert(match->nodes.end(), product->nodes.begin(), product->nodes.end());
@@ -59,6 +59,51 @@ std::optional<Match> match_at(const Graph& graph, Node* root, int64_t opset) {
   }
   return std::nullopt;
 }
+
+bool is_hardswish(const HardSwishMatch& match, int64_t opset) {
+  return opset >= 14 && pattern::near(match.alpha, 1.0 / 6.0) && pattern::near(match.beta, 0.5);
+}
+
+// The whole pattern becomes one HardSwish (opset >= 14, hard-sigmoid constants 1/6 and 1/2).
+class HardSwishRule final : public RewriteRule<HardSwishMatch> {
+ public:
+  std::string name() const override { return "fused-hardswish"; }
+
+  std::optional<HardSwishMatch> match(const Model& model, Node& root) const override {
+    std::optional<HardSwishMatch> match = match_at(*model.graph, &root, model.opset());
+    if (!match || !is_hardswish(*match, model.opset())) return std::nullopt;
+    return match;
+  }
+
+  Status rewrite(Model& model, HardSwishMatch& match) const override {
+    (void)model;
+    replace_op(*match.root, "HardSwish", "", {match.x});
+    return Status::ok();
+  }
+};
+
+// Otherwise the gate becomes a HardSigmoid and the product one Mul; a pattern already in
+// that form (two nodes) has nothing shorter at its opset.
+class HardSigmoidMulRule final : public RewriteRule<HardSwishMatch> {
+ public:
+  std::string name() const override { return "fused-hardsigmoid-mul"; }
+
+  std::optional<HardSwishMatch> match(const Model& model, Node& root) const override {
+    std::optional<HardSwishMatch> match = match_at(*model.graph, &root, model.opset());
+    if (!match || is_hardswish(*match, model.opset()) || match->nodes.size() <= 2) return std::nullopt;
+    return match;
+  }
+
+  Status rewrite(Model& model, HardSwishMatch& match) const override {
+    (void)model;
+    // The gate node sits after x's producer and before the root, so both keep a valid order.
+    replace_op(*match.gate, "HardSigmoid", "", {match.x});
+    match.gate->set_attribute(Attribute::make_float("alpha", static_cast<float>(match.alpha)));
+    match.gate->set_attribute(Attribute::make_float("beta", static_cast<float>(match.beta)));
+    replace_op(*match.root, "Mul", "", {match.x, match.gate_out});
+    return Status::ok();
+  }
+};
 
 }  // namespace
 
@@ -83,44 +128,15 @@ bool FuseHardSwish::matches(const Model& model) const {
 }
 
 Expected<PassResult> FuseHardSwish::run_impl(Model& model) {
-  Graph& graph = *model.graph;
-  const int64_t opset = model.opset();
-  std::set<const Node*> erased;
-  int64_t hardswish = 0;
-  int64_t hardsigmoid_mul = 0;
-  for (Node* node : pattern::node_snapshot(graph)) {
-    if (erased.count(node)) continue;
-    std::optional<Match> match = match_at(graph, node, opset);
-    if (!match) continue;
-    std::vector<Node*> drop;
-    std::vector<Value*> former;
-    if (opset >= 14 && pattern::near(match->alpha, 1.0 / 6.0) && pattern::near(match->beta, 0.5)) {
-      former = pattern::rewrite_node(*match->root, "HardSwish", "", {match->x});
-      for (Node* n : match->nodes)
-        if (n != match->root) drop.push_back(n);
-      ++hardswish;
-    } else if (match->nodes.size() > 2) {
-      // The gate node sits after x's producer and before the root, so both keep a valid order.
-      former = pattern::rewrite_node(*match->gate, "HardSigmoid", "", {match->x});
-      match->gate->set_attribute(Attribute::make_float("alpha", static_cast<float>(match->alpha)));
-      match->gate->set_attribute(Attribute::make_float("beta", static_cast<float>(match->beta)));
-      const std::vector<Value*> root_inputs = pattern::rewrite_node(*match->root, "Mul", "", {match->x, match->gate_out});
-      former.insert(former.end(), root_inputs.begin(), root_inputs.end());
-      for (Node* n : match->nodes)
-        if (n != match->root && n != match->gate) drop.push_back(n);
-      ++hardsigmoid_mul;
-    } else {
-      continue;  // already HardSigmoid + Mul: nothing shorter exists at this opset
-    }
-    pattern::erase_nodes(graph, drop, erased);
-    pattern::release_constants(graph, former, erased);
-  }
-  if (hardswish + hardsigmoid_mul > 0) graph.prune_unused_values();
+  GreedyRewriter rewriter;
+  rewriter.add<HardSwishRule>();
+  rewriter.add<HardSigmoidMulRule>();
+  Expected<RewriteReport> report = rewriter.run(model);
+  if (!report) return report.status();
   PassResult result;
-  result.counters["fused"] = hardswish + hardsigmoid_mul;
-  result.counters["fused-hardswish"] = hardswish;
-  result.counters["fused-hardsigmoid-mul"] = hardsigmoid_mul;
-  result.changed = hardswish + hardsigmoid_mul > 0;
+  result.counters["fused"] = report->total();
+  result.counters.insert(report->rewrites.begin(), report->rewrites.end());
+  result.changed = report->total() > 0;
   return result;
 }
 

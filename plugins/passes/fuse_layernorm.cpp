@@ -2,10 +2,11 @@
 #include "fuse_layernorm.h"
 
 #include <algorithm>
-#include <set>
 #include <vector>
 
-#include "pattern_match.h"
+#include "qflow/ir/constants.h"
+#include "qflow/ir/pattern.h"
+#include "qflow/ir/rewrite.h"
 
 namespace qflow {
 
@@ -18,7 +19,7 @@ std::vector<int64_t> trailing_axes(const Graph& graph, const Node& reduce, const
   if (reduce.attr_int("keepdims", 1) != 1) return {};
   std::vector<int64_t> axes = reduce.attr_ints("axes");
   if (reduce.input(1)) {
-    const std::optional<Tensor> t = pattern::constant_tensor(graph, reduce.input(1));
+    const std::optional<Tensor> t = graph_constant(graph, reduce.input(1));
     if (!t || !is_integer(t->dtype())) return {};
     axes = t->to_int64s();
   }
@@ -38,7 +39,7 @@ std::vector<int64_t> trailing_axes(const Graph& graph, const Node& reduce, const
   return axes;
 }
 
-struct Match {
+struct LayerNormMatch {
   Node* root = nullptr;
   Value* x = nullptr;
   int64_t k = 0;
@@ -63,7 +64,7 @@ std::optional<Shape> trailing_dims(const Value* x, int64_t k) {
 // normalized shape (LayerNormalization's Scale/B do not broadcast), checked against x when
 // x's shape is declared, otherwise required to have no size-1 (broadcasting) dimension.
 std::optional<Tensor> affine_parameter(const Graph& graph, const Value* v, const Value* x, int64_t k) {
-  std::optional<Tensor> t = pattern::constant_tensor(graph, v);
+  std::optional<Tensor> t = graph_constant(graph, v);
   if (!t || t->dtype() != DType::Float32) return std::nullopt;
   Shape shape = t->shape();
   while (!shape.empty() && static_cast<int64_t>(shape.size()) > k && shape.front() == 1) shape.erase(shape.begin());
@@ -76,7 +77,7 @@ std::optional<Tensor> affine_parameter(const Graph& graph, const Value* v, const
   return t->reshaped(shape);
 }
 
-std::optional<Match> match_at(const Graph& graph, Node* div) {
+std::optional<LayerNormMatch> match_at(const Graph& graph, Node* div) {
   if (div->op_type() != "Div" || !div->domain().empty() || div->inputs().size() != 2) return std::nullopt;
   Value* d = div->input(0);
   Node* sub = pattern::producer_of(d, "Sub");
@@ -91,7 +92,7 @@ std::optional<Match> match_at(const Graph& graph, Node* div) {
   Value* sq = var->input(0);
   Node* square = pattern::producer_of(sq, "Pow");
   if (square) {
-    const std::optional<double> exponent = pattern::scalar_constant(graph, square->input(1));
+    const std::optional<double> exponent = scalar_constant(graph, square->input(1));
     if (!exponent || !pattern::near(*exponent, 2.0) || square->input(0) != d) return std::nullopt;
   } else {
     square = pattern::producer_of(sq, "Mul");
@@ -110,7 +111,7 @@ std::optional<Match> match_at(const Graph& graph, Node* div) {
   // Scale and B are built as float32 and must share X's type.
   if (x->type && x->type->dtype != DType::Undefined && x->type->dtype != DType::Float32) return std::nullopt;
 
-  Match match;
+  LayerNormMatch match;
   match.x = x;
   match.k = static_cast<int64_t>(axes.size());
   match.epsilon = eps->constant;
@@ -118,8 +119,7 @@ std::optional<Match> match_at(const Graph& graph, Node* div) {
   match.root = div;
   // Optional Mul(gamma) then Add(beta), each applied to a value nothing else reads.
   Value* tail = div->output(0);
-  if (tail->uses().size() == 1 && !pattern::is_graph_output(graph, tail)) {
-    Node* next = tail->uses().front().first;
+  if (Node* next = pattern::single_consumer(graph, tail)) {
     if (next->op_type() == "Mul" && next->domain().empty() && next->inputs().size() == 2) {
       Value* other = next->input(0) == tail ? next->input(1) : next->input(0);
       if (std::optional<Tensor> g = affine_parameter(graph, other, x, match.k)) {
@@ -130,8 +130,7 @@ std::optional<Match> match_at(const Graph& graph, Node* div) {
       }
     }
   }
-  if (tail->uses().size() == 1 && !pattern::is_graph_output(graph, tail)) {
-    Node* next = tail->uses().front().first;
+  if (Node* next = pattern::single_consumer(graph, tail)) {
     if (next->op_type() == "Add" && next->domain().empty() && next->inputs().size() == 2) {
       Value* other = next->input(0) == tail ? next->input(1) : next->input(0);
       std::optional<Tensor> b = affine_parameter(graph, other, x, match.k);
@@ -159,6 +158,32 @@ std::optional<Match> match_at(const Graph& graph, Node* div) {
   return match;
 }
 
+class LayerNormRule final : public RewriteRule<LayerNormMatch> {
+ public:
+  std::string name() const override { return "fuse-layernorm"; }
+
+  std::optional<LayerNormMatch> match(const Model& model, Node& node) const override {
+    return match_at(*model.graph, &node);
+  }
+
+  Status rewrite(Model& model, LayerNormMatch& match) const override {
+    Graph& graph = *model.graph;
+    const std::string base = match.root->name().empty() ? std::string("layer_norm") : match.root->name();
+    Value* scale = graph.create_unique_value(base + "_scale");
+    graph.set_initializer(scale, *match.gamma);
+    std::vector<Value*> inputs = {match.x, scale};
+    if (match.beta) {
+      Value* bias = graph.create_unique_value(base + "_bias");
+      graph.set_initializer(bias, *match.beta);
+      inputs.push_back(bias);
+    }
+    replace_op(*match.root, "LayerNormalization", "", inputs);
+    match.root->set_attribute(Attribute::make_int("axis", -match.k));
+    match.root->set_attribute(Attribute::make_float("epsilon", static_cast<float>(match.epsilon)));
+    return Status::ok();
+  }
+};
+
 }  // namespace
 
 ComponentInfo FuseLayerNorm::info() {
@@ -181,43 +206,22 @@ bool FuseLayerNorm::matches(const Model& model) const {
 }
 
 Expected<PassResult> FuseLayerNorm::run_impl(Model& model) {
-  Graph& graph = *model.graph;
-  const bool supported = model.opset() >= 17;
-  std::set<const Node*> erased;
-  int64_t fused = 0;
-  int64_t skipped = 0;
-  for (Node* node : pattern::node_snapshot(graph)) {
-    if (erased.count(node)) continue;
-    std::optional<Match> match = match_at(graph, node);
-    if (!match) continue;
-    if (!supported) {
-      ++skipped;
-      continue;
-    }
-    const std::string base = match->root->name().empty() ? std::string("layer_norm") : match->root->name();
-    Value* scale = graph.create_unique_value(base + "_scale");
-    graph.set_initializer(scale, *match->gamma);
-    std::vector<Value*> inputs = {match->x, scale};
-    if (match->beta) {
-      Value* bias = graph.create_unique_value(base + "_bias");
-      graph.set_initializer(bias, *match->beta);
-      inputs.push_back(bias);
-    }
-    const std::vector<Value*> former = pattern::rewrite_node(*match->root, "LayerNormalization", "", inputs);
-    match->root->set_attribute(Attribute::make_int("axis", -match->k));
-    match->root->set_attribute(Attribute::make_float("epsilon", static_cast<float>(match->epsilon)));
-    std::vector<Node*> drop;
-    for (Node* n : match->nodes)
-      if (n != match->root) drop.push_back(n);
-    pattern::erase_nodes(graph, drop, erased);
-    pattern::release_constants(graph, former, erased);
-    ++fused;
-  }
-  if (fused > 0) graph.prune_unused_values();
   PassResult result;
-  result.counters["fused"] = fused;
-  result.counters["skipped-opset-below-17"] = skipped;
-  result.changed = fused > 0;
+  result.counters["fused"] = 0;
+  result.counters["skipped-opset-below-17"] = 0;
+  if (model.opset() < 17) {
+    // LayerNormalization does not exist yet: count what would have been fused.
+    const LayerNormRule rule;
+    for (const auto& node : model.graph->nodes())
+      if (rule.match(model, *node)) ++result.counters["skipped-opset-below-17"];
+    return result;
+  }
+  GreedyRewriter rewriter;
+  rewriter.add<LayerNormRule>();
+  Expected<RewriteReport> report = rewriter.run(model);
+  if (!report) return report.status();
+  result.counters["fused"] = report->total();
+  result.changed = report->total() > 0;
   return result;
 }
 

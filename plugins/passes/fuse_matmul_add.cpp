@@ -8,16 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "pass_helpers.h"
+#include "qflow/ir/constants.h"
+#include "qflow/ir/pattern.h"
+#include "qflow/ir/rewrite.h"
 
 namespace qflow {
 
 namespace {
 
-using pass_helpers::constant_float;
-using pass_helpers::contains;
-using pass_helpers::is_default_domain;
-using pass_helpers::NodeOrder;
+using pattern::is_default_domain;
 
 // A declared rank of 2, or a producer whose output is 2-D whatever its inputs are.
 bool known_2d(const Value* v) {
@@ -32,30 +31,53 @@ bool is_row_bias(const Tensor& b, int64_t n) {
   return (s.size() == 1 && s[0] == n) || (s.size() == 2 && s[0] == 1 && s[1] == n);
 }
 
+std::optional<Tensor> float_constant(const Graph& graph, const Value* v) {
+  std::optional<Tensor> t = graph_constant(graph, v);
+  return t && t->dtype() == DType::Float32 ? t : std::nullopt;
+}
 
-struct Match {
-  Node* matmul;
-  Node* add;
-  Value* bias;
+struct MatMulAddMatch {
+  Node* matmul = nullptr;
+  Node* add = nullptr;
+  Value* bias = nullptr;
+  std::vector<Node*> nodes;
 };
 
-std::optional<Match> match_at(const Graph& graph, Node* matmul) {
-  if (matmul->op_type() != "MatMul" || !is_default_domain(*matmul) || matmul->inputs().size() != 2) return std::nullopt;
-  Value* a = matmul->input(0);
-  Value* product = matmul->output(0);
-  if (!a || !product || !known_2d(a)) return std::nullopt;
-  if (a->type && a->type->dtype != DType::Float32 && a->type->dtype != DType::Undefined) return std::nullopt;
-  const Tensor* w = constant_float(graph, matmul->input(1));
-  if (!w || w->rank() != 2) return std::nullopt;
-  if (product->uses().size() != 1 || contains(graph.outputs, product)) return std::nullopt;
-  Node* add = product->uses()[0].first;
-  if (add->op_type() != "Add" || !is_default_domain(*add) || add->inputs().size() != 2 || !add->output(0))
-    return std::nullopt;
-  Value* bias = add->input(add->input(0) == product ? 1 : 0);
-  const Tensor* b = constant_float(graph, bias);
-  if (!b || !is_row_bias(*b, w->dim(1))) return std::nullopt;
-  return Match{matmul, add, bias};
-}
+class MatMulAddRule final : public RewriteRule<MatMulAddMatch> {
+ public:
+  std::string name() const override { return "fuse-matmul-add"; }
+
+  std::optional<MatMulAddMatch> match(const Model& model, Node& matmul) const override {
+    const Graph& graph = *model.graph;
+    if (matmul.op_type() != "MatMul" || !is_default_domain(matmul) || matmul.inputs().size() != 2) return std::nullopt;
+    Value* a = matmul.input(0);
+    Value* product = matmul.output(0);
+    if (!a || !product || !known_2d(a)) return std::nullopt;
+    if (a->type && a->type->dtype != DType::Float32 && a->type->dtype != DType::Undefined) return std::nullopt;
+    const std::optional<Tensor> w = float_constant(graph, matmul.input(1));
+    if (!w || w->rank() != 2) return std::nullopt;
+    Node* add = pattern::single_consumer(graph, product);
+    if (!add || add->op_type() != "Add" || !is_default_domain(*add) || add->inputs().size() != 2 || !add->output(0))
+      return std::nullopt;
+    Value* bias = add->input(add->input(0) == product ? 1 : 0);
+    const std::optional<Tensor> b = float_constant(graph, bias);
+    if (!b || !is_row_bias(*b, w->dim(1))) return std::nullopt;
+    return MatMulAddMatch{&matmul, add, bias, {&matmul, add}};
+  }
+
+  // The Add becomes the Gemm: it runs where the Add ran, after A's producer and every other
+  // input, and keeps the Add's output. It takes the MatMul's name (the Add's when the MatMul
+  // has none) and documentation.
+  Status rewrite(Model& model, MatMulAddMatch& match) const override {
+    (void)model;
+    Node& gemm = *match.add;
+    replace_op(gemm, "Gemm", "", {match.matmul->input(0), match.matmul->input(1), match.bias});
+    if (!match.matmul->name().empty()) gemm.set_name(match.matmul->name());
+    gemm.doc_string = match.matmul->doc_string;
+    gemm.overload.clear();
+    return Status::ok();
+  }
+};
 
 }  // namespace
 
@@ -80,39 +102,13 @@ bool FuseMatMulAdd::matches(const Model& model) const {
 }
 
 Expected<PassResult> FuseMatMulAdd::run_impl(Model& model) {
-  Graph& graph = *model.graph;
-  std::vector<Node*> matmuls;
-  for (const auto& n : graph.nodes())
-    if (n->op_type() == "MatMul") matmuls.push_back(n.get());
-
-  NodeOrder order(graph);
-  int64_t fused = 0;
-  for (Node* matmul : matmuls) {
-    const auto match = match_at(graph, matmul);
-    if (!match) continue;
-    Value* y = match->add->output(0);
-    const std::vector<Value*> inputs = {matmul->input(0), matmul->input(1), match->bias};
-    const std::string name = matmul->name().empty() ? match->add->name() : matmul->name();
-    const std::string doc = matmul->doc_string;
-    order.erase(matmul);
-    graph.remove_node(matmul);
-    Node* add = match->add;
-    graph.remove_node(add);
-    Node* gemm = graph.add_node("Gemm", inputs, {y}, name);
-    gemm->doc_string = doc;
-    // The Gemm runs where the Add ran: after A's producer and every other input.
-    order.replace(add, {gemm});
-    ++fused;
-  }
-
+  GreedyRewriter rewriter;
+  rewriter.add<MatMulAddRule>();
+  Expected<RewriteReport> report = rewriter.run(model);
+  if (!report) return report.status();
   PassResult result;
-  result.counters["fused"] = fused;
-  result.changed = fused > 0;
-  if (result.changed) {
-    order.apply(graph);
-    // Drops the MatMul outputs that no longer exist, with their value_info.
-    graph.prune_unused_values();
-  }
+  result.counters["fused"] = report->total();
+  result.changed = report->total() > 0;
   return result;
 }
 

@@ -4,19 +4,21 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
 #include "constant_folding.h"
-#include "pass_helpers.h"
-#include "pattern_match.h"
+#include "qflow/ir/constants.h"
+#include "qflow/ir/pattern.h"
+#include "qflow/ir/rewrite.h"
 
 namespace qflow {
 
 namespace {
 
 bool is_integer_op(const Node& node) {
-  return (node.op_type() == "ConvInteger" || node.op_type() == "MatMulInteger") && pass_helpers::is_default_domain(node);
+  return (node.op_type() == "ConvInteger" || node.op_type() == "MatMulInteger") && pattern::is_default_domain(node);
 }
 
 // One matched pattern: what the float op is built from and the nodes it replaces.
@@ -28,6 +30,7 @@ struct Match {
   Node* dynamic = nullptr;      // DynamicQuantizeLinear
   Value* x = nullptr;           // the float activation the DynamicQuantizeLinear read
   Tensor weight;                // (Wq - wzp) * ws
+  std::vector<Node*> nodes;     // all of the above: the driver erases those left unread
 };
 
 // Per-output-channel vector of `values` for a weight with `channels` output channels: one
@@ -55,7 +58,7 @@ class Matcher {
   explicit Matcher(const Graph& graph) : graph_(graph), by_name_(folding::subgraph_referenced_names(graph)) {}
 
   std::optional<Match> match(Node* mul) const {
-    if (mul->op_type() != "Mul" || !pass_helpers::is_default_domain(*mul) || mul->inputs().size() != 2 ||
+    if (mul->op_type() != "Mul" || !pattern::is_default_domain(*mul) || mul->inputs().size() != 2 ||
         !mul->output(0))
       return std::nullopt;
     for (int side = 0; side < 2; ++side)
@@ -93,13 +96,13 @@ class Matcher {
     Value* ws_value = m.scale_mul->input(0) == xs ? m.scale_mul->input(1)
                       : m.scale_mul->input(1) == xs ? m.scale_mul->input(0)
                                                     : nullptr;
-    const std::optional<Tensor> ws = pattern::constant_tensor(graph_, ws_value);
-    const std::optional<Tensor> wq = pattern::constant_tensor(graph_, m.integer->input(1));
+    const std::optional<Tensor> ws = graph_constant(graph_, ws_value);
+    const std::optional<Tensor> wq = graph_constant(graph_, m.integer->input(1));
     if (!ws || ws->dtype() != DType::Float32 || !wq || (wq->dtype() != DType::Int8 && wq->dtype() != DType::UInt8))
       return std::nullopt;
     std::optional<Tensor> wzp;
     if (m.integer->input(3)) {
-      wzp = pattern::constant_tensor(graph_, m.integer->input(3));
+      wzp = graph_constant(graph_, m.integer->input(3));
       if (!wzp || wzp->dtype() != wq->dtype()) return std::nullopt;
     }
     // Output channels: Conv weights [M, C/group, k...] (output channel axis 1, output rank =
@@ -123,6 +126,7 @@ class Matcher {
       w[i] = static_cast<float>(q[static_cast<std::size_t>(i)] - static_cast<int64_t>((*zero_points)[c])) *
              static_cast<float>((*scales)[c]);
     }
+    m.nodes = {m.mul, m.cast, m.integer, m.scale_mul, m.dynamic};
     return m;
   }
 
@@ -140,28 +144,40 @@ Value* weight_value(Graph& graph, const Value* quantized) {
   return graph.create_unique_value(name + "_float");
 }
 
-// Rewrites the Mul into the float op (keeping its output and place in the node order) and
-// removes what only the pattern used.
-void restore(Graph& graph, Match& m, std::set<const Node*>& removed) {
-  Value* weight = weight_value(graph, m.integer->input(1));
-  graph.set_initializer(weight, std::move(m.weight));
-  const bool conv = m.integer->op_type() == "ConvInteger";
-  const bool scale_private = pattern::used_only_by(graph, m.scale_mul->output(0), m.mul);
-  const std::string name = m.integer->name();
-  const std::vector<Attribute> attributes = m.integer->attributes();
-  std::vector<Value*> released = pattern::rewrite_node(*m.mul, conv ? "Conv" : "MatMul", "", {m.x, weight});
-  for (const Attribute& a : attributes) m.mul->set_attribute(a);
+// Restores one kind of integer op (ConvInteger or MatMulInteger): the Mul becomes the
+// float op, keeping its output and place in the node order; the driver removes what only
+// the pattern used (the scale Mul when private, the DynamicQuantizeLinear when unread).
+class RestoreRule final : public RewriteRule<Match> {
+ public:
+  RestoreRule(const Graph& graph, std::string integer_op, std::string counter)
+      : matcher_(graph), integer_op_(std::move(integer_op)), counter_(std::move(counter)) {}
 
-  std::vector<Node*> erased = {m.cast, m.integer};
-  if (scale_private) erased.push_back(m.scale_mul);
-  pattern::erase_nodes(graph, erased, removed);
-  m.mul->set_name(name);
-  pattern::release_constants(graph, released, removed);
-  const bool dynamic_unused = std::all_of(m.dynamic->outputs().begin(), m.dynamic->outputs().end(), [&graph](const Value* v) {
-    return !v || (v->uses().empty() && !pattern::is_graph_output(graph, v));
-  });
-  if (dynamic_unused) pattern::erase_nodes(graph, {m.dynamic}, removed);
-}
+  std::string name() const override { return counter_; }
+
+  std::optional<Match> match(const Model& model, Node& node) const override {
+    (void)model;
+    std::optional<Match> m = matcher_.match(&node);
+    if (!m || m->integer->op_type() != integer_op_) return std::nullopt;
+    return m;
+  }
+
+  Status rewrite(Model& model, Match& m) const override {
+    Graph& graph = *model.graph;
+    Value* weight = weight_value(graph, m.integer->input(1));
+    graph.set_initializer(weight, std::move(m.weight));
+    const std::string name = m.integer->name();
+    const std::vector<Attribute> attributes = m.integer->attributes();
+    replace_op(*m.mul, integer_op_ == "ConvInteger" ? "Conv" : "MatMul", "", {m.x, weight});
+    for (const Attribute& a : attributes) m.mul->set_attribute(a);
+    m.mul->set_name(name);
+    return Status::ok();
+  }
+
+ private:
+  const Matcher matcher_;
+  std::string integer_op_;
+  std::string counter_;
+};
 
 }  // namespace
 
@@ -185,22 +201,16 @@ bool IntegerToFloat::matches(const Model& model) const {
 }
 
 Expected<PassResult> IntegerToFloat::run_impl(Model& model) {
-  Graph& graph = *model.graph;
+  // Earlier restorations remove only nodes private to their own patterns, so one sweep
+  // finds every pattern.
+  GreedyRewriter rewriter;
+  rewriter.add<RestoreRule>(*model.graph, "ConvInteger", "convs-restored");
+  rewriter.add<RestoreRule>(*model.graph, "MatMulInteger", "matmuls-restored");
+  Expected<RewriteReport> report = rewriter.run(model);
+  if (!report) return report.status();
   PassResult result;
-  result.counters["convs-restored"] = 0;
-  result.counters["matmuls-restored"] = 0;
-  std::set<const Node*> removed;
-  const Matcher matcher(graph);
-  for (Node* node : pattern::node_snapshot(graph)) {
-    if (removed.count(node)) continue;
-    // Earlier restorations removed only nodes private to their own patterns.
-    std::optional<Match> m = matcher.match(node);
-    if (!m) continue;
-    ++result.counters[m->integer->op_type() == "ConvInteger" ? "convs-restored" : "matmuls-restored"];
-    restore(graph, *m, removed);
-    result.changed = true;
-  }
-  if (result.changed) graph.prune_unused_values();
+  result.counters = report->rewrites;
+  result.changed = report->total() > 0;
   return result;
 }
 

@@ -9,24 +9,18 @@
 #include <vector>
 
 #include "constant_folding.h"
-#include "pass_helpers.h"
+#include "qflow/ir/constants.h"
+#include "qflow/ir/node_order.h"
+#include "qflow/ir/pattern.h"
 
 namespace qflow {
 
 namespace {
 
-using pass_helpers::contains;
-using pass_helpers::is_default_domain;
+using pattern::is_default_domain;
 
-// A constant of any dtype: an initializer that is not a graph input, or a Constant node's value.
-const Tensor* constant_tensor(const Graph& graph, const Value* v) {
-  if (!v || contains(graph.inputs, v)) return nullptr;
-  if (const Tensor* t = graph.initializer(v)) return t;
-  const Node* producer = v->producer();
-  if (producer && producer->op_type() == "Constant" && is_default_domain(*producer))
-    if (const Attribute* value = producer->find_attribute("value"); value && value->type == AttributeType::Tensor)
-      return &value->t;
-  return nullptr;
+bool contains(const std::vector<Value*>& values, const Value* v) {
+  return std::find(values.begin(), values.end(), v) != values.end();
 }
 
 bool is_quantized_integer(DType dtype) {
@@ -45,9 +39,9 @@ struct Affine {
 
 std::optional<Affine> affine_of(const Graph& graph, const Node& node, const Shape& shape) {
   if (node.attr_int("block_size", 0) != 0) return std::nullopt;
-  const Tensor* scale = constant_tensor(graph, node.input(1));
+  const std::optional<Tensor> scale = graph_constant(graph, node.input(1));
   if (!scale || scale->dtype() != DType::Float32 || scale->numel() < 1) return std::nullopt;
-  const Tensor* zero_point = node.input(2) ? constant_tensor(graph, node.input(2)) : nullptr;
+  const std::optional<Tensor> zero_point = node.input(2) ? graph_constant(graph, node.input(2)) : std::nullopt;
   if (node.input(2) && (!zero_point || zero_point->numel() != scale->numel())) return std::nullopt;
   Affine a;
   a.scale.assign(scale->span<float>().begin(), scale->span<float>().end());
@@ -110,14 +104,14 @@ class Stripper {
   bool constant(Node* dq) {
     Value* x = dq->input(0);
     Value* y = dq->output(0);
-    const Tensor* q_tensor = constant_tensor(graph_, x);
+    const std::optional<Tensor> q_tensor = graph_constant(graph_, x);
     std::optional<Tensor> result;
     if (q_tensor && is_quantized_integer(q_tensor->dtype())) {
       const auto a = affine_of(graph_, *dq, q_tensor->shape());
       if (!a) return false;
       result = dequantize(q_tensor->to_int64s(), q_tensor->shape(), *a);
     } else if (Node* q = x ? x->producer() : nullptr; q && q->op_type() == "QuantizeLinear" && is_default_domain(*q)) {
-      const Tensor* w = constant_tensor(graph_, q->input(0));
+      const std::optional<Tensor> w = graph_constant(graph_, q->input(0));
       if (!w || w->dtype() != DType::Float32) return false;
       const auto qa = affine_of(graph_, *q, w->shape());
       const auto da = affine_of(graph_, *dq, w->shape());
@@ -144,7 +138,7 @@ class Stripper {
     Node* q = x ? x->producer() : nullptr;
     if (!q || q->op_type() != "QuantizeLinear" || !is_default_domain(*q) || !q->input(0) || !y) return false;
     Value* a = q->input(0);
-    if (constant_tensor(graph_, a) || by_name_.count(y->name())) return false;
+    if (graph_constant(graph_, a) || by_name_.count(y->name())) return false;
     remember_inputs(*dq);
     if (!contains(graph_.outputs, y)) {
       erase(dq);
@@ -205,7 +199,7 @@ class Stripper {
   }
 
   Graph& graph_;
-  pass_helpers::NodeOrder order_;
+  NodeOrder order_;
   std::set<std::string> by_name_;
   std::vector<Value*> candidates_;
   std::set<Node*> removed_constants_;

@@ -26,7 +26,7 @@ step "cmake --install $build_dir"
 cmake --install "$build_dir" --prefix "$tmp/staged" >"$tmp/install.log" || { cat "$tmp/install.log" >&2; fail "install failed"; }
 mv "$tmp/staged" "$tmp/prefix"
 prefix=$tmp/prefix
-for f in bin/qflow lib/libqflow_core.so include/qflow/version.h include/qflow/plugin/entry.h \
+for f in bin/qflow lib/libqflow_core.so include/qflow/version.h include/qflow/plugin/entry.h include/qflow/ir/rewrite.h \
          lib/cmake/qflow/qflowConfig.cmake lib/cmake/qflow/qflowConfigVersion.cmake lib/cmake/qflow/qflowTargets.cmake; do
   [ -e "$prefix/$f" ] || fail "install is missing $f"
 done

@@ -1,19 +1,14 @@
-// Pattern-matching helpers shared by the fusion passes.
-#include "pattern_match.h"
+// Pattern helpers for rewrite rules.
+#include "qflow/ir/pattern.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+
+#include "qflow/ir/constants.h"
 
 namespace qflow::pattern {
 
 namespace {
-
-bool is_default_domain(const Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
-
-bool is_graph_input(const Graph& graph, const Value* value) {
-  return std::find(graph.inputs.begin(), graph.inputs.end(), value) != graph.inputs.end();
-}
 
 bool flatten_into(const Graph& graph, Value* value, const Node* parent, std::size_t max_nodes, Product& product) {
   Node* node = value->producer();
@@ -53,23 +48,14 @@ bool near(double actual, double expected) {
   return std::fabs(actual - expected) <= tolerance;
 }
 
-std::optional<Tensor> constant_tensor(const Graph& graph, const Value* value) {
-  if (!value) return std::nullopt;
-  if (const Tensor* t = graph.initializer(value)) return *t;
-  const Node* node = value->producer();
-  if (!node || node->op_type() != "Constant" || !is_default_domain(*node)) return std::nullopt;
-  if (const Attribute* a = node->find_attribute("value"); a && a->type == AttributeType::Tensor) return a->t;
-  if (const Attribute* a = node->find_attribute("value_float"); a && a->type == AttributeType::Float)
-    return Tensor::scalar<float>(a->f);
-  if (const Attribute* a = node->find_attribute("value_floats"); a && a->type == AttributeType::Floats)
-    return Tensor::from_vector<float>({static_cast<int64_t>(a->floats.size())}, a->floats);
-  return std::nullopt;
+bool is_default_domain(const Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
+bool is_graph_input(const Graph& graph, const Value* value) {
+  return std::find(graph.inputs.begin(), graph.inputs.end(), value) != graph.inputs.end();
 }
 
-std::optional<double> scalar_constant(const Graph& graph, const Value* value) {
-  const std::optional<Tensor> t = constant_tensor(graph, value);
-  if (!t || t->numel() != 1 || !is_float(t->dtype())) return std::nullopt;
-  return t->to_doubles()[0];
+bool is_graph_output(const Graph& graph, const Value* value) {
+  return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
 }
 
 Node* producer_of(const Value* value, const std::string& op_type) {
@@ -77,13 +63,14 @@ Node* producer_of(const Value* value, const std::string& op_type) {
   return node && node->op_type() == op_type && is_default_domain(*node) ? node : nullptr;
 }
 
-bool is_graph_output(const Graph& graph, const Value* value) {
-  return std::find(graph.outputs.begin(), graph.outputs.end(), value) != graph.outputs.end();
-}
-
 bool used_only_by(const Graph& graph, const Value* value, const Node* node) {
   if (!value || value->uses().empty() || is_graph_output(graph, value)) return false;
   return std::all_of(value->uses().begin(), value->uses().end(), [node](const auto& use) { return use.first == node; });
+}
+
+Node* single_consumer(const Graph& graph, const Value* value) {
+  if (!value || value->uses().size() != 1 || is_graph_output(graph, value)) return nullptr;
+  return value->uses().front().first;
 }
 
 std::optional<ScalarOperand> split_scalar_operand(const Graph& graph, const Node& node) {
@@ -101,70 +88,18 @@ std::optional<Product> flatten_product(const Graph& graph, Value* root, std::siz
   return product;
 }
 
-std::optional<std::pair<double, double>> clip_bounds(const Graph& graph, const Node& clip, int64_t opset) {
-  constexpr double inf = std::numeric_limits<double>::infinity();
-  if (opset < 11) return std::pair<double, double>{clip.attr_float("min", -std::numeric_limits<float>::max()),
-                                                   clip.attr_float("max", std::numeric_limits<float>::max())};
-  double bounds[2] = {-inf, inf};
-  for (std::size_t i = 1; i <= 2; ++i) {
-    if (!clip.input(i)) continue;
-    const std::optional<double> c = scalar_constant(graph, clip.input(i));
-    if (!c) return std::nullopt;
-    bounds[i - 1] = *c;
-  }
-  return std::pair<double, double>{bounds[0], bounds[1]};
-}
-
-void erase_nodes(Graph& graph, const std::vector<Node*>& nodes, std::set<const Node*>& removed) {
-  std::vector<Value*> inputs;
-  for (Node* node : nodes)
-    for (Value* v : node->inputs())
-      if (v && std::find(inputs.begin(), inputs.end(), v) == inputs.end()) inputs.push_back(v);
-  for (Node* node : nodes) {
-    removed.insert(node);
-    graph.remove_node(node);
-  }
-  release_constants(graph, inputs, removed);
-}
-
-void release_constants(Graph& graph, const std::vector<Value*>& values, std::set<const Node*>& removed) {
-  for (Value* v : values) {
-    if (!v) continue;
-    if (!v->uses().empty() || is_graph_output(graph, v)) continue;
-    if (Node* constant = producer_of(v, "Constant")) {
-      removed.insert(constant);
-      graph.remove_node(constant);
-    } else if (graph.is_initializer(v) && !is_graph_input(graph, v)) {
-      graph.remove_initializer(v);
-    }
-  }
-}
-
-std::vector<Value*> rewrite_node(Node& node, const std::string& op_type, const std::string& domain,
-                                 const std::vector<Value*>& inputs) {
-  std::vector<Value*> former = node.inputs();
-  std::vector<std::string> names;
-  for (const Attribute& a : node.attributes()) names.push_back(a.name);
-  for (const std::string& name : names) node.remove_attribute(name);
-  node.set_op_type(op_type);
-  node.set_domain(domain);
-  node.set_inputs(inputs);
-  return former;
-}
-
 std::optional<ClipAffine> match_clip_affine(const Graph& graph, Value* clip_out, int64_t opset) {
   Node* clip = producer_of(clip_out, "Clip");
   if (!clip || !clip->input(0)) return std::nullopt;
-  const auto bounds = clip_bounds(graph, *clip, opset);
-  if (!bounds || !near(bounds->first, 0.0) || !std::isfinite(bounds->second) || bounds->second <= 0.0)
-    return std::nullopt;
+  const std::optional<ClipBounds> bounds = clip_bounds(graph, *clip, opset);
+  if (!bounds || !near(bounds->min, 0.0) || !std::isfinite(bounds->max) || bounds->max <= 0.0) return std::nullopt;
   Node* add = producer_of(clip->input(0), "Add");
   if (!add || !used_only_by(graph, clip->input(0), clip)) return std::nullopt;
   const std::optional<ScalarOperand> shift = split_scalar_operand(graph, *add);
   if (!shift) return std::nullopt;
   ClipAffine match;
   match.beta = shift->constant;
-  match.upper = bounds->second;
+  match.upper = bounds->max;
   match.nodes = {clip, add};
   match.x = shift->other;
   Node* scale = producer_of(shift->other, "Mul");
@@ -184,12 +119,6 @@ std::optional<ClipAffine> match_clip_affine(const Graph& graph, Value* clip_out,
     }
   }
   return match;
-}
-
-std::vector<Node*> node_snapshot(const Graph& graph) {
-  std::vector<Node*> nodes;
-  for (const auto& n : graph.nodes()) nodes.push_back(n.get());
-  return nodes;
 }
 
 }  // namespace qflow::pattern
