@@ -70,6 +70,13 @@ Status parse_channels(const std::string& option, const std::string& text, int64_
   return Status::ok();
 }
 
+// A float option that may arrive as an int: options read back from a manifest come from
+// JSON, which writes 2.0 as 2.
+double float_option(const Options& options, const std::string& name) {
+  if (const auto* whole = std::get_if<int64_t>(&options.values().at(name))) return static_cast<double>(*whole);
+  return options.get_float(name);
+}
+
 }  // namespace
 
 Expected<DataSpec> data_spec_from_options(const Options& options) {
@@ -92,7 +99,7 @@ Expected<DataSpec> data_spec_from_options(const Options& options) {
   if (spec.keep_ratio && spec.resize_height == 0)
     return invalid_input("load-data option 'keep-ratio' needs option 'resize' (HxW), which is empty");
   if (options.has("pad-value")) {
-    spec.pad_value = options.get_float("pad-value");
+    spec.pad_value = float_option(options, "pad-value");
     if (!std::isfinite(spec.pad_value)) return bad("pad-value", "a finite number", number_text(spec.pad_value));
   }
   std::string color_text = "rgb";
@@ -104,7 +111,7 @@ Expected<DataSpec> data_spec_from_options(const Options& options) {
     else return bad("color", "rgb, bgr or gray", quoted(color_text));
   }
   if (options.has("scale")) {
-    spec.scale = options.get_float("scale");
+    spec.scale = float_option(options, "scale");
     if (!std::isfinite(spec.scale) || spec.scale <= 0.0)
       return bad("scale", "a finite number greater than 0", number_text(spec.scale));
   }
