@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
   if (status != 0) fail("4-bit run exited " + std::to_string(status) + ": " + read(work + "/run.log"));
   else check_grid(work + "/out/fashion_mnist_ptq_model.onnx");
 
-  const int bpu = run(source, "'" + qflow + "' run pipelines/bpu_ptq.toml --set quantization.weight-bits=4 --dry-run",
+  const int bpu = run(source, "'" + qflow + "' run pipelines/bpu_ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx"
+                      " --set data=models/fashion_mnist/calib_200.npy --set quantization.weight-bits=4 --dry-run",
                       work + "/bpu.log");
   const std::string log = read(work + "/bpu.log");
   if (bpu != 2) fail("bpu with 4-bit weights exited " + std::to_string(bpu) + ", expected 2: " + log);
