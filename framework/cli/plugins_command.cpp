@@ -95,6 +95,7 @@ void print_text(const std::vector<PluginLibrary>& libraries) {
     first = false;
     for (const ComponentInfo& c : library.components) {
       std::cout << "  " << component_kind_name(c.kind) << " " << c.name << ": " << c.summary << "\n";
+      if (c.needs_samples) std::cout << "    reads calibration samples: its stage needs a dataset input\n";
       for (const OptionSpec& o : c.options) {
         const std::string limits = option_limits_text(o.limits);
         std::cout << "    " << o.name << " (" << option_type_name(o.type) << ", default " << format_default(o.default_value)

@@ -27,7 +27,7 @@ void PassManager::add_instrumentation(std::shared_ptr<PassInstrumentation> instr
   instrumentations_.push_back(std::move(instrumentation));
 }
 
-Expected<std::vector<PassRecord>> PassManager::run(Model& model) const {
+Expected<std::vector<PassRecord>> PassManager::run(Model& model, const PassContext& context) const {
   std::vector<PassRecord> records;
   for (const auto& [name, pass] : passes_) {
     for (const auto& instrumentation : instrumentations_) instrumentation->before_pass(name, model);
@@ -38,7 +38,7 @@ Expected<std::vector<PassRecord>> PassManager::run(Model& model) const {
     // Where ONNX inference fails the types stay unknown, for later stages to report.
     for (int round = 0; types_stale && round < kMaxTypeRounds; ++round) {
       if (round > 0 && !reinfer_shapes(model).is_ok()) break;
-      Expected<PassResult> effect = pass->run(model);
+      Expected<PassResult> effect = pass->run(model, context);
       if (!effect) return effect.status().with_context("pass '" + name + "'");
       for (const auto& [counter, count] : effect->counters) record.counters[counter] += count;
       record.changed = record.changed || effect->changed;

@@ -44,7 +44,8 @@ class PassManager {
   // Runs every pass in order. A pass that made values without types (PassResult::types_stale)
   // runs again on freshly inferred ones, at most kMaxTypeRounds times; its counters add up.
   // A failure names the pass.
-  Expected<std::vector<PassRecord>> run(Model& model) const;
+  // `context` is handed to every pass (samples, quantization settings).
+  Expected<std::vector<PassRecord>> run(Model& model, const PassContext& context = {}) const;
 
   static constexpr int kMaxTypeRounds = 8;
 

@@ -352,7 +352,7 @@ class Parser {
       scalar = scalar_value(value);
     }
     const Status status = scalar ? set_quantization_key(entry, key, *scalar)
-                                 : invalid_input("'" + key + "' must be a string or bool, got " + toml_type_text(value));
+                                 : invalid_input("'" + key + "' must be a string, integer or bool, got " + toml_type_text(value));
     if (!status.is_ok()) return error_at(value, "in [" + where + "]: " + status.message());
     return Status::ok();
   }

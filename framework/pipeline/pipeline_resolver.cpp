@@ -211,6 +211,7 @@ class Resolver {
     }
     for (PipelineStage& stage : pipeline_.stages) QFLOW_RETURN_IF_ERROR(resolve_inputs(stage));
     for (const PipelineStage& stage : pipeline_.stages) QFLOW_RETURN_IF_ERROR(check_statistics(stage));
+    for (const PipelineStage& stage : pipeline_.stages) QFLOW_RETURN_IF_ERROR(check_pass_samples(stage));
     QFLOW_RETURN_IF_ERROR(resolve_outputs());
     return order();
   }
@@ -420,6 +421,22 @@ class Resolver {
     }
     Expected<Options> parsed = parse_component_options(*info, std::get<std::vector<std::string>>(items.value), "metric-options");
     if (!parsed) return invalid_input(items.pos.prefix() + head + parsed.status().message());
+    return Status::ok();
+  }
+
+  // A pass that reads calibration samples needs its stage to have a dataset input.
+  Status check_pass_samples(const PipelineStage& stage) const {
+    if (stage.kind != StageKind::Pass && stage.kind != StageKind::Passes) return Status::ok();
+    if (stage.inputs.count("dataset")) return Status::ok();
+    const std::vector<std::string> names =
+        stage.kind == StageKind::Pass ? std::vector<std::string>{stage.component} : stage.pass_names;
+    for (const std::string& name : names) {
+      const ComponentInfo* info = catalog_.find(ComponentKind::Pass, name);
+      if (!info || !info->needs_samples) continue;
+      return invalid_input(stage.use_pos.prefix() + "stage '" + stage.id + "': pass '" + name +
+                           "' reads calibration samples, and the stage has no 'dataset' input (inputs = { model = ..., "
+                           "dataset = \"<load-data stage>.dataset\" })");
+    }
     return Status::ok();
   }
 
@@ -672,7 +689,7 @@ std::vector<InputPort> stage_inputs(StageKind kind) {
     case StageKind::ImportOnnx: return {{"dataset", ArtifactType::Dataset, false}};
     case StageKind::LoadData: return {};
     case StageKind::Pass:
-    case StageKind::Passes: return {{"model", ArtifactType::Model, true}};
+    case StageKind::Passes: return {{"dataset", ArtifactType::Dataset, false}, {"model", ArtifactType::Model, true}};
     case StageKind::Observer: return {{"dataset", ArtifactType::Dataset, true}, {"model", ArtifactType::Model, true}};
     case StageKind::Calibrator:
       return {{"dataset", ArtifactType::Dataset, false},

@@ -12,7 +12,7 @@ Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<s
     case StageKind::Calibrator: return run_calibrator(stage, inputs, registry, context);
     case StageKind::Quantize: return run_quantize(stage, inputs, context);
     case StageKind::Pass:
-    case StageKind::Passes: return run_pass(stage, *inputs.at("model"), registry, context);
+    case StageKind::Passes: return run_pass(stage, inputs, registry, context);
     case StageKind::Report: return run_report(stage, inputs, context);
     case StageKind::Compare: return run_compare(stage, inputs, context);
     case StageKind::Sensitivity: return run_sensitivity(stage, inputs, context);

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "framework/pipeline/graph_text.h"
 #include "framework/pipeline/pass_list.h"
 #include "framework/pipeline/pass_manager.h"
+#include "framework/pipeline/pass_samples.h"
 #include "framework/plugin/component_registry.h"
 
 namespace qflow {
@@ -53,9 +55,19 @@ class SaveIntermediate final : public PassInstrumentation {
 
 }  // namespace
 
-Expected<StageResult> run_pass(const PipelineStage& stage, const Artifact& model_artifact, const ComponentRegistry& registry,
-                               const StageContext& context) {
-  QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, model_artifact));
+Expected<StageResult> run_pass(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                               const ComponentRegistry& registry, const StageContext& context) {
+  QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));
+  // The samples of the optional dataset input, bound to the model the stage receives.
+  std::optional<DatasetPassSamples> samples;
+  if (auto it = inputs.find("dataset"); it != inputs.end() && it->second->dataset) {
+    Expected<DatasetPassSamples> bound = DatasetPassSamples::bind(*it->second->dataset, *model.graph);
+    if (!bound) return bound.status().with_context("input 'dataset'");
+    samples.emplace(std::move(*bound));
+  }
+  PassContext pass_context;
+  pass_context.samples = samples ? &*samples : nullptr;
+  pass_context.quantization = context.quantization;
   PassManager manager;
   if (stage.kind == StageKind::Passes) {
     QFLOW_ASSIGN_OR_RETURN(std::vector<PassInvocation> passes,
@@ -80,7 +92,7 @@ Expected<StageResult> run_pass(const PipelineStage& stage, const Artifact& model
   if (context.save_intermediate && stage.kind == StageKind::Passes)
     manager.add_instrumentation(std::make_shared<SaveIntermediate>(stage, intermediate));
 
-  QFLOW_ASSIGN_OR_RETURN(result.passes, manager.run(model));
+  QFLOW_ASSIGN_OR_RETURN(result.passes, manager.run(model, pass_context));
   // The stage id names the graph the whole list leaves.
   if (stage.kind == StageKind::Passes &&
       std::find(context.print_after.begin(), context.print_after.end(), stage.id) != context.print_after.end())

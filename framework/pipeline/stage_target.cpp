@@ -37,12 +37,14 @@ StageResult section_result(const PipelineStage& stage, TargetReport report) {
 }  // namespace
 
 Status check_targets(const Pipeline& pipeline, const ComponentRegistry& registry) {
+  QFLOW_ASSIGN_OR_RETURN(QuantConfig quantization, pipeline_quantization(pipeline, registry));
   for (const PipelineStage& stage : pipeline.stages) {
     if (!is_target_stage(stage.kind)) continue;
-    const Status made = make_stage_target(stage, registry).status();
-    if (!made.is_ok()) return made.with_context(stage.use_pos.prefix() + "stage '" + stage.id + "'");
+    Expected<std::shared_ptr<Target>> made = make_stage_target(stage, registry);
+    Status status = made ? (*made)->check_quantization(quantization) : made.status();
+    if (!status.is_ok()) return status.with_context(stage.use_pos.prefix() + "stage '" + stage.id + "'");
   }
-  return pipeline_quantization(pipeline, registry).status();
+  return Status::ok();
 }
 
 Expected<QuantConfig> pipeline_quantization(const Pipeline& pipeline, const ComponentRegistry& registry) {

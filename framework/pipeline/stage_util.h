@@ -51,8 +51,8 @@ Expected<StageResult> run_calibrator(const PipelineStage& stage, const std::map<
                                      const ComponentRegistry& registry, const StageContext& context);
 Expected<StageResult> run_quantize(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                    const StageContext& context);
-Expected<StageResult> run_pass(const PipelineStage& stage, const Artifact& model_artifact, const ComponentRegistry& registry,
-                               const StageContext& context);
+Expected<StageResult> run_pass(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
+                               const ComponentRegistry& registry, const StageContext& context);
 Expected<StageResult> run_compare(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                   const StageContext& context);
 Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,

@@ -60,6 +60,8 @@ Status validate_component_info(const ComponentInfo& info, ComponentKind expected
     return invalid_input(component_label(info) + " publishes statistics, which only observers do");
   if (!info.required_statistics.empty() && info.kind != ComponentKind::Calibrator)
     return invalid_input(component_label(info) + " requires statistics, which only calibrators do");
+  if (info.needs_samples && info.kind != ComponentKind::Pass)
+    return invalid_input(component_label(info) + " declares that it reads samples, which only passes do");
   for (const auto* names : {&info.published_statistics, &info.required_statistics})
     for (const std::string& name : *names)
       if (!is_statistic_name(name))

@@ -37,7 +37,7 @@ Expected<std::map<std::string, std::vector<double>>> measure_bias_shift(const Mo
     const Tensor* w = quantizable_weight(graph, *node, spec);
     if (!w || !bias_correction_applies(graph, *node, *w) || !node->output(0)) continue;
     QFLOW_ASSIGN_OR_RETURN(int64_t axis, weight_channel_axis(*node, *w));
-    auto quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range);
+    auto quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range, spec.weight_bits);
     if (!quantized) return quantized.status().with_context(node->op_type() + " '" + node->name() + "'");
     Value* w_dq = graph.create_unique_value(node->input(1)->name() + "_bias_correction");
     graph.set_initializer(w_dq, dequantize_weight(*quantized));

@@ -324,17 +324,16 @@ Expected<int64_t> weight_channel_axis(const Node& node, const Tensor& weight) {
   return invalid_input(op + " '" + node.name() + "' has no quantizable weight");
 }
 
-double weight_qmax(DType dtype, bool reduce_range) {
-  if (dtype == DType::Int8 && reduce_range) return 64.0;
-  return symmetric_qmax(dtype);  // 127 or 32767: the symmetric range
-}
-
-Expected<QuantizedWeight> quantize_weight(const Tensor& weight, int64_t axis, DType dtype, bool reduce_range) {
+Expected<QuantizedWeight> quantize_weight(const Tensor& weight, int64_t axis, DType dtype, bool reduce_range, int bits) {
   if (weight.dtype() != DType::Float32) return invalid_input("weight is " + std::string(dtype_name(weight.dtype())) + ", not float");
   if (dtype != DType::Int8 && dtype != DType::Int16)
     return invalid_input("weights are quantized to int8 or int16, not " + std::string(dtype_name(dtype)));
+  const int container_bits = dtype == DType::Int8 ? 8 : 16;
+  if (bits != 0 && (bits < 2 || bits > container_bits))
+    return invalid_input(std::to_string(bits) + "-bit weights do not fit " + std::string(dtype_name(dtype)) +
+                         " (2 to " + std::to_string(container_bits) + " bits)");
   if (axis >= weight.rank()) return invalid_input("weight axis " + std::to_string(axis) + " is out of range");
-  const double qmax = weight_qmax(dtype, reduce_range);
+  const double qmax = weight_qmax(dtype, reduce_range, bits);
   int64_t outer = 1, channels = 1, inner = weight.numel();
   if (axis >= 0) {
     channels = weight.dim(axis);
@@ -509,7 +508,7 @@ Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantCo
         return invalid_input(node->op_type() + " '" + node->name() + "': weight type " +
                              std::string(dtype_name(spec.weight_dtype)) + " is not int8 or int16");
       QFLOW_ASSIGN_OR_RETURN(int64_t axis, weight_channel_axis(*node, *w));
-      auto quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range);
+      auto quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range, spec.weight_bits);
       if (!quantized) return quantized.status().with_context(node->op_type() + " '" + node->name() + "'");
       weights.push_back({node, std::move(*quantized), spec.weight_dtype});
       needs_16_bit = needs_16_bit || is_16bit_quant(spec.weight_dtype);

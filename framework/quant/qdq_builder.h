@@ -10,6 +10,7 @@
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"
 #include "qflow/plugin/quant_config.h"
+#include "qflow/quant/quant_math.h"
 
 namespace qflow {
 
@@ -34,15 +35,10 @@ struct QuantizedWeight {
 // ConvTranspose 1, Gemm 1 (0 with transB=1), MatMul the last. Fails for other ops.
 Expected<int64_t> weight_channel_axis(const Node& node, const Tensor& weight);
 
-// The largest |q| of a weight of `dtype`: 127 for Int8 (64 with `reduce_range`), 32767 for
-// Int16 (reduce_range does not apply: no integer kernel that could overflow reads 16-bit
-// weights). 64 keeps every pair of u8 x s8 products within int16: 2 * 255 * 64 = 32640, the
-// sum that ONNX Runtime's x86 kernels without VNNI saturate at 32767 (docs/quantization.md).
-double weight_qmax(DType dtype, bool reduce_range);
-
-// Quantizes a float32 weight to `dtype`, q in [-weight_qmax, weight_qmax], per channel along
-// `axis` (or per tensor when axis < 0).
-Expected<QuantizedWeight> quantize_weight(const Tensor& weight, int64_t axis, DType dtype, bool reduce_range = false);
+// Quantizes a float32 weight to `dtype`, q in [-weight_qmax, weight_qmax] (quant_math.h: the
+// grid of `bits` when > 0), per channel along `axis` (or per tensor when axis < 0).
+Expected<QuantizedWeight> quantize_weight(const Tensor& weight, int64_t axis, DType dtype, bool reduce_range = false,
+                                          int bits = 0);
 
 // The quantized weight dequantized back to float32 (what the DequantizeLinear computes).
 Tensor dequantize_weight(const QuantizedWeight& weight);

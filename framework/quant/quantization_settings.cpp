@@ -23,6 +23,15 @@ Expected<bool> bool_value(const std::string& key, const OptionValue& value) {
   return *flag;
 }
 
+// 2..16; with a weight-dtype in the same entry the bits must fit it.
+Expected<int> weight_bits_value(const std::string& key, const OptionValue& value, const QuantOverride& entry) {
+  const int64_t* bits = std::get_if<int64_t>(&value);
+  if (!bits || *bits < 2 || *bits > 16) return invalid_input("'" + key + "' must be an integer from 2 to 16");
+  if (entry.weight_dtype && *bits > 8 && *entry.weight_dtype == DType::Int8)
+    return invalid_input("'" + key + "' = " + std::to_string(*bits) + " does not fit weight-dtype int8 (2 to 8 bits)");
+  return static_cast<int>(*bits);
+}
+
 std::string dtype_text(DType dtype) { return toml_quote(dtype_name(dtype)); }
 std::string bool_text(bool value) { return value ? "true" : "false"; }
 
@@ -35,11 +44,12 @@ void append_table(std::string& out, const std::string& header, const QuantOverri
 
 const std::vector<std::string>& quantization_keys() {
   static const std::vector<std::string> keys = {"activation-dtype", "per-channel", "power-of-two", "quantize",
-                                                "reduce-range",     "symmetric",   "weight-dtype"};
+                                                "reduce-range",     "symmetric",   "weight-bits", "weight-dtype"};
   return keys;
 }
 
 OptionType quantization_key_type(const std::string& key) {
+  if (key == "weight-bits") return OptionType::Int;
   return key == "activation-dtype" || key == "weight-dtype" ? OptionType::String : OptionType::Bool;
 }
 
@@ -49,7 +59,12 @@ Status set_quantization_key(QuantOverride& entry, const std::string& key, const 
     entry.activation_dtype = dtype;
   } else if (key == "weight-dtype") {
     QFLOW_ASSIGN_OR_RETURN(DType dtype, dtype_value(key, value, true));
+    if (entry.weight_bits && *entry.weight_bits > 8 && dtype == DType::Int8)
+      return invalid_input("'weight-bits' = " + std::to_string(*entry.weight_bits) + " does not fit weight-dtype int8 (2 to 8 bits)");
     entry.weight_dtype = dtype;
+  } else if (key == "weight-bits") {
+    QFLOW_ASSIGN_OR_RETURN(int bits, weight_bits_value(key, value, entry));
+    entry.weight_bits = bits;
   } else if (key == "symmetric" || key == "power-of-two" || key == "per-channel" || key == "reduce-range" ||
              key == "quantize") {
     QFLOW_ASSIGN_OR_RETURN(bool flag, bool_value(key, value));
@@ -72,6 +87,7 @@ std::vector<std::pair<std::string, std::string>> quantization_fields(const Quant
   if (entry.quantize) fields.emplace_back("quantize", bool_text(*entry.quantize));
   if (entry.reduce_range) fields.emplace_back("reduce-range", bool_text(*entry.reduce_range));
   if (entry.symmetric) fields.emplace_back("symmetric", bool_text(*entry.symmetric));
+  if (entry.weight_bits) fields.emplace_back("weight-bits", std::to_string(*entry.weight_bits));
   if (entry.weight_dtype) fields.emplace_back("weight-dtype", dtype_text(*entry.weight_dtype));
   return fields;
 }

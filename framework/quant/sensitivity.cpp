@@ -363,7 +363,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
         const QuantSpec spec = cfg.resolve(probe.node->name(), probe.node->op_type());
         const Tensor* w = quantizable_weight(graph, *probe.node, spec);
         QFLOW_ASSIGN_OR_RETURN(const int64_t axis, weight_channel_axis(*probe.node, *w));
-        Expected<QuantizedWeight> quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range);
+        Expected<QuantizedWeight> quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range, spec.weight_bits);
         if (!quantized) return quantized.status().with_context("sensitivity: " + c.row.op_type + " '" + c.row.node + "'");
         probe.weight = dequantize_weight(*quantized);
       }

@@ -76,7 +76,7 @@ TEST_CASE("quantization: errors name the key, its place and the allowed values")
         "p.toml:2:16: in [quantization]: 'weight-dtype' must be one of int8, int16, got 'uint8'");
   CHECK(error_of("[quantization]\nsymetric = true\n") ==
         "p.toml:2:12: in [quantization]: unknown quantization key 'symetric' (allowed: activation-dtype, per-channel, "
-        "power-of-two, quantize, reduce-range, symmetric, weight-dtype)");
+        "power-of-two, quantize, reduce-range, symmetric, weight-bits, weight-dtype)");
   CHECK(error_of("[quantization.op-type.Conv]\nper-channel = 1\n") ==
         "p.toml:2:15: in [quantization.op-type.Conv]: 'per-channel' must be true or false");
   CHECK(error_of("[quantization]\nnode = 3\n") == "p.toml:2:8: 'quantization.node' must be a table of tables");

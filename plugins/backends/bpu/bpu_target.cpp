@@ -106,4 +106,16 @@ Expected<std::unique_ptr<DeployedModel>> BpuTarget::load(const std::string& role
   return invalid_input("bpu: no deployable file of role '" + role + "' runs on the host (roles: bc, hbm)");
 }
 
+Status BpuTarget::check_quantization(const QuantConfig& config) const {
+  const auto check = [](const std::string& where, const QuantOverride& entry) {
+    if (!entry.weight_bits || *entry.weight_bits == 8 || *entry.weight_bits == 16) return Status::ok();
+    return unsupported(where + ": weight-bits " + std::to_string(*entry.weight_bits) +
+                       " cannot be deployed on the bpu target (supported weight widths: 8, 16)");
+  };
+  QFLOW_RETURN_IF_ERROR(check("[quantization]", config.model));
+  for (const auto& [op_type, entry] : config.op_types) QFLOW_RETURN_IF_ERROR(check("op type " + op_type, entry));
+  for (const auto& [node, entry] : config.nodes) QFLOW_RETURN_IF_ERROR(check("node '" + node + "'", entry));
+  return Status::ok();
+}
+
 }  // namespace qflow

@@ -35,6 +35,9 @@ struct ComponentInfo {
   // (nothing is checked).
   std::vector<std::string> published_statistics = {};
   std::vector<std::string> required_statistics = {};
+  // Passes: the pass reads calibration samples (PassContext::samples), so its stage must have
+  // a `dataset` input; a pipeline whose stage has none is refused when it is validated.
+  bool needs_samples = false;
 };
 
 }  // namespace qflow

@@ -17,6 +17,9 @@ struct QuantSpec {
   bool symmetric = true;                 // activations: zero point 0 (signed types only)
   bool power_of_two = false;             // scales rounded up to a power of two
   DType weight_dtype = DType::Int8;      // Int8 or Int16, always symmetric
+  // 2..16: weights on the symmetric grid [-(2^(b-1)-1), 2^(b-1)-1] inside the weight_dtype
+  // container (Int8 up to 8 bits, Int16 above); 0: the container's full symmetric range.
+  int weight_bits = 0;
   bool per_channel = true;               // weights: one scale per output channel
   // int8 weights in [-64, 64] instead of [-127, 127]: ONNX Runtime's x86 int8 kernels without
   // VNNI add pairs of u8 x s8 products in 16 bits, and 2 * 255 * 64 still fits
@@ -31,6 +34,7 @@ struct QuantOverride {
   std::optional<bool> symmetric;
   std::optional<bool> power_of_two;
   std::optional<DType> weight_dtype;
+  std::optional<int> weight_bits;
   std::optional<bool> per_channel;
   std::optional<bool> reduce_range;
   std::optional<bool> quantize;
@@ -39,7 +43,15 @@ struct QuantOverride {
     if (activation_dtype) spec.activation_dtype = *activation_dtype;
     if (symmetric) spec.symmetric = *symmetric;
     if (power_of_two) spec.power_of_two = *power_of_two;
-    if (weight_dtype) spec.weight_dtype = *weight_dtype;
+    // A weight dtype alone means its full range; weight bits choose their container.
+    if (weight_dtype) {
+      spec.weight_dtype = *weight_dtype;
+      spec.weight_bits = 0;
+    }
+    if (weight_bits) {
+      spec.weight_bits = *weight_bits;
+      spec.weight_dtype = *weight_bits <= 8 ? DType::Int8 : DType::Int16;
+    }
     if (per_channel) spec.per_channel = *per_channel;
     if (reduce_range) spec.reduce_range = *reduce_range;
     if (quantize) spec.quantize = *quantize;
@@ -50,12 +62,13 @@ struct QuantOverride {
     if (other.symmetric) symmetric = other.symmetric;
     if (other.power_of_two) power_of_two = other.power_of_two;
     if (other.weight_dtype) weight_dtype = other.weight_dtype;
+    if (other.weight_bits) weight_bits = other.weight_bits;
     if (other.per_channel) per_channel = other.per_channel;
     if (other.reduce_range) reduce_range = other.reduce_range;
     if (other.quantize) quantize = other.quantize;
   }
   bool empty() const {
-    return !activation_dtype && !symmetric && !power_of_two && !weight_dtype && !per_channel && !reduce_range &&
+    return !activation_dtype && !symmetric && !power_of_two && !weight_dtype && !weight_bits && !per_channel && !reduce_range &&
            !quantize;
   }
 };

@@ -96,6 +96,13 @@ class Target {
   // its own. A pipeline whose [quantization] names the target lays this table under its own
   // keys, level by level (docs/quantization.md). Empty: the target needs nothing particular.
   virtual QuantConfig quantization_rule() const { return {}; }
+  // Refuses, before anything runs, settings of the pipeline's [quantization] table (its target
+  // rule merged in) that the target cannot deploy, e.g. a weight grid its kernels lack; the
+  // message names the node, op type or whole-model entry and what the target supports.
+  virtual Status check_quantization(const QuantConfig& config) const {
+    (void)config;
+    return Status::ok();
+  }
 };
 
 }  // namespace qflow

@@ -43,6 +43,16 @@ inline double observed_magnitude(const TensorStatistics& stats) {
 // unsigned maximum for unsigned types (whose zero point is then 0).
 inline double symmetric_qmax(DType dtype) { return static_cast<double>(quant_range(dtype).max); }
 
+// The largest |q| of a weight quantized under `spec`: 2^(b-1) - 1 for weight_bits b (7 at 4
+// bits), else 127 for Int8 (64 with reduce_range, docs/quantization.md) and 32767 for Int16.
+// The per-channel scale is max|w| / weight_qmax, so a channel's largest weight lies on the grid.
+inline double weight_qmax(DType dtype, bool reduce_range, int bits = 0) {
+  double qmax = bits > 0 ? std::ldexp(1.0, bits - 1) - 1.0 : symmetric_qmax(dtype);
+  if (dtype == DType::Int8 && reduce_range) qmax = std::min(qmax, 64.0);
+  return qmax;
+}
+inline double weight_qmax(const QuantSpec& spec) { return weight_qmax(spec.weight_dtype, spec.reduce_range, spec.weight_bits); }
+
 // Round half to even, as ONNX QuantizeLinear (std::nearbyint under the default rounding mode).
 inline double round_half_even(double x) { return std::nearbyint(x); }
 

@@ -1,0 +1,48 @@
+// Soft rounding of one layer's weights (AdaRound, Nagel et al. 2020): the rounding direction of
+// every weight learned so that the layer's output moves least on the calibration inputs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <Eigen/Dense>
+
+namespace qflow::adaround {
+
+using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// A layer as a matrix product: output channel r reads the inputs of group group_of[r], and the
+// layer's output moves by (W~ - W)[r] . x for input x. grams[g] = mean over the layer's input
+// vectors x of group g of x x^T (for a Conv, the im2col patches), so the reconstruction error
+// E ||(W~ - W) x||^2, summed over output channels, is sum_r d_r grams[g(r)] d_r^T.
+struct LayerProblem {
+  Matrix weight;                  // [out channels, K]
+  std::vector<double> scale;      // per output channel: the QDQ builder's float32 scale
+  double qmax = 7.0;              // grid [-qmax, qmax]
+  std::vector<Matrix> grams;      // per group, [K, K]
+  std::vector<int64_t> group_of;  // per output channel
+};
+
+struct SoftRoundingOptions {
+  int64_t iterations = 1000;
+  double lambda = 0.01;        // weight of the rounding regulariser
+  double beta_start = 20.0;    // annealed linearly to beta_end after the warm-up
+  double beta_end = 2.0;
+  double warmup = 0.2;         // fraction of iterations without the regulariser
+  double learning_rate = 0.01; // Adam's step on V
+};
+
+// The grid integers of round-to-nearest (half to even, as the QDQ builder), clamped.
+Matrix nearest_integers(const LayerProblem& layer);
+
+// The grid integers AdaRound chooses: floor(w / s) + [h(V) >= 0.5], clamped, after
+// `options.iterations` full-batch Adam steps on V from h(V) = frac(w / s). The rectified
+// sigmoid is h(V) = clamp(sigmoid(V) (zeta - gamma) + gamma, 0, 1), zeta 1.1, gamma -0.1; the
+// loss is the reconstruction error plus lambda * sum(1 - |2h - 1|^beta). Every sum runs in a
+// fixed order on one thread, so the result depends on nothing but the inputs.
+Matrix learned_integers(const LayerProblem& layer, const SoftRoundingOptions& options);
+
+// The reconstruction error sum_r d_r G d_r^T of weights s * q.
+double reconstruction_error(const LayerProblem& layer, const Matrix& integers);
+
+}  // namespace qflow::adaround
