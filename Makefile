@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 # models_ptq_ort run ONNX Runtime on an emulated AVX2 CPU (docs/testing-models.md);
 # espeak-ng speaks the audio of models_vad_stream.
 DEB_PACKAGES := cmake g++ make ccache pkg-config \
-  libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
+  libboost-dev libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev nlohmann-json3-dev doctest-dev \
   libonnx-testdata libstb-dev python3-numpy chromium qemu-user espeak-ng
 
