@@ -46,7 +46,7 @@ Options options_from_json(const Json* object) {
   if (!object->is_object()) return options;
   for (const auto& [name, value] : object->items()) {
     if (value.is_string()) options.set(name, value.get_ref<const std::string&>());
-    else if (value.is_bool()) options.set(name, value.get<bool>());
+    else if (value.is_boolean()) options.set(name, value.get<bool>());
     else if (const std::optional<int64_t> integer = json_int64(value)) options.set(name, *integer);
     else if (value.is_number()) options.set(name, value.get<double>());
   }
@@ -163,7 +163,7 @@ Status run_report(const std::vector<std::string>& args) {
     });
     const ManifestStage* ptq = last_where([](const ManifestStage& s) {
       const Json* weights = s.options ? json_member(*s.options, "weights") : nullptr;
-      return s.kind == "quantize" && weights && weights->is_bool() && weights->get<bool>();
+      return s.kind == "quantize" && weights && weights->is_boolean() && weights->get<bool>();
     });
     sources_of["ptq"] = ptq;
     if (ptq && ptq->inputs)

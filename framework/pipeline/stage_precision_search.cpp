@@ -20,7 +20,7 @@ Expected<SensitivityResult> read_sensitivity(const std::string& text, const std:
   if (!ranking || !ranking->is_array()) return invalid_input(source + ": no \"ranking\" array (not a sensitivity.json)");
   SensitivityResult result;
   if (const Json* samples = json_member(doc, "samples"); samples && json_int64(*samples)) result.samples = *json_int64(*samples);
-  if (const Json* measured = json_member(doc, "measured"); measured && measured->is_bool()) result.measured = measured->get<bool>();
+  if (const Json* measured = json_member(doc, "measured"); measured && measured->is_boolean()) result.measured = measured->get<bool>();
   for (const Json& item : *ranking) {
     const Json* node = json_member(item, "node");
     const Json* op = json_member(item, "op_type");

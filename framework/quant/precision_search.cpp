@@ -637,7 +637,7 @@ Expected<PrecisionReplay> precision_replay_from_json(const std::string& text, co
     QuantOverride& o = replay.overrides.nodes[node];
     for (const auto& [key, value] : entry.items()) {
       OptionValue option;
-      if (value.is_bool()) option = value.get<bool>();
+      if (value.is_boolean()) option = value.get<bool>();
       else if (value.is_string()) option = value.get_ref<const std::string&>();
       else return invalid_input(source + ": node '" + node + "' key '" + key + "' is neither a string nor a bool");
       if (Status s = set_quantization_key(o, key, option); !s.is_ok())

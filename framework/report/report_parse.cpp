@@ -21,7 +21,7 @@ std::string json_text(const Json* value) {
     std::snprintf(buffer, sizeof buffer, "%.3f", value->get<double>());
     return buffer;
   }
-  if (value->is_bool()) return value->get<bool>() ? "true" : "false";
+  if (value->is_boolean()) return value->get<bool>() ? "true" : "false";
   return "";
 }
 
@@ -144,7 +144,7 @@ Expected<Verify> parse_verify(std::string_view text) {
     if (role.is_string()) verify.roles.push_back(role.get_ref<const std::string&>());
   verify.samples = json_int(json_member(root, "samples"));
   const Json* identical = json_member(root, "bit_identical");
-  verify.bit_identical = identical && identical->is_bool() && identical->get<bool>();
+  verify.bit_identical = identical && identical->is_boolean() && identical->get<bool>();
   if (const Json* outputs = json_member(root, "outputs"); outputs && outputs->is_array())
     for (const Json& o : *outputs) {
       VerifyOutput out;
@@ -168,7 +168,7 @@ Expected<Sensitivity> parse_sensitivity(std::string_view text) {
     if (!v || !v->is_number()) return std::nullopt;
     return json_number(v);
   };
-  if (const Json* measured = json_member(root, "measured"); measured && measured->is_bool())
+  if (const Json* measured = json_member(root, "measured"); measured && measured->is_boolean())
     sensitivity.measured = measured->get<bool>();
   sensitivity.ptq_cosine = cosine(json_member(root, "ptq_cosine"));
   if (const Json* bound = json_member(root, "when_below"); bound && bound->is_number()) sensitivity.when_below = json_number(bound);
@@ -205,8 +205,8 @@ Expected<Precision> parse_precision(std::string_view text) {
     d.to = json_text(json_member(c, "to"));
     const Json* activation = json_member(c, "activation");
     const Json* weight = json_member(c, "weight");
-    d.activation = activation && activation->is_bool() && activation->get<bool>();
-    d.weight = weight && weight->is_bool() && weight->get<bool>();
+    d.activation = activation && activation->is_boolean() && activation->get<bool>();
+    d.weight = weight && weight->is_boolean() && weight->get<bool>();
     d.refusal = json_text(json_member(c, "refusal"));
     d.sensitivity = json_number(json_member(c, "sensitivity"));
     d.value_after = json_number(json_member(c, "value_after"));
