@@ -102,7 +102,11 @@ class DocumentBuilder final : public nlohmann::json_sax<Json> {
 
   bool null() override { return add(Json(nullptr)); }
   bool boolean(bool value) override { return add(Json(value)); }
-  bool number_integer(number_integer_t value) override { return add(Json(value)); }
+  // nlohmann reads "-0" as the integer 0; it is how JsonWriter spells the double -0.0, so
+  // it stays that double and keeps its sign.
+  bool number_integer(number_integer_t value) override {
+    return value == 0 && negative_zero() ? add(Json(-0.0)) : add(Json(value));
+  }
   bool number_unsigned(number_unsigned_t value) override { return add(Json(value)); }
   bool number_float(number_float_t value, const string_t&) override { return add(Json(value)); }
   bool string(string_t& value) override { return add(Json(std::move(value))); }
@@ -143,6 +147,14 @@ class DocumentBuilder final : public nlohmann::json_sax<Json> {
   }
 
  private:
+  // Whether the integer just read was written "-0". The lexer has read one character past
+  // the number, unless the number ends the text.
+  bool negative_zero() const {
+    std::size_t end = read_;
+    if (end > 0 && !(end == text_.size() && text_[end - 1] == '0')) --end;
+    return end >= 2 && text_[end - 1] == '0' && text_[end - 2] == '-';
+  }
+
   // Opens an empty object or array; its bracket was the last character read.
   bool enter(Json container) {
     if (open_.size() >= kMaxDepth)

@@ -63,7 +63,11 @@ TEST_CASE("json_reader: integers are exact within int64, other numbers are doubl
   CHECK_FALSE(json_int64(parse_ok("1e2")).has_value());
   CHECK_FALSE(json_int64(parse_ok("\"1\"")).has_value());
   CHECK(parse_ok("1e2").get<double>() == 100.0);
-  CHECK(json_int64(parse_ok("-0")) == 0);
+  // "-0" (JsonWriter's spelling of -0.0) keeps its sign, as a double.
+  CHECK(std::signbit(parse_ok("-0").get<double>()));
+  CHECK(std::signbit(parse_ok("[-0]")[0].get<double>()));
+  CHECK(std::signbit(parse_ok("{\"z\": -0 }").at("z").get<double>()));
+  CHECK(json_int64(parse_ok("0")) == 0);
   CHECK(std::signbit(parse_ok("-0.0").get<double>()));
   CHECK(parse_ok("0.1").get<double>() == 0.1);
   CHECK(parse_ok("-12.5E-1").get<double>() == -1.25);
