@@ -7,8 +7,8 @@ JOBS ?= $(shell nproc)
 # models_ptq_ort run ONNX Runtime on an emulated AVX2 CPU (docs/testing-models.md);
 # espeak-ng speaks the audio of models_vad_stream.
 DEB_PACKAGES := cmake g++ make ccache pkg-config \
-  libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
-  libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev doctest-dev \
+  libboost-dev libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
+  libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev nlohmann-json3-dev doctest-dev \
   libonnx-testdata libstb-dev python3-numpy chromium qemu-user espeak-ng
 
 .PHONY: all deps bench-deps fuzz-deps configure build run test test-asan fuzz bench-accuracy bench-bpu bench-zoo clean

@@ -8,22 +8,13 @@
 #include <vector>
 
 #include <boost/crc.hpp>
+#include <boost/endian/conversion.hpp>
 
 #include "qflow/runtime/hbm_file.h"
 
 namespace qflow::fuzz {
 
 namespace {
-
-uint64_t load(const uint8_t* p, size_t bytes) {
-  uint64_t value = 0;
-  for (size_t i = 0; i < bytes; ++i) value |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return value;
-}
-
-void store(uint8_t* p, uint64_t value, size_t bytes) {
-  for (size_t i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(value >> (8 * i));
-}
 
 uint32_t crc32(const uint8_t* data, size_t size) {
   boost::crc_32_type crc;
@@ -43,10 +34,10 @@ struct Layout {
 std::optional<Layout> read_layout(const uint8_t* data, size_t size) {
   if (size < hbm::kHeaderSize) return std::nullopt;
   Layout l;
-  l.header_size = static_cast<size_t>(load(data + 16, 4));
-  l.count = static_cast<size_t>(load(data + 20, 4));
-  const uint64_t table_offset = load(data + 24, 8);
-  l.entry_size = static_cast<size_t>(load(data + 88, 4));
+  l.header_size = static_cast<size_t>(boost::endian::load_little_u32(data + 16));
+  l.count = static_cast<size_t>(boost::endian::load_little_u32(data + 20));
+  const uint64_t table_offset = boost::endian::load_little_u64(data + 24);
+  l.entry_size = static_cast<size_t>(boost::endian::load_little_u32(data + 88));
   if (l.header_size < hbm::kHeaderSize || l.header_size > std::min(size, hbm::kMaxHeaderSize)) return std::nullopt;
   if (l.entry_size < hbm::kSectionEntrySize || l.entry_size > hbm::kMaxSectionEntrySize) return std::nullopt;
   if (l.count > hbm::kMaxSections || table_offset < l.header_size || table_offset > size) return std::nullopt;
@@ -69,9 +60,9 @@ std::optional<std::vector<Section>> read_sections(const uint8_t* data, size_t si
   for (size_t i = 0; i < l.count; ++i) {
     Section s;
     s.entry_at = l.table_offset + i * l.entry_size;
-    s.offset = load(data + s.entry_at + 8, 8);
-    s.size = load(data + s.entry_at + 16, 8);
-    s.alignment = static_cast<uint32_t>(load(data + s.entry_at + 24, 4));
+    s.offset = boost::endian::load_little_u64(data + s.entry_at + 8);
+    s.size = boost::endian::load_little_u64(data + s.entry_at + 16);
+    s.alignment = static_cast<uint32_t>(boost::endian::load_little_u32(data + s.entry_at + 24));
     if (s.offset < l.table_end || s.offset > size || s.size > size - s.offset) return std::nullopt;
     sections.push_back(s);
   }
@@ -96,12 +87,12 @@ size_t relayout(uint8_t* data, size_t max_size, const Layout& l, std::vector<Sec
                              ? s.alignment
                              : 8;
     out.resize((out.size() + align - 1) / align * align, 0);
-    store(out.data() + s.entry_at + 8, out.size(), 8);
-    store(out.data() + s.entry_at + 16, length, 8);
+    boost::endian::store_little_u64(out.data() + s.entry_at + 8, out.size());
+    boost::endian::store_little_u64(out.data() + s.entry_at + 16, length);
     out.insert(out.end(), from, from + length);
     if (out.size() > max_size) return 0;
   }
-  store(out.data() + 32, out.size(), 8);
+  boost::endian::store_little_u64(out.data() + 32, out.size());
   std::memcpy(data, out.data(), out.size());
   return out.size();
 }
@@ -113,15 +104,15 @@ bool fix_hbm_checksums(uint8_t* data, size_t size) {
   if (!l) return false;
   for (size_t i = 0; i < l->count; ++i) {
     const size_t at = l->table_offset + i * l->entry_size;
-    const uint64_t offset = load(data + at + 8, 8), length = load(data + at + 16, 8);
-    if (offset <= size && length <= size - offset) store(data + at + 28, crc32(data + offset, length), 4);
+    const uint64_t offset = boost::endian::load_little_u64(data + at + 8), length = boost::endian::load_little_u64(data + at + 16);
+    if (offset <= size && length <= size - offset) boost::endian::store_little_u32(data + at + 28, crc32(data + offset, length));
   }
   // Header CRC: the header with its CRC bytes as zero, then the section table.
-  store(data + hbm::kHeaderCrcOffset, 0, 4);
+  boost::endian::store_little_u32(data + hbm::kHeaderCrcOffset, 0);
   boost::crc_32_type crc;
   crc.process_bytes(data, l->header_size);
   crc.process_bytes(data + l->table_offset, l->table_end - l->table_offset);
-  store(data + hbm::kHeaderCrcOffset, crc.checksum(), 4);
+  boost::endian::store_little_u32(data + hbm::kHeaderCrcOffset, crc.checksum());
   return true;
 }
 

@@ -31,23 +31,24 @@ struct ManifestStage {
   std::string id, kind, use, path;
   int64_t bytes = 0;
   double seconds = 0.0;
-  const JsonValue* options = nullptr;
-  const JsonValue* inputs = nullptr;
+  const Json* options = nullptr;
+  const Json* inputs = nullptr;
 };
 
-std::string member_text(const JsonValue& value, std::string_view key) {
-  const JsonValue* member = value.find(key);
-  return member && member->is_string() ? member->as_string() : "";
+std::string member_text(const Json& value, std::string_view key) {
+  const Json* member = json_member(value, key);
+  return member && member->is_string() ? member->get_ref<const std::string&>() : "";
 }
 
-Options options_from_json(const JsonValue* object) {
+Options options_from_json(const Json* object) {
   Options options;
   if (!object) return options;
-  for (const auto& [name, value] : object->members()) {
-    if (value.is_string()) options.set(name, value.as_string());
-    else if (value.is_bool()) options.set(name, value.as_bool());
-    else if (value.is_number() && value.is_integer()) options.set(name, value.as_int());
-    else if (value.is_number()) options.set(name, value.as_number());
+  if (!object->is_object()) return options;
+  for (const auto& [name, value] : object->items()) {
+    if (value.is_string()) options.set(name, value.get_ref<const std::string&>());
+    else if (value.is_boolean()) options.set(name, value.get<bool>());
+    else if (const std::optional<int64_t> integer = json_int64(value)) options.set(name, *integer);
+    else if (value.is_number()) options.set(name, value.get<double>());
   }
   return options;
 }
@@ -55,18 +56,18 @@ Options options_from_json(const JsonValue* object) {
 // observe.statistics.json: per tensor the count, range and histogram of |x|.
 Expected<std::map<std::string, TensorStatistics>> read_statistics(const std::string& path) {
   QFLOW_ASSIGN_OR_RETURN(std::string text, read_file(path));
-  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, path));
+  QFLOW_ASSIGN_OR_RETURN(Json root, parse_json(text, path));
   std::map<std::string, TensorStatistics> statistics;
-  const JsonValue* tensors = root.find("tensors");
+  const Json* tensors = json_member(root, "tensors");
   if (!tensors || !tensors->is_object()) return invalid_input(path + ": no 'tensors' object");
-  for (const auto& [name, entry] : tensors->members()) {
+  for (const auto& [name, entry] : tensors->items()) {
     TensorStatistics& stats = statistics[name];
-    if (const JsonValue* v = entry.find("count"); v && v->is_number()) stats.count = v->as_int();
-    if (const JsonValue* v = entry.find("min"); v && v->is_number()) stats.min = v->as_number();
-    if (const JsonValue* v = entry.find("max"); v && v->is_number()) stats.max = v->as_number();
-    if (const JsonValue* v = entry.find("histogram_range"); v && v->is_number()) stats.histogram_range = v->as_number();
-    if (const JsonValue* v = entry.find("histogram"); v && v->is_array())
-      for (const JsonValue& count : v->items()) stats.histogram.push_back(count.as_number());
+    if (const Json* v = json_member(entry, "count"); v && json_int64(*v)) stats.count = *json_int64(*v);
+    if (const Json* v = json_member(entry, "min"); v && v->is_number()) stats.min = v->get<double>();
+    if (const Json* v = json_member(entry, "max"); v && v->is_number()) stats.max = v->get<double>();
+    if (const Json* v = json_member(entry, "histogram_range"); v && v->is_number()) stats.histogram_range = v->get<double>();
+    if (const Json* v = json_member(entry, "histogram"); v && v->is_array())
+      for (const Json& count : *v) stats.histogram.push_back(count.is_number() ? count.get<double>() : 0.0);
   }
   return statistics;
 }
@@ -75,13 +76,13 @@ Expected<std::map<std::string, TensorStatistics>> read_statistics(const std::str
 // thresholds are all the report draws).
 Expected<QuantTable> read_thresholds(const std::string& path) {
   QFLOW_ASSIGN_OR_RETURN(std::string text, read_file(path));
-  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, path));
+  QFLOW_ASSIGN_OR_RETURN(Json root, parse_json(text, path));
   QuantTable table;
-  const JsonValue* tensors = root.find("tensors");
+  const Json* tensors = json_member(root, "tensors");
   if (!tensors || !tensors->is_object()) return invalid_input(path + ": no 'tensors' object");
-  for (const auto& [name, entry] : tensors->members()) {
+  for (const auto& [name, entry] : tensors->items()) {
     QuantParams& params = table[name];
-    if (const JsonValue* v = entry.find("threshold"); v && v->is_number()) params.threshold = v->as_number();
+    if (const Json* v = json_member(entry, "threshold"); v && v->is_number()) params.threshold = v->get<double>();
     params.method = member_text(entry, "method");
   }
   return table;
@@ -107,23 +108,23 @@ Status run_report(const std::vector<std::string>& args) {
   const fs::path folder(cmd.values["out-dir"].as<std::string>());
   const std::string manifest_path = (folder / "manifest.json").string();
   QFLOW_ASSIGN_OR_RETURN(std::string manifest_text, read_file(manifest_path));
-  QFLOW_ASSIGN_OR_RETURN(JsonValue manifest, parse_json(manifest_text, manifest_path));
-  const JsonValue* stage_list = manifest.find("stages");
+  QFLOW_ASSIGN_OR_RETURN(Json manifest, parse_json(manifest_text, manifest_path));
+  const Json* stage_list = json_member(manifest, "stages");
   if (!stage_list || !stage_list->is_array()) return invalid_input(manifest_path + ": no 'stages' array");
 
   std::vector<ManifestStage> stages;
-  for (const JsonValue& entry : stage_list->items()) {
+  for (const Json& entry : *stage_list) {
     ManifestStage stage;
     stage.id = member_text(entry, "id");
     stage.kind = member_text(entry, "kind");
     stage.use = member_text(entry, "use");
-    if (const JsonValue* artifact = entry.find("artifact")) {
+    if (const Json* artifact = json_member(entry, "artifact")) {
       stage.path = member_text(*artifact, "path");
-      if (const JsonValue* bytes = artifact->find("bytes"); bytes && bytes->is_number()) stage.bytes = bytes->as_int();
+      if (const Json* bytes = json_member(*artifact, "bytes"); bytes && json_int64(*bytes)) stage.bytes = *json_int64(*bytes);
     }
-    if (const JsonValue* seconds = entry.find("seconds"); seconds && seconds->is_number()) stage.seconds = seconds->as_number();
-    stage.options = entry.find("options");
-    stage.inputs = entry.find("inputs");
+    if (const Json* seconds = json_member(entry, "seconds"); seconds && seconds->is_number()) stage.seconds = seconds->get<double>();
+    stage.options = json_member(entry, "options");
+    stage.inputs = json_member(entry, "inputs");
     stages.push_back(std::move(stage));
   }
   auto by_id = [&](const std::string& id) -> const ManifestStage* {
@@ -141,10 +142,10 @@ Status run_report(const std::vector<std::string>& args) {
   // Input port -> producing stage: the report stage's own inputs, else by kind.
   std::map<std::string, const ManifestStage*> sources_of;
   const ManifestStage* report_stage = last_where([](const ManifestStage& s) { return s.kind == "report"; });
-  if (report_stage && report_stage->inputs) {
-    for (const auto& [port, value] : report_stage->inputs->members()) {
+  if (report_stage && report_stage->inputs && report_stage->inputs->is_object()) {
+    for (const auto& [port, value] : report_stage->inputs->items()) {
       if (!value.is_string()) continue;
-      const std::string& ref = value.as_string();
+      const std::string& ref = value.get_ref<const std::string&>();
       sources_of[port] = by_id(ref.substr(0, ref.find('.')));
     }
   } else {
@@ -161,13 +162,13 @@ Status run_report(const std::vector<std::string>& args) {
       return s.use.starts_with("target-estimate:");
     });
     const ManifestStage* ptq = last_where([](const ManifestStage& s) {
-      const JsonValue* weights = s.options ? s.options->find("weights") : nullptr;
-      return s.kind == "quantize" && weights && weights->is_bool() && weights->as_bool();
+      const Json* weights = s.options ? json_member(*s.options, "weights") : nullptr;
+      return s.kind == "quantize" && weights && weights->is_boolean() && weights->get<bool>();
     });
     sources_of["ptq"] = ptq;
     if (ptq && ptq->inputs)
-      if (const JsonValue* model = ptq->inputs->find("model"); model && model->is_string())
-        sources_of["model"] = by_id(model->as_string().substr(0, model->as_string().find('.')));
+      if (const Json* model = json_member(*ptq->inputs, "model"); model && model->is_string())
+        sources_of["model"] = by_id(model->get<std::string>().substr(0, model->get<std::string>().find('.')));
   }
   // The statistics stay in memory unless the run was asked to write them.
   if (const ManifestStage* observer = sources_of["statistics"]; observer && observer->path.empty())
@@ -188,10 +189,11 @@ Status run_report(const std::vector<std::string>& args) {
   report::ReportSources sources;
   for (const ManifestStage& s : stages)
     if (s.kind != "report") sources.stages.push_back({s.id, s.kind, s.use, s.path, s.bytes, s.seconds});
-  const JsonValue* stage_options = report_stage ? report_stage->options : nullptr;
+  const Json* stage_options = report_stage ? report_stage->options : nullptr;
+  const Json* stage_samples = stage_options ? json_member(*stage_options, "samples") : nullptr;
   sources.samples = cmd.values.count("samples") ? cmd.values["samples"].as<int64_t>()
-                    : stage_options && stage_options->find("samples") ? stage_options->find("samples")->as_int()
-                                                                     : 16;
+                    : stage_samples                ? json_int64(*stage_samples).value_or(0)
+                                                   : 16;
   if (cmd.values.count("title")) {
     sources.title = cmd.values["title"].as<std::string>();
   } else if (stage_options) {
@@ -199,8 +201,8 @@ Status run_report(const std::vector<std::string>& args) {
   }
   if (sources.title.empty()) {
     const ManifestStage* import = last_where([](const ManifestStage& s) { return s.kind == "import-onnx"; });
-    const JsonValue* name = import && import->options ? import->options->find("name") : nullptr;
-    sources.title = name && name->is_string() ? "qflow report: " + name->as_string() : "qflow report";
+    const Json* name = import && import->options ? json_member(*import->options, "name") : nullptr;
+    sources.title = name && name->is_string() ? "qflow report: " + name->get_ref<const std::string&>() : "qflow report";
   }
   sources.threads = cmd.values["threads"].as<int>();
 

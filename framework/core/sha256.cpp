@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 
+#include <boost/endian/conversion.hpp>
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -30,8 +32,7 @@ constexpr uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); 
 void compress(std::array<uint32_t, 8>& state, const unsigned char* block) {
   std::array<uint32_t, 64> w{};
   for (int i = 0; i < 16; ++i)
-    w[i] = (uint32_t{block[4 * i]} << 24) | (uint32_t{block[4 * i + 1]} << 16) | (uint32_t{block[4 * i + 2]} << 8) |
-           uint32_t{block[4 * i + 3]};
+    w[i] = boost::endian::load_big_u32(block + 4 * i);
   for (int i = 16; i < 64; ++i) {
     const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
     const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
@@ -148,7 +149,7 @@ std::string sha256_hex(std::string_view bytes, Sha256Impl impl) {
   tail[rest] = 0x80;
   const std::size_t tail_size = rest + 9 <= 64 ? 64 : 128;
   const uint64_t bit_length = static_cast<uint64_t>(bytes.size()) * 8;
-  for (int i = 0; i < 8; ++i) tail[tail_size - 1 - i] = static_cast<unsigned char>(bit_length >> (8 * i));
+  boost::endian::store_big_u64(tail.data() + tail_size - 8, bit_length);
   compress_blocks(state, tail.data(), tail_size / 64, impl);
 
   static constexpr char kHex[] = "0123456789abcdef";

@@ -6,6 +6,8 @@
 #include <limits>
 #include <optional>
 
+#include <boost/endian/conversion.hpp>
+
 #include "framework/core/file_io.h"
 
 namespace qflow {
@@ -152,13 +154,6 @@ std::string shape_literal(const Shape& shape) {
   return out + ")";
 }
 
-uint32_t read_le(std::string_view bytes, std::size_t offset, std::size_t width) {
-  uint32_t value = 0;
-  for (std::size_t i = 0; i < width; ++i)
-    value |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[offset + i])) << (8 * i);
-  return value;
-}
-
 }  // namespace
 
 Expected<NpyHeader> parse_npy_header(std::string_view bytes, const std::string& source_name) {
@@ -171,7 +166,9 @@ Expected<NpyHeader> parse_npy_header(std::string_view bytes, const std::string& 
                        " is not supported (1.0, 2.0 and 3.0 are)");
   const std::size_t length_width = major == 1 ? 2 : 4;
   if (bytes.size() < 8 + length_width) return invalid_input(source_name + ": the .npy header is truncated");
-  const std::size_t header_length = read_le(bytes, 8, length_width);
+  const auto* length_bytes = reinterpret_cast<const unsigned char*>(bytes.data() + 8);
+  const std::size_t header_length = major == 1 ? boost::endian::load_little_u16(length_bytes)
+                                               : boost::endian::load_little_u32(length_bytes);
   const std::size_t header_start = 8 + length_width;
   if (header_length > static_cast<std::size_t>(kMaxHeaderBytes) || header_start + header_length > bytes.size())
     return invalid_input(source_name + ": the .npy header declares " + std::to_string(header_length) +
@@ -264,8 +261,10 @@ Expected<std::string> serialize_npy(const Tensor& tensor) {
   std::string out(kMagic);
   out += static_cast<char>(major);
   out += '\0';
-  const std::size_t length_width = major == 1 ? 2 : 4;
-  for (std::size_t i = 0; i < length_width; ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  unsigned char length[4];
+  if (major == 1) boost::endian::store_little_u16(length, static_cast<uint16_t>(header.size()));
+  else boost::endian::store_little_u32(length, static_cast<uint32_t>(header.size()));
+  out.append(reinterpret_cast<const char*>(length), major == 1 ? 2 : 4);
   out += header;
   if (tensor.nbytes() > 0) out.append(reinterpret_cast<const char*>(tensor.raw_data()), tensor.nbytes());
   return out;

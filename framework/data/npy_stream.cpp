@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include <boost/endian/conversion.hpp>
+
 namespace qflow {
 
 namespace {
@@ -54,9 +56,10 @@ Expected<std::pair<int, NpyHeader>> open_checked(const std::string& path) {
   if (prefix.size() >= 10) {
     const bool wide = static_cast<unsigned char>(prefix[6]) >= 2;
     const std::size_t start = wide ? 12 : 10;
-    std::size_t length = 0;
-    for (std::size_t i = 0; i < (wide ? 4u : 2u) && 8 + i < prefix.size(); ++i)
-      length |= static_cast<std::size_t>(static_cast<unsigned char>(prefix[8 + i])) << (8 * i);
+    const auto* length_bytes = reinterpret_cast<const unsigned char*>(prefix.data() + 8);
+    std::size_t length = 0;  // a wide header cut short is refused by parse_npy_header below
+    if (!wide) length = boost::endian::load_little_u16(length_bytes);
+    else if (prefix.size() >= 12) length = boost::endian::load_little_u32(length_bytes);
     const auto wanted = static_cast<int64_t>(std::min(start + length, kNpyMaxPrefixBytes));
     prefix.resize(static_cast<std::size_t>(std::min(file_size, wanted)));
     got = read_at(fd, reinterpret_cast<std::byte*>(prefix.data()), prefix.size(), 0, path);

@@ -1,7 +1,9 @@
 // DType properties and half-precision conversions.
 #include "qflow/ir/dtype.h"
 
-#include <cstring>
+#include <bit>
+
+#include <Eigen/Core>
 
 namespace qflow {
 
@@ -60,72 +62,14 @@ bool is_integer(DType dtype) {
   }
 }
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exponent = (h >> 10) & 0x1Fu;
-  uint32_t mantissa = h & 0x3FFu;
-  uint32_t bits;
-  if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exponent = 127 - 15 + 1;
-      while ((mantissa & 0x400u) == 0) {
-        mantissa <<= 1;
-        --exponent;
-      }
-      mantissa &= 0x3FFu;
-      bits = sign | (exponent << 23) | (mantissa << 13);
-    }
-  } else if (exponent == 0x1F) {
-    bits = sign | 0x7F800000u | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-  }
-  float out;
-  std::memcpy(&out, &bits, sizeof(out));
-  return out;
-}
+// Eigen's half and bfloat16 round to nearest even, keep infinities and subnormals, and turn
+// every NaN into the quiet NaN of its sign (float16 0x7E00, bfloat16 0x7FC0, ONNX's choice).
+float half_to_float(uint16_t bits) { return static_cast<float>(std::bit_cast<Eigen::half>(bits)); }
 
-uint16_t float_to_half(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  const uint32_t abs = bits & 0x7FFFFFFFu;
-  if (abs >= 0x7F800000u) {  // Inf or NaN
-    return static_cast<uint16_t>(sign | 0x7C00u | (abs > 0x7F800000u ? 0x200u : 0u));
-  }
-  if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to Inf
-  if (abs < 0x38800000u) {  // result is subnormal or zero
-    if (abs < 0x33000000u) return sign;
-    const uint32_t exponent = abs >> 23;
-    const uint32_t mantissa = (abs & 0x7FFFFFu) | 0x800000u;
-    const uint32_t shift = 126 - exponent;  // 14..24
-    uint32_t half = mantissa >> shift;
-    const uint32_t remainder = mantissa & ((1u << shift) - 1);
-    const uint32_t halfway = 1u << (shift - 1);
-    if (remainder > halfway || (remainder == halfway && (half & 1u))) ++half;
-    return static_cast<uint16_t>(sign | half);
-  }
-  uint32_t half = ((abs >> 13) - (112u << 10));
-  const uint32_t remainder = abs & 0x1FFFu;
-  if (remainder > 0x1000u || (remainder == 0x1000u && (half & 1u))) ++half;
-  return static_cast<uint16_t>(sign | half);
-}
+uint16_t float_to_half(float value) { return std::bit_cast<uint16_t>(Eigen::half(value)); }
 
-float bfloat16_to_float(uint16_t bits) {
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float out;
-  std::memcpy(&out, &wide, sizeof(out));
-  return out;
-}
+float bfloat16_to_float(uint16_t bits) { return static_cast<float>(std::bit_cast<Eigen::bfloat16>(bits)); }
 
-uint16_t float_to_bfloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
-  const uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
+uint16_t float_to_bfloat16(float value) { return std::bit_cast<uint16_t>(Eigen::bfloat16(value)); }
 
 }  // namespace qflow

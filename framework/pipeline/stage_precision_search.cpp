@@ -15,27 +15,27 @@ namespace {
 
 // A sensitivity.json back into the ranking (rows in file order: worst first).
 Expected<SensitivityResult> read_sensitivity(const std::string& text, const std::string& source) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue doc, parse_json(text, source));
-  const JsonValue* ranking = doc.find("ranking");
+  QFLOW_ASSIGN_OR_RETURN(Json doc, parse_json(text, source));
+  const Json* ranking = json_member(doc, "ranking");
   if (!ranking || !ranking->is_array()) return invalid_input(source + ": no \"ranking\" array (not a sensitivity.json)");
   SensitivityResult result;
-  if (const JsonValue* samples = doc.find("samples"); samples && samples->is_integer()) result.samples = samples->as_int();
-  if (const JsonValue* measured = doc.find("measured"); measured && measured->is_bool()) result.measured = measured->as_bool();
-  for (const JsonValue& item : ranking->items()) {
-    const JsonValue* node = item.find("node");
-    const JsonValue* op = item.find("op_type");
+  if (const Json* samples = json_member(doc, "samples"); samples && json_int64(*samples)) result.samples = *json_int64(*samples);
+  if (const Json* measured = json_member(doc, "measured"); measured && measured->is_boolean()) result.measured = measured->get<bool>();
+  for (const Json& item : *ranking) {
+    const Json* node = json_member(item, "node");
+    const Json* op = json_member(item, "op_type");
     if (!node || !node->is_string() || !op || !op->is_string())
       return invalid_input(source + ": a ranking row without \"node\" and \"op_type\"");
     SensitivityRow row;
-    row.node = node->as_string();
-    row.op_type = op->as_string();
-    if (const JsonValue* w = item.find("weight_cosine"); w && w->is_number()) {
+    row.node = node->get_ref<const std::string&>();
+    row.op_type = op->get_ref<const std::string&>();
+    if (const Json* w = json_member(item, "weight_cosine"); w && w->is_number()) {
       row.has_weight = true;
-      row.weight_cosine = w->as_number();
+      row.weight_cosine = w->get<double>();
     }
-    if (const JsonValue* a = item.find("activation_cosine"); a && a->is_number()) {
+    if (const Json* a = json_member(item, "activation_cosine"); a && a->is_number()) {
       row.has_activation = true;
-      row.activation_cosine = a->as_number();
+      row.activation_cosine = a->get<double>();
     }
     result.rows.push_back(row);
   }

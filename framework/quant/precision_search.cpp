@@ -623,22 +623,22 @@ void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& resul
 }
 
 Expected<PrecisionReplay> precision_replay_from_json(const std::string& text, const std::string& source) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue doc, parse_json(text, source));
-  const JsonValue* overrides = doc.find("overrides");
+  QFLOW_ASSIGN_OR_RETURN(Json doc, parse_json(text, source));
+  const Json* overrides = json_member(doc, "overrides");
   if (!overrides || !overrides->is_object()) return invalid_input(source + ": no \"overrides\" object (not a precision.json)");
   PrecisionReplay replay;
-  if (const JsonValue* ranges = doc.find("ranges")) {
-    if (!ranges->is_string() || (ranges->as_string() != "observed" && ranges->as_string() != "threshold"))
+  if (const Json* ranges = json_member(doc, "ranges")) {
+    if (*ranges != "observed" && *ranges != "threshold")
       return invalid_input(source + ": \"ranges\" is neither \"observed\" nor \"threshold\"");
-    replay.observed_ranges = ranges->as_string() == "observed";
+    replay.observed_ranges = *ranges == "observed";
   }
-  for (const auto& [node, entry] : overrides->members()) {
+  for (const auto& [node, entry] : overrides->items()) {
     if (!entry.is_object()) return invalid_input(source + ": overrides of node '" + node + "' are not an object");
     QuantOverride& o = replay.overrides.nodes[node];
-    for (const auto& [key, value] : entry.members()) {
+    for (const auto& [key, value] : entry.items()) {
       OptionValue option;
-      if (value.is_bool()) option = value.as_bool();
-      else if (value.is_string()) option = value.as_string();
+      if (value.is_boolean()) option = value.get<bool>();
+      else if (value.is_string()) option = value.get_ref<const std::string&>();
       else return invalid_input(source + ": node '" + node + "' key '" + key + "' is neither a string nor a bool");
       if (Status s = set_quantization_key(o, key, option); !s.is_ok())
         return s.with_context(source + ": node '" + node + "'");

@@ -2,6 +2,7 @@
 // verify, sensitivity and precision results (all JSON).
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 
 #include "framework/report/report.h"
@@ -11,22 +12,26 @@ namespace qflow::report {
 
 namespace {
 
-std::string json_text(const JsonValue* value) {
+std::string json_text(const Json* value) {
   if (!value || value->is_null()) return "";
-  if (value->is_string()) return value->as_string();
+  if (value->is_string()) return value->get_ref<const std::string&>();
   if (value->is_number()) {
-    if (value->is_integer()) return std::to_string(value->as_int());
+    if (value->is_number_integer()) return value->dump();
     char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.3f", value->as_number());
+    std::snprintf(buffer, sizeof buffer, "%.3f", value->get<double>());
     return buffer;
   }
-  if (value->is_bool()) return value->as_bool() ? "true" : "false";
+  if (value->is_boolean()) return value->get<bool>() ? "true" : "false";
   return "";
 }
 
-double json_number(const JsonValue* value) { return value && value->is_number() ? value->as_number() : 0.0; }
-int64_t json_int(const JsonValue* value) {
-  return value && value->is_number() ? (value->is_integer() ? value->as_int() : static_cast<int64_t>(value->as_number())) : 0;
+double json_number(const Json* value) { return value && value->is_number() ? value->get<double>() : 0.0; }
+// Integers as written; other numbers truncated toward zero when they fit int64, else 0.
+int64_t json_int(const Json* value) {
+  if (!value || !value->is_number()) return 0;
+  if (const std::optional<int64_t> integer = json_int64(*value)) return *integer;
+  const double number = value->get<double>();
+  return std::abs(number) < 9.2e18 ? static_cast<int64_t>(number) : 0;
 }
 
 std::string upper(std::string text) {
@@ -36,41 +41,41 @@ std::string upper(std::string text) {
 
 // The placement names of the accelerated path ("accelerator", required) and of the other
 // nodes ("fallback", "cpu" unless the section says otherwise).
-Expected<std::pair<std::string, std::string>> placement_names(const JsonValue& root, const char* section) {
-  const std::string accelerator = json_text(root.find("accelerator")), fallback = json_text(root.find("fallback"));
+Expected<std::pair<std::string, std::string>> placement_names(const Json& root, const char* section) {
+  const std::string accelerator = json_text(json_member(root, "accelerator")), fallback = json_text(json_member(root, "fallback"));
   if (accelerator.empty()) return invalid_input(std::string(section) + ": no \"accelerator\" (docs/targets.md)");
   return std::pair<std::string, std::string>{accelerator, fallback.empty() ? "cpu" : fallback};
 }
 
 Expected<Placement> parse_check_json(std::string_view text) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "check section"));
-  const JsonValue* nodes = root.find("nodes");
+  QFLOW_ASSIGN_OR_RETURN(Json root, parse_json(text, "check section"));
+  const Json* nodes = json_member(root, "nodes");
   if (!nodes || !nodes->is_array()) return invalid_input("check section: no \"nodes\" array");
   QFLOW_ASSIGN_OR_RETURN(const auto names, placement_names(root, "check section"));
   const auto& [accelerator, fallback] = names;
   Placement placement;
   placement.accelerator = upper(accelerator);
   placement.fallback = upper(fallback);
-  placement.header.emplace_back("model", json_text(root.find("model")));
-  placement.header.emplace_back("platform", json_text(root.find("platform")));
+  placement.header.emplace_back("model", json_text(json_member(root, "model")));
+  placement.header.emplace_back("platform", json_text(json_member(root, "platform")));
   int64_t accelerated = 0;
-  for (const JsonValue& node : nodes->items()) {
+  for (const Json& node : *nodes) {
     PlacementNode row;
-    row.index = json_int(node.find("index"));
-    row.node = json_text(node.find("name"));
-    row.op_type = json_text(node.find("op_type"));
-    row.placement = upper(json_text(node.find("placement")));
-    row.subgraph = json_text(node.find("subgraph"));
-    row.reason = json_text(node.find("reason"));
+    row.index = json_int(json_member(node, "index"));
+    row.node = json_text(json_member(node, "name"));
+    row.op_type = json_text(json_member(node, "op_type"));
+    row.placement = upper(json_text(json_member(node, "placement")));
+    row.subgraph = json_text(json_member(node, "subgraph"));
+    row.reason = json_text(json_member(node, "reason"));
     if (row.placement == placement.accelerator) ++accelerated;
     placement.nodes.push_back(std::move(row));
   }
   int64_t subgraphs = 0;
-  if (const JsonValue* list = root.find("subgraphs"); list && list->is_array()) {
-    for (const JsonValue& subgraph : list->items()) {
-      const JsonValue* members = subgraph.find("nodes");
-      placement.subgraphs.push_back(json_text(subgraph.find("id")) + ": " +
-                                    std::to_string(members && members->is_array() ? members->items().size() : 0) +
+  if (const Json* list = json_member(root, "subgraphs"); list && list->is_array()) {
+    for (const Json& subgraph : *list) {
+      const Json* members = json_member(subgraph, "nodes");
+      placement.subgraphs.push_back(json_text(json_member(subgraph, "id")) + ": " +
+                                    std::to_string(members && members->is_array() ? members->size() : 0) +
                                     " nodes");
       ++subgraphs;
     }
@@ -84,33 +89,33 @@ Expected<Placement> parse_check_json(std::string_view text) {
 }
 
 Expected<Perf> parse_perf_json(std::string_view text) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "estimate section"));
-  const JsonValue* layers = root.find("layers");
+  QFLOW_ASSIGN_OR_RETURN(Json root, parse_json(text, "estimate section"));
+  const Json* layers = json_member(root, "layers");
   if (!layers || !layers->is_array()) return invalid_input("estimate section: no \"layers\" array");
   QFLOW_ASSIGN_OR_RETURN(const auto names, placement_names(root, "estimate section"));
   const auto& [accelerator, fallback] = names;
   Perf perf;
   perf.accelerator = upper(accelerator);
-  perf.header.emplace_back("model", json_text(root.find("model")));
-  if (const JsonValue* platform = root.find("platform")) perf.header.emplace_back("platform", json_text(platform->find("name")));
-  if (const JsonValue* list = root.find("subgraphs"); list && list->is_array())
-    for (const JsonValue& s : list->items())
-      perf.subgraphs.push_back(json_text(s.find("id")) + ": " + json_text(s.find("nodes")) + " nodes, MACs " +
-                               json_text(s.find("macs")) + ", " + json_text(s.find("cycles")) + " cycles = " +
-                               json_text(s.find("us")) + " us");
+  perf.header.emplace_back("model", json_text(json_member(root, "model")));
+  if (const Json* platform = json_member(root, "platform")) perf.header.emplace_back("platform", json_text(json_member(*platform, "name")));
+  if (const Json* list = json_member(root, "subgraphs"); list && list->is_array())
+    for (const Json& s : *list)
+      perf.subgraphs.push_back(json_text(json_member(s, "id")) + ": " + json_text(json_member(s, "nodes")) + " nodes, MACs " +
+                               json_text(json_member(s, "macs")) + ", " + json_text(json_member(s, "cycles")) + " cycles = " +
+                               json_text(json_member(s, "us")) + " us");
   // The totals of each path sit under its placement name.
-  if (const JsonValue* totals = root.find(accelerator))
-    perf.totals.emplace_back(perf.accelerator, "MACs " + json_text(totals->find("macs")) + ", " +
-                                                   json_text(totals->find("cycles")) + " cycles = " +
-                                                   json_text(totals->find("us")) + " us");
-  if (const JsonValue* totals = root.find(fallback))
-    perf.totals.emplace_back(upper(fallback), json_text(totals->find("nodes")) + " nodes, MACs " +
-                                                  json_text(totals->find("macs")) + " (not timed)");
-  for (const JsonValue& layer : layers->items()) {
-    const JsonValue* cycles = layer.find("cycles");
+  if (const Json* totals = json_member(root, accelerator))
+    perf.totals.emplace_back(perf.accelerator, "MACs " + json_text(json_member(*totals, "macs")) + ", " +
+                                                   json_text(json_member(*totals, "cycles")) + " cycles = " +
+                                                   json_text(json_member(*totals, "us")) + " us");
+  if (const Json* totals = json_member(root, fallback))
+    perf.totals.emplace_back(upper(fallback), json_text(json_member(*totals, "nodes")) + " nodes, MACs " +
+                                                  json_text(json_member(*totals, "macs")) + " (not timed)");
+  for (const Json& layer : *layers) {
+    const Json* cycles = json_member(layer, "cycles");
     if (!cycles || !cycles->is_number()) continue;
-    perf.slowest.push_back({json_text(layer.find("name")), json_text(layer.find("op_type")),
-                            json_text(layer.find("subgraph")), cycles->as_number(), json_text(layer.find("bound"))});
+    perf.slowest.push_back({json_text(json_member(layer, "name")), json_text(json_member(layer, "op_type")),
+                            json_text(json_member(layer, "subgraph")), cycles->get<double>(), json_text(json_member(layer, "bound"))});
   }
   return perf;
 }
@@ -131,80 +136,80 @@ Expected<Perf> parse_perf(std::string_view json) {
 }
 
 Expected<Verify> parse_verify(std::string_view text) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "verify result"));
-  const JsonValue* roles = root.find("roles");
+  QFLOW_ASSIGN_OR_RETURN(Json root, parse_json(text, "verify result"));
+  const Json* roles = json_member(root, "roles");
   if (!roles || !roles->is_array()) return invalid_input("verify result: no \"roles\" array");
   Verify verify;
-  for (const JsonValue& role : roles->items())
-    if (role.is_string()) verify.roles.push_back(role.as_string());
-  verify.samples = json_int(root.find("samples"));
-  const JsonValue* identical = root.find("bit_identical");
-  verify.bit_identical = identical && identical->is_bool() && identical->as_bool();
-  if (const JsonValue* outputs = root.find("outputs"); outputs && outputs->is_array())
-    for (const JsonValue& o : outputs->items()) {
+  for (const Json& role : *roles)
+    if (role.is_string()) verify.roles.push_back(role.get_ref<const std::string&>());
+  verify.samples = json_int(json_member(root, "samples"));
+  const Json* identical = json_member(root, "bit_identical");
+  verify.bit_identical = identical && identical->is_boolean() && identical->get<bool>();
+  if (const Json* outputs = json_member(root, "outputs"); outputs && outputs->is_array())
+    for (const Json& o : *outputs) {
       VerifyOutput out;
-      out.name = json_text(o.find("name"));
-      out.elements = json_int(o.find("elements"));
+      out.name = json_text(json_member(o, "name"));
+      out.elements = json_int(json_member(o, "elements"));
       for (const std::string& role : verify.roles)
-        out.files.push_back({json_number(o.find(role + "_cosine_mean")), json_number(o.find(role + "_cosine_min")),
-                             json_number(o.find(role + "_max_abs_error"))});
-      out.exact_matches = json_int(o.find("exact_matches"));
-      out.compared = json_int(o.find("compared"));
+        out.files.push_back({json_number(json_member(o, role + "_cosine_mean")), json_number(json_member(o, role + "_cosine_min")),
+                             json_number(json_member(o, role + "_max_abs_error"))});
+      out.exact_matches = json_int(json_member(o, "exact_matches"));
+      out.compared = json_int(json_member(o, "compared"));
       verify.outputs.push_back(std::move(out));
     }
   return verify;
 }
 
 Expected<Sensitivity> parse_sensitivity(std::string_view text) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "sensitivity result"));
+  QFLOW_ASSIGN_OR_RETURN(Json root, parse_json(text, "sensitivity result"));
   Sensitivity sensitivity;
-  sensitivity.samples = json_int(root.find("samples"));
-  auto cosine = [](const JsonValue* v) -> std::optional<double> {
+  sensitivity.samples = json_int(json_member(root, "samples"));
+  auto cosine = [](const Json* v) -> std::optional<double> {
     if (!v || !v->is_number()) return std::nullopt;
     return json_number(v);
   };
-  if (const JsonValue* measured = root.find("measured"); measured && measured->is_bool())
-    sensitivity.measured = measured->as_bool();
-  sensitivity.ptq_cosine = cosine(root.find("ptq_cosine"));
-  if (const JsonValue* bound = root.find("when_below"); bound && bound->is_number()) sensitivity.when_below = json_number(bound);
-  if (const JsonValue* ranking = root.find("ranking"); ranking && ranking->is_array())
-    for (const JsonValue& r : ranking->items())
-      sensitivity.ranking.push_back({json_text(r.find("node")), json_text(r.find("op_type")),
-                                     cosine(r.find("weight_cosine")), cosine(r.find("activation_cosine"))});
+  if (const Json* measured = json_member(root, "measured"); measured && measured->is_boolean())
+    sensitivity.measured = measured->get<bool>();
+  sensitivity.ptq_cosine = cosine(json_member(root, "ptq_cosine"));
+  if (const Json* bound = json_member(root, "when_below"); bound && bound->is_number()) sensitivity.when_below = json_number(bound);
+  if (const Json* ranking = json_member(root, "ranking"); ranking && ranking->is_array())
+    for (const Json& r : *ranking)
+      sensitivity.ranking.push_back({json_text(json_member(r, "node")), json_text(json_member(r, "op_type")),
+                                     cosine(json_member(r, "weight_cosine")), cosine(json_member(r, "activation_cosine"))});
   return sensitivity;
 }
 
 Expected<Precision> parse_precision(std::string_view text) {
-  QFLOW_ASSIGN_OR_RETURN(JsonValue root, parse_json(text, "precision search result"));
-  const JsonValue* changes = root.find("changes");
+  QFLOW_ASSIGN_OR_RETURN(Json root, parse_json(text, "precision search result"));
+  const Json* changes = json_member(root, "changes");
   if (!changes || !changes->is_array()) return invalid_input("precision search result: no \"changes\" array");
   Precision precision;
-  if (const JsonValue* target = root.find("target")) {
-    precision.target_kind = json_text(target->find("kind"));
-    precision.threshold = json_number(target->find("threshold"));
+  if (const Json* target = json_member(root, "target")) {
+    precision.target_kind = json_text(json_member(*target, "kind"));
+    precision.threshold = json_number(json_member(*target, "threshold"));
   }
-  precision.before = json_number(root.find("before"));
-  precision.after = json_number(root.find("after"));
-  precision.samples = json_int(root.find("samples"));
-  precision.quantized_tensors = json_int(root.find("quantized_tensors"));
-  precision.raised_tensors = json_int(root.find("raised_tensors"));
-  precision.overrides_toml = json_text(root.find("overrides_toml"));
-  for (const JsonValue& c : changes->items()) {
+  precision.before = json_number(json_member(root, "before"));
+  precision.after = json_number(json_member(root, "after"));
+  precision.samples = json_int(json_member(root, "samples"));
+  precision.quantized_tensors = json_int(json_member(root, "quantized_tensors"));
+  precision.raised_tensors = json_int(json_member(root, "raised_tensors"));
+  precision.overrides_toml = json_text(json_member(root, "overrides_toml"));
+  for (const Json& c : *changes) {
     PrecisionDecision d;
-    d.node = json_text(c.find("node"));
-    d.op_type = json_text(c.find("op_type"));
-    if (const JsonValue* tensors = c.find("tensors"); tensors && tensors->is_array())
-      for (const JsonValue& t : tensors->items())
-        if (t.is_string()) d.tensors.push_back(t.as_string());
-    d.from = json_text(c.find("from"));
-    d.to = json_text(c.find("to"));
-    const JsonValue* activation = c.find("activation");
-    const JsonValue* weight = c.find("weight");
-    d.activation = activation && activation->is_bool() && activation->as_bool();
-    d.weight = weight && weight->is_bool() && weight->as_bool();
-    d.refusal = json_text(c.find("refusal"));
-    d.sensitivity = json_number(c.find("sensitivity"));
-    d.value_after = json_number(c.find("value_after"));
+    d.node = json_text(json_member(c, "node"));
+    d.op_type = json_text(json_member(c, "op_type"));
+    if (const Json* tensors = json_member(c, "tensors"); tensors && tensors->is_array())
+      for (const Json& t : *tensors)
+        if (t.is_string()) d.tensors.push_back(t.get_ref<const std::string&>());
+    d.from = json_text(json_member(c, "from"));
+    d.to = json_text(json_member(c, "to"));
+    const Json* activation = json_member(c, "activation");
+    const Json* weight = json_member(c, "weight");
+    d.activation = activation && activation->is_boolean() && activation->get<bool>();
+    d.weight = weight && weight->is_boolean() && weight->get<bool>();
+    d.refusal = json_text(json_member(c, "refusal"));
+    d.sensitivity = json_number(json_member(c, "sensitivity"));
+    d.value_after = json_number(json_member(c, "value_after"));
     precision.decisions.push_back(std::move(d));
   }
   return precision;

@@ -49,67 +49,67 @@ Expected<std::string> read_file(const std::string& path) {
 }
 
 // Checks one table entry; errors name the source, tensor and field.
-Expected<QuantParams> table_entry(const JsonValue& entry, const std::string& source, const std::string& name) {
+Expected<QuantParams> table_entry(const Json& entry, const std::string& source, const std::string& name) {
   const std::string where = "load calibrator: " + source + ": tensor '" + name + "'";
   if (!entry.is_object()) return invalid_input(where + ": expected an object");
-  auto field = [&](const char* key) -> Expected<const JsonValue*> {
-    const JsonValue* v = entry.find(key);
+  auto field = [&](const char* key) -> Expected<const Json*> {
+    const Json* v = json_member(entry, key);
     if (!v) return invalid_input(where + ": field '" + key + "' is missing");
     return v;
   };
   auto error = [&](const char* key, const std::string& message) {
     return invalid_input(where + ": field '" + key + "': " + message);
   };
+  // A number's text for messages, or "not a number".
+  auto shown = [](const Json& v) { return v.is_number() ? number_text(v.get<double>()) : std::string("not a number"); };
   QuantParams params;
   params.method = "load";
 
-  QFLOW_ASSIGN_OR_RETURN(const JsonValue* axis, field("axis"));
-  if (!axis->is_integer() || axis->as_int() < -1) return error("axis", "expected an integer >= -1");
-  params.axis = axis->as_int();
+  QFLOW_ASSIGN_OR_RETURN(const Json* axis, field("axis"));
+  const std::optional<int64_t> axis_value = json_int64(*axis);
+  if (!axis_value || *axis_value < -1) return error("axis", "expected an integer >= -1");
+  params.axis = *axis_value;
 
-  QFLOW_ASSIGN_OR_RETURN(const JsonValue* dtype, field("dtype"));
+  QFLOW_ASSIGN_OR_RETURN(const Json* dtype, field("dtype"));
   if (!dtype->is_string()) return error("dtype", "expected a string");
-  const auto parsed_dtype = quant_dtype_from_name(dtype->as_string());
-  if (!parsed_dtype)
-    return error("dtype", "'" + dtype->as_string() + "' is not a quantized type (int8, uint8, int16, uint16)");
+  const std::string& dtype_text = dtype->get_ref<const std::string&>();
+  const auto parsed_dtype = quant_dtype_from_name(dtype_text);
+  if (!parsed_dtype) return error("dtype", "'" + dtype_text + "' is not a quantized type (int8, uint8, int16, uint16)");
   params.dtype = *parsed_dtype;
 
-  QFLOW_ASSIGN_OR_RETURN(const JsonValue* method, field("method"));
+  QFLOW_ASSIGN_OR_RETURN(const Json* method, field("method"));
   if (!method->is_string()) return error("method", "expected a string");
 
-  QFLOW_ASSIGN_OR_RETURN(const JsonValue* scale, field("scale"));
-  if (!scale->is_array() || scale->items().empty()) return error("scale", "expected a non-empty list of numbers");
-  for (std::size_t i = 0; i < scale->items().size(); ++i) {
-    const JsonValue& s = scale->items()[i];
-    const float value = s.is_number() ? static_cast<float>(s.as_number()) : 0.0f;
+  QFLOW_ASSIGN_OR_RETURN(const Json* scale, field("scale"));
+  if (!scale->is_array() || scale->empty()) return error("scale", "expected a non-empty list of numbers");
+  for (std::size_t i = 0; i < scale->size(); ++i) {
+    const Json& s = (*scale)[i];
+    const float value = s.is_number() ? static_cast<float>(s.get<double>()) : 0.0f;
     if (!s.is_number() || !valid_scale(value))
-      return error("scale", "element " + std::to_string(i) + " is " +
-                                (s.is_number() ? number_text(s.as_number()) : std::string("not a number")) +
-                                ", expected a finite positive normal float32");
+      return error("scale", "element " + std::to_string(i) + " is " + shown(s) + ", expected a finite positive normal float32");
     params.scale.push_back(value);
   }
   if (params.axis == -1 && params.scale.size() != 1)
     return error("scale", std::to_string(params.scale.size()) + " values for a per-tensor entry (axis -1), expected 1");
 
-  QFLOW_ASSIGN_OR_RETURN(const JsonValue* threshold, field("threshold"));
-  if (!threshold->is_number() || !std::isfinite(threshold->as_number()) || threshold->as_number() < 0.0)
-    return error("threshold", "expected a finite number >= 0");
-  params.threshold = threshold->as_number();
+  QFLOW_ASSIGN_OR_RETURN(const Json* threshold, field("threshold"));
+  const double threshold_value = threshold->is_number() ? threshold->get<double>() : -1.0;
+  if (!std::isfinite(threshold_value) || threshold_value < 0.0) return error("threshold", "expected a finite number >= 0");
+  params.threshold = threshold_value;
 
-  QFLOW_ASSIGN_OR_RETURN(const JsonValue* zero_point, field("zero_point"));
+  QFLOW_ASSIGN_OR_RETURN(const Json* zero_point, field("zero_point"));
   if (!zero_point->is_array()) return error("zero_point", "expected a list of integers");
-  if (zero_point->items().size() != params.scale.size())
-    return error("zero_point", std::to_string(zero_point->items().size()) + " values for " +
-                                   std::to_string(params.scale.size()) + " scales, expected as many");
+  if (zero_point->size() != params.scale.size())
+    return error("zero_point", std::to_string(zero_point->size()) + " values for " + std::to_string(params.scale.size()) +
+                                   " scales, expected as many");
   const QuantRange range = quant_range(params.dtype);
-  for (std::size_t i = 0; i < zero_point->items().size(); ++i) {
-    const JsonValue& z = zero_point->items()[i];
-    if (!z.is_integer() || z.as_int() < range.min || z.as_int() > range.max)
-      return error("zero_point", "element " + std::to_string(i) + " is " +
-                                     (z.is_number() ? number_text(z.as_number()) : std::string("not a number")) +
-                                     ", expected an integer in [" + std::to_string(range.min) + ", " +
-                                     std::to_string(range.max) + "] for " + dtype->as_string());
-    params.zero_point.push_back(z.as_int());
+  for (std::size_t i = 0; i < zero_point->size(); ++i) {
+    const Json& z = (*zero_point)[i];
+    const std::optional<int64_t> value = json_int64(z);
+    if (!value || *value < range.min || *value > range.max)
+      return error("zero_point", "element " + std::to_string(i) + " is " + shown(z) + ", expected an integer in [" +
+                                     std::to_string(range.min) + ", " + std::to_string(range.max) + "] for " + dtype_text);
+    params.zero_point.push_back(*value);
   }
   return params;
 }
@@ -186,11 +186,11 @@ Expected<std::unique_ptr<Calibrator>> LoadCalibrator::create(const Options& opti
 Expected<QuantTable> LoadCalibrator::parse_table(std::string_view text, const std::string& source) {
   auto document = parse_json(text, source);
   if (!document) return document.status().with_context("load calibrator");
-  const JsonValue* tensors = document->find("tensors");
-  if (!document->is_object() || !tensors || !tensors->is_object())
+  const Json* tensors = json_member(*document, "tensors");
+  if (!tensors || !tensors->is_object())
     return invalid_input("load calibrator: " + source + ": expected an object with a \"tensors\" object");
   QuantTable table;
-  for (const auto& [name, entry] : tensors->members()) {
+  for (const auto& [name, entry] : tensors->items()) {
     QFLOW_ASSIGN_OR_RETURN(QuantParams params, table_entry(entry, source, name));
     table.emplace(name, std::move(params));
   }

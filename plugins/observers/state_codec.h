@@ -8,15 +8,21 @@
 #include <string>
 #include <string_view>
 
+#include <boost/endian/conversion.hpp>
+
 namespace qflow::observer_state {
 
 // States cross machines when a calibration run is sharded, so every field has a fixed
 // width and byte order, and doubles travel as their IEEE-754 bit patterns.
 inline void put_u32(std::string& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  unsigned char bytes[4];
+  boost::endian::store_little_u32(bytes, v);
+  out.append(reinterpret_cast<const char*>(bytes), sizeof bytes);
 }
 inline void put_u64(std::string& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  unsigned char bytes[8];
+  boost::endian::store_little_u64(bytes, v);
+  out.append(reinterpret_cast<const char*>(bytes), sizeof bytes);
 }
 inline void put_i64(std::string& out, int64_t v) { put_u64(out, static_cast<uint64_t>(v)); }
 inline void put_f64(std::string& out, double v) { put_u64(out, std::bit_cast<uint64_t>(v)); }
@@ -33,15 +39,11 @@ class Reader {
   }
   uint32_t u32() {
     if (!take(4)) return 0;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(byte(at_ - 4 + i)) << (8 * i);
-    return v;
+    return boost::endian::load_little_u32(at(at_ - 4));
   }
   uint64_t u64() {
     if (!take(8)) return 0;
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(byte(at_ - 8 + i)) << (8 * i);
-    return v;
+    return boost::endian::load_little_u64(at(at_ - 8));
   }
   int64_t i64() { return static_cast<int64_t>(u64()); }
   double f64() { return std::bit_cast<double>(u64()); }
@@ -58,7 +60,7 @@ class Reader {
     at_ += n;
     return true;
   }
-  unsigned char byte(std::size_t i) const { return static_cast<unsigned char>(bytes_[i]); }
+  const unsigned char* at(std::size_t i) const { return reinterpret_cast<const unsigned char*>(bytes_.data() + i); }
 
   std::string_view bytes_;
   std::size_t at_ = 0;

@@ -186,14 +186,14 @@ TEST_CASE("bpu perf: JSON is sorted, deterministic and survives a parse round tr
   // Keys appear in sorted order in the bytes.
   CHECK(json.find("\"bpu\"") < json.find("\"cpu\""));
   CHECK(json.find("\"layers\"") < json.find("\"model\""));
-  const JsonValue& layers = *parsed->find("layers");
-  REQUIRE(layers.items().size() == 4);
-  CHECK(layers.items()[0].find("cycles")->as_number() == doctest::Approx(120.0));
-  CHECK(layers.items()[0].find("bound")->as_string() == "memory");
-  CHECK(layers.items()[3].find("cycles")->is_null());
-  CHECK(layers.items()[3].find("placement")->as_string() == "cpu");
-  CHECK(parsed->find("bpu")->find("us")->as_number() == doctest::Approx(1.84));
-  CHECK(parsed->find("cpu")->find("cycles") == nullptr);
+  const Json& layers = parsed->at("layers");
+  REQUIRE(layers.size() == 4);
+  CHECK(layers[0].at("cycles").get<double>() == doctest::Approx(120.0));
+  CHECK(layers[0].at("bound") == "memory");
+  CHECK(layers[3].at("cycles").is_null());
+  CHECK(layers[3].at("placement") == "cpu");
+  CHECK(parsed->at("bpu").at("us").get<double>() == doctest::Approx(1.84));
+  CHECK(json_member(parsed->at("cpu"), "cycles") == nullptr);
 }
 
 TEST_CASE("bpu perf: the bpu target's estimate section is the report as JSON and as text") {

@@ -82,11 +82,11 @@ TEST_CASE("bpu target: the partition and the check section name the failed const
   REQUIRE_MESSAGE(check.has_value(), check.status().message());
   auto doc = parse_json(check->json, "check");
   REQUIRE_MESSAGE(doc.has_value(), doc.status().message());
-  const JsonValue* listed = doc->find("nodes");
+  const Json* listed = json_member(*doc, "nodes");
   REQUIRE(listed);
-  REQUIRE(listed->items().size() == 3);
-  for (const JsonValue& node : listed->items())
-    CHECK(node.find("placement")->as_string() == (node.find("name")->as_string() == "big" ? "cpu" : "bpu"));
+  REQUIRE(listed->size() == 3);
+  for (const Json& node : *listed)
+    CHECK(node.at("placement") == (node.at("name") == "big" ? "cpu" : "bpu"));
   CHECK(check->text.find("big") != std::string::npos);
 }
 

@@ -264,27 +264,27 @@ TEST_CASE("onnxruntime target: the check section lists every node with its place
   REQUIRE_MESSAGE(check.has_value(), check.status().message());
   auto doc = parse_json(check->json, "check");
   REQUIRE_MESSAGE(doc.has_value(), doc.status().message());
-  CHECK(doc->find("target")->as_string() == "onnxruntime");
-  CHECK(doc->find("accelerator")->as_string() == "int8");
-  CHECK(doc->find("fallback")->as_string() == "float");
-  CHECK(doc->find("platform")->as_string() == "x86_64");
-  const JsonValue* nodes = doc->find("nodes");
+  CHECK(doc->at("target") == "onnxruntime");
+  CHECK(doc->at("accelerator") == "int8");
+  CHECK(doc->at("fallback") == "float");
+  CHECK(doc->at("platform") == "x86_64");
+  const Json* nodes = json_member(*doc, "nodes");
   REQUIRE(nodes);
-  REQUIRE(nodes->items().size() == 6);
-  for (const JsonValue& node : nodes->items()) {
-    const std::string name = node.find("name")->as_string();
+  REQUIRE(nodes->size() == 6);
+  for (const Json& node : *nodes) {
+    const std::string name = node.at("name").get<std::string>();
     CAPTURE(name);
     const bool int8 = name != "relu" && name != "conv";
-    CHECK(node.find("placement")->as_string() == (int8 ? "int8" : "float"));
-    CHECK(node.find("reason")->as_string().empty() == int8);
-    CHECK(node.find("op_type")->is_string());
+    CHECK(node.at("placement") == (int8 ? "int8" : "float"));
+    CHECK(node.at("reason").get<std::string>().empty() == int8);
+    CHECK(node.at("op_type").is_string());
   }
-  const JsonValue* summary = doc->find("summary");
-  CHECK(summary->find("nodes")->as_int() == 6);
-  CHECK(summary->find("int8_nodes")->as_int() == 4);
-  CHECK(summary->find("float_nodes")->as_int() == 2);
-  CHECK(summary->find("overflowing_units")->as_int() == 1);
-  CHECK(summary->find("float_op_types")->find("Relu")->as_int() == 1);
+  const Json& summary = doc->at("summary");
+  CHECK(summary.at("nodes") == 6);
+  CHECK(summary.at("int8_nodes") == 4);
+  CHECK(summary.at("float_nodes") == 2);
+  CHECK(summary.at("overflowing_units") == 1);
+  CHECK(summary.at("float_op_types").at("Relu") == 1);
   CHECK(check->text.find("nodes: 6 (int8 4, float 2)") != std::string::npos);
   CHECK(check->text.find("no int8 kernel for Relu") != std::string::npos);
   CHECK(check->text.find("units ONNX Runtime would fuse into overflowing kernels: 1") != std::string::npos);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <boost/endian/conversion.hpp>
+
 #include "lowering_context.h"
 
 namespace qflow::lowering {
@@ -126,9 +128,9 @@ Status lower_eltwise(Lowerer& l, const Node& node) {
           if (c.quant.type == lowered::ElemType::i8) {
             t.data.push_back(static_cast<uint8_t>(static_cast<int8_t>(q)));
           } else {
-            const auto bits = static_cast<uint16_t>(static_cast<int16_t>(q));
-            t.data.push_back(static_cast<uint8_t>(bits & 0xff));
-            t.data.push_back(static_cast<uint8_t>(bits >> 8));
+            uint8_t bytes[2];  // lowered tensors are little-endian
+            boost::endian::store_little_u16(bytes, static_cast<uint16_t>(static_cast<int16_t>(q)));
+            t.data.insert(t.data.end(), bytes, bytes + 2);
           }
         }
         operands[i] = l.add_tensor(std::move(t));

@@ -46,47 +46,50 @@ void add(PerfTotals& totals, const LayerPerf& layer) {
   if (layer.cycles) totals.cycles += *layer.cycles;
 }
 
-JsonValue integer(int64_t value) { return JsonValue::number(static_cast<double>(value), true, value); }
-JsonValue real(double value) { return JsonValue::number(value, false, 0); }
-JsonValue optional_integer(const std::optional<int64_t>& value) { return value ? integer(*value) : JsonValue::null(); }
-JsonValue optional_real(const std::optional<double>& value) { return value ? real(*value) : JsonValue::null(); }
+Json optional_integer(const std::optional<int64_t>& value) { return value ? Json(*value) : Json(nullptr); }
+Json optional_real(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
 
 const char* bound_of(const LayerPerf& layer) {
   return *layer.compute_cycles >= *layer.memory_cycles ? "compute" : "memory";
 }
 
-JsonValue totals_value(const PerfTotals& totals, std::size_t nodes, const BpuCost* cost) {
-  std::map<std::string, JsonValue> m;
-  m["activation_read_bytes"] = integer(totals.activation_read_bytes);
-  m["activation_write_bytes"] = integer(totals.activation_write_bytes);
-  m["macs"] = integer(totals.macs);
-  m["nodes"] = integer(static_cast<int64_t>(nodes));
-  m["unknown_nodes"] = integer(totals.unknown_nodes);
-  m["weight_bytes"] = integer(totals.weight_bytes);
+// Counts are JSON integers, cycles and times JSON floats (written with three decimals).
+Json totals_value(const PerfTotals& totals, std::size_t nodes, const BpuCost* cost) {
+  Json m = Json::object();
+  m["activation_read_bytes"] = totals.activation_read_bytes;
+  m["activation_write_bytes"] = totals.activation_write_bytes;
+  m["macs"] = totals.macs;
+  m["nodes"] = static_cast<int64_t>(nodes);
+  m["unknown_nodes"] = totals.unknown_nodes;
+  m["weight_bytes"] = totals.weight_bytes;
   if (cost) {
-    m["cycles"] = real(totals.cycles);
-    m["us"] = real(cost->frequency_mhz > 0.0 ? totals.cycles / cost->frequency_mhz : 0.0);
+    m["cycles"] = totals.cycles;
+    m["us"] = cost->frequency_mhz > 0.0 ? totals.cycles / cost->frequency_mhz : 0.0;
   }
-  return JsonValue::object(std::move(m));
+  return m;
 }
 
-bool scalar(const JsonValue& v) { return !v.is_array() && !v.is_object(); }
+bool scalar(const Json& v) { return !v.is_array() && !v.is_object(); }
 
-void dump(const JsonValue& v, int indent, std::string& out) {
-  switch (v.kind()) {
-    case JsonValue::Kind::Null: out += "null"; return;
-    case JsonValue::Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
-    case JsonValue::Kind::Number: out += v.is_integer() ? std::to_string(v.as_int()) : fixed3(v.as_number()); return;
-    case JsonValue::Kind::String: out += plan_json_string(v.as_string()); return;
-    case JsonValue::Kind::Array:
-    case JsonValue::Kind::Object: break;
+void dump(const Json& v, int indent, std::string& out) {
+  switch (v.type()) {
+    case Json::value_t::null: out += "null"; return;
+    case Json::value_t::boolean: out += v.get<bool>() ? "true" : "false"; return;
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: out += v.dump(); return;
+    case Json::value_t::number_float: out += fixed3(v.get<double>()); return;
+    case Json::value_t::string: out += plan_json_string(v.get_ref<const std::string&>()); return;
+    case Json::value_t::array:
+    case Json::value_t::object: break;
+    case Json::value_t::binary:
+    case Json::value_t::discarded: out += "null"; return;  // never in a parsed or built report
   }
   const bool object = v.is_object();
-  std::vector<std::pair<const std::string*, const JsonValue*>> items;
+  std::vector<std::pair<const std::string*, const Json*>> items;
   if (object)
-    for (const auto& [key, member] : v.members()) items.emplace_back(&key, &member);
+    for (const auto& [key, member] : v.get_ref<const Json::object_t&>()) items.emplace_back(&key, &member);
   else
-    for (const JsonValue& item : v.items()) items.emplace_back(nullptr, &item);
+    for (const Json& item : v) items.emplace_back(nullptr, &item);
   const bool flat = std::all_of(items.begin(), items.end(), [](const auto& item) { return scalar(*item.second); });
   out += object ? '{' : '[';
   const std::string inner(static_cast<std::size_t>(indent + 2), ' ');
@@ -187,35 +190,33 @@ Expected<PerfEstimate> estimate_perf(const Graph& graph, const PartitionPlan& pl
   return e;
 }
 
-JsonValue perf_report_value(const PerfEstimate& e) {
-  std::map<std::string, JsonValue> doc;
-  doc["format"] = JsonValue::string("qflow-bpu-perf");
-  doc["version"] = integer(1);
-  doc["model"] = JsonValue::string(e.model);
+Json perf_report_value(const PerfEstimate& e) {
+  Json doc = Json::object();
+  doc["format"] = "qflow-bpu-perf";
+  doc["version"] = 1;
+  doc["model"] = e.model;
   // The keys every target's sections carry (docs/targets.md); the totals of each path sit
   // under its placement name ("bpu", "cpu").
-  doc["target"] = JsonValue::string("bpu");
-  doc["accelerator"] = JsonValue::string("bpu");
-  doc["fallback"] = JsonValue::string("cpu");
-  doc["quantized"] = JsonValue::boolean(e.quantized);
-  std::vector<JsonValue> symbolic;
-  for (const std::string& s : e.symbolic_dimensions) symbolic.push_back(JsonValue::string(s));
-  doc["symbolic_dimensions"] = JsonValue::array(std::move(symbolic));
+  doc["target"] = "bpu";
+  doc["accelerator"] = "bpu";
+  doc["fallback"] = "cpu";
+  doc["quantized"] = e.quantized;
+  doc["symbolic_dimensions"] = e.symbolic_dimensions;
   const BpuCost& cost = e.platform.cost;
-  doc["platform"] = JsonValue::object({{"name", JsonValue::string(e.platform.name)},
-                                       {"summary", JsonValue::string(e.platform.summary)},
-                                       {"macs_per_cycle", integer(cost.macs_per_cycle)},
-                                       {"frequency_mhz", real(cost.frequency_mhz)},
-                                       {"bandwidth_gbps", real(cost.bandwidth_gbps)},
-                                       {"bytes_per_cycle", real(bytes_per_cycle(cost))}});
-  std::vector<JsonValue> layers;
+  doc["platform"] = {{"name", e.platform.name},
+                     {"summary", e.platform.summary},
+                     {"macs_per_cycle", static_cast<int64_t>(cost.macs_per_cycle)},
+                     {"frequency_mhz", static_cast<double>(cost.frequency_mhz)},
+                     {"bandwidth_gbps", static_cast<double>(cost.bandwidth_gbps)},
+                     {"bytes_per_cycle", static_cast<double>(bytes_per_cycle(cost))}};
+  Json layers = Json::array();
   for (const LayerPerf& l : e.layers) {
-    std::map<std::string, JsonValue> m;
-    m["index"] = integer(l.index);
-    m["name"] = JsonValue::string(l.name);
-    m["op_type"] = JsonValue::string(l.op_type);
-    m["placement"] = JsonValue::string(l.bpu ? "bpu" : "cpu");
-    m["subgraph"] = l.subgraph < 0 ? JsonValue::null() : integer(l.subgraph);
+    Json m = Json::object();
+    m["index"] = l.index;
+    m["name"] = l.name;
+    m["op_type"] = l.op_type;
+    m["placement"] = l.bpu ? "bpu" : "cpu";
+    m["subgraph"] = l.subgraph < 0 ? Json(nullptr) : Json(l.subgraph);
     m["macs"] = optional_integer(l.macs);
     m["weight_bytes"] = optional_integer(l.weight_bytes);
     m["activation_read_bytes"] = optional_integer(l.activation_read_bytes);
@@ -223,28 +224,25 @@ JsonValue perf_report_value(const PerfEstimate& e) {
     m["compute_cycles"] = optional_real(l.compute_cycles);
     m["memory_cycles"] = optional_real(l.memory_cycles);
     m["cycles"] = optional_real(l.cycles);
-    m["bound"] = l.cycles ? JsonValue::string(bound_of(l)) : JsonValue::null();
-    layers.push_back(JsonValue::object(std::move(m)));
+    m["bound"] = l.cycles ? Json(bound_of(l)) : Json(nullptr);
+    layers.push_back(std::move(m));
   }
-  doc["layers"] = JsonValue::array(std::move(layers));
-  std::vector<JsonValue> subgraphs;
+  doc["layers"] = std::move(layers);
+  Json subgraphs = Json::array();
   for (const SubgraphPerf& s : e.subgraphs) {
-    JsonValue t = totals_value(s.totals, s.nodes.size(), &cost);
-    std::map<std::string, JsonValue> m = t.members();
-    m["id"] = integer(s.id);
-    std::vector<JsonValue> nodes;
-    for (int64_t n : s.nodes) nodes.push_back(integer(n));
-    m["node_indices"] = JsonValue::array(std::move(nodes));
-    subgraphs.push_back(JsonValue::object(std::move(m)));
+    Json m = totals_value(s.totals, s.nodes.size(), &cost);
+    m["id"] = s.id;
+    m["node_indices"] = s.nodes;
+    subgraphs.push_back(std::move(m));
   }
-  doc["subgraphs"] = JsonValue::array(std::move(subgraphs));
+  doc["subgraphs"] = std::move(subgraphs);
   const auto bpu_nodes = static_cast<std::size_t>(std::count_if(e.layers.begin(), e.layers.end(), [](const LayerPerf& l) { return l.bpu; }));
   doc["bpu"] = totals_value(e.bpu, bpu_nodes, &cost);
   doc["cpu"] = totals_value(e.cpu, e.layers.size() - bpu_nodes, nullptr);
-  return JsonValue::object(std::move(doc));
+  return doc;
 }
 
-std::string perf_json_dump(const JsonValue& value) {
+std::string perf_json_dump(const Json& value) {
   std::string out;
   dump(value, 0, out);
   return out + "\n";

@@ -67,10 +67,10 @@ Expected<PerfEstimate> estimate_perf(const Graph& graph, const PartitionPlan& pl
 std::string perf_report_text(const PerfEstimate& estimate);
 // The JSON document (layout in docs/bpu-checker.md); keys sorted, deterministic bytes.
 std::string perf_report_json(const PerfEstimate& estimate);
-JsonValue perf_report_value(const PerfEstimate& estimate);
+Json perf_report_value(const PerfEstimate& estimate);
 // Writes any JSON value the way perf_report_json does: objects and arrays holding only
 // scalars on one line, others one member per line; numbers that parsed as integers as
 // integers, other numbers with three decimals. parse_json then json_dump gives the same bytes.
-std::string perf_json_dump(const JsonValue& value);
+std::string perf_json_dump(const Json& value);
 
 }  // namespace qflow

@@ -1,62 +1,33 @@
-// JSON values and a strict RFC 8259 parser, for files qflow reads back (calibration
-// tables, manifests, statistics). Numbers are kept as doubles and, when integral, as int64.
+// JSON documents qflow reads back (calibration tables, manifests, statistics, reports) are
+// nlohmann::json values. parse_json adds what every file qflow reads must meet: errors as one
+// line naming the file, line and column; duplicate keys and deep nesting refused.
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "qflow/core/status.h"
 
 namespace qflow {
 
-class JsonValue {
- public:
-  enum class Kind { Null, Bool, Number, String, Array, Object };
+// Objects keep their keys sorted (std::map), so iterating a document is deterministic.
+using Json = nlohmann::json;
 
-  Kind kind() const { return kind_; }
-  bool is_null() const { return kind_ == Kind::Null; }
-  bool is_bool() const { return kind_ == Kind::Bool; }
-  bool is_number() const { return kind_ == Kind::Number; }
-  bool is_string() const { return kind_ == Kind::String; }
-  bool is_array() const { return kind_ == Kind::Array; }
-  bool is_object() const { return kind_ == Kind::Object; }
+// Parses one JSON document (RFC 8259; surrounding whitespace and a UTF-8 byte order mark
+// allowed). Errors read "<source>:<line>:<column>: <what was found and expected>", columns
+// counting characters. A key repeated in one object and nesting deeper than 256 levels are
+// errors too.
+Expected<Json> parse_json(std::string_view text, const std::string& source);
 
-  bool as_bool() const { return bool_; }
-  double as_number() const { return number_; }
-  // True when the number was written without fraction/exponent and fits int64.
-  bool is_integer() const { return is_integer_; }
-  int64_t as_int() const { return integer_; }
-  const std::string& as_string() const { return string_; }
-  const std::vector<JsonValue>& items() const { return items_; }
-  // Keys in sorted order; duplicate keys are a parse error.
-  const std::map<std::string, JsonValue>& members() const { return members_; }
-  // Member by key, or nullptr (also when this is not an object).
-  const JsonValue* find(std::string_view key) const;
+// The member `key` of `value`, or nullptr when it has none or is not an object.
+const Json* json_member(const Json& value, std::string_view key);
 
-  static JsonValue null();
-  static JsonValue boolean(bool value);
-  static JsonValue number(double value, bool is_integer, int64_t integer);
-  static JsonValue string(std::string value);
-  static JsonValue array(std::vector<JsonValue> items);
-  static JsonValue object(std::map<std::string, JsonValue> members);
-
- private:
-  Kind kind_ = Kind::Null;
-  bool bool_ = false;
-  double number_ = 0.0;
-  bool is_integer_ = false;
-  int64_t integer_ = 0;
-  std::string string_;
-  std::vector<JsonValue> items_;
-  std::map<std::string, JsonValue> members_;
-};
-
-// Parses one JSON document (surrounding whitespace allowed). Errors name `source`, the
-// line and column, and what was expected. Nesting deeper than 256 levels is refused.
-Expected<JsonValue> parse_json(std::string_view text, const std::string& source);
+// The number when it was written as an integer (no fraction or exponent) that fits int64;
+// nullopt for any other number or value.
+std::optional<int64_t> json_int64(const Json& value);
 
 }  // namespace qflow
