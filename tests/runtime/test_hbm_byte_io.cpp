@@ -6,9 +6,9 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/hbm/byte_reader.h"
-#include "runtime/hbm/byte_writer.h"
-#include "qflow/runtime/status.h"
+#include "hbm/byte_reader.h"
+#include "hbm/byte_writer.h"
+#include "qflow/core/status.h"
 
 using namespace qflow::hbm;
 
@@ -111,7 +111,7 @@ TEST_CASE("hbm status: Expected holds a value or an error, never neither") {
   CHECK(value.status().is_ok());
   CHECK(value.message().empty());
 
-  Expected<int> error(Status::error("hbm: broken"));
+  Expected<int> error(invalid_input("hbm: broken"));
   CHECK_FALSE(error.has_value());
   CHECK(error.message() == "hbm: broken");
   CHECK_FALSE(error.status().is_ok());
