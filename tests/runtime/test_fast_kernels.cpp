@@ -13,6 +13,7 @@
 #include "tests/runtime/test_fixed_point_common.h"
 
 using namespace qflow::fx;
+using qflow::Status;
 using qflow::fx::test::random_values;
 
 namespace {

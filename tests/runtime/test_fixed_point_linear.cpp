@@ -5,6 +5,7 @@
 #include "tests/runtime/test_fixed_point_common.h"
 
 using namespace qflow::fx;
+using qflow::Status;
 using namespace qflow::fx::test;
 
 namespace {

@@ -4,6 +4,7 @@
 #include "tests/runtime/test_fixed_point_common.h"
 
 using namespace qflow::fx;
+using qflow::Status;
 using namespace qflow::fx::test;
 
 TEST_CASE("8-bit tables: entry k is quantize(f(dequantize(k)))") {

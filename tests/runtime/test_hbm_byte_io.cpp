@@ -11,6 +11,9 @@
 #include "qflow/core/status.h"
 
 using namespace qflow::hbm;
+using qflow::Expected;
+using qflow::Status;
+using qflow::invalid_input;
 
 TEST_CASE("hbm byte io: scalars are little-endian whatever the host") {
   ByteWriter w;
@@ -104,7 +107,7 @@ TEST_CASE("hbm byte io: a count the remaining bytes cannot hold fails before any
   CHECK(fits.ok());
 }
 
-TEST_CASE("hbm status: Expected holds a value or an error, never neither") {
+TEST_CASE("status: Expected holds a value or an error, never neither") {
   Expected<int> value(3);
   CHECK(value.has_value());
   CHECK(*value == 3);
@@ -118,5 +121,6 @@ TEST_CASE("hbm status: Expected holds a value or an error, never neither") {
 
   Expected<int> neither(Status::ok());
   CHECK_FALSE(neither.has_value());
-  CHECK(neither.message() == "hbm: internal error: no value and no error");
+  CHECK(neither.status().code() == qflow::StatusCode::Internal);
+  CHECK(neither.message() == "no value and no error");
 }

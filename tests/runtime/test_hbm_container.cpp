@@ -16,6 +16,7 @@
 #include "hbm/writer.h"
 
 using namespace qflow::hbm;
+using qflow::Expected;
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include "tests/runtime/test_lowered_common.h"
 
 using namespace qflow::lowered;
+using qflow::Status;
 using namespace qflow::lowered::test;
 namespace fx = qflow::fx;
 

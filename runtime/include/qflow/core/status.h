@@ -70,6 +70,11 @@ class [[nodiscard]] Expected {
 
   // The error; Status::ok() when a value is held.
   Status status() const { return has_value() ? Status::ok() : std::get<1>(state_); }
+  // The error's message; empty when a value is held.
+  const std::string& message() const {
+    static const std::string none;
+    return has_value() ? none : std::get<1>(state_).message();
+  }
 
  private:
   std::variant<T, Status> state_;
