@@ -15,8 +15,6 @@ namespace {
 
 using I32 = std::span<const int32_t>;
 
-Status fx_status(const Status& s) { return s.is_ok() ? Status::ok() : invalid_input(s.message()); }
-
 fx::Multiplier pair_multiplier(const Op& op, std::string_view name) {
   const Attribute* a = find_attribute(op, name);
   fx::Multiplier m;
@@ -280,13 +278,12 @@ class IntegerOp {
     if (Status s = conv_params(transposed, p, produced); !s) return s;
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     if (packed_ && packed_->conv)
-      return fx_status(fx::fast::conv2d(*packed_->conv, packed_->isa, in(0).ints, out().ints, in(0).in_range));
+      return fx::fast::conv2d(*packed_->conv, packed_->isa, in(0).ints, out().ints, in(0).in_range);
     if (packed_ && packed_->conv_transpose)
-      return fx_status(
-          fx::fast::conv_transpose2d(*packed_->conv_transpose, packed_->isa, in(0).ints, out().ints, in(0).in_range));
+      return fx::fast::conv_transpose2d(*packed_->conv_transpose, packed_->isa, in(0).ints, out().ints, in(0).in_range);
     const I32 bias = has(2) ? I32(in(2).ints) : I32();
-    return fx_status(transposed ? fx::conv_transpose2d(p, in(0).ints, in(1).ints, bias, out().ints)
-                                : fx::conv2d(p, in(0).ints, in(1).ints, bias, out().ints));
+    return transposed ? fx::conv_transpose2d(p, in(0).ints, in(1).ints, bias, out().ints)
+                      : fx::conv2d(p, in(0).ints, in(1).ints, bias, out().ints);
   }
 
   // The parameters of one matmul of the batch from the declared tensors, the batch's leading
@@ -345,7 +342,7 @@ class IntegerOp {
         if (pack_b && (i == 0 || !shared_b)) b_packed = fx::fast::pack_matmul(p, b_i, bias, run_time_b, false).is_ok();
         s = b_packed ? fx::fast::matmul(run_time_b, packed_->isa, ai, yi, in(0).in_range) : fx::matmul(p, ai, b_i, bias, yi);
       }
-      if (!s.is_ok()) return fx_status(s);
+      if (!s.is_ok()) return s;
     }
     return Status::ok();
   }
@@ -371,10 +368,10 @@ class IntegerOp {
     }
     const bool both_in_range = in(0).in_range && in(1).in_range;  // broadcasting copies values
     if (op_.type == "mul")
-      return fx_status(packed_ ? fx::fast::mul(mul_params(), packed_->isa, a, b, out().ints, both_in_range)
-                               : fx::mul(mul_params(), a, b, out().ints));
-    return fx_status(packed_ ? fx::fast::add(add_params(), packed_->isa, a, b, out().ints, both_in_range)
-                             : fx::add(add_params(), a, b, out().ints));
+      return packed_ ? fx::fast::mul(mul_params(), packed_->isa, a, b, out().ints, both_in_range)
+                     : fx::mul(mul_params(), a, b, out().ints);
+    return packed_ ? fx::fast::add(add_params(), packed_->isa, a, b, out().ints, both_in_range)
+                   : fx::add(add_params(), a, b, out().ints);
   }
 
   Status requantize() {
@@ -419,8 +416,8 @@ class IntegerOp {
     if (out().ints.empty()) return Status::ok();
     const int64_t outer = element_count(Shape(ys.begin(), ys.begin() + static_cast<std::ptrdiff_t>(axis)));
     const int64_t inner = element_count(Shape(ys.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ys.end()));
-    return fx_status(packed_ ? fx::fast::concat(inputs, outer, inner, qout(), packed_->isa, out().ints)
-                             : fx::concat(inputs, outer, inner, qout(), out().ints));
+    return packed_ ? fx::fast::concat(inputs, outer, inner, qout(), packed_->isa, out().ints)
+                   : fx::concat(inputs, outer, inner, qout(), out().ints);
   }
 
   Status pool(bool max) {
@@ -447,9 +444,9 @@ class IntegerOp {
     const Shape produced{p.batch, p.channels, fx::pool_out_h(p), fx::pool_out_w(p)};
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     if (packed_)
-      return fx_status(max ? fx::fast::max_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range)
-                           : fx::fast::average_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range));
-    return fx_status(max ? fx::max_pool(p, in(0).ints, out().ints) : fx::average_pool(p, in(0).ints, out().ints));
+      return max ? fx::fast::max_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range)
+                 : fx::fast::average_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range);
+    return max ? fx::max_pool(p, in(0).ints, out().ints) : fx::average_pool(p, in(0).ints, out().ints);
   }
 
   Status global_pool() {
@@ -457,9 +454,9 @@ class IntegerOp {
     const Shape produced{xs[0], xs[1], 1, 1};
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     if (packed_)
-      return fx_status(fx::fast::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), packed_->isa, in(0).ints,
-                                                     out().ints, in(0).in_range));
-    return fx_status(fx::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), in(0).ints, out().ints));
+      return fx::fast::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), packed_->isa, in(0).ints,
+                                           out().ints, in(0).in_range);
+    return fx::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), in(0).ints, out().ints);
   }
 
   Status resize() {
@@ -484,8 +481,8 @@ class IntegerOp {
                      : nm == "ceil"            ? fx::NearestMode::Ceil
                                                : fx::NearestMode::RoundPreferFloor;
     p.type = qtype(tin(0).type);
-    return fx_status(string_or(op_, "mode", "nearest") == "linear" ? fx::resize_bilinear(p, in(0).ints, out().ints)
-                                                                  : fx::resize_nearest(p, in(0).ints, out().ints));
+    return string_or(op_, "mode", "nearest") == "linear" ? fx::resize_bilinear(p, in(0).ints, out().ints)
+                                                        : fx::resize_nearest(p, in(0).ints, out().ints);
   }
 
   Status lut() {
@@ -501,8 +498,8 @@ class IntegerOp {
     const fx::Range r = fx::range_of(l.output.type);
     for (const int32_t e : l.entries)
       if (e < r.min || e > r.max) return invalid_input("table entry " + std::to_string(e) + " is outside the output type");
-    return fx_status(packed_ ? fx::fast::apply_lut(l, packed_->isa, in(0).ints, out().ints, in(0).in_range)
-                             : fx::apply_lut(l, in(0).ints, out().ints));
+    return packed_ ? fx::fast::apply_lut(l, packed_->isa, in(0).ints, out().ints, in(0).in_range)
+                   : fx::apply_lut(l, in(0).ints, out().ints);
   }
 
   Status softmax() {
@@ -515,8 +512,8 @@ class IntegerOp {
     p.output_multiplier = pair_multiplier(op_, "output_multiplier");
     const int64_t row = in(0).shape.empty() ? 1 : in(0).shape.back();
     if (out().ints.empty()) return Status::ok();
-    return fx_status(packed_ ? fx::fast::softmax(p, packed_->isa, row, in(0).ints, out().ints, in(0).in_range)
-                             : fx::softmax(p, row, in(0).ints, out().ints));
+    return packed_ ? fx::fast::softmax(p, packed_->isa, row, in(0).ints, out().ints, in(0).in_range)
+                   : fx::softmax(p, row, in(0).ints, out().ints);
   }
 
   Status layernorm() {
@@ -533,7 +530,7 @@ class IntegerOp {
     if (p.epsilon < 0 || p.epsilon > (int64_t{1} << 60)) return invalid_input("epsilon must be in [0, 2^60]");
     p.output_multiplier = pair_multiplier(op_, "output_multiplier");
     if (out().ints.empty()) return Status::ok();
-    return fx_status(fx::layernorm(p, in(0).ints, out().ints));
+    return fx::layernorm(p, in(0).ints, out().ints);
   }
 
   Status transpose() {
