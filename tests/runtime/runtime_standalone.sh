@@ -51,7 +51,7 @@ cc -std=c99 -Wall -Wextra -pedantic -Werror -o "$work/app" "$root/tests/runtime/
   fail "the C application does not build against qflow-runtime.pc"
 got=$("$work/app" "$lowered/tiny.hbm" "$lowered/x.npy" "$lowered/y_expected.npy") ||
   fail "the C application failed: $got"
-want="platform nash
+want="platform bayes
 input x: 16 values
 output y: 32 values, 0 differ from the reference"
 [ "$got" = "$want" ] || fail "unexpected output:
