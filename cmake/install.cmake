@@ -69,12 +69,8 @@ install(DIRECTORY ${QFLOW_PLUGIN_OUTPUT_DIRECTORY}/ DESTINATION ${QFLOW_INSTALL_
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/sdk/include/qflow DESTINATION include
   FILES_MATCHING PATTERN "*.h")
 install(FILES ${PROJECT_BINARY_DIR}/include/qflow/version.h DESTINATION include/qflow)
-# The runtime's C API (libqflow_runtime): what a device application includes.
-install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/qflow/runtime.h DESTINATION include/qflow)
-# Its compiler interface (qflow/runtime/*.h): the lowered model, the .hbm codec, the executor
-# and the fixed-point arithmetic a compiler for the runtime builds on (docs/architecture.md).
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/qflow/runtime DESTINATION include/qflow
-  FILES_MATCHING PATTERN "*.h")
+# runtime/CMakeLists.txt installs runtime/include: the C API (qflow/runtime.h), the compiler
+# interface (qflow/runtime/*.h) and qflow/core/status.h, the Status the SDK headers use too.
 
 # --- CMake package ---------------------------------------------------------------------------
 # Plugins must be built by the compiler that built the host; the package records it so a

@@ -29,7 +29,7 @@ int64_t total_elements(const lowered::Model& model, int64_t limit) {
 
 void run_on_zeros(const lowered::Model& model) {
   if (total_elements(model, kMaxRunTensorElements) < 0) return;
-  lowered::Expected<lowered::Executor> executor = lowered::Executor::create(model);
+  Expected<lowered::Executor> executor = lowered::Executor::create(model);
   if (!executor) return;
   std::vector<std::vector<float>> buffers;
   for (int32_t input : model.inputs) {

@@ -11,9 +11,9 @@
 namespace qflow::fuzz {
 
 void fuzz_hbm(const uint8_t* data, size_t size) {
-  hbm::Expected<hbm::HbmFile> file = hbm::parse(std::span<const uint8_t>(data, size));
+  Expected<hbm::HbmFile> file = hbm::parse(std::span<const uint8_t>(data, size));
   if (!file) return;
-  hbm::Expected<lowered::Model> model = lowered::from_hbm(*file);
+  Expected<lowered::Model> model = lowered::from_hbm(*file);
   if (model) run_on_zeros(*model);
 }
 

@@ -26,7 +26,7 @@ std::vector<uint8_t> seed_file() {
 // "" when the file passes the layout and CRC checks (it parses, or fails in decoding or
 // validation), else the reader's message.
 std::string container_error(const std::vector<uint8_t>& bytes) {
-  hbm::Expected<hbm::HbmFile> file = hbm::parse(std::span<const uint8_t>(bytes.data(), bytes.size()));
+  Expected<hbm::HbmFile> file = hbm::parse(std::span<const uint8_t>(bytes.data(), bytes.size()));
   if (file) return "";
   const std::string message = file.status().message();
   for (const char* container : {"CRC", "overlaps", "padding", "extends past", "truncated", "the header declares", "alignment"})

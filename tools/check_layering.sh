@@ -22,8 +22,9 @@ if [ -n "$named" ]; then
   status=1
 fi
 
-private=$(grep -rnE '#\s*include\s*"runtime/' --include='*.c' --include='*.cpp' --include='*.h' \
-  framework sdk plugins tools tests | grep -v '^tests/runtime/')
+# Inside runtime/ they are named relative to runtime/ ("hbm/byte_reader.h"), so both spellings count.
+private=$(grep -rnE '#\s*include\s*"(runtime/)?(hbm|lowered|fixed_point|capi)/' --include='*.c' --include='*.cpp' \
+  --include='*.h' framework sdk plugins tools tests | grep -v '^tests/runtime/')
 if [ -n "$private" ]; then
   echo "private runtime headers included outside runtime/ (use runtime/include's qflow/runtime/*.h):"
   echo "$private"

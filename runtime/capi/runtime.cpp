@@ -65,12 +65,12 @@ size_t element_count(const std::vector<int64_t>& shape) {
 }
 
 qflow_rt_status load(std::span<const uint8_t> bytes, qflow_rt_model** out) {
-  qflow::hbm::Expected<qflow::lowered::Model> decoded = qflow::lowered::decode_hbm(bytes);
-  if (!decoded) return fail(decoded.message());
+  qflow::Expected<qflow::lowered::Model> decoded = qflow::lowered::decode_hbm(bytes);
+  if (!decoded) return fail(decoded.status().message());
   auto handle = std::make_unique<qflow_rt_model>();
   handle->model = std::move(*decoded);
-  qflow::hbm::Expected<qflow::lowered::Executor> executor = qflow::lowered::Executor::create(handle->model);
-  if (!executor) return fail(executor.message());
+  qflow::Expected<qflow::lowered::Executor> executor = qflow::lowered::Executor::create(handle->model);
+  if (!executor) return fail(executor.status().message());
   handle->executor.emplace(std::move(*executor));
 
   const qflow::lowered::Model& m = handle->model;
@@ -229,7 +229,7 @@ QFLOW_RT_EXPORT qflow_rt_status qflow_rt_run(qflow_rt_model* model, const float*
       feeds.emplace_back(inputs[i], model->inputs[i].element_count);
     }
     std::vector<std::vector<float>> results;
-    if (qflow::hbm::Status s = model->executor->run(feeds, results); !s) return fail(s.message());
+    if (qflow::Status s = model->executor->run(feeds, results); !s) return fail(s.message());
     return copy_outputs(model, results, outputs);
   });
 }
@@ -258,7 +258,7 @@ QFLOW_RT_EXPORT qflow_rt_status qflow_rt_run_quantized(qflow_rt_model* model, co
       values.push_back(std::move(v));
     }
     std::vector<std::vector<float>> results;
-    if (qflow::hbm::Status s = model->executor->run_values(values, results); !s) return fail(s.message());
+    if (qflow::Status s = model->executor->run_values(values, results); !s) return fail(s.message());
     return copy_outputs(model, results, outputs);
   });
 }

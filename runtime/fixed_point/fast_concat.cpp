@@ -4,7 +4,7 @@
 // handed to it for its message.
 #include <algorithm>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 namespace qflow::fx::fast {
 namespace {
@@ -25,8 +25,8 @@ Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inn
   for (size_t i = 0; ok && i < inputs.size(); ++i) {
     const ConcatInput& in = inputs[i];
     ok = in.axis_dim >= 0 && in.data.size() == static_cast<size_t>(outer * in.axis_dim * inner) && params_ok(in.params) &&
-         check_range(in.data, in.params.type, "").ok() &&
-         (in.params == output || make_multiplier(in.params.scale / output.scale, multipliers[i]).ok());
+         check_range(in.data, in.params.type, "").is_ok() &&
+         (in.params == output || make_multiplier(in.params.scale / output.scale, multipliers[i]).is_ok());
     total += in.axis_dim;
   }
   if (!ok || y.size() != static_cast<size_t>(outer * total * inner)) return fx::concat(inputs, outer, inner, output, y);

@@ -9,7 +9,7 @@
 // Integer sums are exact: any order gives the reference's bits.
 #include <algorithm>
 
-#include "runtime/fixed_point/fast_depthwise.h"
+#include "fixed_point/fast_depthwise.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

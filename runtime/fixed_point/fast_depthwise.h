@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 namespace qflow::fx::fast::detail {
 

@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "runtime/fixed_point/fast_depthwise.h"
-#include "runtime/fixed_point/fast_requant.h"
+#include "fixed_point/fast_depthwise.h"
+#include "fixed_point/fast_requant.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

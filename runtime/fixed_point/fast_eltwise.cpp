@@ -7,7 +7,7 @@
 // reference's 128-bit product and 2^62 saturation gives the same results.
 #include <algorithm>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -87,7 +87,7 @@ Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<co
   const int32_t lo = std::max(r.min, p.clamp.min), hi = std::min(r.max, p.clamp.max);
   // Anything the reference refuses goes to the reference, for its message.
   if (!add_supported(p) || a.size() != b.size() || a.size() != y.size() || lo > hi ||
-      (!inputs_in_range && (!check_range(a, p.a.type, "").ok() || !check_range(b, p.b.type, "").ok())))
+      (!inputs_in_range && (!check_range(a, p.a.type, "").is_ok() || !check_range(b, p.b.type, "").is_ok())))
     return fx::add(p, a, b, y);
   constexpr int64_t kChunk = 256;
   int32_t acc[kChunk];
@@ -118,7 +118,7 @@ Status mul(const MulParams& p, Isa isa, std::span<const int32_t> a, std::span<co
   const Range r = range_of(p.output.type);
   const int32_t lo = std::max(r.min, p.clamp.min), hi = std::min(r.max, p.clamp.max);
   if (!mul_supported(p) || a.size() != b.size() || a.size() != y.size() || lo > hi ||
-      (!inputs_in_range && (!check_range(a, p.a.type, "").ok() || !check_range(b, p.b.type, "").ok())))
+      (!inputs_in_range && (!check_range(a, p.a.type, "").is_ok() || !check_range(b, p.b.type, "").is_ok())))
     return fx::mul(p, a, b, y);
   constexpr int64_t kChunk = 256;
   int32_t acc[kChunk];

@@ -2,7 +2,7 @@
 // versions (AVX2 pmaddwd, AVX-VNNI and AVX-512 VNNI vpdpwssd) chosen at run time.
 #include <cstring>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

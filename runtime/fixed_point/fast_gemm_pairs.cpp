@@ -2,7 +2,7 @@
 // vector lanes, so the accumulators come out as rows of output pixels (no horizontal sums) and the
 // input tile is built by contiguous row copies instead of per-pixel gathers. Each int32 lane
 // holds a pair of int16 (two consecutive reduction indices), multiplied by pmaddwd / vpdpwssd.
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -9,7 +9,7 @@
 // sum fits int32, so the wrapped lanes end on it (docs/fixed-point.md, "Fast kernels").
 #include <array>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

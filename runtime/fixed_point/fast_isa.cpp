@@ -1,7 +1,7 @@
 // Run-time choice of the fast kernels' instruction set (docs/fixed-point.md, "Fast kernels").
 #include <cstdint>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 namespace qflow::fx::fast {
 

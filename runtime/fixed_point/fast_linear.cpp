@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <type_traits>
 
-#include "runtime/fixed_point/fast_depthwise.h"
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_depthwise.h"
+#include "fixed_point/fast_kernels.h"
 
 namespace qflow::fx::fast {
 namespace {
@@ -45,7 +45,7 @@ int64_t column_block(int64_t depth) { return std::clamp<int64_t>(round_up(32768 
 Status check_multipliers(const std::vector<Multiplier>& ms) {
   for (const Multiplier m : ms)
     if (m.mantissa < 0 || m.shift < kMinShift || m.shift > kMaxShift)
-      return Status::error("a multiplier is outside the mantissa and shift ranges");
+      return invalid_input("a multiplier is outside the mantissa and shift ranges");
   return Status{};
 }
 
@@ -302,13 +302,13 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
   for (const int32_t v : bias) max_abs_bias = std::max<int64_t>(max_abs_bias, std::llabs(int64_t{v}));
   const int64_t reduction = p.group > 0 ? p.in_channels / p.group * p.kernel_h * p.kernel_w : 0;
   if (!supports_conv2d(p.input.type, p.input.zero_point, p.weight_type, reduction, max_abs_bias))
-    return Status::error("conv2d: no fast kernel for this type pair");
+    return invalid_input("conv2d: no fast kernel for this type pair");
   // Sizes of x and y as the parameters imply them: only their values are checked per run.
   const int64_t oh = conv_out_h(p), ow = conv_out_w(p);
   const auto x_size = static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w);
   const auto y_size = static_cast<size_t>(p.batch * p.out_channels * std::max<int64_t>(oh, 0) * std::max<int64_t>(ow, 0));
-  if (Status s = check_conv2d(p, x_size, nullptr, w, bias, y_size); !s.ok()) return s;
-  if (Status s = check_multipliers(p.multipliers); !s.ok()) return s;
+  if (Status s = check_conv2d(p, x_size, nullptr, w, bias, y_size); !s.is_ok()) return s;
+  if (Status s = check_multipliers(p.multipliers); !s.is_ok()) return s;
   out = PackedConv2D{};
   out.params = p;
   out.out_h = oh;
@@ -345,9 +345,9 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
   const Conv2DParams& p = k.params;
   const int64_t plane_in = p.in_channels * p.in_h * p.in_w, pixels = k.out_h * k.out_w;
   if (x.size() != static_cast<size_t>(p.batch * plane_in) || y.size() != static_cast<size_t>(p.batch * p.out_channels * pixels))
-    return Status::error("conv2d: tensor sizes do not match the parameters");
+    return invalid_input("conv2d: tensor sizes do not match the parameters");
   if (!inputs_in_range)
-    if (Status s = check_range(x, p.input.type, "conv2d input"); !s.ok()) return s;
+    if (Status s = check_range(x, p.input.type, "conv2d input"); !s.is_ok()) return s;
   Scratch& s = scratch();
   if (!k.taps.empty()) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -394,11 +394,11 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
 
 Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<const int32_t> bias,
                    PackedMatMul& out, bool quads) {
-  if (!supports(p.a.type, p.b_type)) return Status::error("matmul: no fast kernel for this type pair");
+  if (!supports(p.a.type, p.b_type)) return invalid_input("matmul: no fast kernel for this type pair");
   if (Status s = check_matmul(p, static_cast<size_t>(p.m * p.k), nullptr, b, bias, static_cast<size_t>(p.m * p.n));
-      !s.ok())
+      !s.is_ok())
     return s;
-  if (Status s = check_multipliers(p.multipliers); !s.ok()) return s;
+  if (Status s = check_multipliers(p.multipliers); !s.is_ok()) return s;
   out = PackedMatMul{};
   out.params = p;
   out.depth = round_up(p.k, kDepthStep);
@@ -471,9 +471,9 @@ void matmul_quads(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y) 
 Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y, bool inputs_in_range) {
   const MatMulParams& p = k.params;
   if (a.size() != static_cast<size_t>(p.m * p.k) || y.size() != static_cast<size_t>(p.m * p.n))
-    return Status::error("matmul: tensor sizes do not match the parameters");
+    return invalid_input("matmul: tensor sizes do not match the parameters");
   if (!inputs_in_range)
-    if (Status s = check_range(a, p.a.type, "matmul A"); !s.ok()) return s;
+    if (Status s = check_range(a, p.a.type, "matmul A"); !s.is_ok()) return s;
   if (k.quads > 0 && quads_supported(isa)) {
     matmul_quads(k, isa, a.data(), y.data());
     return Status{};

@@ -5,7 +5,7 @@
 // below rounding_shift's saturation), rounded half away from zero by segment_bits as it does.
 #include <algorithm>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -84,7 +84,7 @@ Status apply_lut(const Lut& lut, Isa isa, std::span<const int32_t> x, std::span<
   const size_t expected = bits == 0 ? static_cast<size_t>(r.max - r.min + 1) : (size_t{1} << (16 - bits)) + 1;
   // Anything the reference refuses goes to the reference, for its message.
   if (x.size() != y.size() || lut.entries.size() != expected || (bits != 0 && bits != 7 && bits != 8) ||
-      (!inputs_in_range && !check_range(x, lut.input.type, "").ok()))
+      (!inputs_in_range && !check_range(x, lut.input.type, "").is_ok()))
     return fx::apply_lut(lut, x, y);
   const int32_t* e = lut.entries.data();
   const int32_t base = r.min;

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -49,7 +49,7 @@ bool pool_ok(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_
   if (p.input.zero_point < r.min || p.input.zero_point > r.max || p.output.zero_point < ro.min ||
       p.output.zero_point > ro.max)
     return false;
-  return inputs_in_range || check_range(x, p.input.type, "").ok();
+  return inputs_in_range || check_range(x, p.input.type, "").is_ok();
 }
 
 // Copies channel plane xc (in_h x in_w) into the interior of `plane` (row pitch pw), offset by
@@ -227,7 +227,7 @@ Status average_pool(const Pool2DParams& p, Isa isa, std::span<const int32_t> x, 
   // ratio / c shrinks with c: when the reference can derive the multiplier of divisor 1 it can
   // derive every one, so a failure there is the only one it reports.
   Multiplier probe;
-  if (!same && !make_multiplier(ratio, probe).ok()) return fx::average_pool(p, x, y);
+  if (!same && !make_multiplier(ratio, probe).is_ok()) return fx::average_pool(p, x, y);
   PoolScratch& s = pool_scratch();
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
   valid_counts(oh, p.in_h, p.kernel_h, p.strides[0], p.pads[0], s.rows);
@@ -299,8 +299,8 @@ Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w
   const int64_t count = h * w;
   Multiplier m;
   const bool same = input == output;
-  if (count > INT32_MAX / std::max<int64_t>(offset, 1) || (!same && !make_multiplier(input.scale / output.scale / static_cast<double>(count), m).ok())) {
-    if (Status s = average_pool(p, isa, x, y, inputs_in_range); !s.ok()) return Status::error("global_" + s.message);
+  if (count > INT32_MAX / std::max<int64_t>(offset, 1) || (!same && !make_multiplier(input.scale / output.scale / static_cast<double>(count), m).is_ok())) {
+    if (Status s = average_pool(p, isa, x, y, inputs_in_range); !s.is_ok()) return invalid_input("global_" + s.message());
     return Status{};
   }
   for (int64_t nc = 0; nc < batch * channels; ++nc) {

@@ -3,8 +3,8 @@
 // fast_requant.h.
 #include <algorithm>
 
-#include "runtime/fixed_point/fast_kernels.h"
-#include "runtime/fixed_point/fast_requant.h"
+#include "fixed_point/fast_kernels.h"
+#include "fixed_point/fast_requant.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>

@@ -9,7 +9,7 @@
 #include <array>
 #include <utility>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -65,7 +65,7 @@ Status softmax(const SoftmaxParams& p, Isa isa, int64_t row, std::span<const int
   if (is_16bit(p.input.type) || row < 1 || row > 65536 || x.size() % static_cast<size_t>(row) != 0 ||
       x.size() != y.size() || p.exp_table.size() != static_cast<size_t>(kSoftmaxEntries) || p.segment_bits < 0 ||
       p.segment_bits > 4 || m.mantissa < 0 || m.shift < kMinShift || m.shift > kMaxShift ||
-      (!inputs_in_range && !check_range(x, p.input.type, "").ok()))
+      (!inputs_in_range && !check_range(x, p.input.type, "").is_ok()))
     return fx::softmax(p, row, x, y);
   const int bits = p.segment_bits;
   const int64_t mask = (int64_t{1} << bits) - 1, span = int64_t{kSoftmaxEntries - 1} << bits;

@@ -9,7 +9,7 @@
 // reference's int64 sum, and the epilogue is the exact requantize of fast_requant.cpp.
 #include <algorithm>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 
 namespace qflow::fx::fast {
 namespace {
@@ -41,21 +41,21 @@ int64_t rows_per_block(const PackedConvTranspose2D& k) {
 
 Status pack_conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
                              PackedConvTranspose2D& out) {
-  if (!supports(p.input.type, p.weight_type)) return Status::error("conv_transpose2d: no fast kernel for this type pair");
+  if (!supports(p.input.type, p.weight_type)) return invalid_input("conv_transpose2d: no fast kernel for this type pair");
   for (const Multiplier m : p.multipliers)
     if (m.mantissa < 0 || m.shift < kMinShift || m.shift > kMaxShift)
-      return Status::error("conv_transpose2d: a multiplier is outside the mantissa and shift ranges");
+      return invalid_input("conv_transpose2d: a multiplier is outside the mantissa and shift ranges");
   // Every check of the reference but the input values': the reference itself on an input of zero
   // points (in range once the zero point is), which skips all products.
   const int64_t oh = conv_transpose_out_h(p), ow = conv_transpose_out_w(p);
   if (p.batch < 1 || p.in_channels < 1 || p.in_h < 1 || p.in_w < 1 || oh < 1 || ow < 1 || p.out_channels < 1)
-    return Status::error("conv_transpose2d: dimensions must be positive");
+    return invalid_input("conv_transpose2d: dimensions must be positive");
   {
     ConvTranspose2DParams one = p;
     one.batch = 1;
     std::vector<int32_t> x(static_cast<size_t>(p.in_channels * p.in_h * p.in_w), p.input.zero_point);
     std::vector<int32_t> y(static_cast<size_t>(p.out_channels * oh * ow));
-    if (Status s = conv_transpose2d(one, x, w, bias, y); !s.ok()) return s;
+    if (Status s = conv_transpose2d(one, x, w, bias, y); !s.is_ok()) return s;
   }
   out = PackedConvTranspose2D{};
   out.params = p;
@@ -87,9 +87,9 @@ Status conv_transpose2d(const PackedConvTranspose2D& k, Isa isa, std::span<const
   const int64_t oh = k.out_h, ow = k.out_w, plane_in = p.in_h * p.in_w, plane_out = oh * ow;
   if (x.size() != static_cast<size_t>(p.batch * p.in_channels * plane_in) ||
       y.size() != static_cast<size_t>(p.batch * p.out_channels * plane_out))
-    return Status::error("conv_transpose2d: tensor sizes do not match the parameters");
+    return invalid_input("conv_transpose2d: tensor sizes do not match the parameters");
   if (!inputs_in_range)
-    if (Status s = check_range(x, p.input.type, "conv_transpose2d input"); !s.ok()) return s;
+    if (Status s = check_range(x, p.input.type, "conv_transpose2d input"); !s.is_ok()) return s;
   const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group, kk = p.kernel_h * p.kernel_w;
   const int64_t sy = p.strides[0], sx = p.strides[1], dy = p.dilations[0], dx = p.dilations[1];
   const int64_t rows_block = rows_per_block(k), block = round_up(rows_block * p.in_w, kColBlock);

@@ -32,27 +32,27 @@ Range output_bounds(QType type, Clamp clamp) {
 Status check_zero_point(const QParams& q, const char* what) {
   const Range r = range_of(q.type);
   if (q.zero_point < r.min || q.zero_point > r.max)
-    return Status::error(std::string(what) + " zero point " + std::to_string(q.zero_point) + " is outside its type");
+    return invalid_input(std::string(what) + " zero point " + std::to_string(q.zero_point) + " is outside its type");
   return Status{};
 }
 
 Status check_common(QType activation, const QParams& in, const QParams& out, QType weight, int64_t k,
                     std::span<const int32_t> bias, size_t channels, size_t multipliers, Clamp clamp) {
-  if (Status s = check_type_pair(activation, weight); !s.ok()) return s;
-  if (Status s = check_zero_point(in, "input"); !s.ok()) return s;
-  if (Status s = check_zero_point(out, "output"); !s.ok()) return s;
+  if (Status s = check_type_pair(activation, weight); !s.is_ok()) return s;
+  if (Status s = check_zero_point(in, "input"); !s.is_ok()) return s;
+  if (Status s = check_zero_point(out, "output"); !s.is_ok()) return s;
   if (!bias.empty() && bias.size() != channels)
-    return Status::error("bias has " + std::to_string(bias.size()) + " values, expected " + std::to_string(channels));
+    return invalid_input("bias has " + std::to_string(bias.size()) + " values, expected " + std::to_string(channels));
   if (multipliers != 1 && multipliers != channels)
-    return Status::error("expected 1 or " + std::to_string(channels) + " multipliers, got " +
+    return invalid_input("expected 1 or " + std::to_string(channels) + " multipliers, got " +
                          std::to_string(multipliers));
   const Range b = output_bounds(out.type, clamp);
-  if (b.min > b.max) return Status::error("the clamp bounds leave no output value");
+  if (b.min > b.max) return invalid_input("the clamp bounds leave no output value");
   int64_t max_bias = 0;
   for (const int32_t v : bias) max_bias = std::max<int64_t>(max_bias, std::llabs(v));
   const int64_t limit = max_reduction(activation, in.zero_point, weight, max_bias);
   if (k > limit)
-    return Status::error("reduction length " + std::to_string(k) + " may overflow the accumulator (at most " +
+    return invalid_input("reduction length " + std::to_string(k) + " may overflow the accumulator (at most " +
                          std::to_string(limit) + " for these types and this bias)");
   return Status{};
 }
@@ -86,16 +86,16 @@ Status check_range(std::span<const int32_t> v, QType type, const char* what) {
   if (lo >= r.min && hi <= r.max) return Status{};
   for (const int32_t x : v)
     if (x < r.min || x > r.max)
-      return Status::error(std::string(what) + " holds " + std::to_string(x) + ", outside its type's range [" +
+      return invalid_input(std::string(what) + " holds " + std::to_string(x) + ", outside its type's range [" +
                            std::to_string(r.min) + ", " + std::to_string(r.max) + "]");
   return Status{};
 }
 
 Status check_type_pair(QType activation, QType weight) {
   if (weight != QType::Int8 && weight != QType::Int16)
-    return Status::error("weights must be int8 or int16");
+    return invalid_input("weights must be int8 or int16");
   if (!is_16bit(activation) && weight == QType::Int16)
-    return Status::error("8-bit activations with int16 weights are not supported");
+    return invalid_input("8-bit activations with int16 weights are not supported");
   return Status{};
 }
 
@@ -127,28 +127,28 @@ Status check_conv2d(const Conv2DParams& p, size_t x_size, const std::span<const 
   if (p.batch < 1 || p.in_channels < 1 || p.in_h < 1 || p.in_w < 1 || p.out_channels < 1 || p.kernel_h < 1 ||
       p.kernel_w < 1 || p.group < 1 || p.strides[0] < 1 || p.strides[1] < 1 || p.dilations[0] < 1 ||
       p.dilations[1] < 1 || std::any_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v < 0; }))
-    return Status::error("conv2d: dimensions, strides and dilations must be positive, pads non-negative");
+    return invalid_input("conv2d: dimensions, strides and dilations must be positive, pads non-negative");
   if (p.in_channels % p.group != 0 || p.out_channels % p.group != 0)
-    return Status::error("conv2d: group " + std::to_string(p.group) + " does not divide the channel counts");
+    return invalid_input("conv2d: group " + std::to_string(p.group) + " does not divide the channel counts");
   const int64_t oh = conv_out_h(p), ow = conv_out_w(p);
-  if (oh < 1 || ow < 1) return Status::error("conv2d: the kernel does not fit the padded input");
+  if (oh < 1 || ow < 1) return invalid_input("conv2d: the kernel does not fit the padded input");
   const int64_t cg = p.in_channels / p.group;
   const int64_t k = cg * p.kernel_h * p.kernel_w;
   if (Status s = check_common(p.input.type, p.input, p.output, p.weight_type, k, bias,
                               static_cast<size_t>(p.out_channels), p.multipliers.size(), p.clamp);
-      !s.ok())
-    return Status::error("conv2d: " + s.message);
+      !s.is_ok())
+    return invalid_input("conv2d: " + s.message());
   if (x_size != static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w) ||
       w.size() != static_cast<size_t>(p.out_channels * k) || y_size != static_cast<size_t>(p.batch * p.out_channels * oh * ow))
-    return Status::error("conv2d: tensor sizes do not match the parameters");
+    return invalid_input("conv2d: tensor sizes do not match the parameters");
   if (x)
-    if (Status s = check_range(*x, p.input.type, "conv2d input"); !s.ok()) return s;
+    if (Status s = check_range(*x, p.input.type, "conv2d input"); !s.is_ok()) return s;
   return check_range(w, p.weight_type, "conv2d weight");
 }
 
 Status conv2d(const Conv2DParams& p, std::span<const int32_t> x, std::span<const int32_t> w,
               std::span<const int32_t> bias, std::span<int32_t> y) {
-  if (Status s = check_conv2d(p, x.size(), &x, w, bias, y.size()); !s.ok()) return s;
+  if (Status s = check_conv2d(p, x.size(), &x, w, bias, y.size()); !s.is_ok()) return s;
   const int64_t oh = conv_out_h(p), ow = conv_out_w(p);
   const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
   const int64_t k = cg * p.kernel_h * p.kernel_w;
@@ -198,25 +198,25 @@ Status conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t>
       p.dilations[1] < 1 || std::any_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v < 0; }) ||
       p.output_padding[0] < 0 || p.output_padding[1] < 0 || p.output_padding[0] >= std::max(p.strides[0], p.dilations[0]) ||
       p.output_padding[1] >= std::max(p.strides[1], p.dilations[1]))
-    return Status::error("conv_transpose2d: dimensions, strides and dilations must be positive, pads non-negative, "
+    return invalid_input("conv_transpose2d: dimensions, strides and dilations must be positive, pads non-negative, "
                          "output padding below the stride or dilation");
   if (p.in_channels % p.group != 0 || p.out_channels % p.group != 0)
-    return Status::error("conv_transpose2d: group " + std::to_string(p.group) + " does not divide the channel counts");
+    return invalid_input("conv_transpose2d: group " + std::to_string(p.group) + " does not divide the channel counts");
   const int64_t oh = conv_transpose_out_h(p), ow = conv_transpose_out_w(p);
-  if (oh < 1 || ow < 1) return Status::error("conv_transpose2d: the pads remove the whole output");
+  if (oh < 1 || ow < 1) return invalid_input("conv_transpose2d: the pads remove the whole output");
   const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
   const int64_t kk = p.kernel_h * p.kernel_w;
   // Each output sums at most cg * kH * kW products.
   if (Status s = check_common(p.input.type, p.input, p.output, p.weight_type, cg * kk, bias,
                               static_cast<size_t>(p.out_channels), p.multipliers.size(), p.clamp);
-      !s.ok())
-    return Status::error("conv_transpose2d: " + s.message);
+      !s.is_ok())
+    return invalid_input("conv_transpose2d: " + s.message());
   if (x.size() != static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w) ||
       w.size() != static_cast<size_t>(p.in_channels * mg * kk) ||
       y.size() != static_cast<size_t>(p.batch * p.out_channels * oh * ow))
-    return Status::error("conv_transpose2d: tensor sizes do not match the parameters");
-  if (Status s = check_range(x, p.input.type, "conv_transpose2d input"); !s.ok()) return s;
-  if (Status s = check_range(w, p.weight_type, "conv_transpose2d weight"); !s.ok()) return s;
+    return invalid_input("conv_transpose2d: tensor sizes do not match the parameters");
+  if (Status s = check_range(x, p.input.type, "conv_transpose2d input"); !s.is_ok()) return s;
+  if (Status s = check_range(w, p.weight_type, "conv_transpose2d weight"); !s.is_ok()) return s;
   const Range b = output_bounds(p.output.type, p.clamp);
   const int64_t zp = p.input.zero_point;
   std::vector<int64_t> acc(static_cast<size_t>(oh * ow));
@@ -253,13 +253,13 @@ Status conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t>
 
 Status check_matmul(const MatMulParams& p, size_t a_size, const std::span<const int32_t>* a,
                     std::span<const int32_t> bm, std::span<const int32_t> bias, size_t y_size) {
-  if (p.m < 1 || p.k < 1 || p.n < 1) return Status::error("matmul: dimensions must be positive");
+  if (p.m < 1 || p.k < 1 || p.n < 1) return invalid_input("matmul: dimensions must be positive");
   if (Status s = check_common(p.a.type, p.a, p.output, p.b_type, p.k, bias, static_cast<size_t>(p.n),
                               p.multipliers.size(), p.clamp);
-      !s.ok())
-    return Status::error("matmul: " + s.message);
+      !s.is_ok())
+    return invalid_input("matmul: " + s.message());
   const Range br = range_of(p.b_type);
-  if (p.b_zero_point < br.min || p.b_zero_point > br.max) return Status::error("matmul: B zero point outside its type");
+  if (p.b_zero_point < br.min || p.b_zero_point > br.max) return invalid_input("matmul: B zero point outside its type");
   if (p.b_zero_point != 0) {
     // An asymmetric B widens |b - zp_b|; the bound is checked with that magnitude.
     const int64_t bmax = std::max<int64_t>(int64_t{p.b_zero_point} - br.min, int64_t{br.max} - p.b_zero_point);
@@ -267,19 +267,19 @@ Status check_matmul(const MatMulParams& p, size_t a_size, const std::span<const 
     int64_t max_bias = 0;
     for (const int32_t v : bias) max_bias = std::max<int64_t>(max_bias, std::llabs(v));
     if (p.k > (accumulator_limit(p.a.type) - max_bias) / (amax * bmax))
-      return Status::error("matmul: reduction length " + std::to_string(p.k) + " may overflow the accumulator");
+      return invalid_input("matmul: reduction length " + std::to_string(p.k) + " may overflow the accumulator");
   }
   if (a_size != static_cast<size_t>(p.m * p.k) || bm.size() != static_cast<size_t>(p.k * p.n) ||
       y_size != static_cast<size_t>(p.m * p.n))
-    return Status::error("matmul: tensor sizes do not match the parameters");
+    return invalid_input("matmul: tensor sizes do not match the parameters");
   if (a)
-    if (Status s = check_range(*a, p.a.type, "matmul A"); !s.ok()) return s;
+    if (Status s = check_range(*a, p.a.type, "matmul A"); !s.is_ok()) return s;
   return check_range(bm, p.b_type, "matmul B");
 }
 
 Status matmul(const MatMulParams& p, std::span<const int32_t> a, std::span<const int32_t> bm,
               std::span<const int32_t> bias, std::span<int32_t> y) {
-  if (Status s = check_matmul(p, a.size(), &a, bm, bias, y.size()); !s.ok()) return s;
+  if (Status s = check_matmul(p, a.size(), &a, bm, bias, y.size()); !s.is_ok()) return s;
   const Range b = output_bounds(p.output.type, p.clamp);
   const int64_t za = p.a.zero_point, zb = p.b_zero_point;
   for (int64_t i = 0; i < p.m; ++i)

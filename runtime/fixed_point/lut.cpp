@@ -19,16 +19,16 @@ double dequantize(int32_t q, const QParams& p) { return p.scale * (static_cast<d
 Status build_lut(const std::function<double(double)>& f, const QParams& input, const QParams& output,
                  int segment_bits, Lut& out) {
   if (!(input.scale > 0.0) || !(output.scale > 0.0) || !std::isfinite(input.scale) || !std::isfinite(output.scale))
-    return Status::error("lut: scales must be positive and finite");
+    return invalid_input("lut: scales must be positive and finite");
   const Range ri = range_of(input.type), ro = range_of(output.type);
   if (input.zero_point < ri.min || input.zero_point > ri.max || output.zero_point < ro.min || output.zero_point > ro.max)
-    return Status::error("lut: zero point outside its type");
+    return invalid_input("lut: zero point outside its type");
   Lut lut;
   lut.input = input;
   lut.output = output;
   int64_t count = 0, step = 1;
   if (is_16bit(input.type)) {
-    if (segment_bits != 7 && segment_bits != 8) return Status::error("lut: 16-bit tables need 7 or 8 segment bits");
+    if (segment_bits != 7 && segment_bits != 8) return invalid_input("lut: 16-bit tables need 7 or 8 segment bits");
     lut.segment_bits = segment_bits;
     step = int64_t{1} << segment_bits;
     count = (int64_t{1} << (16 - segment_bits)) + 1;
@@ -40,7 +40,7 @@ Status build_lut(const std::function<double(double)>& f, const QParams& input, c
     // The last 16-bit entry lies one segment past the type's maximum: f is evaluated there.
     const double x = input.scale * (static_cast<double>(ri.min + i * step) - input.zero_point);
     const double v = f(x);
-    if (std::isnan(v)) return Status::error("lut: the function is NaN at " + std::to_string(x));
+    if (std::isnan(v)) return invalid_input("lut: the function is NaN at " + std::to_string(x));
     lut.entries[static_cast<size_t>(i)] = quantize(v, output);
   }
   out = std::move(lut);
@@ -56,13 +56,13 @@ int32_t lut_lookup(const Lut& lut, int32_t q) {
 }
 
 Status apply_lut(const Lut& lut, std::span<const int32_t> x, std::span<int32_t> y) {
-  if (x.size() != y.size()) return Status::error("lut: sizes differ");
+  if (x.size() != y.size()) return invalid_input("lut: sizes differ");
   const Range r = range_of(lut.input.type);
   const size_t expected = lut.segment_bits == 0 ? static_cast<size_t>(r.max - r.min + 1)
                                                 : (size_t{1} << (16 - lut.segment_bits)) + 1;
-  if (lut.entries.size() != expected) return Status::error("lut: the table has the wrong number of entries");
+  if (lut.entries.size() != expected) return invalid_input("lut: the table has the wrong number of entries");
   for (size_t i = 0; i < x.size(); ++i) {
-    if (x[i] < r.min || x[i] > r.max) return Status::error("lut: input value " + std::to_string(x[i]) + " outside its type");
+    if (x[i] < r.min || x[i] > r.max) return invalid_input("lut: input value " + std::to_string(x[i]) + " outside its type");
     y[i] = lut_lookup(lut, x[i]);
   }
   return Status{};

@@ -10,24 +10,24 @@ namespace {
 
 Status check_params(const QParams& q, const char* what) {
   const Range r = range_of(q.type);
-  if (!(q.scale > 0.0) || !std::isfinite(q.scale)) return Status::error(std::string(what) + " scale must be positive and finite");
+  if (!(q.scale > 0.0) || !std::isfinite(q.scale)) return invalid_input(std::string(what) + " scale must be positive and finite");
   if (q.zero_point < r.min || q.zero_point > r.max)
-    return Status::error(std::string(what) + " zero point " + std::to_string(q.zero_point) + " is outside its type");
+    return invalid_input(std::string(what) + " zero point " + std::to_string(q.zero_point) + " is outside its type");
   return Status{};
 }
 
 Status check_values(std::span<const int32_t> v, QType type, const char* what) {
   const Range r = range_of(type);
   for (const int32_t x : v)
-    if (x < r.min || x > r.max) return Status::error(std::string(what) + " value " + std::to_string(x) + " outside its type");
+    if (x < r.min || x > r.max) return invalid_input(std::string(what) + " value " + std::to_string(x) + " outside its type");
   return Status{};
 }
 
 }  // namespace
 
 Status make_softmax_params(const QParams& input, const QParams& output, SoftmaxParams& out) {
-  if (Status s = check_params(input, "softmax input"); !s.ok()) return s;
-  if (Status s = check_params(output, "softmax output"); !s.ok()) return s;
+  if (Status s = check_params(input, "softmax input"); !s.is_ok()) return s;
+  if (Status s = check_params(output, "softmax output"); !s.is_ok()) return s;
   SoftmaxParams p;
   p.input = input;
   p.output = output;
@@ -37,19 +37,19 @@ Status make_softmax_params(const QParams& input, const QParams& output, SoftmaxP
     const double d = std::ldexp(static_cast<double>(i - (kSoftmaxEntries - 1)), p.segment_bits);
     p.exp_table[static_cast<size_t>(i)] = static_cast<int32_t>(std::nearbyint(std::ldexp(std::exp(d * input.scale), 30)));
   }
-  if (Status s = make_multiplier(std::ldexp(1.0, -30) / output.scale, p.output_multiplier); !s.ok())
-    return Status::error("softmax: " + s.message);
+  if (Status s = make_multiplier(std::ldexp(1.0, -30) / output.scale, p.output_multiplier); !s.is_ok())
+    return invalid_input("softmax: " + s.message());
   out = std::move(p);
   return Status{};
 }
 
 Status softmax(const SoftmaxParams& p, int64_t row, std::span<const int32_t> x, std::span<int32_t> y) {
   if (row < 1 || row > 65536 || x.size() % static_cast<size_t>(row) != 0 || x.size() != y.size())
-    return Status::error("softmax: rows must have 1 to 65536 elements and x and y the same size");
-  if (p.exp_table.size() != static_cast<size_t>(kSoftmaxEntries)) return Status::error("softmax: wrong table size");
-  if (Status s = check_values(x, p.input.type, "softmax input"); !s.ok()) return s;
+    return invalid_input("softmax: rows must have 1 to 65536 elements and x and y the same size");
+  if (p.exp_table.size() != static_cast<size_t>(kSoftmaxEntries)) return invalid_input("softmax: wrong table size");
+  if (Status s = check_values(x, p.input.type, "softmax input"); !s.is_ok()) return s;
   const Range ro = range_of(p.output.type);
-  if (p.segment_bits < 0 || p.segment_bits > 4) return Status::error("softmax: segment bits outside [0, 4]");
+  if (p.segment_bits < 0 || p.segment_bits > 4) return invalid_input("softmax: segment bits outside [0, 4]");
   const int bits = p.segment_bits;
   const int64_t mask = (int64_t{1} << bits) - 1, span = int64_t{kSoftmaxEntries - 1} << bits;
   std::vector<int64_t> e(static_cast<size_t>(row));
@@ -89,14 +89,14 @@ uint64_t integer_sqrt(uint64_t v) {
 
 Status make_layernorm_params(const QParams& input, const QParams& output, const std::vector<double>& gamma,
                              const std::vector<double>& beta, double epsilon, LayerNormParams& out) {
-  if (Status s = check_params(input, "layernorm input"); !s.ok()) return s;
-  if (Status s = check_params(output, "layernorm output"); !s.ok()) return s;
+  if (Status s = check_params(input, "layernorm input"); !s.is_ok()) return s;
+  if (Status s = check_params(output, "layernorm output"); !s.is_ok()) return s;
   if (gamma.empty() || gamma.size() > static_cast<size_t>(kLayerNormMaxRow) || beta.size() != gamma.size())
-    return Status::error("layernorm: gamma and beta need the same length, 1 to 8192");
-  if (!(epsilon >= 0.0) || !std::isfinite(epsilon)) return Status::error("layernorm: epsilon must be finite and >= 0");
+    return invalid_input("layernorm: gamma and beta need the same length, 1 to 8192");
+  if (!(epsilon >= 0.0) || !std::isfinite(epsilon)) return invalid_input("layernorm: epsilon must be finite and >= 0");
   double gmax = 0.0;
   for (const double g : gamma) {
-    if (!std::isfinite(g)) return Status::error("layernorm: gamma is not finite");
+    if (!std::isfinite(g)) return invalid_input("layernorm: gamma is not finite");
     gmax = std::max(gmax, std::fabs(g));
   }
   LayerNormParams p;
@@ -108,14 +108,14 @@ Status make_layernorm_params(const QParams& input, const QParams& output, const 
   for (size_t i = 0; i < gamma.size(); ++i) {
     p.gamma.push_back(static_cast<int32_t>(std::nearbyint(gamma[i] / s_gamma)));
     const double b = std::nearbyint(beta[i] / s_beta);
-    if (!(std::fabs(b) <= 2147483647.0)) return Status::error("layernorm: beta does not fit int32 at scale s_gamma * 2^-12");
+    if (!(std::fabs(b) <= 2147483647.0)) return invalid_input("layernorm: beta does not fit int32 at scale s_gamma * 2^-12");
     p.beta.push_back(static_cast<int32_t>(b));
   }
   const double eps = std::nearbyint(std::ldexp(epsilon / (input.scale * input.scale), 16));
-  if (!(eps < 4e18)) return Status::error("layernorm: epsilon is too large for the input scale");
+  if (!(eps < 4e18)) return invalid_input("layernorm: epsilon is too large for the input scale");
   p.epsilon = static_cast<int64_t>(eps);
-  if (Status s = make_multiplier(s_beta / output.scale, p.output_multiplier); !s.ok())
-    return Status::error("layernorm: " + s.message);
+  if (Status s = make_multiplier(s_beta / output.scale, p.output_multiplier); !s.is_ok())
+    return invalid_input("layernorm: " + s.message());
   out = std::move(p);
   return Status{};
 }
@@ -124,8 +124,8 @@ Status layernorm(const LayerNormParams& p, std::span<const int32_t> x, std::span
   const auto row = static_cast<size_t>(p.row);
   if (p.row < 1 || p.row > kLayerNormMaxRow || p.gamma.size() != row || p.beta.size() != row ||
       x.size() % row != 0 || x.size() != y.size())
-    return Status::error("layernorm: sizes do not match the row length");
-  if (Status s = check_values(x, p.input.type, "layernorm input"); !s.ok()) return s;
+    return invalid_input("layernorm: sizes do not match the row length");
+  if (Status s = check_values(x, p.input.type, "layernorm input"); !s.is_ok()) return s;
   const Range ro = range_of(p.output.type);
   std::vector<int64_t> dev(row);
   for (size_t base = 0; base < x.size(); base += row) {

@@ -11,21 +11,21 @@ Status check_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span<i
   if (p.batch < 1 || p.channels < 1 || p.in_h < 1 || p.in_w < 1 || p.kernel_h < 1 || p.kernel_w < 1 ||
       p.strides[0] < 1 || p.strides[1] < 1 || p.dilations[0] < 1 || p.dilations[1] < 1 ||
       std::any_of(p.pads.begin(), p.pads.end(), [](int64_t v) { return v < 0; }))
-    return Status::error("pool: dimensions, strides and dilations must be positive, pads non-negative");
+    return invalid_input("pool: dimensions, strides and dilations must be positive, pads non-negative");
   if (p.pads[0] >= p.kernel_h || p.pads[2] >= p.kernel_h || p.pads[1] >= p.kernel_w || p.pads[3] >= p.kernel_w)
-    return Status::error("pool: pads must be smaller than the kernel");
+    return invalid_input("pool: pads must be smaller than the kernel");
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
-  if (oh < 1 || ow < 1) return Status::error("pool: the kernel does not fit the padded input");
+  if (oh < 1 || ow < 1) return invalid_input("pool: the kernel does not fit the padded input");
   if (x.size() != static_cast<size_t>(p.batch * p.channels * p.in_h * p.in_w) ||
       y.size() != static_cast<size_t>(p.batch * p.channels * oh * ow))
-    return Status::error("pool: tensor sizes do not match the parameters");
+    return invalid_input("pool: tensor sizes do not match the parameters");
   const Range r = range_of(p.input.type);
-  if (p.input.zero_point < r.min || p.input.zero_point > r.max) return Status::error("pool: input zero point outside its type");
+  if (p.input.zero_point < r.min || p.input.zero_point > r.max) return invalid_input("pool: input zero point outside its type");
   const Range ro = range_of(p.output.type);
   if (p.output.zero_point < ro.min || p.output.zero_point > ro.max)
-    return Status::error("pool: output zero point outside its type");
+    return invalid_input("pool: output zero point outside its type");
   for (const int32_t v : x)
-    if (v < r.min || v > r.max) return Status::error("pool: input value " + std::to_string(v) + " outside its type");
+    if (v < r.min || v > r.max) return invalid_input("pool: input value " + std::to_string(v) + " outside its type");
   return Status{};
 }
 
@@ -40,8 +40,8 @@ int64_t pool_out_w(const Pool2DParams& p) {
 }
 
 Status max_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
-  if (Status s = check_pool(p, x, y); !s.ok()) return Status::error("max_pool: " + s.message);
-  if (p.input != p.output) return Status::error("max_pool: output parameters must equal the input's");
+  if (Status s = check_pool(p, x, y); !s.is_ok()) return invalid_input("max_pool: " + s.message());
+  if (p.input != p.output) return invalid_input("max_pool: output parameters must equal the input's");
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
   for (int64_t nc = 0; nc < p.batch * p.channels; ++nc) {
     const int32_t* xc = x.data() + nc * p.in_h * p.in_w;
@@ -63,15 +63,15 @@ Status max_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span<int
 }
 
 Status average_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
-  if (Status s = check_pool(p, x, y); !s.ok()) return Status::error("average_pool: " + s.message);
-  if (p.dilations[0] != 1 || p.dilations[1] != 1) return Status::error("average_pool: dilations must be 1");
-  if (!(p.input.scale > 0.0) || !(p.output.scale > 0.0)) return Status::error("average_pool: scales must be positive");
+  if (Status s = check_pool(p, x, y); !s.is_ok()) return invalid_input("average_pool: " + s.message());
+  if (p.dilations[0] != 1 || p.dilations[1] != 1) return invalid_input("average_pool: dilations must be 1");
+  if (!(p.input.scale > 0.0) || !(p.output.scale > 0.0)) return invalid_input("average_pool: scales must be positive");
   {
     // The window sum is an int32 accumulator.
     const Range r = range_of(p.input.type);
     const int64_t offset = std::max<int64_t>(int64_t{p.input.zero_point} - r.min, int64_t{r.max} - p.input.zero_point);
     if (p.kernel_h * p.kernel_w > INT32_MAX / std::max<int64_t>(offset, 1))
-      return Status::error("average_pool: a " + std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) +
+      return invalid_input("average_pool: a " + std::to_string(p.kernel_h) + "x" + std::to_string(p.kernel_w) +
                            " window may overflow the int32 sum");
   }
   const bool same = p.input == p.output;
@@ -81,8 +81,8 @@ Status average_pool(const Pool2DParams& p, std::span<const int32_t> x, std::span
   std::vector<Multiplier> per_count(static_cast<size_t>(p.kernel_h * p.kernel_w + 1));
   if (!same)
     for (size_t c = 1; c < per_count.size(); ++c)
-      if (Status s = make_multiplier(ratio / static_cast<double>(c), per_count[c]); !s.ok())
-        return Status::error("average_pool: " + s.message);
+      if (Status s = make_multiplier(ratio / static_cast<double>(c), per_count[c]); !s.is_ok())
+        return invalid_input("average_pool: " + s.message());
   const int64_t oh = pool_out_h(p), ow = pool_out_w(p);
   const int64_t zp = p.input.zero_point;
   for (int64_t nc = 0; nc < p.batch * p.channels; ++nc) {
@@ -123,7 +123,7 @@ Status global_average_pool(int64_t batch, int64_t channels, int64_t h, int64_t w
   p.kernel_w = w;
   p.input = input;
   p.output = output;
-  if (Status s = average_pool(p, x, y); !s.ok()) return Status::error("global_" + s.message);
+  if (Status s = average_pool(p, x, y); !s.is_ok()) return invalid_input("global_" + s.message());
   return Status{};
 }
 

@@ -73,8 +73,8 @@ bool is_16bit(QType type) { return type == QType::Int16 || type == QType::UInt16
 
 Status make_multiplier(double real, Multiplier& out) {
   if (!std::isfinite(real) || real < 0.0)
-    return Status::error("multiplier " + std::to_string(real) + " is not a finite non-negative number");
-  if (real >= 2147483648.0) return Status::error("multiplier " + std::to_string(real) + " is not below 2^31");
+    return invalid_input("multiplier " + std::to_string(real) + " is not a finite non-negative number");
+  if (real >= 2147483648.0) return invalid_input("multiplier " + std::to_string(real) + " is not below 2^31");
   out = Multiplier{};
   if (real == 0.0) return Status{};
   int exponent = 0;
@@ -87,7 +87,7 @@ Status make_multiplier(double real, Multiplier& out) {
   }
   const int shift = -exponent;
   if (shift > kMaxShift) return Status{};  // M < 2^-63: the zero multiplier
-  if (shift < kMinShift) return Status::error("multiplier " + std::to_string(real) + " rounds to 2^31");
+  if (shift < kMinShift) return invalid_input("multiplier " + std::to_string(real) + " rounds to 2^31");
   out.mantissa = static_cast<int32_t>(mantissa);
   out.shift = shift;
   return Status{};
@@ -108,15 +108,15 @@ int32_t requantize(int64_t acc, Multiplier m, int32_t zero_point, int32_t lo, in
 
 Status make_pot_shift(double real, int& shift) {
   if (!std::isfinite(real) || real <= 0.0)
-    return Status::error("multiplier " + std::to_string(real) + " is not a positive finite number");
+    return invalid_input("multiplier " + std::to_string(real) + " is not a positive finite number");
   int exponent = 0;
   const double fraction = std::frexp(real, &exponent);
   if (fraction != 0.5)
-    return Status::error("multiplier " + std::to_string(real) +
+    return invalid_input("multiplier " + std::to_string(real) +
                          " is not a power of two (power-of-two platforms shift only)");
   const int s = 1 - exponent;  // real = 2^(exponent - 1) = 2^-s
   if (s < kMinShift || s > kMaxShift)
-    return Status::error("multiplier " + std::to_string(real) + " needs a shift outside [-31, 62]");
+    return invalid_input("multiplier " + std::to_string(real) + " needs a shift outside [-31, 62]");
   shift = s;
   return Status{};
 }

@@ -25,17 +25,17 @@ int64_t floor_div(int64_t num, int64_t den) {
 
 Status check_resize(const ResizeParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
   if (p.batch < 1 || p.channels < 1 || p.in_h < 1 || p.in_w < 1 || p.out_h < 1 || p.out_w < 1)
-    return Status::error("resize: dimensions must be positive");
+    return invalid_input("resize: dimensions must be positive");
   // Coordinates are formed as (2o + 1) * in * 2^15: keep them far inside int64.
   if (p.in_h > (int64_t{1} << 20) || p.in_w > (int64_t{1} << 20) || p.out_h > (int64_t{1} << 20) ||
       p.out_w > (int64_t{1} << 20))
-    return Status::error("resize: spatial sizes above 2^20 are not supported");
+    return invalid_input("resize: spatial sizes above 2^20 are not supported");
   if (x.size() != static_cast<size_t>(p.batch * p.channels * p.in_h * p.in_w) ||
       y.size() != static_cast<size_t>(p.batch * p.channels * p.out_h * p.out_w))
-    return Status::error("resize: tensor sizes do not match the parameters");
+    return invalid_input("resize: tensor sizes do not match the parameters");
   const Range r = range_of(p.type);
   for (const int32_t v : x)
-    if (v < r.min || v > r.max) return Status::error("resize: input value " + std::to_string(v) + " outside its type");
+    if (v < r.min || v > r.max) return invalid_input("resize: input value " + std::to_string(v) + " outside its type");
   return Status{};
 }
 
@@ -63,7 +63,7 @@ int64_t linear_source_position(int64_t o, int64_t in, int64_t out, CoordinateMod
 }
 
 Status resize_nearest(const ResizeParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
-  if (Status s = check_resize(p, x, y); !s.ok()) return s;
+  if (Status s = check_resize(p, x, y); !s.is_ok()) return s;
   std::vector<int64_t> sy(static_cast<size_t>(p.out_h)), sx(static_cast<size_t>(p.out_w));
   for (int64_t o = 0; o < p.out_h; ++o)
     sy[static_cast<size_t>(o)] = nearest_source_index(o, p.in_h, p.out_h, p.coordinate_mode, p.nearest_mode);
@@ -78,7 +78,7 @@ Status resize_nearest(const ResizeParams& p, std::span<const int32_t> x, std::sp
 }
 
 Status resize_bilinear(const ResizeParams& p, std::span<const int32_t> x, std::span<int32_t> y) {
-  if (Status s = check_resize(p, x, y); !s.ok()) return s;
+  if (Status s = check_resize(p, x, y); !s.is_ok()) return s;
   constexpr int64_t one = int64_t{1} << kResizeFracBits;
   struct Tap {
     int64_t i0, i1, frac;

@@ -1,5 +1,5 @@
 // ByteReader: bounds-checked little-endian decoding with a sticky first error.
-#include "runtime/hbm/byte_reader.h"
+#include "hbm/byte_reader.h"
 
 #include <bit>
 

@@ -1,5 +1,5 @@
 // ByteWriter: little-endian encoding independent of the host's byte order.
-#include "runtime/hbm/byte_writer.h"
+#include "hbm/byte_writer.h"
 
 #include <bit>
 

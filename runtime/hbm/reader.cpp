@@ -1,13 +1,12 @@
 // The .hbm reader: header, section table and typed sections, each checked before use.
 #include "qflow/runtime/hbm_reader.h"
 
-#include <boost/crc.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <optional>
 
-#include "runtime/hbm/byte_reader.h"
+#include "hbm/byte_reader.h"
+#include "hbm/crc32.h"
 
 namespace qflow::hbm {
 namespace {
@@ -40,7 +39,7 @@ std::string label(size_t index, uint32_t kind) {
   return "section " + std::to_string(index) + " (" + section_kind_name(kind) + ")";
 }
 
-Status fail(const std::string& message) { return Status::error("hbm: " + message); }
+Status fail(const std::string& message) { return invalid_input("hbm: " + message); }
 
 // A NUL-terminated printable string padded with zeros to the field's size.
 Expected<std::string> fixed_string(std::span<const uint8_t> field, const char* what, char lowest,
@@ -62,12 +61,6 @@ Status check_platform(const std::string& platform, std::span<const std::string_v
   std::string list;
   for (std::string_view p : supported) list += (list.empty() ? "" : ", ") + std::string(p);
   return fail("platform '" + platform + "' is not supported by this runtime (supported: " + list + ")");
-}
-
-uint32_t crc32(std::span<const uint8_t> bytes) {
-  boost::crc_32_type crc;
-  crc.process_bytes(bytes.data(), bytes.size());
-  return crc.checksum();
 }
 
 void decode_metadata(ByteReader& r, Metadata& m) {
@@ -199,15 +192,15 @@ Expected<Header> parse_header(std::span<const uint8_t> bytes) {
   }
   h.table_end = h.table_offset + table_bytes;
 
-  boost::crc_32_type crc;
+  Crc32 crc;
   const uint8_t zero[4] = {0, 0, 0, 0};
-  crc.process_bytes(bytes.data(), kHeaderCrcOffset);
-  crc.process_bytes(zero, sizeof zero);
-  crc.process_bytes(bytes.data() + kHeaderCrcOffset + 4, h.header_size - kHeaderCrcOffset - 4);
-  crc.process_bytes(bytes.data() + h.table_offset, table_bytes);
+  crc.update(bytes.first(kHeaderCrcOffset));
+  crc.update(zero);
+  crc.update(bytes.subspan(kHeaderCrcOffset + 4, h.header_size - kHeaderCrcOffset - 4));
+  crc.update(bytes.subspan(h.table_offset, table_bytes));
   const uint32_t stored = load32(bytes, kHeaderCrcOffset);
-  if (stored != crc.checksum()) {
-    return fail("header CRC mismatch: stored " + hex32(stored) + ", computed " + hex32(crc.checksum()));
+  if (stored != crc.value()) {
+    return fail("header CRC mismatch: stored " + hex32(stored) + ", computed " + hex32(crc.value()));
   }
   return h;
 }

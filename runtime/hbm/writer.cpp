@@ -1,11 +1,10 @@
 // The .hbm writer: encodes the typed sections and lays out header, table and sections.
-#include "runtime/hbm/writer.h"
-
-#include <boost/crc.hpp>
+#include "hbm/writer.h"
 
 #include <span>
 
-#include "runtime/hbm/byte_writer.h"
+#include "hbm/byte_writer.h"
+#include "hbm/crc32.h"
 
 namespace qflow::hbm {
 namespace {
@@ -66,12 +65,6 @@ std::vector<uint8_t> encode_segment(const Segment& s) {
   return w.take();
 }
 
-uint32_t crc32(std::span<const uint8_t> bytes) {
-  boost::crc_32_type crc;
-  crc.process_bytes(bytes.data(), bytes.size());
-  return crc.checksum();
-}
-
 uint64_t align_up(uint64_t v, uint64_t alignment) { return (v + alignment - 1) / alignment * alignment; }
 
 void store_fixed_string(std::span<uint8_t> out, size_t at, const std::string& s) {
@@ -119,7 +112,7 @@ Expected<std::vector<uint8_t>> write(const HbmFile& file) {
     sections.push_back({static_cast<uint32_t>(SectionKind::weights), kWeightsAlignment, file.weights});
   }
   if (sections.size() > kMaxSections) {
-    return Status::error("hbm: " + std::to_string(sections.size()) + " sections exceed the limit of " +
+    return invalid_input("hbm: " + std::to_string(sections.size()) + " sections exceed the limit of " +
                          std::to_string(kMaxSections));
   }
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "qflow/runtime/hbm_file.h"
-#include "qflow/runtime/status.h"
+#include "qflow/core/status.h"
 
 namespace qflow::hbm {
 

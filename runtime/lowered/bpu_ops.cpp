@@ -7,15 +7,13 @@
 #include <cmath>
 #include <memory>
 
-#include "runtime/lowered/op_common.h"
-#include "runtime/lowered/table_fusion.h"
+#include "lowered/op_common.h"
+#include "lowered/table_fusion.h"
 
 namespace qflow::lowered::detail {
 namespace {
 
 using I32 = std::span<const int32_t>;
-
-Status fx_status(const fx::Status& s) { return s.ok() ? Status::ok() : Status::error(s.message); }
 
 fx::Multiplier pair_multiplier(const Op& op, std::string_view name) {
   const Attribute* a = find_attribute(op, name);
@@ -52,7 +50,7 @@ fx::QType qtype(ElemType t) {
 }
 
 Status shape_mismatch(const Shape& produced, const Shape& declared) {
-  return Status::error("produces shape " + shape_string(produced) + " but its output tensor declares " +
+  return invalid_input("produces shape " + shape_string(produced) + " but its output tensor declares " +
                        shape_string(declared));
 }
 
@@ -97,7 +95,7 @@ class IntegerOp {
       Shape produced;
       if (!conv_params(false, p, produced) || produced != tout().shape) return nullptr;
       fx::fast::PackedConv2D k;
-      if (!fx::fast::pack_conv2d(p, in(1).ints, bias, k).ok()) return nullptr;
+      if (!fx::fast::pack_conv2d(p, in(1).ints, bias, k).is_ok()) return nullptr;
       packed->conv = std::move(k);
       return packed;
     }
@@ -106,7 +104,7 @@ class IntegerOp {
       Shape produced;
       if (!conv_params(true, p, produced) || produced != tout().shape) return nullptr;
       fx::fast::PackedConvTranspose2D k;
-      if (!fx::fast::pack_conv_transpose2d(p, in(1).ints, bias, k).ok()) return nullptr;
+      if (!fx::fast::pack_conv_transpose2d(p, in(1).ints, bias, k).is_ok()) return nullptr;
       packed->conv_transpose = std::move(k);
       return packed;
     }
@@ -115,7 +113,7 @@ class IntegerOp {
       Shape lead, produced;
       if (in(1).shape.size() != 2 || !matmul_params(p, lead, produced) || produced != tout().shape) return nullptr;
       fx::fast::PackedMatMul k;
-      if (!fx::fast::pack_matmul(p, in(1).ints, bias, k).ok()) return nullptr;
+      if (!fx::fast::pack_matmul(p, in(1).ints, bias, k).is_ok()) return nullptr;
       packed->matmul = std::move(k);
       return packed;
     }
@@ -124,7 +122,7 @@ class IntegerOp {
 
   Status run() {
     const Status s = dispatch();
-    if (s.ok() && !outs_.empty() && outs_[0]) out().in_range = writes_in_range();
+    if (s.is_ok() && !outs_.empty() && outs_[0]) out().in_range = writes_in_range();
     return s;
   }
 
@@ -191,7 +189,7 @@ class IntegerOp {
     }
     if (t == "transpose") return transpose();
     if (t == "slice") return slice();
-    return Status::error("unknown op type");
+    return invalid_input("unknown op type");
   }
 
   const Tensor& tin(size_t i) const { return m_.tensors[static_cast<size_t>(op_.inputs[i])]; }
@@ -208,11 +206,11 @@ class IntegerOp {
     IntBuffer& y = out().ints;
     if (packed_) {
       const int64_t nan = fx::fast::quantize(q, packed_->isa, x, y);
-      if (nan >= 0) return Status::error("input element " + std::to_string(nan) + " is NaN");
+      if (nan >= 0) return invalid_input("input element " + std::to_string(nan) + " is NaN");
       return Status::ok();
     }
     for (size_t i = 0; i < x.size(); ++i) {
-      if (std::isnan(x[i])) return Status::error("input element " + std::to_string(i) + " is NaN");
+      if (std::isnan(x[i])) return invalid_input("input element " + std::to_string(i) + " is NaN");
       y[i] = fx::quantize(static_cast<double>(x[i]), q);
     }
     return Status::ok();
@@ -242,7 +240,7 @@ class IntegerOp {
     const std::vector<int64_t> output_padding = ints_or(op_, "output_padding", {0, 0});
     if (p.group < 1 || !all_at_least(strides, 1) || !all_at_least(dilations, 1) || !all_at_least(pads, 0) ||
         !all_at_least(output_padding, 0))
-      return Status::error("group, strides and dilations must be positive, pads and output_padding non-negative");
+      return invalid_input("group, strides and dilations must be positive, pads and output_padding non-negative");
     p.batch = xs[0];
     p.in_channels = xs[1];
     p.in_h = xs[2];
@@ -261,13 +259,13 @@ class IntegerOp {
     if (!transposed) {
       p.out_channels = ws[0];
       if (ws[1] * p.group != p.in_channels)
-        return Status::error("weights " + shape_string(ws) + " do not match " + std::to_string(p.in_channels) +
+        return invalid_input("weights " + shape_string(ws) + " do not match " + std::to_string(p.in_channels) +
                              " input channels in " + std::to_string(p.group) + " groups");
       produced = {p.batch, p.out_channels, fx::conv_out_h(p), fx::conv_out_w(p)};
     } else {
       p.out_channels = ws[1] * p.group;
       if (ws[0] != p.in_channels)
-        return Status::error("weights " + shape_string(ws) + " do not match " + std::to_string(p.in_channels) +
+        return invalid_input("weights " + shape_string(ws) + " do not match " + std::to_string(p.in_channels) +
                              " input channels");
       produced = {p.batch, p.out_channels, fx::conv_transpose_out_h(p), fx::conv_transpose_out_w(p)};
     }
@@ -280,13 +278,12 @@ class IntegerOp {
     if (Status s = conv_params(transposed, p, produced); !s) return s;
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     if (packed_ && packed_->conv)
-      return fx_status(fx::fast::conv2d(*packed_->conv, packed_->isa, in(0).ints, out().ints, in(0).in_range));
+      return fx::fast::conv2d(*packed_->conv, packed_->isa, in(0).ints, out().ints, in(0).in_range);
     if (packed_ && packed_->conv_transpose)
-      return fx_status(
-          fx::fast::conv_transpose2d(*packed_->conv_transpose, packed_->isa, in(0).ints, out().ints, in(0).in_range));
+      return fx::fast::conv_transpose2d(*packed_->conv_transpose, packed_->isa, in(0).ints, out().ints, in(0).in_range);
     const I32 bias = has(2) ? I32(in(2).ints) : I32();
-    return fx_status(transposed ? fx::conv_transpose2d(p, in(0).ints, in(1).ints, bias, out().ints)
-                                : fx::conv2d(p, in(0).ints, in(1).ints, bias, out().ints));
+    return transposed ? fx::conv_transpose2d(p, in(0).ints, in(1).ints, bias, out().ints)
+                      : fx::conv2d(p, in(0).ints, in(1).ints, bias, out().ints);
   }
 
   // The parameters of one matmul of the batch from the declared tensors, the batch's leading
@@ -300,10 +297,10 @@ class IntegerOp {
     p.k = as[ar - 1];
     const int64_t bk = bt ? bs[br - 1] : bs[br - 2];
     p.n = bt ? bs[br - 2] : bs[br - 1];
-    if (bk != p.k) return Status::error("a " + shape_string(as) + " and b " + shape_string(bs) + " differ in K");
+    if (bk != p.k) return invalid_input("a " + shape_string(as) + " and b " + shape_string(bs) + " differ in K");
     lead.assign(as.begin(), as.end() - 2);
     if (br != 2 && Shape(bs.begin(), bs.end() - 2) != lead)
-      return Status::error("b " + shape_string(bs) + " must be 2-D or have a's leading dimensions " + shape_string(as));
+      return invalid_input("b " + shape_string(bs) + " must be 2-D or have a's leading dimensions " + shape_string(as));
     produced = lead;
     produced.push_back(p.m);
     produced.push_back(p.n);
@@ -338,14 +335,14 @@ class IntegerOp {
       const auto bi = static_cast<size_t>(i);
       const I32 ai = a.subspan(bi * a_size, a_size), b_i = b.subspan(shared_b ? 0 : bi * b_size, b_size);
       const std::span<int32_t> yi = y.subspan(bi * y_size, y_size);
-      fx::Status s;
+      Status s;
       if (packed_ && packed_->matmul) {
         s = fx::fast::matmul(*packed_->matmul, packed_->isa, ai, yi, in(0).in_range);
       } else {
-        if (pack_b && (i == 0 || !shared_b)) b_packed = fx::fast::pack_matmul(p, b_i, bias, run_time_b, false).ok();
+        if (pack_b && (i == 0 || !shared_b)) b_packed = fx::fast::pack_matmul(p, b_i, bias, run_time_b, false).is_ok();
         s = b_packed ? fx::fast::matmul(run_time_b, packed_->isa, ai, yi, in(0).in_range) : fx::matmul(p, ai, b_i, bias, yi);
       }
-      if (!s.ok()) return fx_status(s);
+      if (!s.is_ok()) return s;
     }
     return Status::ok();
   }
@@ -353,7 +350,7 @@ class IntegerOp {
   Status eltwise() {
     Shape shape;
     if (!broadcast_shape(in(0).shape, in(1).shape, shape))
-      return Status::error("shapes " + shape_string(in(0).shape) + " and " + shape_string(in(1).shape) +
+      return invalid_input("shapes " + shape_string(in(0).shape) + " and " + shape_string(in(1).shape) +
                            " do not broadcast");
     if (shape != out().shape) return shape_mismatch(shape, out().shape);
     // Broadcast operands are expanded into per-thread buffers (fully overwritten, so never cleared).
@@ -371,10 +368,10 @@ class IntegerOp {
     }
     const bool both_in_range = in(0).in_range && in(1).in_range;  // broadcasting copies values
     if (op_.type == "mul")
-      return fx_status(packed_ ? fx::fast::mul(mul_params(), packed_->isa, a, b, out().ints, both_in_range)
-                               : fx::mul(mul_params(), a, b, out().ints));
-    return fx_status(packed_ ? fx::fast::add(add_params(), packed_->isa, a, b, out().ints, both_in_range)
-                             : fx::add(add_params(), a, b, out().ints));
+      return packed_ ? fx::fast::mul(mul_params(), packed_->isa, a, b, out().ints, both_in_range)
+                     : fx::mul(mul_params(), a, b, out().ints);
+    return packed_ ? fx::fast::add(add_params(), packed_->isa, a, b, out().ints, both_in_range)
+                   : fx::add(add_params(), a, b, out().ints);
   }
 
   Status requantize() {
@@ -388,7 +385,7 @@ class IntegerOp {
     IntBuffer& y = out().ints;
     // With x in its type's range, x - zx fits int32 and the fast requantize (exact for int32
     // accumulators) gives the reference's values; the reference handles anything else.
-    if (packed_ && (in(0).in_range || fx::check_range(x, qtype(tin(0).type), "").ok())) {
+    if (packed_ && (in(0).in_range || fx::check_range(x, qtype(tin(0).type), "").is_ok())) {
       for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] - zx;
       fx::fast::requantize_row(packed_->isa, y.data(), static_cast<int64_t>(y.size()), m, zy, lo, hi, y.data(), 1);
       return Status::ok();
@@ -404,12 +401,12 @@ class IntegerOp {
     std::vector<fx::ConcatInput> inputs;
     for (size_t i = 0; i < ins_.size(); ++i) {
       const Shape& s = in(i).shape;
-      if (s.size() != ys.size()) return Status::error("input " + std::to_string(i) + " has rank " + std::to_string(s.size()));
+      if (s.size() != ys.size()) return invalid_input("input " + std::to_string(i) + " has rank " + std::to_string(s.size()));
       if (i == 0) produced = s;
       else {
         for (size_t d = 0; d < s.size(); ++d)
           if (d != axis && s[d] != produced[d])
-            return Status::error("input shapes " + shape_string(produced) + " and " + shape_string(s) +
+            return invalid_input("input shapes " + shape_string(produced) + " and " + shape_string(s) +
                                  " differ outside the axis");
         produced[axis] += s[axis];
       }
@@ -419,8 +416,8 @@ class IntegerOp {
     if (out().ints.empty()) return Status::ok();
     const int64_t outer = element_count(Shape(ys.begin(), ys.begin() + static_cast<std::ptrdiff_t>(axis)));
     const int64_t inner = element_count(Shape(ys.begin() + static_cast<std::ptrdiff_t>(axis) + 1, ys.end()));
-    return fx_status(packed_ ? fx::fast::concat(inputs, outer, inner, qout(), packed_->isa, out().ints)
-                             : fx::concat(inputs, outer, inner, qout(), out().ints));
+    return packed_ ? fx::fast::concat(inputs, outer, inner, qout(), packed_->isa, out().ints)
+                   : fx::concat(inputs, outer, inner, qout(), out().ints);
   }
 
   Status pool(bool max) {
@@ -431,7 +428,7 @@ class IntegerOp {
     const std::vector<int64_t> pads = ints_or(op_, "pads", {0, 0, 0, 0});
     const std::vector<int64_t> dilations = ints_or(op_, "dilations", {1, 1});
     if (!all_at_least(kernel, 1) || !all_at_least(strides, 1) || !all_at_least(dilations, 1) || !all_at_least(pads, 0))
-      return Status::error("kernel, strides and dilations must be positive, pads non-negative");
+      return invalid_input("kernel, strides and dilations must be positive, pads non-negative");
     p.batch = xs[0];
     p.channels = xs[1];
     p.in_h = xs[2];
@@ -447,9 +444,9 @@ class IntegerOp {
     const Shape produced{p.batch, p.channels, fx::pool_out_h(p), fx::pool_out_w(p)};
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     if (packed_)
-      return fx_status(max ? fx::fast::max_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range)
-                           : fx::fast::average_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range));
-    return fx_status(max ? fx::max_pool(p, in(0).ints, out().ints) : fx::average_pool(p, in(0).ints, out().ints));
+      return max ? fx::fast::max_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range)
+                 : fx::fast::average_pool(p, packed_->isa, in(0).ints, out().ints, in(0).in_range);
+    return max ? fx::max_pool(p, in(0).ints, out().ints) : fx::average_pool(p, in(0).ints, out().ints);
   }
 
   Status global_pool() {
@@ -457,16 +454,16 @@ class IntegerOp {
     const Shape produced{xs[0], xs[1], 1, 1};
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     if (packed_)
-      return fx_status(fx::fast::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), packed_->isa, in(0).ints,
-                                                     out().ints, in(0).in_range));
-    return fx_status(fx::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), in(0).ints, out().ints));
+      return fx::fast::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), packed_->isa, in(0).ints,
+                                           out().ints, in(0).in_range);
+    return fx::global_average_pool(xs[0], xs[1], xs[2], xs[3], qin(0), qout(), in(0).ints, out().ints);
   }
 
   Status resize() {
     const Shape& xs = in(0).shape;
     const Shape& ys = out().shape;
     if (xs[0] != ys[0] || xs[1] != ys[1])
-      return Status::error("resizes only H and W: " + shape_string(xs) + " to " + shape_string(ys));
+      return invalid_input("resizes only H and W: " + shape_string(xs) + " to " + shape_string(ys));
     fx::ResizeParams p;
     p.batch = xs[0];
     p.channels = xs[1];
@@ -484,8 +481,8 @@ class IntegerOp {
                      : nm == "ceil"            ? fx::NearestMode::Ceil
                                                : fx::NearestMode::RoundPreferFloor;
     p.type = qtype(tin(0).type);
-    return fx_status(string_or(op_, "mode", "nearest") == "linear" ? fx::resize_bilinear(p, in(0).ints, out().ints)
-                                                                  : fx::resize_nearest(p, in(0).ints, out().ints));
+    return string_or(op_, "mode", "nearest") == "linear" ? fx::resize_bilinear(p, in(0).ints, out().ints)
+                                                        : fx::resize_nearest(p, in(0).ints, out().ints);
   }
 
   Status lut() {
@@ -496,13 +493,13 @@ class IntegerOp {
     l.segment_bits = static_cast<int>(int_or(op_, "segment_bits", 0));
     if (!fx::is_16bit(l.input.type)) l.segment_bits = 0;
     else if (l.segment_bits != 7 && l.segment_bits != 8)
-      return Status::error("segment_bits must be 7 or 8 for a 16-bit input");
+      return invalid_input("segment_bits must be 7 or 8 for a 16-bit input");
     l.entries.assign(in(1).ints.begin(), in(1).ints.end());
     const fx::Range r = fx::range_of(l.output.type);
     for (const int32_t e : l.entries)
-      if (e < r.min || e > r.max) return Status::error("table entry " + std::to_string(e) + " is outside the output type");
-    return fx_status(packed_ ? fx::fast::apply_lut(l, packed_->isa, in(0).ints, out().ints, in(0).in_range)
-                             : fx::apply_lut(l, in(0).ints, out().ints));
+      if (e < r.min || e > r.max) return invalid_input("table entry " + std::to_string(e) + " is outside the output type");
+    return packed_ ? fx::fast::apply_lut(l, packed_->isa, in(0).ints, out().ints, in(0).in_range)
+                   : fx::apply_lut(l, in(0).ints, out().ints);
   }
 
   Status softmax() {
@@ -515,8 +512,8 @@ class IntegerOp {
     p.output_multiplier = pair_multiplier(op_, "output_multiplier");
     const int64_t row = in(0).shape.empty() ? 1 : in(0).shape.back();
     if (out().ints.empty()) return Status::ok();
-    return fx_status(packed_ ? fx::fast::softmax(p, packed_->isa, row, in(0).ints, out().ints, in(0).in_range)
-                             : fx::softmax(p, row, in(0).ints, out().ints));
+    return packed_ ? fx::fast::softmax(p, packed_->isa, row, in(0).ints, out().ints, in(0).in_range)
+                   : fx::softmax(p, row, in(0).ints, out().ints);
   }
 
   Status layernorm() {
@@ -528,18 +525,18 @@ class IntegerOp {
     p.gamma.assign(in(1).ints.begin(), in(1).ints.end());
     p.beta.assign(in(2).ints.begin(), in(2).ints.end());
     for (const int32_t g : p.gamma)
-      if (g < -32768 || g > 32767) return Status::error("gamma value " + std::to_string(g) + " is outside int16");
+      if (g < -32768 || g > 32767) return invalid_input("gamma value " + std::to_string(g) + " is outside int16");
     p.epsilon = int_or(op_, "epsilon", 0);
-    if (p.epsilon < 0 || p.epsilon > (int64_t{1} << 60)) return Status::error("epsilon must be in [0, 2^60]");
+    if (p.epsilon < 0 || p.epsilon > (int64_t{1} << 60)) return invalid_input("epsilon must be in [0, 2^60]");
     p.output_multiplier = pair_multiplier(op_, "output_multiplier");
     if (out().ints.empty()) return Status::ok();
-    return fx_status(fx::layernorm(p, in(0).ints, out().ints));
+    return fx::layernorm(p, in(0).ints, out().ints);
   }
 
   Status transpose() {
     const std::vector<int64_t> perm = ints_or(op_, "perm", {});
     Shape produced;
-    if (!transpose_shape(in(0).shape, perm, produced)) return Status::error("perm is not a permutation of the input's axes");
+    if (!transpose_shape(in(0).shape, perm, produced)) return invalid_input("perm is not a permutation of the input's axes");
     if (produced != out().shape) return shape_mismatch(produced, out().shape);
     detail::transpose(in(0).ints.data(), in(0).shape, perm, out().ints.data());
     return Status::ok();
@@ -558,10 +555,10 @@ class IntegerOp {
     for (size_t i = 0; i < starts.size(); ++i) {
       const int64_t a = axes[i];
       if (a < 0 || a >= static_cast<int64_t>(xs.size()) || seen[static_cast<size_t>(a)])
-        return Status::error("axis " + std::to_string(a) + " is out of range or repeated");
+        return invalid_input("axis " + std::to_string(a) + " is out of range or repeated");
       const auto ax = static_cast<size_t>(a);
       seen[ax] = 1;
-      if (steps[i] < 1) return Status::error("steps must be positive (got " + std::to_string(steps[i]) + ")");
+      if (steps[i] < 1) return invalid_input("steps must be positive (got " + std::to_string(steps[i]) + ")");
       const int64_t s = std::clamp<int64_t>(starts[i], 0, xs[ax]), e = std::clamp<int64_t>(ends[i], 0, xs[ax]);
       begin[ax] = s;
       step[ax] = steps[i];

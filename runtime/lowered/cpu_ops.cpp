@@ -10,8 +10,8 @@
 #include <limits>
 #include <numeric>
 
-#include "runtime/lowered/cpu_rnn.h"
-#include "runtime/lowered/op_common.h"
+#include "lowered/cpu_rnn.h"
+#include "lowered/op_common.h"
 
 namespace qflow::lowered {
 namespace {
@@ -37,7 +37,7 @@ struct Ctx {
   }
 };
 
-Status err(std::string message) { return Status::error(std::move(message)); }
+Status err(std::string message) { return invalid_input(std::move(message)); }
 
 Status shape_mismatch(const Shape& produced, const Shape& declared) {
   return err("produces shape " + shape_string(produced) + " but its output tensor declares " + shape_string(declared));

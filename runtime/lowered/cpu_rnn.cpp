@@ -3,19 +3,19 @@
 // one float multiply-add chain per element in increasing order, the two biases are summed
 // before they join a gate, and the activations use the same formulas. A CPU segment and the
 // interpreter then agree to rounding (the interpreter's products may use fused multiply-adds).
-#include "runtime/lowered/cpu_rnn.h"
+#include "lowered/cpu_rnn.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "runtime/lowered/op_common.h"
+#include "lowered/op_common.h"
 #include "qflow/runtime/recurrent.h"
 
 namespace qflow::lowered::detail {
 namespace {
 
-Status err(std::string message) { return Status::error(std::move(message)); }
+Status err(std::string message) { return invalid_input(std::move(message)); }
 
 // Gates per hidden unit, stacked in W, R and B in the order i, o, f, c.
 constexpr int64_t kGates = 4;

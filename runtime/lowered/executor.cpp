@@ -8,8 +8,8 @@
 #include <exception>
 #include <new>
 
-#include "runtime/lowered/op_common.h"
-#include "runtime/lowered/table_fusion.h"
+#include "lowered/op_common.h"
+#include "lowered/table_fusion.h"
 
 namespace qflow::lowered {
 namespace {
@@ -86,7 +86,7 @@ Status choose_kernels(Kernels requested, bool& reference, fx::fast::Isa& isa) {
     else if (name == "avxvnni") requested = Kernels::avxvnni;
     else if (name == "avx512vnni") requested = Kernels::avx512vnni;
     else
-      return Status::error("QFLOW_RT_KERNELS=" + detail::quoted_name(name) +
+      return invalid_input("QFLOW_RT_KERNELS=" + detail::quoted_name(name) +
                            ": expected reference, fast, portable, avx2, avxvnni or avx512vnni");
   }
   switch (requested) {
@@ -98,7 +98,7 @@ Status choose_kernels(Kernels requested, bool& reference, fx::fast::Isa& isa) {
     case Kernels::avx512vnni: isa = Isa::Avx512Vnni; break;
   }
   if (!fx::fast::isa_supported(isa))
-    return Status::error(std::string("kernels ") + fx::fast::isa_name(isa) + ": this CPU lacks the instruction set");
+    return invalid_input(std::string("kernels ") + fx::fast::isa_name(isa) + ": this CPU lacks the instruction set");
   return Status::ok();
 }
 
@@ -178,9 +178,9 @@ Expected<Executor> Executor::create(Model model, Kernels kernels) {
       }
     return ex;
   } catch (const std::bad_alloc&) {
-    return Status::error("lowered model: out of memory while preparing the executor");
+    return invalid_input("lowered model: out of memory while preparing the executor");
   } catch (const std::exception& e) {
-    return Status::error(std::string("lowered model: ") + e.what());
+    return invalid_input(std::string("lowered model: ") + e.what());
   }
 }
 
@@ -225,9 +225,9 @@ Status Executor::run(const std::vector<std::span<const float>>& inputs, std::vec
     }
     return execute(std::move(values), outputs);
   } catch (const std::bad_alloc&) {
-    return Status::error("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
+    return invalid_input("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
   } catch (const std::exception& e) {
-    return Status::error(detail::one_line("lowered model " + detail::quoted_name(model_.name) + ": " + e.what()));
+    return invalid_input(detail::one_line("lowered model " + detail::quoted_name(model_.name) + ": " + e.what()));
   }
 }
 
@@ -235,9 +235,9 @@ Status Executor::run_values(const std::vector<Value>& inputs, std::vector<std::v
   try {
     return execute(inputs, outputs);
   } catch (const std::bad_alloc&) {
-    return Status::error("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
+    return invalid_input("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
   } catch (const std::exception& e) {
-    return Status::error(detail::one_line("lowered model " + detail::quoted_name(model_.name) + ": " + e.what()));
+    return invalid_input(detail::one_line("lowered model " + detail::quoted_name(model_.name) + ": " + e.what()));
   }
 }
 
@@ -245,7 +245,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
   const Model& m = model_;
   const std::string prefix = "lowered model " + detail::quoted_name(m.name) + ": ";
   if (inputs.size() != m.inputs.size())
-    return Status::error(prefix + "expected " + std::to_string(m.inputs.size()) + " inputs, got " +
+    return invalid_input(prefix + "expected " + std::to_string(m.inputs.size()) + " inputs, got " +
                          std::to_string(inputs.size()));
   std::vector<Value> values(m.tensors.size());
   // The storage of the thread's previous runs (of any executor): swapped in and out, never copied.
@@ -272,7 +272,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
     const std::string label = "input " + std::to_string(k) + " (" + detail::quoted_name(tensor.name) + ")";
     if (v.type == ElemType::f32) {
       if (v.floats.size() != n)
-        return Status::error(prefix + label + " has " + std::to_string(v.floats.size()) + " values, expected " +
+        return invalid_input(prefix + label + " has " + std::to_string(v.floats.size()) + " values, expected " +
                              std::to_string(n) + " for shape " + detail::shape_string(tensor.shape));
       v.shape = tensor.shape;
       v.in_range = false;  // only the executor's own ops vouch for a range
@@ -283,17 +283,17 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
     ElemType qt;
     Quant q;
     if (!quantized_input(k, qt, q) || qt != v.type)
-      return Status::error(prefix + label + " cannot be given as " + type_name(v.type) +
+      return invalid_input(prefix + label + " cannot be given as " + type_name(v.type) +
                            (quantized_input(k, qt, q) ? std::string(" (it takes ") + type_name(qt) + ")" : std::string()));
     if (v.ints.size() != n)
-      return Status::error(prefix + label + " has " + std::to_string(v.ints.size()) + " values, expected " +
+      return invalid_input(prefix + label + " has " + std::to_string(v.ints.size()) + " values, expected " +
                            std::to_string(n) + " for shape " + detail::shape_string(tensor.shape));
     fx::QType fq;
     detail::to_qtype(qt, fq);
     const fx::Range r = fx::range_of(fq);
     for (const int32_t x : v.ints)
       if (x < r.min || x > r.max)
-        return Status::error(prefix + label + " holds " + std::to_string(x) + ", outside " + type_name(qt));
+        return invalid_input(prefix + label + " holds " + std::to_string(x) + ", outside " + type_name(qt));
     size_t index = 0;
     for (const Segment& seg : m.segments)
       for (const Op& op : seg.ops) {
@@ -319,11 +319,11 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
       if (!skip[index] && fused && fused->kind == detail::FusedOp::Kind::Table) {
         const auto root = static_cast<size_t>(fused->root), y = static_cast<size_t>(op.outputs[0]);
         const Value* x = slot[root];
-        if (!x) return Status::error(prefix + detail::op_label(op) + ": its input was not computed");
+        if (!x) return invalid_input(prefix + detail::op_label(op) + ": its input was not computed");
         swap_buffer(y);
         allocate(values[y], m.tensors[y].type, m.tensors[y].shape, true);
-        const fx::Status s = fx::fast::apply_lut(fused->table, fused->isa, x->ints, values[y].ints, x->in_range);
-        if (!s.ok()) return Status::error(detail::one_line(prefix + detail::op_label(op) + ": " + s.message));
+        const Status s = fx::fast::apply_lut(fused->table, fused->isa, x->ints, values[y].ints, x->in_range);
+        if (!s.is_ok()) return invalid_input(detail::one_line(prefix + detail::op_label(op) + ": " + s.message()));
         values[y].in_range = true;  // table entries come from the reference, clamped to the type
         slot[y] = &values[y];
       } else if (!skip[index] && !(fused && fused->kind == detail::FusedOp::Kind::Skipped)) {
@@ -342,7 +342,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
         }
         const Status s = integer ? detail::run_integer_op(m, op, ins, outs, packed_[index].get())
                                                         : detail::run_cpu_op(m, op, ins, outs);
-        if (!s) return Status::error(detail::one_line(prefix + detail::op_label(op) + ": " + s.message()));
+        if (!s) return invalid_input(detail::one_line(prefix + detail::op_label(op) + ": " + s.message()));
       }
       for (const int32_t t : release_[index]) {
         swap_buffer(static_cast<size_t>(t));
@@ -355,7 +355,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
   outputs.assign(m.outputs.size(), {});
   for (size_t k = 0; k < m.outputs.size(); ++k) {
     const Value* v = slot[static_cast<size_t>(m.outputs[k])];
-    if (!v) return Status::error(prefix + "output " + std::to_string(k) + " was not computed");
+    if (!v) return invalid_input(prefix + "output " + std::to_string(k) + " was not computed");
     outputs[k] = v->floats;
   }
   for (const int32_t t : m.outputs)

@@ -12,10 +12,10 @@
 #include <tuple>
 #include <utility>
 
-#include "runtime/hbm/byte_reader.h"
-#include "runtime/hbm/byte_writer.h"
+#include "hbm/byte_reader.h"
+#include "hbm/byte_writer.h"
 #include "qflow/runtime/hbm_reader.h"
-#include "runtime/hbm/writer.h"
+#include "hbm/writer.h"
 #include "qflow/runtime/executor.h"
 
 namespace qflow::lowered {
@@ -36,7 +36,7 @@ std::string one_line(std::string text) {
   return text;
 }
 
-Status fail(const std::string& message) { return Status::error(one_line("hbm: " + message)); }
+Status fail(const std::string& message) { return invalid_input(one_line("hbm: " + message)); }
 
 // Messages from lowered::validate may or may not carry the prefix.
 Status with_prefix(const Status& s) {
@@ -415,7 +415,7 @@ std::string segment_label(size_t index, uint32_t id) {
 
 }  // namespace
 
-hbm::Expected<hbm::HbmFile> to_hbm(const Model& model, std::string_view toolchain_version) {
+Expected<hbm::HbmFile> to_hbm(const Model& model, std::string_view toolchain_version) {
   if (Status s = check_sizes(model); !s) return s;
   if (Status s = validate(model); !s) return with_prefix(s);
 
@@ -466,7 +466,7 @@ hbm::Expected<hbm::HbmFile> to_hbm(const Model& model, std::string_view toolchai
   return file;
 }
 
-hbm::Expected<Model> from_hbm(const hbm::HbmFile& file) {
+Expected<Model> from_hbm(const hbm::HbmFile& file) {
   if (file.tensor_table.empty()) {
     return fail("the file has no tensors section (it does not hold a lowered model)");
   }
@@ -520,15 +520,15 @@ hbm::Expected<Model> from_hbm(const hbm::HbmFile& file) {
   return model;
 }
 
-hbm::Expected<std::vector<uint8_t>> encode_hbm(const Model& model, std::string_view toolchain_version) {
-  hbm::Expected<hbm::HbmFile> file = to_hbm(model, toolchain_version);
+Expected<std::vector<uint8_t>> encode_hbm(const Model& model, std::string_view toolchain_version) {
+  Expected<hbm::HbmFile> file = to_hbm(model, toolchain_version);
   if (!file) return file.status();
   return hbm::write(*file);
 }
 
-hbm::Expected<Model> decode_hbm(std::span<const uint8_t> bytes, std::span<const std::string_view> supported_platforms) {
-  hbm::Expected<hbm::HbmFile> file = hbm::parse(bytes, supported_platforms);
-  if (!file) return Status::error(one_line(file.message()));
+Expected<Model> decode_hbm(std::span<const uint8_t> bytes, std::span<const std::string_view> supported_platforms) {
+  Expected<hbm::HbmFile> file = hbm::parse(bytes, supported_platforms);
+  if (!file) return invalid_input(one_line(file.status().message()));
   return from_hbm(*file);
 }
 

@@ -1,5 +1,5 @@
 // Helpers shared by the lowered-model validator, executor and kernels.
-#include "runtime/lowered/op_common.h"
+#include "lowered/op_common.h"
 
 #include <algorithm>
 #include <array>

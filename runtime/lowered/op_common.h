@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "qflow/runtime/lowered_model.h"
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 #include "qflow/runtime/fixed_point.h"
 #include "qflow/runtime/executor.h"
 

@@ -1,11 +1,11 @@
 // Elementwise chains as tables: see table_fusion.h. A PP-OCR activation block (a scale and a
 // shift, hardswish as x * lut(x), another scale and shift) is six passes over an activation;
 // as a function of the conv output before it, it is one lookup.
-#include "runtime/lowered/table_fusion.h"
+#include "lowered/table_fusion.h"
 
 #include <string>
 
-#include "runtime/lowered/op_common.h"
+#include "lowered/op_common.h"
 
 namespace qflow::lowered::detail {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "qflow/runtime/cpu_ops.h"
 #include "qflow/runtime/executor.h"
-#include "runtime/lowered/op_common.h"
+#include "lowered/op_common.h"
 
 namespace qflow::lowered {
 namespace {
@@ -386,12 +386,12 @@ std::optional<std::string> validate_model(const Model& model) {
 Status validate(const Model& model) {
   try {
     if (auto e = validate_model(model))
-      return Status::error(detail::one_line("lowered model " + detail::quoted_name(model.name) + ": " + *e));
+      return invalid_input(detail::one_line("lowered model " + detail::quoted_name(model.name) + ": " + *e));
     return Status::ok();
   } catch (const std::bad_alloc&) {
-    return Status::error("lowered model: out of memory while validating");
+    return invalid_input("lowered model: out of memory while validating");
   } catch (const std::exception& e) {
-    return Status::error(std::string("lowered model: ") + e.what());
+    return invalid_input(std::string("lowered model: ") + e.what());
   }
 }
 

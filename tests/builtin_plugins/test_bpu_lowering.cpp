@@ -52,7 +52,7 @@ TEST_CASE("bpu lowering: Conv + Relu fuse into one conv2d with per-channel multi
   REQUIRE(mantissa.size() == 3);
   for (std::size_t c = 0; c < 3; ++c) {
     fx::Multiplier expected;
-    REQUIRE(fx::make_multiplier(f32(m.s_in) * f32(m.w_scale[c]) / f32(m.s_r), expected).ok());
+    REQUIRE(fx::make_multiplier(f32(m.s_in) * f32(m.w_scale[c]) / f32(m.s_r), expected).is_ok());
     CHECK(mantissa[c] == expected.mantissa);
     CHECK(shift[c] == expected.shift);
   }
@@ -138,7 +138,7 @@ TEST_CASE("bpu lowering: residual Add, pooling, Flatten and Gemm lower to intege
   fx::AddParams p;
   REQUIRE(fx::make_add_params({f32(0.05), -5, fx::QType::Int8}, {f32(0.03), 2, fx::QType::Int8}, {f32(0.06), -3, fx::QType::Int8},
                               false, p)
-              .ok());
+              .is_ok());
   CHECK(ints(add, "left_shift") == std::vector<int64_t>{p.left_shift});
   CHECK(ints(add, "a_multiplier") == std::vector<int64_t>{p.a_multiplier.mantissa, p.a_multiplier.shift});
   CHECK(ints(add, "b_multiplier") == std::vector<int64_t>{p.b_multiplier.mantissa, p.b_multiplier.shift});
@@ -261,14 +261,14 @@ TEST_CASE("bpu lowering: Sigmoid becomes a 256-entry table and Mul a rescaling m
   const lowered::Op& lut = *find_op(lowered, "lut");
   CHECK(ints(lut, "segment_bits") == std::vector<int64_t>{0});
   fx::Lut expected;
-  REQUIRE(fx::build_sigmoid_lut({f32(0.04), 10, fx::QType::Int8}, {f32(1.0 / 256), -128, fx::QType::Int8}, 0, expected).ok());
+  REQUIRE(fx::build_sigmoid_lut({f32(0.04), 10, fx::QType::Int8}, {f32(1.0 / 256), -128, fx::QType::Int8}, 0, expected).is_ok());
   const lowered::Tensor& table = lowered.tensors[static_cast<std::size_t>(lut.inputs[1])];
   REQUIRE(table.data.size() == 256 * 4);
   std::vector<int32_t> entries(256);
   std::memcpy(entries.data(), table.data.data(), table.data.size());
   CHECK(entries == expected.entries);
   fx::MulParams mp;
-  REQUIRE(fx::make_mul_params({f32(0.04), 10, fx::QType::Int8}, {f32(1.0 / 256), -128, fx::QType::Int8}, {f32(0.03), 5, fx::QType::Int8}, mp).ok());
+  REQUIRE(fx::make_mul_params({f32(0.04), 10, fx::QType::Int8}, {f32(1.0 / 256), -128, fx::QType::Int8}, {f32(0.03), 5, fx::QType::Int8}, mp).is_ok());
   CHECK(ints(*find_op(lowered, "mul"), "multiplier") == std::vector<int64_t>{mp.multiplier.mantissa, mp.multiplier.shift});
   const std::vector<std::vector<float>> in = {ramp(18, -5.0f, 5.0f)};
   check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.03));
@@ -287,7 +287,7 @@ TEST_CASE("bpu lowering: data movement keeps the input scale and adds a requanti
   CHECK(op_list(lowered) == "bpu: quantize max_pool requantize reshape transpose dequantize");
   const lowered::Op& requant = *find_op(lowered, "requantize");
   fx::Multiplier half;
-  REQUIRE(fx::make_multiplier(f32(0.0517) / f32(0.1), half).ok());
+  REQUIRE(fx::make_multiplier(f32(0.0517) / f32(0.1), half).is_ok());
   CHECK(ints(requant, "multiplier") == std::vector<int64_t>{half.mantissa, half.shift});
   const std::vector<std::vector<float>> in = {ramp(32, -6.0f, 6.0f)};
   check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.1));

@@ -147,7 +147,7 @@ inline std::vector<std::vector<float>> run_lowered(const lowered::Model& model, 
   std::vector<std::span<const float>> spans;
   for (const auto& v : inputs) spans.emplace_back(v.data(), v.size());
   std::vector<std::vector<float>> outputs;
-  const lowered::Status status = executor->run(spans, outputs);
+  const Status status = executor->run(spans, outputs);
   REQUIRE_MESSAGE(status.is_ok(), status.message());
   return outputs;
 }

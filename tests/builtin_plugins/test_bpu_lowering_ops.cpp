@@ -33,7 +33,7 @@ TEST_CASE("bpu lowering ops: ConvTranspose with per-channel weights along axis 1
   REQUIRE(mantissa.size() == 3);
   for (std::size_t c = 0; c < 3; ++c) {
     fx::Multiplier m;
-    REQUIRE(fx::make_multiplier(f32(s_in) * f32(ws[c]) / f32(0.0093), m).ok());
+    REQUIRE(fx::make_multiplier(f32(s_in) * f32(ws[c]) / f32(0.0093), m).is_ok());
     CHECK(mantissa[c] == m.mantissa);
   }
   CHECK(ints(op, "output_padding") == std::vector<int64_t>{0, 0});
@@ -52,7 +52,7 @@ TEST_CASE("bpu lowering ops: MatMul of two activations") {
   const lowered::Op& op = *find_op(lowered, "matmul");
   CHECK(op.inputs[2] == -1);
   fx::Multiplier m;
-  REQUIRE(fx::make_multiplier(f32(0.0213) * f32(0.0177) / f32(0.0119), m).ok());
+  REQUIRE(fx::make_multiplier(f32(0.0213) * f32(0.0177) / f32(0.0119), m).is_ok());
   CHECK(ints(op, "multiplier_mantissa") == std::vector<int64_t>{m.mantissa});
   const std::vector<std::vector<float>> in = {ramp(24, -2.0f, 2.0f, 3), ramp(40, -2.0f, 2.0f, 4)};
   check_close(run_lowered(lowered, in), run_reference(q.model, in), f32(0.0119));
@@ -118,7 +118,7 @@ TEST_CASE("bpu lowering ops: com.microsoft Gelu (the fuse-gelu output) and HardS
   const lowered::Model lowered = lower(q.model, backend_for("nash"));
   CHECK(op_list(lowered) == "bpu: quantize lut lut dequantize");
   fx::Lut expected;
-  REQUIRE(fx::build_gelu_lut({f32(0.0317), -5, fx::QType::Int8}, {f32(0.0213), -100, fx::QType::Int8}, 0, expected).ok());
+  REQUIRE(fx::build_gelu_lut({f32(0.0317), -5, fx::QType::Int8}, {f32(0.0213), -100, fx::QType::Int8}, 0, expected).is_ok());
   const lowered::Op& lut = *find_op(lowered, "lut");
   CHECK(lut.name == "gelu");
   const lowered::Tensor& table = lowered.tensors[static_cast<std::size_t>(lut.inputs[1])];

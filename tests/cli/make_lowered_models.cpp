@@ -35,13 +35,13 @@ int main(int argc, char** argv) {
   if (ec) return fail("cannot create " + dir + ": " + ec.message());
   const lowered::Model model = lowered::testing::sample_model();
 
-  hbm::Expected<std::vector<uint8_t>> hbm_bytes = lowered::encode_hbm(model, "qflow test");
-  if (!hbm_bytes) return fail(hbm_bytes.message());
+  Expected<std::vector<uint8_t>> hbm_bytes = lowered::encode_hbm(model, "qflow test");
+  if (!hbm_bytes) return fail(hbm_bytes.status().message());
   Expected<std::string> bc_bytes = encode_bc(model);
   if (!bc_bytes) return fail(bc_bytes.status().message());
   const std::string hbm(hbm_bytes->begin(), hbm_bytes->end());
-  hbm::Expected<lowered::Executor> exec = lowered::Executor::create(model);
-  if (!exec) return fail(exec.message());
+  Expected<lowered::Executor> exec = lowered::Executor::create(model);
+  if (!exec) return fail(exec.status().message());
 
   // Three samples, each a multiple of the input scale 1/32 inside the int8 range.
   std::vector<float> x3;
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   std::vector<float> y3;
   for (int s = 0; s < 3; ++s) {
     std::vector<std::vector<float>> out;
-    if (hbm::Status st = exec->run({std::span<const float>(x3.data() + 16 * s, 16)}, out); !st) return fail(st.message());
+    if (Status st = exec->run({std::span<const float>(x3.data() + 16 * s, 16)}, out); !st) return fail(st.message());
     y3.insert(y3.end(), out[0].begin(), out[0].end());
   }
   const std::vector<float> x(x3.begin(), x3.begin() + 16);

@@ -9,10 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 #include "tests/runtime/test_fixed_point_common.h"
 
 using namespace qflow::fx;
+using qflow::Status;
 using qflow::fx::test::random_values;
 
 namespace {
@@ -58,13 +59,13 @@ Clamp random_clamp(std::mt19937& rng) {
 int fast_conv2d_mismatches(const Conv2DParams& p, const std::vector<int32_t>& x, const std::vector<int32_t>& w,
                            const std::vector<int32_t>& bias) {
   std::vector<int32_t> want(static_cast<size_t>(p.batch * p.out_channels * conv_out_h(p) * conv_out_w(p)));
-  REQUIRE(conv2d(p, x, w, bias, want).ok());
+  REQUIRE(conv2d(p, x, w, bias, want).is_ok());
   fast::PackedConv2D packed;
-  REQUIRE(fast::pack_conv2d(p, w, bias, packed).ok());
+  REQUIRE(fast::pack_conv2d(p, w, bias, packed).is_ok());
   int mismatches = 0;
   for (const fast::Isa isa : isas()) {
     std::vector<int32_t> got(want.size(), -999);
-    REQUIRE(fast::conv2d(packed, isa, x, got).ok());
+    REQUIRE(fast::conv2d(packed, isa, x, got).is_ok());
     INFO(fast::isa_name(isa));
     CHECK(got == want);
     mismatches += got == want ? 0 : 1;
@@ -226,7 +227,7 @@ TEST_CASE("fast depthwise conv2d equals fx::conv2d on byte windows and on geomet
       INFO("C ", l.c, " x", l.mult, " ", l.h, "x", l.w, " k ", l.kh, "x", l.kw, " s ", l.sy, ",", l.sx, " d ", l.d,
            " pad ", l.pad, " ", type == QType::Int8 ? "int8" : "uint8");
       fast::PackedConv2D packed;
-      REQUIRE(fast::pack_conv2d(p, w, bias, packed).ok());
+      REQUIRE(fast::pack_conv2d(p, w, bias, packed).is_ok());
       CHECK(packed.windows.weights.empty() == !l.windows);
       CHECK(fast_conv2d_mismatches(p, x, w, bias) == 0);
     }
@@ -294,12 +295,12 @@ TEST_CASE("fast matmul equals fx::matmul with transposed B, B zero points, bias 
     const std::vector<int32_t> bias =
         rng() % 4 == 0 ? std::vector<int32_t>{} : random_bias(rng, static_cast<size_t>(p.n), p.k, 255 * 255);
     std::vector<int32_t> want(static_cast<size_t>(p.m * p.n));
-    REQUIRE(matmul(p, a, b, bias, want).ok());
+    REQUIRE(matmul(p, a, b, bias, want).is_ok());
     fast::PackedMatMul packed;
-    REQUIRE(fast::pack_matmul(p, b, bias, packed).ok());
+    REQUIRE(fast::pack_matmul(p, b, bias, packed).is_ok());
     for (const fast::Isa isa : isas()) {
       std::vector<int32_t> got(want.size(), -999);
-      REQUIRE(fast::matmul(packed, isa, a, got).ok());
+      REQUIRE(fast::matmul(packed, isa, a, got).is_ok());
       REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
     }
   }
@@ -313,32 +314,32 @@ TEST_CASE("fast kernels report the reference's errors and refuse what they do no
   p.multipliers = {Multiplier{1 << 30, 0}};
   const std::vector<int32_t> w(2, 1);
   fast::PackedConv2D packed;
-  REQUIRE(fast::pack_conv2d(p, w, {}, packed).ok());
+  REQUIRE(fast::pack_conv2d(p, w, {}, packed).is_ok());
   std::vector<int32_t> x(18, 0), y(9), y_ref(9);
   x[4] = 300;  // outside int8
   const Status want = conv2d(p, x, w, {}, y_ref);
   const Status got = fast::conv2d(packed, fast::best_isa(), x, y);
-  REQUIRE_FALSE(want.ok());
-  CHECK(got.message == want.message);
-  CHECK_FALSE(fast::conv2d(packed, fast::best_isa(), std::vector<int32_t>(17, 0), y).ok());
+  REQUIRE_FALSE(want.is_ok());
+  CHECK(got.message() == want.message());
+  CHECK_FALSE(fast::conv2d(packed, fast::best_isa(), std::vector<int32_t>(17, 0), y).is_ok());
 
   // The reference refuses a reduction that could overflow int32; so does packing.
   Conv2DParams big = p;
   const std::vector<int32_t> huge_bias{INT32_MAX - 10};
-  CHECK(fast::pack_conv2d(big, w, huge_bias, packed).message == conv2d(big, std::vector<int32_t>(18, 0), w, huge_bias, y_ref).message);
+  CHECK(fast::pack_conv2d(big, w, huge_bias, packed).message() == conv2d(big, std::vector<int32_t>(18, 0), w, huge_bias, y_ref).message());
 
   Conv2DParams wide = p;  // 16-bit, but x - 7 leaves int16 for x = -32768
   wide.input.type = QType::Int16;
   wide.input.zero_point = 7;
-  CHECK_FALSE(fast::pack_conv2d(wide, w, {}, packed).ok());
+  CHECK_FALSE(fast::pack_conv2d(wide, w, {}, packed).is_ok());
   Conv2DParams bad_weight = p;
-  CHECK_FALSE(fast::pack_conv2d(bad_weight, std::vector<int32_t>{1, 200}, {}, packed).ok());
+  CHECK_FALSE(fast::pack_conv2d(bad_weight, std::vector<int32_t>{1, 200}, {}, packed).is_ok());
 
   MatMulParams mp;
   mp.k = 3;
   mp.multipliers = {Multiplier{-5, 0}};
   fast::PackedMatMul mpacked;
-  CHECK_FALSE(fast::pack_matmul(mp, std::vector<int32_t>(3, 1), {}, mpacked).ok());
+  CHECK_FALSE(fast::pack_matmul(mp, std::vector<int32_t>(3, 1), {}, mpacked).is_ok());
 }
 
 TEST_CASE("fast add / sub equals fx::add on random 8-bit operands, scales, clamps and aliasing") {
@@ -350,7 +351,7 @@ TEST_CASE("fast add / sub equals fx::add on random 8-bit operands, scales, clamp
                      random_in(rng, range_of(t).min, range_of(t).max), t};
     };
     AddParams p;
-    REQUIRE(make_add_params(qparams(ta), qparams(tb), qparams(ty), rng() % 2 == 0, p).ok());
+    REQUIRE(make_add_params(qparams(ta), qparams(tb), qparams(ty), rng() % 2 == 0, p).is_ok());
     p.clamp = random_clamp(rng);
     if (trial % 7 == 0) p.left_shift = random_in(rng, 0, 20);  // other valid encodings
     REQUIRE(fast::add_supported(p));
@@ -361,22 +362,22 @@ TEST_CASE("fast add / sub equals fx::add on random 8-bit operands, scales, clamp
     for (const fast::Isa isa : isas()) {
       std::vector<int32_t> got(n, -999);
       const Status gs = fast::add(p, isa, a, b, got);
-      REQUIRE(gs.message == ws.message);
-      if (ws.ok()) REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
+      REQUIRE(gs.message() == ws.message());
+      if (ws.is_ok()) REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
       std::vector<int32_t> in_place = a;  // y aliasing a
-      if (ws.ok()) {
-        REQUIRE(fast::add(p, isa, in_place, b, in_place).ok());
+      if (ws.is_ok()) {
+        REQUIRE(fast::add(p, isa, in_place, b, in_place).is_ok());
         REQUIRE(in_place == want);
       }
     }
   }
   AddParams wide;
   REQUIRE(make_add_params(QParams{0.1, 0, QType::Int16}, QParams{0.1, 0, QType::Int8}, QParams{0.1, 0, QType::Int8},
-                          false, wide).ok());
+                          false, wide).is_ok());
   CHECK_FALSE(fast::add_supported(wide));
   std::vector<int32_t> y(2);
-  CHECK(fast::add(wide, fast::best_isa(), std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message ==
-        add(wide, std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message);
+  CHECK(fast::add(wide, fast::best_isa(), std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message() ==
+        add(wide, std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message());
 }
 
 TEST_CASE("fast mul equals fx::mul on random operands of 8 and 16 bits, clamps and aliasing") {
@@ -389,7 +390,7 @@ TEST_CASE("fast mul equals fx::mul on random operands of 8 and 16 bits, clamps a
                      random_in(rng, range_of(t).min, range_of(t).max), t};
     };
     MulParams p;
-    REQUIRE(make_mul_params(qparams(ta), qparams(tb), qparams(ty), p).ok());
+    REQUIRE(make_mul_params(qparams(ta), qparams(tb), qparams(ty), p).is_ok());
     p.clamp = random_clamp(rng);
     const size_t n = static_cast<size_t>(random_in(rng, 1, 700));
     const std::vector<int32_t> a = random_values(rng, n, ta), b = random_values(rng, n, tb);
@@ -397,17 +398,17 @@ TEST_CASE("fast mul equals fx::mul on random operands of 8 and 16 bits, clamps a
     const Status ws = mul(p, a, b, want);
     for (const fast::Isa isa : isas()) {
       std::vector<int32_t> got(n, -999);
-      REQUIRE(fast::mul(p, isa, a, b, got).message == ws.message);
-      if (!ws.ok()) continue;
+      REQUIRE(fast::mul(p, isa, a, b, got).message() == ws.message());
+      if (!ws.is_ok()) continue;
       REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
       std::vector<int32_t> in_place = b;
-      REQUIRE(fast::mul(p, isa, a, in_place, in_place).ok());
+      REQUIRE(fast::mul(p, isa, a, in_place, in_place).is_ok());
       REQUIRE(in_place == want);
     }
   }
   MulParams both16;
   REQUIRE(make_mul_params(QParams{0.1, 0, QType::UInt16}, QParams{0.1, 0, QType::UInt16}, QParams{0.1, 0, QType::Int8},
-                          both16).ok());
+                          both16).is_ok());
   CHECK_FALSE(fast::mul_supported(both16));
 }
 
@@ -434,15 +435,15 @@ TEST_CASE("fast lut equals fx::apply_lut on 8-bit and segmented 16-bit tables, a
     const Status ws = apply_lut(lut, x, want);
     for (const fast::Isa isa : isas()) {
       std::vector<int32_t> got(n, -999);
-      REQUIRE(fast::apply_lut(lut, isa, x, got).message == ws.message);
-      if (ws.ok()) REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
+      REQUIRE(fast::apply_lut(lut, isa, x, got).message() == ws.message());
+      if (ws.is_ok()) REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
     }
   }
   Lut short_table;
   short_table.entries.assign(10, 0);
   std::vector<int32_t> y(1);
-  CHECK(fast::apply_lut(short_table, fast::best_isa(), std::vector<int32_t>{0}, y).message ==
-        apply_lut(short_table, std::vector<int32_t>{0}, y).message);
+  CHECK(fast::apply_lut(short_table, fast::best_isa(), std::vector<int32_t>{0}, y).message() ==
+        apply_lut(short_table, std::vector<int32_t>{0}, y).message());
 }
 
 namespace {
@@ -493,8 +494,8 @@ TEST_CASE("fast max_pool and average_pool equal the reference on random windows,
       INFO(std::string(fast::isa_name(isa)), " trial ", trial, " max ", max, " H ", p.in_h, " W ", p.in_w, " k ",
            p.kernel_h, "x", p.kernel_w, " s ", p.strides[0], ",", p.strides[1], " pads ", p.pads[0], ",", p.pads[1],
            ",", p.pads[2], ",", p.pads[3], " include_pad ", p.count_include_pad);
-      REQUIRE(gs.message == ws.message);
-      if (ws.ok()) {
+      REQUIRE(gs.message() == ws.message());
+      if (ws.is_ok()) {
         REQUIRE(got == want);
         ++compared;
       }
@@ -507,14 +508,14 @@ TEST_CASE("fast max_pool and average_pool equal the reference on random windows,
   bad.kernel_h = bad.kernel_w = 2;
   bad.pads = {2, 0, 0, 0};
   std::vector<int32_t> x(16, 0), y(25), y_ref(25);
-  CHECK(fast::max_pool(bad, fast::best_isa(), x, y).message == max_pool(bad, x, y_ref).message);
-  CHECK(fast::average_pool(bad, fast::best_isa(), x, y).message == average_pool(bad, x, y_ref).message);
+  CHECK(fast::max_pool(bad, fast::best_isa(), x, y).message() == max_pool(bad, x, y_ref).message());
+  CHECK(fast::average_pool(bad, fast::best_isa(), x, y).message() == average_pool(bad, x, y_ref).message());
   Pool2DParams dilated;
   dilated.in_h = dilated.in_w = 4;
   dilated.kernel_h = dilated.kernel_w = 2;
   dilated.dilations = {2, 1};
   std::vector<int32_t> y2(6), y2_ref(6);
-  CHECK(fast::average_pool(dilated, fast::best_isa(), x, y2).message == average_pool(dilated, x, y2_ref).message);
+  CHECK(fast::average_pool(dilated, fast::best_isa(), x, y2).message() == average_pool(dilated, x, y2_ref).message());
 }
 
 TEST_CASE("fast global_average_pool equals the reference, rescaled or not") {
@@ -529,14 +530,14 @@ TEST_CASE("fast global_average_pool equals the reference, rescaled or not") {
     std::vector<int32_t> want(static_cast<size_t>(n * c)), got(want.size(), -999);
     const Status ws = global_average_pool(n, c, h, w, in, out, x, want);
     for (const fast::Isa isa : isas()) {
-      REQUIRE(fast::global_average_pool(n, c, h, w, in, out, isa, x, got).message == ws.message);
-      if (ws.ok()) REQUIRE_MESSAGE(got == want, "trial " << trial);
+      REQUIRE(fast::global_average_pool(n, c, h, w, in, out, isa, x, got).message() == ws.message());
+      if (ws.is_ok()) REQUIRE_MESSAGE(got == want, "trial " << trial);
     }
   }
   std::vector<int32_t> y(1), y_ref(1);
   const QParams zero_scale{0.0, 0, QType::Int8};
-  CHECK(fast::global_average_pool(1, 1, 2, 2, zero_scale, zero_scale, fast::best_isa(), std::vector<int32_t>(4, 0), y).message ==
-        global_average_pool(1, 1, 2, 2, zero_scale, zero_scale, std::vector<int32_t>(4, 0), y_ref).message);
+  CHECK(fast::global_average_pool(1, 1, 2, 2, zero_scale, zero_scale, fast::best_isa(), std::vector<int32_t>(4, 0), y).message() ==
+        global_average_pool(1, 1, 2, 2, zero_scale, zero_scale, std::vector<int32_t>(4, 0), y_ref).message());
 }
 
 TEST_CASE("fast conv_transpose2d equals fx::conv_transpose2d on random strides, pads, dilations and groups") {
@@ -579,11 +580,11 @@ TEST_CASE("fast conv_transpose2d equals fx::conv_transpose2d on random strides, 
     const Status ws = conv_transpose2d(p, x, w, bias, want);
     fast::PackedConvTranspose2D packed;
     const Status ps = fast::pack_conv_transpose2d(p, w, bias, packed);
-    REQUIRE(ps.message == ws.message);
-    if (!ws.ok()) continue;
+    REQUIRE(ps.message() == ws.message());
+    if (!ws.is_ok()) continue;
     for (const fast::Isa isa : isas()) {
       std::vector<int32_t> got(want.size(), -999);
-      REQUIRE(fast::conv_transpose2d(packed, isa, x, got).ok());
+      REQUIRE(fast::conv_transpose2d(packed, isa, x, got).is_ok());
       INFO(std::string(fast::isa_name(isa)), " trial ", trial, " group ", p.group, " C ", p.in_channels, " M ",
            p.out_channels, " H ", p.in_h, " W ", p.in_w, " k ", p.kernel_h, "x", p.kernel_w, " s ", p.strides[0], ",",
            p.strides[1], " d ", p.dilations[0], ",", p.dilations[1], " pads ", p.pads[0], ",", p.pads[1], ",", p.pads[2],
@@ -601,12 +602,12 @@ TEST_CASE("fast conv_transpose2d equals fx::conv_transpose2d on random strides, 
   p.multipliers = {Multiplier{1 << 30, 0}};
   const std::vector<int32_t> w(4, 1);
   fast::PackedConvTranspose2D packed;
-  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).ok());
+  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
   const std::vector<int32_t> x{0, 0, 200, 0};
   std::vector<int32_t> y(16), y_ref(16);
-  CHECK(fast::conv_transpose2d(packed, fast::best_isa(), x, y).message == conv_transpose2d(p, x, w, {}, y_ref).message);
+  CHECK(fast::conv_transpose2d(packed, fast::best_isa(), x, y).message() == conv_transpose2d(p, x, w, {}, y_ref).message());
   p.input.type = QType::Int16;
-  CHECK_FALSE(fast::pack_conv_transpose2d(p, w, {}, packed).ok());
+  CHECK_FALSE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
 }
 
 TEST_CASE("fast quantize equals fx::quantize on ties, extremes, infinities and random floats, and finds the NaN") {
@@ -715,8 +716,8 @@ TEST_CASE("fast concat equals fx::concat with copied and rescaled inputs of ever
     const Status ws = concat(inputs, outer, inner, out, want);
     for (const fast::Isa isa : isas()) {
       std::vector<int32_t> got(want.size(), -999);
-      REQUIRE(fast::concat(inputs, outer, inner, out, isa, got).message == ws.message);
-      if (ws.ok()) REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
+      REQUIRE(fast::concat(inputs, outer, inner, out, isa, got).message() == ws.message());
+      if (ws.is_ok()) REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
     }
   }
 }
@@ -732,7 +733,7 @@ TEST_CASE("fast softmax equals fx::softmax on 8-bit rows of any scale, and defer
                      is_16bit(it) ? 0 : random_in(rng, ri.min, ri.max), it};
     const QParams qo{ot == QType::Int16 ? 1.0 / 32767.0 : 1.0 / 255.0, ot == QType::Int8 ? -128 : 0, ot};
     SoftmaxParams p;
-    REQUIRE(make_softmax_params(qi, qo, p).ok());
+    REQUIRE(make_softmax_params(qi, qo, p).is_ok());
     if (trial % 2) p.segment_bits = random_in(rng, 0, 4);  // interpolated entries (a program may ask for them)
     const int64_t row = random_in(rng, 1, 90);
     std::vector<int32_t> x = random_values(rng, static_cast<size_t>(row * random_in(rng, 1, 4)), it);
@@ -742,8 +743,8 @@ TEST_CASE("fast softmax equals fx::softmax on 8-bit rows of any scale, and defer
     const Status ws = softmax(p, row, x, want);
     for (const fast::Isa isa : isas()) {
       std::vector<int32_t> got(x.size(), -999);
-      REQUIRE(fast::softmax(p, isa, row, x, got).message == ws.message);
-      if (ws.ok()) REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
+      REQUIRE(fast::softmax(p, isa, row, x, got).message() == ws.message());
+      if (ws.is_ok()) REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
     }
   }
 }

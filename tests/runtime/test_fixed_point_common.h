@@ -26,7 +26,7 @@ inline double random_log_uniform(std::mt19937& rng, double lo, double hi) {
 inline Multiplier multiplier(double real) {
   Multiplier m;
   const Status s = make_multiplier(real, m);
-  return s.ok() ? m : Multiplier{-1, 0};  // an invalid pair makes the using test fail
+  return s.is_ok() ? m : Multiplier{-1, 0};  // an invalid pair makes the using test fail
 }
 
 // Largest |a[i] - b[i]|.

@@ -5,6 +5,7 @@
 #include "tests/runtime/test_fixed_point_common.h"
 
 using namespace qflow::fx;
+using qflow::Status;
 using namespace qflow::fx::test;
 
 namespace {
@@ -91,9 +92,9 @@ void random_conv_case(std::mt19937& rng, QType act, QType wt, int64_t& worst) {
   const auto x = random_values(rng, static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w), act);
   std::vector<int32_t> y(static_cast<size_t>(p.batch * p.out_channels * conv_out_h(p) * conv_out_w(p)));
   const Status s = conv2d(p, x, w, bias, y);
-  REQUIRE_MESSAGE(s.ok(), s.message);
+  REQUIRE_MESSAGE(s.is_ok(), s.message());
   std::vector<int32_t> again(y.size());
-  REQUIRE(conv2d(p, x, w, bias, again).ok());
+  REQUIRE(conv2d(p, x, w, bias, again).is_ok());
   CHECK(again == y);
   worst = std::max(worst, max_abs_diff(y, conv_reference(p, x, w, bias, w_scales)));
 }
@@ -111,12 +112,12 @@ TEST_CASE("conv2d: hand-computed 3x3 input, 2x2 kernel, zero point, pad and bias
   const std::vector<int32_t> w = {1, 0, 0, -1};
   const std::vector<int32_t> bias = {5};
   std::vector<int32_t> y(4);
-  REQUIRE(conv2d(p, x, w, bias, y).ok());
+  REQUIRE(conv2d(p, x, w, bias, y).is_ok());
   // acc = (x00 - 1) - (x11 - 1) + 5 = x00 - x11 + 5 = 1; 0.5 * 1 = 0.5 rounds away to 1; + zp -3.
   CHECK(y == std::vector<int32_t>{-2, -2, -2, -2});
   p.pads = {1, 1, 0, 0};  // top-left padding: the first output sees only x00 in its last tap
   std::vector<int32_t> y2(9);
-  REQUIRE(conv2d(p, x, w, bias, y2).ok());
+  REQUIRE(conv2d(p, x, w, bias, y2).is_ok());
   // out(0,0) = -(x00 - 1) + 5 = 5 -> 2.5 -> 3 -> 0; out(1,1) = x00 - x11 + 5 = 1 -> 1 -> -2.
   CHECK(y2[0] == 0);
   CHECK(y2[4] == -2);
@@ -136,7 +137,7 @@ TEST_CASE("conv2d: depthwise with stride and dilation against direct sums") {
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int32_t>(i) - 25;
   const std::vector<int32_t> w = {1, 1, 1, 1, 2, 0, 0, -2};
   std::vector<int32_t> y(8);
-  REQUIRE(conv2d(p, x, w, {}, y).ok());
+  REQUIRE(conv2d(p, x, w, {}, y).is_ok());
   // channel 0, out (0,0): x[0] + x[2] + x[10] + x[12] = -25 - 23 - 15 - 13 = -76
   CHECK(y[0] == -76);
   // channel 1, out (1,1): taps (2,2),(2,4),(4,2),(4,4) -> 2 * x[25+12] - 2 * x[25+24] = 2*12 - 2*24 = -24; /4 = -6
@@ -162,19 +163,19 @@ TEST_CASE("conv2d: fused clamp, argument errors, accumulator bounds") {
   p.clamp = {0, 6};  // Relu6 with scale 1
   std::vector<int32_t> y(1);
   const std::vector<int32_t> w = {1};
-  REQUIRE(conv2d(p, std::vector<int32_t>{-5}, w, {}, y).ok());
+  REQUIRE(conv2d(p, std::vector<int32_t>{-5}, w, {}, y).is_ok());
   CHECK(y[0] == 0);
-  REQUIRE(conv2d(p, std::vector<int32_t>{9}, w, {}, y).ok());
+  REQUIRE(conv2d(p, std::vector<int32_t>{9}, w, {}, y).is_ok());
   CHECK(y[0] == 6);
   p.clamp = {};
-  REQUIRE(conv2d(p, std::vector<int32_t>{127}, std::vector<int32_t>{127}, {}, y).ok());
+  REQUIRE(conv2d(p, std::vector<int32_t>{127}, std::vector<int32_t>{127}, {}, y).is_ok());
   CHECK(y[0] == 127);  // saturation
-  CHECK_FALSE(conv2d(p, std::vector<int32_t>{128}, w, {}, y).ok());  // outside int8
+  CHECK_FALSE(conv2d(p, std::vector<int32_t>{128}, w, {}, y).is_ok());  // outside int8
   p.weight_type = QType::Int16;
-  CHECK_FALSE(conv2d(p, std::vector<int32_t>{1}, w, {}, y).ok());  // int8 x int16 unsupported
+  CHECK_FALSE(conv2d(p, std::vector<int32_t>{1}, w, {}, y).is_ok());  // int8 x int16 unsupported
   p.weight_type = QType::Int8;
   p.multipliers = {multiplier(1.0), multiplier(1.0)};
-  CHECK_FALSE(conv2d(p, std::vector<int32_t>{1}, w, {}, y).ok());
+  CHECK_FALSE(conv2d(p, std::vector<int32_t>{1}, w, {}, y).is_ok());
 
   CHECK(max_reduction(QType::Int8, 0, QType::Int8, 0) == 131071);
   CHECK(max_reduction(QType::Int8, -128, QType::Int8, 0) == 65793);
@@ -193,10 +194,10 @@ TEST_CASE("conv2d: fused clamp, argument errors, accumulator bounds") {
   big.output = {1.0, 0, QType::Int8};
   big.multipliers = {multiplier(1.0)};
   std::vector<int32_t> bx(131072, -128), bw(131072, -128);
-  CHECK_FALSE(conv2d(big, bx, bw, {}, y).ok());
+  CHECK_FALSE(conv2d(big, bx, bw, {}, y).is_ok());
   big.in_channels = 131071;
   bx.resize(131071), bw.resize(131071);
-  REQUIRE(conv2d(big, bx, bw, {}, y).ok());  // 131071 * 16384 = 2^31 - 16384 fits
+  REQUIRE(conv2d(big, bx, bw, {}, y).is_ok());  // 131071 * 16384 = 2^31 - 16384 fits
   CHECK(y[0] == 127);
 }
 
@@ -209,18 +210,18 @@ TEST_CASE("matmul: hand case, transposed B, B zero point, randomized against flo
   const std::vector<int32_t> a = {1, 2, 3, -1, 0, 4};
   const std::vector<int32_t> b = {1, 2, 3, 4, 5, 6};  // [3, 2]
   std::vector<int32_t> y(4);
-  REQUIRE(matmul(p, a, b, std::vector<int32_t>{10, 1}, y).ok());
+  REQUIRE(matmul(p, a, b, std::vector<int32_t>{10, 1}, y).is_ok());
   // row 0: [1*1+2*3+3*5, 1*2+2*4+3*6] = [22, 28] + bias [10, 1] -> 32, 29 * 0.5 = 14.5 -> 15
   // row 1: [-1+0+20, -2+0+24] = [19, 22] -> 29, 23 * 0.5 = 11.5 -> 12
   CHECK(y == std::vector<int32_t>{32, 15, 29, 12});
   p.b_transposed = true;
   const std::vector<int32_t> bt = {1, 3, 5, 2, 4, 6};
   std::vector<int32_t> yt(4);
-  REQUIRE(matmul(p, a, bt, std::vector<int32_t>{10, 1}, yt).ok());
+  REQUIRE(matmul(p, a, bt, std::vector<int32_t>{10, 1}, yt).is_ok());
   CHECK(yt == y);
   p.b_transposed = false;
   p.b_zero_point = 1;
-  REQUIRE(matmul(p, a, b, {}, y).ok());
+  REQUIRE(matmul(p, a, b, {}, y).is_ok());
   // B - 1 = [[0,1],[2,3],[4,5]]: row 0 = [16, 22] -> [16, 11]; row 1 = [16, 19] -> [16, 9.5 -> 10]
   CHECK(y == std::vector<int32_t>{16, 11, 16, 10});
 
@@ -246,7 +247,7 @@ TEST_CASE("matmul: hand case, transposed B, B zero point, randomized against flo
       auto bv = random_values(rng, static_cast<size_t>(q.k * q.n), wt);
       for (auto& v : bv) v = std::max(v, -range_of(wt).max);
       std::vector<int32_t> out(static_cast<size_t>(q.m * q.n)), ref(out.size());
-      REQUIRE(matmul(q, av, bv, {}, out).ok());
+      REQUIRE(matmul(q, av, bv, {}, out).is_ok());
       for (int64_t i = 0; i < q.m; ++i)
         for (int64_t j = 0; j < q.n; ++j) {
           double sum = 0.0;
@@ -275,7 +276,7 @@ TEST_CASE("conv_transpose2d: hand case and randomized against a gather-form floa
   const std::vector<int32_t> w = {1, 0, 0, -1};
   std::vector<int32_t> y(16);
   REQUIRE(conv_transpose_out_h(p) == 4);
-  REQUIRE(conv_transpose2d(p, x, w, std::vector<int32_t>{1}, y).ok());
+  REQUIRE(conv_transpose2d(p, x, w, std::vector<int32_t>{1}, y).is_ok());
   // Each input pixel v writes [[v, 0], [0, -v]] into its own 2x2 block, plus bias 1.
   CHECK(y == std::vector<int32_t>{2, 1, 3, 1, 1, 0, 1, -1, 4, 1, 5, 1, 1, -2, 1, -3});
 
@@ -310,7 +311,7 @@ TEST_CASE("conv_transpose2d: hand case and randomized against a gather-form floa
       const int64_t oh = conv_transpose_out_h(q), ow = conv_transpose_out_w(q);
       std::vector<int32_t> out(static_cast<size_t>(q.batch * q.out_channels * oh * ow)), ref(out.size());
       const Status s = conv_transpose2d(q, xv, wv, {}, out);
-      REQUIRE_MESSAGE(s.ok(), s.message);
+      REQUIRE_MESSAGE(s.is_ok(), s.message());
       for (int64_t n = 0; n < q.batch; ++n)
         for (int64_t m = 0; m < q.out_channels; ++m)
           for (int64_t oy = 0; oy < oh; ++oy)

@@ -17,16 +17,16 @@ TEST_CASE("max_pool: hand case with padding and dilation, errors") {
   p.input = p.output = {1.0, 0, QType::Int8};
   const std::vector<int32_t> x = {-5, -7, 3, -1, -9, 0, 8, -2, -3};
   std::vector<int32_t> y(9);
-  REQUIRE(max_pool(p, x, y).ok());
+  REQUIRE(max_pool(p, x, y).is_ok());
   // padded taps never win even against negative values
   CHECK(y == std::vector<int32_t>{-5, -5, 3, -1, -1, 3, 8, 8, 0});
   p.pads = {0, 0, 0, 0};
   p.dilations = {2, 2};
   std::vector<int32_t> one(1);
-  REQUIRE(max_pool(p, x, one).ok());
+  REQUIRE(max_pool(p, x, one).is_ok());
   CHECK(one[0] == 8);  // taps (0,0) (0,2) (2,0) (2,2)
   p.output.scale = 2.0;
-  CHECK_FALSE(max_pool(p, x, one).ok());
+  CHECK_FALSE(max_pool(p, x, one).is_ok());
 }
 
 TEST_CASE("average_pool: rounding, count_include_pad, requantized output") {
@@ -35,15 +35,15 @@ TEST_CASE("average_pool: rounding, count_include_pad, requantized output") {
   p.kernel_h = p.kernel_w = 2;
   p.input = p.output = {1.0, 0, QType::Int8};
   std::vector<int32_t> y(1);
-  REQUIRE(average_pool(p, std::vector<int32_t>{1, 2, 3, 4}, y).ok());
+  REQUIRE(average_pool(p, std::vector<int32_t>{1, 2, 3, 4}, y).is_ok());
   CHECK(y[0] == 3);  // 2.5 rounds away from zero
-  REQUIRE(average_pool(p, std::vector<int32_t>{-1, -2, -3, -4}, y).ok());
+  REQUIRE(average_pool(p, std::vector<int32_t>{-1, -2, -3, -4}, y).is_ok());
   CHECK(y[0] == -3);
-  REQUIRE(average_pool(p, std::vector<int32_t>{1, 1, 1, 2}, y).ok());
+  REQUIRE(average_pool(p, std::vector<int32_t>{1, 1, 1, 2}, y).is_ok());
   CHECK(y[0] == 1);  // 1.25
   // Zero point: the average is taken of q - zp.
   p.input = p.output = {1.0, 10, QType::Int8};
-  REQUIRE(average_pool(p, std::vector<int32_t>{11, 12, 13, 14}, y).ok());
+  REQUIRE(average_pool(p, std::vector<int32_t>{11, 12, 13, 14}, y).is_ok());
   CHECK(y[0] == 13);
   // 3x3 input, 2x2 kernel, top-left pad 1: the corner window holds one real value.
   Pool2DParams q;
@@ -53,22 +53,22 @@ TEST_CASE("average_pool: rounding, count_include_pad, requantized output") {
   q.input = q.output = {1.0, 0, QType::Int8};
   const std::vector<int32_t> x = {8, 0, 0, 0, 0, 0, 0, 0, 0};
   std::vector<int32_t> y9(9);
-  REQUIRE(average_pool(q, x, y9).ok());
+  REQUIRE(average_pool(q, x, y9).is_ok());
   CHECK(y9[0] == 8);
   q.count_include_pad = true;
-  REQUIRE(average_pool(q, x, y9).ok());
+  REQUIRE(average_pool(q, x, y9).is_ok());
   CHECK(y9[0] == 2);
   // Different output parameters: sum * s_in / (s_out * count) in one rounding.
   p.input = {0.5, 0, QType::Int8};
   p.output = {0.3, -4, QType::Int8};
-  REQUIRE(average_pool(p, std::vector<int32_t>{10, 20, 30, 40}, y).ok());
+  REQUIRE(average_pool(p, std::vector<int32_t>{10, 20, 30, 40}, y).is_ok());
   CHECK(y[0] == 38);  // 12.5 / 0.3 = 41.67 -> 42, - 4
   // An int32 window sum that could overflow is refused.
   Pool2DParams big;
   big.in_h = big.in_w = big.kernel_h = big.kernel_w = 200;
   big.input = big.output = {1.0, 0, QType::UInt16};
   std::vector<int32_t> bx(40000, 0), by(1);
-  CHECK_FALSE(average_pool(big, bx, by).ok());
+  CHECK_FALSE(average_pool(big, bx, by).is_ok());
 }
 
 TEST_CASE("pooling: randomized against the float reference") {
@@ -108,15 +108,15 @@ TEST_CASE("pooling: randomized against the float reference") {
           ref_avg[o] = quantize(sum / count, p.output);
           ref_max[o] = quantize(best, p.input);
         }
-    REQUIRE(average_pool(p, x, y).ok());
+    REQUIRE(average_pool(p, x, y).is_ok());
     worst_avg = std::max(worst_avg, max_abs_diff(y, ref_avg));
     Pool2DParams pm = p;
     pm.output = pm.input;
-    REQUIRE(max_pool(pm, x, y).ok());
+    REQUIRE(max_pool(pm, x, y).is_ok());
     worst_max = std::max(worst_max, max_abs_diff(y, ref_max));
 
     std::vector<int32_t> g(static_cast<size_t>(p.batch * p.channels)), gref(g.size());
-    REQUIRE(global_average_pool(p.batch, p.channels, p.in_h, p.in_w, p.input, p.output, x, g).ok());
+    REQUIRE(global_average_pool(p.batch, p.channels, p.in_h, p.in_w, p.input, p.output, x, g).is_ok());
     for (int64_t nc = 0; nc < p.batch * p.channels; ++nc) {
       double sum = 0.0;
       for (int64_t i = 0; i < p.in_h * p.in_w; ++i) sum += dequantize(x[static_cast<size_t>(nc * p.in_h * p.in_w + i)], p.input);
@@ -177,7 +177,7 @@ TEST_CASE("resize nearest: source indices match the ONNX formulas") {
   p.in_h = 1, p.in_w = 2, p.out_h = 2, p.out_w = 4;
   p.coordinate_mode = CoordinateMode::Asymmetric;
   std::vector<int32_t> y(8);
-  REQUIRE(resize_nearest(p, std::vector<int32_t>{-3, 9}, y).ok());
+  REQUIRE(resize_nearest(p, std::vector<int32_t>{-3, 9}, y).is_ok());
   CHECK(y == std::vector<int32_t>{-3, -3, 9, 9, -3, -3, 9, 9});
 }
 
@@ -186,12 +186,12 @@ TEST_CASE("resize bilinear: hand case and randomized against float interpolation
   p.in_h = 1, p.in_w = 2, p.out_h = 1, p.out_w = 4;
   p.coordinate_mode = CoordinateMode::AlignCorners;
   std::vector<int32_t> y(4);
-  REQUIRE(resize_bilinear(p, std::vector<int32_t>{0, 100}, y).ok());
+  REQUIRE(resize_bilinear(p, std::vector<int32_t>{0, 100}, y).is_ok());
   CHECK(y == std::vector<int32_t>{0, 33, 67, 100});
   p.coordinate_mode = CoordinateMode::HalfPixel;  // coordinates -0.25 (clamped), 0.25, 0.75, 1.25
-  REQUIRE(resize_bilinear(p, std::vector<int32_t>{0, 100}, y).ok());
+  REQUIRE(resize_bilinear(p, std::vector<int32_t>{0, 100}, y).is_ok());
   CHECK(y == std::vector<int32_t>{0, 25, 75, 100});
-  REQUIRE(resize_bilinear(p, std::vector<int32_t>{-1, 1}, y).ok());
+  REQUIRE(resize_bilinear(p, std::vector<int32_t>{-1, 1}, y).is_ok());
   CHECK(y == std::vector<int32_t>{-1, -1, 1, 1});  // -0.5 and 0.5 round away from zero
 
   std::mt19937 rng(31);
@@ -208,7 +208,7 @@ TEST_CASE("resize bilinear: hand case and randomized against float interpolation
       q.coordinate_mode = static_cast<CoordinateMode>(t % 3);
       const auto x = random_values(rng, static_cast<size_t>(q.channels * q.in_h * q.in_w), type);
       std::vector<int32_t> out(static_cast<size_t>(q.channels * q.out_h * q.out_w)), ref(out.size());
-      REQUIRE(resize_bilinear(q, x, out).ok());
+      REQUIRE(resize_bilinear(q, x, out).is_ok());
       auto axis = [&](int64_t o, int64_t in, int64_t outn, int64_t& i0, int64_t& i1, double& f) {
         const double c = std::clamp(onnx_coordinate(o, in, outn, q.coordinate_mode), 0.0, static_cast<double>(in - 1));
         i0 = static_cast<int64_t>(std::floor(c));
@@ -228,7 +228,7 @@ TEST_CASE("resize bilinear: hand case and randomized against float interpolation
           }
       worst = std::max(worst, max_abs_diff(out, ref));
       std::vector<int32_t> again(out.size());
-      REQUIRE(resize_bilinear(q, x, again).ok());
+      REQUIRE(resize_bilinear(q, x, again).is_ok());
       CHECK(again == out);
     }
     CHECK(worst <= (type == QType::Int8 ? 1 : 4));  // 0.5 + 2 * max|dq| * 2^-15

@@ -35,42 +35,42 @@ int64_t exact_round(int64_t acc, double real) {
 
 TEST_CASE("make_multiplier: hand-computed pairs") {
   Multiplier m;
-  REQUIRE(make_multiplier(0.5, m).ok());
+  REQUIRE(make_multiplier(0.5, m).is_ok());
   CHECK(m.mantissa == (1 << 30));
   CHECK(m.shift == 0);
-  REQUIRE(make_multiplier(1.0, m).ok());
+  REQUIRE(make_multiplier(1.0, m).is_ok());
   CHECK(m.mantissa == (1 << 30));
   CHECK(m.shift == -1);
-  REQUIRE(make_multiplier(0.75, m).ok());
+  REQUIRE(make_multiplier(0.75, m).is_ok());
   CHECK(m.mantissa == 3 * (1 << 29));
   CHECK(m.shift == 0);
-  REQUIRE(make_multiplier(std::ldexp(1.0, -40), m).ok());
+  REQUIRE(make_multiplier(std::ldexp(1.0, -40), m).is_ok());
   CHECK(m.mantissa == (1 << 30));
   CHECK(m.shift == 39);
-  REQUIRE(make_multiplier(1000.0, m).ok());
+  REQUIRE(make_multiplier(1000.0, m).is_ok());
   CHECK(multiplier_value(m) == 1000.0);
   CHECK(m.shift == -10);
-  REQUIRE(make_multiplier(0.0, m).ok());
+  REQUIRE(make_multiplier(0.0, m).is_ok());
   CHECK(m.mantissa == 0);
-  REQUIRE(make_multiplier(1e-30, m).ok());
+  REQUIRE(make_multiplier(1e-30, m).is_ok());
   CHECK(m.mantissa == 0);
-  REQUIRE(make_multiplier(std::ldexp(1.0, -63), m).ok());  // the smallest non-zero multiplier
+  REQUIRE(make_multiplier(std::ldexp(1.0, -63), m).is_ok());  // the smallest non-zero multiplier
   CHECK(m.mantissa == (1 << 30));
   CHECK(m.shift == 62);
   // A mantissa rounding up to 2^31 moves to the next exponent.
-  REQUIRE(make_multiplier(1.0 - std::ldexp(1.0, -40), m).ok());
+  REQUIRE(make_multiplier(1.0 - std::ldexp(1.0, -40), m).is_ok());
   CHECK(m.mantissa == (1 << 30));
   CHECK(m.shift == -1);
 }
 
 TEST_CASE("make_multiplier: refuses what it cannot represent") {
   Multiplier m;
-  CHECK_FALSE(make_multiplier(-0.5, m).ok());
-  CHECK_FALSE(make_multiplier(std::nan(""), m).ok());
-  CHECK_FALSE(make_multiplier(INFINITY, m).ok());
-  CHECK_FALSE(make_multiplier(2147483648.0, m).ok());
-  CHECK_FALSE(make_multiplier(2147483647.9, m).ok());  // rounds to 2^31
-  CHECK(make_multiplier(2147483000.0, m).ok());
+  CHECK_FALSE(make_multiplier(-0.5, m).is_ok());
+  CHECK_FALSE(make_multiplier(std::nan(""), m).is_ok());
+  CHECK_FALSE(make_multiplier(INFINITY, m).is_ok());
+  CHECK_FALSE(make_multiplier(2147483648.0, m).is_ok());
+  CHECK_FALSE(make_multiplier(2147483647.9, m).is_ok());  // rounds to 2^31
+  CHECK(make_multiplier(2147483000.0, m).is_ok());
 }
 
 TEST_CASE("make_multiplier: representation error is at most half a mantissa unit") {
@@ -78,7 +78,7 @@ TEST_CASE("make_multiplier: representation error is at most half a mantissa unit
   for (int i = 0; i < 20000; ++i) {
     const double real = random_log_uniform(rng, std::ldexp(1.0, -60), std::ldexp(1.0, 30));
     Multiplier m;
-    REQUIRE(make_multiplier(real, m).ok());
+    REQUIRE(make_multiplier(real, m).is_ok());
     CHECK(m.mantissa >= (1 << 30));
     const double unit = std::ldexp(1.0, -31 - m.shift);
     CHECK(std::fabs(real - multiplier_value(m)) <= 0.5 * unit);
@@ -95,7 +95,7 @@ TEST_CASE("multiply_by_multiplier equals exact rounding of acc * m * 2^(-31-n)")
     const int64_t acc = i % 2 ? acc32(rng) : acc48(rng);
     const double real = random_log_uniform(rng, std::ldexp(1.0, -60), 64.0);
     Multiplier m;
-    REQUIRE(make_multiplier(real, m).ok());
+    REQUIRE(make_multiplier(real, m).is_ok());
     const int64_t got = multiply_by_multiplier(acc, m);
     // Exact for the represented multiplier, whatever the magnitude.
     REQUIRE(got == exact_round(acc, multiplier_value(m)));
@@ -138,17 +138,17 @@ TEST_CASE("requantize: rounding half away from zero, zero point, saturation") {
 
 TEST_CASE("power-of-two shifts") {
   int s = 0;
-  REQUIRE(make_pot_shift(0.25, s).ok());
+  REQUIRE(make_pot_shift(0.25, s).is_ok());
   CHECK(s == 2);
-  REQUIRE(make_pot_shift(8.0, s).ok());
+  REQUIRE(make_pot_shift(8.0, s).is_ok());
   CHECK(s == -3);
-  REQUIRE(make_pot_shift(1.0, s).ok());
+  REQUIRE(make_pot_shift(1.0, s).is_ok());
   CHECK(s == 0);
-  CHECK_FALSE(make_pot_shift(0.3, s).ok());
-  CHECK_FALSE(make_pot_shift(0.0, s).ok());
-  CHECK_FALSE(make_pot_shift(-0.25, s).ok());
-  CHECK_FALSE(make_pot_shift(std::ldexp(1.0, -63), s).ok());
-  CHECK_FALSE(make_pot_shift(std::ldexp(1.0, 32), s).ok());
+  CHECK_FALSE(make_pot_shift(0.3, s).is_ok());
+  CHECK_FALSE(make_pot_shift(0.0, s).is_ok());
+  CHECK_FALSE(make_pot_shift(-0.25, s).is_ok());
+  CHECK_FALSE(make_pot_shift(std::ldexp(1.0, -63), s).is_ok());
+  CHECK_FALSE(make_pot_shift(std::ldexp(1.0, 32), s).is_ok());
   CHECK(rounding_shift(-3, 1) == -2);
   CHECK(rounding_shift(3, 1) == 2);
   CHECK(rounding_shift(-1, 1) == -1);

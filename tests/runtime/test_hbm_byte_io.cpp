@@ -6,11 +6,14 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/hbm/byte_reader.h"
-#include "runtime/hbm/byte_writer.h"
-#include "qflow/runtime/status.h"
+#include "hbm/byte_reader.h"
+#include "hbm/byte_writer.h"
+#include "qflow/core/status.h"
 
 using namespace qflow::hbm;
+using qflow::Expected;
+using qflow::Status;
+using qflow::invalid_input;
 
 TEST_CASE("hbm byte io: scalars are little-endian whatever the host") {
   ByteWriter w;
@@ -104,19 +107,20 @@ TEST_CASE("hbm byte io: a count the remaining bytes cannot hold fails before any
   CHECK(fits.ok());
 }
 
-TEST_CASE("hbm status: Expected holds a value or an error, never neither") {
+TEST_CASE("status: Expected holds a value or an error, never neither") {
   Expected<int> value(3);
   CHECK(value.has_value());
   CHECK(*value == 3);
   CHECK(value.status().is_ok());
   CHECK(value.message().empty());
 
-  Expected<int> error(Status::error("hbm: broken"));
+  Expected<int> error(invalid_input("hbm: broken"));
   CHECK_FALSE(error.has_value());
   CHECK(error.message() == "hbm: broken");
   CHECK_FALSE(error.status().is_ok());
 
   Expected<int> neither(Status::ok());
   CHECK_FALSE(neither.has_value());
-  CHECK(neither.message() == "hbm: internal error: no value and no error");
+  CHECK(neither.status().code() == qflow::StatusCode::Internal);
+  CHECK(neither.message() == "no value and no error");
 }

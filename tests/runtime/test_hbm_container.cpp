@@ -13,9 +13,10 @@
 #include <vector>
 
 #include "qflow/runtime/hbm_reader.h"
-#include "runtime/hbm/writer.h"
+#include "hbm/writer.h"
 
 using namespace qflow::hbm;
+using qflow::Expected;
 
 namespace {
 

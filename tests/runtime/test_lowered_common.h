@@ -21,8 +21,8 @@ inline Attribute multiplier(std::string name, fx::Multiplier m) { return ints(st
 
 inline fx::Multiplier make_mult(double real) {
   fx::Multiplier m;
-  const fx::Status s = fx::make_multiplier(real, m);
-  REQUIRE(s.ok());
+  const Status s = fx::make_multiplier(real, m);
+  REQUIRE(s.is_ok());
   return m;
 }
 

@@ -8,6 +8,7 @@
 #include "tests/runtime/test_lowered_common.h"
 
 using namespace qflow::lowered;
+using qflow::Status;
 using namespace qflow::lowered::test;
 namespace fx = qflow::fx;
 
@@ -134,7 +135,7 @@ TEST_CASE("lowered conv2d equals fx::conv2d and stays within 1 LSB of the float 
     for (size_t i = 0; i < xf.size(); ++i) xq_values[i] = fx::quantize(static_cast<double>(xf[i]), p.input);
 
     std::vector<int32_t> expected(static_cast<size_t>(cs.m * oh * ow));
-    REQUIRE(fx::conv2d(p, xq_values, narrow(w), narrow(bias), expected).ok());
+    REQUIRE(fx::conv2d(p, xq_values, narrow(w), narrow(bias), expected).is_ok());
     Value in;
     in.type = ElemType::f32;
     in.floats = xf;
@@ -184,14 +185,14 @@ TEST_CASE("lowered add, sub and mul broadcast like a hand-expanded fx call") {
     std::vector<int32_t> expected(24);
     if (type == "mul") {
       fx::MulParams p;
-      REQUIRE(fx::make_mul_params(pa, pb, py, p).ok());
+      REQUIRE(fx::make_mul_params(pa, pb, py, p).is_ok());
       p.clamp = {-100, 100};
-      REQUIRE(fx::mul(p, a, bfull, expected).ok());
+      REQUIRE(fx::mul(p, a, bfull, expected).is_ok());
       c.b.bpu("mul", {at, bt}, {c.y}, {multiplier("multiplier", p.multiplier), ints("clamp", {-100, 100})});
     } else {
       fx::AddParams p;
-      REQUIRE(fx::make_add_params(pa, pb, py, type == "sub", p).ok());
-      REQUIRE(fx::add(p, a, bfull, expected).ok());
+      REQUIRE(fx::make_add_params(pa, pb, py, type == "sub", p).is_ok());
+      REQUIRE(fx::add(p, a, bfull, expected).is_ok());
       c.b.bpu(type, {at, bt}, {c.y},
               {ints("left_shift", {p.left_shift}), multiplier("a_multiplier", p.a_multiplier),
                multiplier("b_multiplier", p.b_multiplier), multiplier("output_multiplier", p.output_multiplier),
@@ -240,7 +241,7 @@ TEST_CASE("lowered matmul: constant B, transposed B and activation B equal fx::m
     std::vector<int32_t> expected(30);
     const auto wv = narrow(wl), bv = narrow(bias);
     for (size_t i = 0; i < 2; ++i)
-      REQUIRE(fx::matmul(p, std::span(a).subspan(i * 12, 12), wv, bv, std::span(expected).subspan(i * 15, 15)).ok());
+      REQUIRE(fx::matmul(p, std::span(a).subspan(i * 12, 12), wv, bv, std::span(expected).subspan(i * 15, 15)).is_ok());
     CHECK(run_ints(c.b.model, {quantized_value(ElemType::i8, {2, 3, 4}, a)}, py) == expected);
   }
 
@@ -267,7 +268,7 @@ TEST_CASE("lowered matmul: constant B, transposed B and activation B equal fx::m
   for (size_t i = 0; i < 2; ++i)
     REQUIRE(fx::matmul(p, std::span(a).subspan(i * 12, 12), std::span(b).subspan(i * 20, 20), {},
                        std::span(expected).subspan(i * 15, 15))
-                .ok());
+                .is_ok());
   CHECK(run_ints(c.b.model, {quantized_value(ElemType::i8, {2, 3, 4}, a), quantized_value(ElemType::i8, {2, 4, 5}, b)},
                  py) == expected);
 }
@@ -316,7 +317,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
       REQUIRE(fx::pool_out_h(p) == 3);
       REQUIRE(fx::pool_out_w(p) == 2);
       std::vector<int32_t> expected(36);
-      REQUIRE((max ? fx::max_pool(p, x, expected) : fx::average_pool(p, x, expected)).ok());
+      REQUIRE((max ? fx::max_pool(p, x, expected) : fx::average_pool(p, x, expected)).is_ok());
       CHECK(run_ints(c.b.model, {quantized_value(ElemType::i8, xs, x)}, p.output) == expected);
     }
   }
@@ -328,7 +329,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
     c.b.bpu("global_average_pool", {xq}, {c.y});
     finish(c, {2, 3, 1, 1});
     std::vector<int32_t> expected(6);
-    REQUIRE(fx::global_average_pool(2, 3, 5, 4, p8, qp(ElemType::i8, qo), x, expected).ok());
+    REQUIRE(fx::global_average_pool(2, 3, 5, 4, p8, qp(ElemType::i8, qo), x, expected).is_ok());
     CHECK(run_ints(c.b.model, {quantized_value(ElemType::i8, xs, x)}, qp(ElemType::i8, qo)) == expected);
   }
   SUBCASE("resize nearest and linear") {
@@ -350,7 +351,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
       p.coordinate_mode = fx::CoordinateMode::AlignCorners;
       p.nearest_mode = fx::NearestMode::RoundPreferCeil;
       std::vector<int32_t> expected(2 * 3 * 9 * 7);
-      REQUIRE((mode == "linear" ? fx::resize_bilinear(p, x, expected) : fx::resize_nearest(p, x, expected)).ok());
+      REQUIRE((mode == "linear" ? fx::resize_bilinear(p, x, expected) : fx::resize_nearest(p, x, expected)).is_ok());
       CHECK(run_ints(c.b.model, {quantized_value(ElemType::i8, xs, x)}, p8) == expected);
     }
   }
@@ -360,7 +361,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
       const Quant qi = wide ? Quant{8.0 / 32768, 0} : q8;
       const Quant qo = wide ? Quant{1.0 / 32768, 0} : Quant{1.0 / 255, -128};
       fx::Lut lut;
-      REQUIRE(fx::build_sigmoid_lut(qp(t, qi), qp(t, qo), wide ? 7 : 0, lut).ok());
+      REQUIRE(fx::build_sigmoid_lut(qp(t, qi), qp(t, qo), wide ? 7 : 0, lut).is_ok());
       Chain c;
       const int32_t xq = quantized_input(c, "x", t, {40}, qi);
       std::vector<int64_t> entries(lut.entries.begin(), lut.entries.end());
@@ -371,7 +372,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
       const fx::Range r = fx::range_of(qtype_of(t));
       const std::vector<int32_t> xv = narrow(random_ints(rng, 40, r.min, r.max));
       std::vector<int32_t> expected(40);
-      REQUIRE(fx::apply_lut(lut, xv, expected).ok());
+      REQUIRE(fx::apply_lut(lut, xv, expected).is_ok());
       CHECK(run_ints(c.b.model, {quantized_value(t, {40}, xv)}, qp(t, qo)) == expected);
     }
   }
@@ -381,7 +382,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
     {
       const Quant qo{1.0 / 32767, 0};
       fx::SoftmaxParams sp;
-      REQUIRE(fx::make_softmax_params(pi, qp(ElemType::i16, qo), sp).ok());
+      REQUIRE(fx::make_softmax_params(pi, qp(ElemType::i16, qo), sp).is_ok());
       Chain c;
       const int32_t xq = quantized_input(c, "x", ElemType::i16, {4, 16}, q16);
       const int32_t table = c.b.constant_ints("exp", ElemType::i32, {fx::kSoftmaxEntries},
@@ -391,7 +392,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
               {ints("segment_bits", {sp.segment_bits}), multiplier("output_multiplier", sp.output_multiplier)});
       finish(c, {4, 16});
       std::vector<int32_t> expected(64);
-      REQUIRE(fx::softmax(sp, 16, xv, expected).ok());
+      REQUIRE(fx::softmax(sp, 16, xv, expected).is_ok());
       CHECK(run_ints(c.b.model, {quantized_value(ElemType::i16, {4, 16}, xv)}, qp(ElemType::i16, qo)) == expected);
     }
     {
@@ -402,7 +403,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
         beta[i] = -0.3 + 0.04 * static_cast<double>(i);
       }
       fx::LayerNormParams lp;
-      REQUIRE(fx::make_layernorm_params(pi, qp(ElemType::i16, qo), gamma, beta, 1e-5, lp).ok());
+      REQUIRE(fx::make_layernorm_params(pi, qp(ElemType::i16, qo), gamma, beta, 1e-5, lp).is_ok());
       Chain c;
       const int32_t xq = quantized_input(c, "x", ElemType::i16, {4, 16}, q16);
       const int32_t g = c.b.constant_ints("gamma", ElemType::i32, {16}, std::vector<int64_t>(lp.gamma.begin(), lp.gamma.end()));
@@ -412,7 +413,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
               {ints("epsilon", {lp.epsilon}), multiplier("output_multiplier", lp.output_multiplier)});
       finish(c, {4, 16});
       std::vector<int32_t> expected(64);
-      REQUIRE(fx::layernorm(lp, xv, expected).ok());
+      REQUIRE(fx::layernorm(lp, xv, expected).is_ok());
       CHECK(run_ints(c.b.model, {quantized_value(ElemType::i16, {4, 16}, xv)}, qp(ElemType::i16, qo)) == expected);
     }
   }
@@ -428,7 +429,7 @@ TEST_CASE("lowered pooling, resize, lut, softmax, layernorm and concat equal the
     std::vector<int32_t> expected(18);
     REQUIRE(fx::concat({fx::ConcatInput{a, 2, qp(ElemType::i8, qa)}, fx::ConcatInput{b, 1, qp(ElemType::i8, qb)}}, 2, 3,
                        qp(ElemType::i8, qa), expected)
-                .ok());
+                .is_ok());
     CHECK(run_ints(c.b.model, {quantized_value(ElemType::i8, {2, 2, 3}, a), quantized_value(ElemType::i8, {2, 1, 3}, b)},
                    qp(ElemType::i8, qa)) == expected);
   }
@@ -498,7 +499,7 @@ TEST_CASE("the quantized-input path gives the float path's outputs bit for bit")
   b.bpu("quantize", {x}, {xq2});
   b.bpu("requantize", {xq1}, {y}, {multiplier("multiplier", make_mult(1.25)), ints("clamp", {0, 255})});
   fx::AddParams ap;
-  REQUIRE(fx::make_add_params(qp(ElemType::i8, q), qp(ElemType::u8, Quant{0.1, 128}), qp(ElemType::i8, Quant{0.3, 0}), false, ap).ok());
+  REQUIRE(fx::make_add_params(qp(ElemType::i8, q), qp(ElemType::u8, Quant{0.1, 128}), qp(ElemType::i8, Quant{0.3, 0}), false, ap).is_ok());
   b.bpu("add", {xq2, y}, {s},
         {ints("left_shift", {ap.left_shift}), multiplier("a_multiplier", ap.a_multiplier),
          multiplier("b_multiplier", ap.b_multiplier), multiplier("output_multiplier", ap.output_multiplier)});

@@ -4,10 +4,11 @@
 #include <cstdlib>
 #include <random>
 
-#include "runtime/fixed_point/fast_kernels.h"
+#include "fixed_point/fast_kernels.h"
 #include "tests/runtime/test_lowered_common.h"
 
 using namespace qflow::lowered;
+using qflow::Status;
 using namespace qflow::lowered::test;
 namespace fx = qflow::fx;
 
@@ -89,11 +90,11 @@ Model random_model(std::mt19937& rng, std::vector<int64_t>& input_shape) {
     std::vector<Attribute> attrs;
     if (op == "mul") {
       fx::MulParams mp;
-      REQUIRE(fx::make_mul_params(qa, qb, qp(yt, yq), mp).ok());
+      REQUIRE(fx::make_mul_params(qa, qb, qp(yt, yq), mp).is_ok());
       attrs.push_back(multiplier("multiplier", mp.multiplier));
     } else {
       fx::AddParams ap;
-      REQUIRE(fx::make_add_params(qa, qb, qp(yt, yq), op == "sub", ap).ok());
+      REQUIRE(fx::make_add_params(qa, qb, qp(yt, yq), op == "sub", ap).is_ok());
       attrs = {ints("left_shift", {ap.left_shift}), multiplier("a_multiplier", ap.a_multiplier),
                multiplier("b_multiplier", ap.b_multiplier), multiplier("output_multiplier", ap.output_multiplier)};
     }
@@ -211,7 +212,7 @@ TEST_CASE("elementwise chains run as tables: hardswish as x * lut(x), shared and
     fx::Lut lut;
     const ElemType st = random_type(rng);
     const Quant sq = random_quant(rng, st);
-    REQUIRE(fx::build_hard_sigmoid_lut(qp(t, q), qp(st, sq), 1.0 / 6.0, 0.5, 0, lut).ok());
+    REQUIRE(fx::build_hard_sigmoid_lut(qp(t, q), qp(st, sq), 1.0 / 6.0, 0.5, 0, lut).is_ok());
     const int32_t table = b.constant_ints("table", ElemType::i32, {256}, std::vector<int64_t>(lut.entries.begin(), lut.entries.end()));
     const int32_t s = b.tensor("s", st, shape, sq);
     b.bpu("lut", {xq, table}, {s}, {ints("segment_bits", {0})});
@@ -219,20 +220,20 @@ TEST_CASE("elementwise chains run as tables: hardswish as x * lut(x), shared and
     const Quant hq = random_quant(rng, ht);
     const int32_t h = b.tensor("h", ht, shape, hq);
     fx::MulParams mp;
-    REQUIRE(fx::make_mul_params(qp(t, q), qp(st, sq), qp(ht, hq), mp).ok());
+    REQUIRE(fx::make_mul_params(qp(t, q), qp(st, sq), qp(ht, hq), mp).is_ok());
     b.bpu("mul", {xq, s}, {h}, {multiplier("multiplier", mp.multiplier)});
     const int32_t c = b.constant_ints("c", ht, {1}, {ht == ElemType::u8 ? pick(rng, 0, 255) : pick(rng, -128, 127)}, hq);
     const ElemType at = random_type(rng);
     const Quant aq = random_quant(rng, at);
     const int32_t a = b.tensor("a", at, shape, aq);
     fx::AddParams ap;
-    REQUIRE(fx::make_add_params(qp(ht, hq), qp(ht, hq), qp(at, aq), false, ap).ok());
+    REQUIRE(fx::make_add_params(qp(ht, hq), qp(ht, hq), qp(at, aq), false, ap).is_ok());
     b.bpu("add", {h, c}, {a},
           {ints("left_shift", {ap.left_shift}), multiplier("a_multiplier", ap.a_multiplier),
            multiplier("b_multiplier", ap.b_multiplier), multiplier("output_multiplier", ap.output_multiplier)});
     const int32_t two = b.tensor("two_roots", at, shape, aq);
     fx::MulParams mp2;
-    REQUIRE(fx::make_mul_params(qp(at, aq), qp(t, q), qp(at, aq), mp2).ok());
+    REQUIRE(fx::make_mul_params(qp(at, aq), qp(t, q), qp(at, aq), mp2).is_ok());
     b.bpu("mul", {a, yq}, {two}, {multiplier("multiplier", mp2.multiplier)});
     const int32_t r = b.tensor("r", t, shape, q);
     b.bpu("requantize", {h}, {r}, {multiplier("multiplier", make_mult(hq.scale / q.scale))});

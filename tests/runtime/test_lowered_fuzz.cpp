@@ -5,6 +5,7 @@
 #include "tests/runtime/test_lowered_common.h"
 
 using namespace qflow::lowered;
+using qflow::Status;
 using namespace qflow::lowered::test;
 namespace fx = qflow::fx;
 
@@ -35,7 +36,7 @@ Model integer_model() {
   b.bpu("max_pool", {c}, {p}, {ints("kernel", {2, 2}), ints("strides", {1, 1})});
   b.bpu("resize", {p}, {r}, {strings("mode", {"linear"})});
   fx::AddParams ap;
-  REQUIRE(fx::make_add_params(qp(ElemType::i8, q2), qp(ElemType::i8, q2), qp(ElemType::i8, q), false, ap).ok());
+  REQUIRE(fx::make_add_params(qp(ElemType::i8, q2), qp(ElemType::i8, q2), qp(ElemType::i8, q), false, ap).is_ok());
   b.bpu("add", {r, r}, {s},
         {ints("left_shift", {ap.left_shift}), multiplier("a_multiplier", ap.a_multiplier),
          multiplier("b_multiplier", ap.b_multiplier), multiplier("output_multiplier", ap.output_multiplier)});

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "qflow/runtime/hbm_reader.h"
-#include "runtime/hbm/writer.h"
+#include "hbm/writer.h"
 #include "qflow/runtime/hbm_codec.h"
 #include "tests/runtime/lowered_sample.h"
 
@@ -23,20 +23,20 @@ namespace {
 using Bytes = std::vector<uint8_t>;
 
 Bytes encode_ok(const lowered::Model& m) {
-  hbm::Expected<Bytes> bytes = lowered::encode_hbm(m, "qflow test");
+  Expected<Bytes> bytes = lowered::encode_hbm(m, "qflow test");
   REQUIRE_MESSAGE(bytes.has_value(), bytes.message());
   return *bytes;
 }
 
 hbm::HbmFile file_ok(const lowered::Model& m) {
-  hbm::Expected<hbm::HbmFile> file = lowered::to_hbm(m, "qflow test");
+  Expected<hbm::HbmFile> file = lowered::to_hbm(m, "qflow test");
   REQUIRE_MESSAGE(file.has_value(), file.message());
   return *file;
 }
 
 // The decode error, or "" when the bytes decode.
 std::string decode_error(const Bytes& bytes) {
-  hbm::Expected<lowered::Model> m = lowered::decode_hbm(bytes);
+  Expected<lowered::Model> m = lowered::decode_hbm(bytes);
   return m ? std::string() : m.message();
 }
 
@@ -44,7 +44,7 @@ std::string decode_error(const Bytes& bytes) {
 std::string edited(const std::function<void(hbm::HbmFile&)>& edit) {
   hbm::HbmFile file = file_ok(sample_model());
   edit(file);
-  hbm::Expected<Bytes> bytes = hbm::write(file);
+  Expected<Bytes> bytes = hbm::write(file);
   REQUIRE_MESSAGE(bytes.has_value(), bytes.message());
   return decode_error(*bytes);
 }
@@ -62,21 +62,21 @@ bool one_hbm_line(const std::string& message) {
 TEST_CASE("lowered hbm: a model survives the round trip and encodes deterministically") {
   const lowered::Model model = sample_model();
   const Bytes bytes = encode_ok(model);
-  hbm::Expected<lowered::Model> decoded = lowered::decode_hbm(bytes);
+  Expected<lowered::Model> decoded = lowered::decode_hbm(bytes);
   REQUIRE_MESSAGE(decoded.has_value(), decoded.message());
   CHECK(*decoded == model);
   CHECK(encode_ok(model) == bytes);
   CHECK(encode_ok(*decoded) == bytes);
 
   constexpr std::string_view kPlatforms[] = {"nash"};
-  hbm::Expected<lowered::Model> refused = lowered::decode_hbm(bytes, kPlatforms);
+  Expected<lowered::Model> refused = lowered::decode_hbm(bytes, kPlatforms);
   REQUIRE_FALSE(refused.has_value());
   CHECK(refused.message() == "hbm: platform 'bayes' is not supported by this runtime (supported: nash)");
 }
 
 TEST_CASE("lowered hbm: an absent optional output of a CPU op survives the round trip") {
   const lowered::Model model = lowered::testing::sample_model_with_absent_output();
-  hbm::Expected<lowered::Model> decoded = lowered::decode_hbm(encode_ok(model));
+  Expected<lowered::Model> decoded = lowered::decode_hbm(encode_ok(model));
   REQUIRE_MESSAGE(decoded.has_value(), decoded.message());
   CHECK(*decoded == model);
 }
@@ -127,7 +127,7 @@ TEST_CASE("lowered hbm: an input with a float consumer is described as float32")
   CHECK(file.outputs.size() == 2);
   CHECK(file.outputs[1].layout == hbm::Layout::nchw);
   CHECK(file.segments[0].writes == std::vector<std::string>{"x_copy_q", "y_q"});
-  hbm::Expected<lowered::Model> back = lowered::decode_hbm(encode_ok(m));
+  Expected<lowered::Model> back = lowered::decode_hbm(encode_ok(m));
   REQUIRE_MESSAGE(back.has_value(), back.message());
   CHECK(*back == m);
 }
@@ -135,7 +135,7 @@ TEST_CASE("lowered hbm: an input with a float consumer is described as float32")
 TEST_CASE("lowered hbm: the writer refuses an invalid model") {
   lowered::Model m = sample_model();
   m.segments[0].ops[1].type = "conv9d";
-  hbm::Expected<Bytes> bytes = lowered::encode_hbm(m, "qflow test");
+  Expected<Bytes> bytes = lowered::encode_hbm(m, "qflow test");
   REQUIRE_FALSE(bytes.has_value());
   CHECK(one_hbm_line(bytes.message()));
 
@@ -245,18 +245,18 @@ TEST_CASE("lowered hbm: random damage behind valid CRCs never crashes") {
           if (at + 4 <= target->size()) put32(*target, at, static_cast<uint32_t>(rng()));
       }
     }
-    hbm::Expected<Bytes> bytes = hbm::write(f);
+    Expected<Bytes> bytes = hbm::write(f);
     REQUIRE(bytes.has_value());
-    hbm::Expected<lowered::Model> decoded = lowered::decode_hbm(*bytes);
+    Expected<lowered::Model> decoded = lowered::decode_hbm(*bytes);
     if (!decoded) REQUIRE_MESSAGE(one_hbm_line(decoded.message()), decoded.message());
   }
 }
 
 TEST_CASE("hbm: the tensors section is kept as bytes, at most once") {
   hbm::HbmFile f = file_ok(sample_model());
-  hbm::Expected<Bytes> bytes = hbm::write(f);
+  Expected<Bytes> bytes = hbm::write(f);
   REQUIRE(bytes.has_value());
-  hbm::Expected<hbm::HbmFile> parsed = hbm::parse(*bytes);
+  Expected<hbm::HbmFile> parsed = hbm::parse(*bytes);
   REQUIRE_MESSAGE(parsed.has_value(), parsed.message());
   CHECK(parsed->tensor_table == f.tensor_table);
   CHECK(*parsed == f);

@@ -20,7 +20,7 @@ using qflow::lowered::testing::sample_model;
 namespace {
 
 std::vector<uint8_t> sample_bytes() {
-  hbm::Expected<std::vector<uint8_t>> bytes = lowered::encode_hbm(sample_model(), "qflow test");
+  Expected<std::vector<uint8_t>> bytes = lowered::encode_hbm(sample_model(), "qflow test");
   REQUIRE_MESSAGE(bytes.has_value(), bytes.message());
   return *bytes;
 }
@@ -73,7 +73,7 @@ TEST_CASE("capi: load from memory, query the inputs and outputs, run like the ex
   float* outputs[] = {y.data()};
   REQUIRE_MESSAGE(qflow_rt_run(h.model, inputs, outputs) == QFLOW_RT_OK, qflow_rt_last_error());
 
-  hbm::Expected<lowered::Executor> exec = lowered::Executor::create(sample_model());
+  Expected<lowered::Executor> exec = lowered::Executor::create(sample_model());
   REQUIRE_MESSAGE(exec.has_value(), exec.message());
   std::vector<std::vector<float>> expected;
   REQUIRE(exec->run({std::span<const float>(x)}, expected).is_ok());

@@ -26,7 +26,11 @@ step "cmake --install $build_dir"
 cmake --install "$build_dir" --prefix "$tmp/staged" >"$tmp/install.log" || { cat "$tmp/install.log" >&2; fail "install failed"; }
 mv "$tmp/staged" "$tmp/prefix"
 prefix=$tmp/prefix
+# The whole project's install carries the runtime too: its library, its C API, the Status
+# the SDK headers include (qflow/core/status.h, from runtime/include) and its pkg-config file.
 for f in bin/qflow lib/libqflow_core.so include/qflow/version.h include/qflow/plugin/entry.h include/qflow/ir/rewrite.h \
+         lib/libqflow_runtime.so include/qflow/runtime.h include/qflow/core/status.h \
+         include/qflow/runtime/executor.h lib/pkgconfig/qflow-runtime.pc \
          lib/cmake/qflow/qflowConfig.cmake lib/cmake/qflow/qflowConfigVersion.cmake lib/cmake/qflow/qflowTargets.cmake; do
   [ -e "$prefix/$f" ] || fail "install is missing $f"
 done

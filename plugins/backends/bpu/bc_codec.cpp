@@ -148,7 +148,7 @@ Expected<lowered::Model> from_proto(const bc::Model& p) {
     }
     m.segments.push_back(std::move(seg));
   }
-  if (hbm::Status s = lowered::validate(m); !s) return bad(s.message());
+  if (Status s = lowered::validate(m); !s) return bad(s.message());
   return m;
 }
 

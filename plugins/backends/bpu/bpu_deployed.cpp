@@ -42,7 +42,7 @@ class BcModel final : public DeployedModel {
       spans.emplace_back(inputs[i].data<float>(), static_cast<std::size_t>(inputs[i].numel()));
     }
     std::vector<std::vector<float>> flat;
-    const lowered::Status status = executor_.run(spans, flat);
+    const Status status = executor_.run(spans, flat);
     if (!status) return invalid_input(".bc simulator: " + status.message());
     std::vector<Tensor> out;
     for (std::size_t o = 0; o < flat.size(); ++o)

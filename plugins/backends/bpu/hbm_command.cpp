@@ -117,11 +117,11 @@ void write_tensors_json(JsonWriter& json, const std::vector<hbm::TensorDesc>& te
 Status hbm_info(const std::string& path, bool as_json) {
   QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   const std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  hbm::Expected<hbm::HbmFile> file = hbm::parse(span);
+  Expected<hbm::HbmFile> file = hbm::parse(span);
   if (!file) return invalid_input(path + ": " + file.message());
-  hbm::Expected<lowered::Model> model = lowered::from_hbm(*file);
+  Expected<lowered::Model> model = lowered::from_hbm(*file);
   if (!model) return invalid_input(path + ": " + model.message());
-  hbm::Expected<std::vector<hbm::SectionEntry>> sections = hbm::section_table(span);
+  Expected<std::vector<hbm::SectionEntry>> sections = hbm::section_table(span);
   if (!sections) return invalid_input(path + ": " + sections.message());
   std::vector<SegmentRow> segments;
   for (const lowered::Segment& s : model->segments) {

@@ -82,10 +82,10 @@ std::string gap_eltwise(const Lowerer& l, const Node& node) {
     const fx::QParams y = qparams_of(*l.quant(node.output(0)));
     if (op == "Mul") {
       fx::MulParams p;
-      if (fx::Status s = fx::make_mul_params(a, b, y, p); !s.ok()) return no_lowering(node, "(" + s.message + ")");
+      if (Status s = fx::make_mul_params(a, b, y, p); !s.is_ok()) return no_lowering(node, "(" + s.message() + ")");
     } else {
       fx::AddParams p;
-      if (fx::Status s = fx::make_add_params(a, b, y, op == "Sub", p); !s.ok()) return no_lowering(node, "(" + s.message + ")");
+      if (Status s = fx::make_add_params(a, b, y, op == "Sub", p); !s.is_ok()) return no_lowering(node, "(" + s.message() + ")");
     }
     return {};
   }
@@ -145,12 +145,12 @@ Status lower_eltwise(Lowerer& l, const Node& node) {
     lowered::Op lop = make_op(op == "Add" ? "add" : op == "Sub" ? "sub" : "mul", node, {xa, xb}, {y});
     if (op == "Mul") {
       fx::MulParams p;
-      if (fx::Status s = fx::make_mul_params(a, b, qparams_of(yq), p); !s.ok()) return l.node_error(node, s.message);
+      if (Status s = fx::make_mul_params(a, b, qparams_of(yq), p); !s.is_ok()) return l.node_error(node, s.message());
       QFLOW_RETURN_IF_ERROR(check_shift_only(l, node, p.multiplier, "multiplier"));
       set_multiplier(lop, "multiplier", p.multiplier);
     } else {
       fx::AddParams p;
-      if (fx::Status s = fx::make_add_params(a, b, qparams_of(yq), op == "Sub", p); !s.ok()) return l.node_error(node, s.message);
+      if (Status s = fx::make_add_params(a, b, qparams_of(yq), op == "Sub", p); !s.is_ok()) return l.node_error(node, s.message());
       QFLOW_RETURN_IF_ERROR(check_shift_only(l, node, p.a_multiplier, "input A multiplier"));
       QFLOW_RETURN_IF_ERROR(check_shift_only(l, node, p.b_multiplier, "input B multiplier"));
       QFLOW_RETURN_IF_ERROR(check_shift_only(l, node, p.output_multiplier, "output multiplier"));

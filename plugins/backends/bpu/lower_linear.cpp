@@ -38,7 +38,7 @@ std::string input_gap(const Lowerer& l, const Node& node, const Value* x, const 
   if (!q) return no_lowering(node, "with input '" + (x ? x->name() : std::string()) + "' that is not quantized");
   if (w) {
     const fx::QType wt = w->values.dtype() == DType::Int16 ? fx::QType::Int16 : fx::QType::Int8;
-    if (fx::Status s = fx::check_type_pair(qtype_of(q->type), wt); !s.ok()) return no_lowering(node, "(" + s.message + ")");
+    if (Status s = fx::check_type_pair(qtype_of(q->type), wt); !s.is_ok()) return no_lowering(node, "(" + s.message() + ")");
   }
   return {};
 }
@@ -178,8 +178,8 @@ std::string matmul_gap(const Lowerer& l, const Node& node) {
   const Shape b = l.shape(bv);
   if (b.size() != a.size() || !std::equal(a.begin(), a.end() - 2, b.begin()) || b[b.size() - 2] != a.back())
     return no_lowering(node, "of shapes " + join(a) + " and " + join(b) + " (B needs A's leading dimensions)");
-  if (fx::Status s = fx::check_type_pair(qtype_of(l.quant(node.input(0))->type), qtype_of(l.quant(bv)->type)); !s.ok())
-    return no_lowering(node, "(" + s.message + ")");
+  if (Status s = fx::check_type_pair(qtype_of(l.quant(node.input(0))->type), qtype_of(l.quant(bv)->type)); !s.is_ok())
+    return no_lowering(node, "(" + s.message() + ")");
   return {};
 }
 

@@ -22,7 +22,7 @@ std::string gelu_approximation(const Node& node) {
   return node.domain() == "com.microsoft" ? std::string("none") : node.attr_string("approximate", "none");
 }
 
-fx::Status build_table(const Lowerer& l, const Node& node, fx::Lut& lut) {
+Status build_table(const Lowerer& l, const Node& node, fx::Lut& lut) {
   const fx::QParams in = qparams_of(*l.quant(node.input(0)));
   const fx::QParams out = qparams_of(*l.quant(node.output(0)));
   const int bits = fx::is_16bit(in.type) ? kSegmentBits16 : 0;
@@ -45,7 +45,7 @@ fx::Status build_table(const Lowerer& l, const Node& node, fx::Lut& lut) {
           out, bits, lut);
     return fx::build_gelu_lut(in, out, bits, lut);
   }
-  return fx::Status::error("no table for " + op);
+  return invalid_input("no table for " + op);
 }
 
 // LayerNormalization's gamma and beta as doubles of the row length.
@@ -75,8 +75,8 @@ std::string gap_table(const Lowerer& l, const Node& node) {
   if (op == "Softmax") {
     if (last_axis(l, node, l.opset() >= 13 ? -1 : 1) < 0) return no_lowering(node, "over an axis other than the last");
     fx::SoftmaxParams p;
-    if (fx::Status s = fx::make_softmax_params(qparams_of(*l.quant(node.input(0))), qparams_of(*l.quant(node.output(0))), p); !s.ok())
-      return no_lowering(node, "(" + s.message + ")");
+    if (Status s = fx::make_softmax_params(qparams_of(*l.quant(node.input(0))), qparams_of(*l.quant(node.output(0))), p); !s.is_ok())
+      return no_lowering(node, "(" + s.message() + ")");
     return {};
   }
   if (op == "LayerNormalization") {
@@ -88,16 +88,16 @@ std::string gap_table(const Lowerer& l, const Node& node) {
     std::vector<double> gamma, beta;
     if (!layernorm_affine(l, node, gamma, beta)) return no_lowering(node, "with a scale or bias that is not a float constant of the row length");
     fx::LayerNormParams p;
-    if (fx::Status s = fx::make_layernorm_params(qparams_of(*l.quant(node.input(0))), qparams_of(*l.quant(node.output(0))), gamma,
+    if (Status s = fx::make_layernorm_params(qparams_of(*l.quant(node.input(0))), qparams_of(*l.quant(node.output(0))), gamma,
                                                  beta, node.attr_float("epsilon", 1e-5f), p);
-        !s.ok())
-      return no_lowering(node, "(" + s.message + ")");
+        !s.is_ok())
+      return no_lowering(node, "(" + s.message() + ")");
     return {};
   }
   if (op == "Gelu" && gelu_approximation(node) != "none" && gelu_approximation(node) != "tanh")
     return no_lowering(node, "with approximate = " + gelu_approximation(node));
   fx::Lut lut;
-  if (fx::Status s = build_table(l, node, lut); !s.ok()) return no_lowering(node, "(" + s.message + ")");
+  if (Status s = build_table(l, node, lut); !s.is_ok()) return no_lowering(node, "(" + s.message() + ")");
   return {};
 }
 
@@ -108,7 +108,7 @@ Status lower_table(Lowerer& l, const Node& node) {
   const std::string& op = node.op_type();
   if (op == "Softmax") {
     fx::SoftmaxParams p;
-    if (fx::Status s = fx::make_softmax_params(in, out, p); !s.ok()) return l.node_error(node, s.message);
+    if (Status s = fx::make_softmax_params(in, out, p); !s.is_ok()) return l.node_error(node, s.message());
     const int32_t table = l.int32_constant(node.output(0)->name() + "_exp_table", p.exp_table);
     const int32_t y = l.write_quantized(node.output(0));
     lowered::Op lop = make_op("softmax", node, {x, table}, {y});
@@ -124,8 +124,8 @@ Status lower_table(Lowerer& l, const Node& node) {
     std::vector<double> gamma, beta;
     layernorm_affine(l, node, gamma, beta);
     fx::LayerNormParams p;
-    if (fx::Status s = fx::make_layernorm_params(in, out, gamma, beta, node.attr_float("epsilon", 1e-5f), p); !s.ok())
-      return l.node_error(node, s.message);
+    if (Status s = fx::make_layernorm_params(in, out, gamma, beta, node.attr_float("epsilon", 1e-5f), p); !s.is_ok())
+      return l.node_error(node, s.message());
     const int32_t g = l.int32_constant(node.output(0)->name() + "_gamma", p.gamma);
     const int32_t b = l.int32_constant(node.output(0)->name() + "_beta", p.beta);
     const int32_t y = l.write_quantized(node.output(0));
@@ -136,7 +136,7 @@ Status lower_table(Lowerer& l, const Node& node) {
     return Status::ok();
   }
   fx::Lut lut;
-  if (fx::Status s = build_table(l, node, lut); !s.ok()) return l.node_error(node, s.message);
+  if (Status s = build_table(l, node, lut); !s.is_ok()) return l.node_error(node, s.message());
   const int32_t table = l.int32_constant(node.output(0)->name() + "_table", lut.entries);
   const int32_t y = l.write_quantized(node.output(0));
   lowered::Op lop = make_op("lut", node, {x, table}, {y});

@@ -328,13 +328,13 @@ void Lowerer::emit(lowered::Op op) {
 Expected<fx::Multiplier> Lowerer::multiplier(const Node& node, double real, const std::string& what) const {
   if (platform.power_of_two_scales) {
     int shift = 0;
-    if (fx::Status s = fx::make_pot_shift(real, shift); !s.ok())
+    if (Status s = fx::make_pot_shift(real, shift); !s.is_ok())
       return invalid_input(node_text(node) + ": " + what + " " + std::to_string(real) + " is not a power of two (" +
-                           platform.name + " needs power-of-two scales): " + s.message);
+                           platform.name + " needs power-of-two scales): " + s.message());
   }
   fx::Multiplier m;
-  if (fx::Status s = fx::make_multiplier(real, m); !s.ok())
-    return invalid_input(node_text(node) + ": " + what + " " + std::to_string(real) + ": " + s.message);
+  if (Status s = fx::make_multiplier(real, m); !s.is_ok())
+    return invalid_input(node_text(node) + ": " + what + " " + std::to_string(real) + ": " + s.message());
   return m;
 }
 

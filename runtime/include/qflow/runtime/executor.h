@@ -12,12 +12,9 @@
 #include <vector>
 
 #include "qflow/runtime/lowered_model.h"
-#include "qflow/runtime/status.h"
+#include "qflow/core/status.h"
 
 namespace qflow::lowered {
-
-using hbm::Expected;
-using hbm::Status;
 
 // Integer storage whose growth leaves new elements uninitialized: the executor sizes an op's
 // output buffer just before the op overwrites all of it, and a zero fill there showed up as

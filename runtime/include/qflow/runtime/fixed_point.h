@@ -14,13 +14,11 @@
 #include <string>
 #include <vector>
 
-namespace qflow::fx {
+#include "qflow/core/status.h"
 
-struct Status {
-  std::string message;  // empty: success
-  bool ok() const { return message.empty(); }
-  static Status error(std::string text) { return Status{std::move(text)}; }
-};
+#include "qflow/core/status.h"
+
+namespace qflow::fx {
 
 enum class QType { Int8, UInt8, Int16, UInt16 };
 

@@ -10,17 +10,17 @@
 
 #include "qflow/runtime/lowered_model.h"
 #include "qflow/runtime/hbm_file.h"
-#include "qflow/runtime/status.h"
+#include "qflow/core/status.h"
 
 namespace qflow::lowered {
 
 // `toolchain_version` goes into the header; properties into the metadata section.
-hbm::Expected<hbm::HbmFile> to_hbm(const Model& model, std::string_view toolchain_version);
+Expected<hbm::HbmFile> to_hbm(const Model& model, std::string_view toolchain_version);
 // Decodes and validates (lowered::validate) the model an HbmFile carries.
-hbm::Expected<Model> from_hbm(const hbm::HbmFile& file);
+Expected<Model> from_hbm(const hbm::HbmFile& file);
 
 // write(to_hbm(...)) and from_hbm(parse(...)) in one step.
-hbm::Expected<std::vector<uint8_t>> encode_hbm(const Model& model, std::string_view toolchain_version);
-hbm::Expected<Model> decode_hbm(std::span<const uint8_t> bytes, std::span<const std::string_view> supported_platforms = {});
+Expected<std::vector<uint8_t>> encode_hbm(const Model& model, std::string_view toolchain_version);
+Expected<Model> decode_hbm(std::span<const uint8_t> bytes, std::span<const std::string_view> supported_platforms = {});
 
 }  // namespace qflow::lowered

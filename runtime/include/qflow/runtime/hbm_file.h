@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "qflow/runtime/status.h"
+#include "qflow/core/status.h"
 
 namespace qflow::hbm {
 

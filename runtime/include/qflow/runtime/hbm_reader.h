@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "qflow/runtime/hbm_file.h"
-#include "qflow/runtime/status.h"
+#include "qflow/core/status.h"
 
 namespace qflow::hbm {
 

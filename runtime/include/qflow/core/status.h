@@ -1,4 +1,6 @@
 // Status and Expected<T>: how qflow code reports errors without exceptions crossing layers.
+// One type for the device runtime and the host alike: it lives with the runtime (which ships
+// alone) and the SDK installs it unchanged, so it depends on the standard library only.
 #pragma once
 
 #include <string>
@@ -50,7 +52,10 @@ template <typename T>
 class [[nodiscard]] Expected {
  public:
   Expected(T value) : state_(std::move(value)) {}
-  Expected(Status status) : state_(std::move(status)) {}
+  // An ok Status carries no value to hold, so it becomes an internal error rather than an
+  // Expected that holds neither.
+  Expected(Status status)
+      : state_(status.is_ok() ? internal_error("no value and no error") : std::move(status)) {}
 
   bool has_value() const { return state_.index() == 0; }
   explicit operator bool() const { return has_value(); }
@@ -65,6 +70,11 @@ class [[nodiscard]] Expected {
 
   // The error; Status::ok() when a value is held.
   Status status() const { return has_value() ? Status::ok() : std::get<1>(state_); }
+  // The error's message; empty when a value is held.
+  const std::string& message() const {
+    static const std::string none;
+    return has_value() ? none : std::get<1>(state_).message();
+  }
 
  private:
   std::variant<T, Status> state_;
