@@ -83,6 +83,13 @@ std::string with(const std::string& key, const std::string& value) {
   return out;
 }
 
+// The load calibrator's options with `path` at its default (empty: the QDQ model is read).
+Options no_path() {
+  Options options;
+  options.set("path", std::string());
+  return options;
+}
+
 TEST_CASE("load: a table as the calibrator stage writes it reads back with method 'load'") {
   const QuantTable table = {
       {"act", params(DType::Int8, {0.0157480314f}, {0}, -1, 2.0, "max")},
@@ -230,7 +237,7 @@ Model qdq_model() {
 
 TEST_CASE("load: activation scales of a QDQ model; weight QDQ skipped") {
   const Model model = qdq_model();
-  auto calibrator = LoadCalibrator::create(Options{});
+  auto calibrator = LoadCalibrator::create(no_path());
   REQUIRE(calibrator.has_value());
   CalibrationRequest request;
   request.model = &model;
@@ -261,7 +268,7 @@ TEST_CASE("load: QDQ models without activation QuantizeLinear, or with bad param
   set_output(*plain.graph, op(*plain.graph, "Relu", {plain.graph->inputs[0]}, "y"), {1, 4});
   CHECK(LoadCalibrator::from_qdq_model(plain).status().message() ==
         "load calibrator: model 'x' holds no QuantizeLinear nodes and no 'path' was given");
-  CHECK(LoadCalibrator::create(Options{}).value()->calibrate(CalibrationRequest{}).status().code() ==
+  CHECK(LoadCalibrator::create(no_path()).value()->calibrate(CalibrationRequest{}).status().code() ==
         StatusCode::InvalidInput);
 
   Model weights_only = qdq_model();

@@ -34,6 +34,7 @@ ComponentCatalog shipped_catalog() {
                            "fuse-matmul-add", "fuse-hardswish", "fuse-hardsigmoid", "fuse-layernorm", "fuse-gelu",
                            "cross-layer-equalization", "strip-qdq", "float16-to-float32", "integer-to-float"})
     components.push_back({ComponentKind::Pass, name, "built-in pass", {}});
+  components.push_back({ComponentKind::Pass, "adaround", "built-in pass", {}});
   components.push_back({ComponentKind::Observer, "histogram", "built-in observer", {}});
   for (const char* name : {"kl", "percentile", "mse", "mix", "auto", "load"})
     components.push_back({ComponentKind::Calibrator, name, "built-in calibrator", {}});

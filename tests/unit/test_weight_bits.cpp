@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "framework/pipeline/quantization_settings.h"
+#include "framework/quant/quantization_settings.h"
 #include "framework/quant/qdq_builder.h"
 
 using namespace qflow;
