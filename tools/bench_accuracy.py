@@ -109,32 +109,37 @@ def fashion_top1(qflow, out):
 
 
 def weight_grids(qflow, out, bits_list, iterations, rows):
-    """Round-to-nearest (ptq.toml) vs AdaRound (ptq_adaround.toml) per weight grid: max
-    calibrator, reduce-range off (8 bits are the full [-127, 127])."""
+    """Round-to-nearest (ptq.toml) vs AdaRound (ptq_adaround.toml) per weight grid, with
+    per-channel and per-tensor weight scales: max calibrator, reduce-range off (8 bits are
+    the full [-127, 127])."""
     top1 = fashion_top1(qflow, out)
-    for bits in bits_list:
+    for bits, per_channel in ((b, pc) for b in bits_list for pc in (True, False)):
         for rounding, pipeline in (("nearest", "pipelines/ptq.toml"), ("adaround", "pipelines/ptq_adaround.toml")):
-            tag = "w%d_%s" % (bits, rounding)
+            tag = "w%d_%s_%s" % (bits, "pc" if per_channel else "pt", rounding)
             sets = ["model=" + FASHION_MODEL, "data=" + FASHION_CALIB, "method=max",
-                    "quantization.reduce-range=false", "quantization.weight-bits=%d" % bits]
+                    "quantization.reduce-range=false", "quantization.weight-bits=%d" % bits,
+                    "quantization.per-channel=%s" % ("true" if per_channel else "false")]
             if rounding == "adaround":
                 sets.append("adaround.iterations=%d" % iterations)
             start = time.monotonic()
             qflow.ptq(pipeline, os.path.join(out, tag), sets)
             seconds = time.monotonic() - start
             accuracy = top1(os.path.join(out, tag, "fashion_mnist_ptq_model.onnx"), tag)
-            rows.append((bits, rounding, accuracy, seconds))
-            print("fashion-mnist weight-bits %d %-8s top-1 %.2f  %.1f s" % (bits, rounding, accuracy, seconds), flush=True)
+            scales = "per-channel" if per_channel else "per-tensor"
+            rows.append((bits, scales, rounding, accuracy, seconds))
+            print("fashion-mnist weight-bits %d %s %-8s top-1 %.2f  %.1f s" % (bits, scales, rounding, accuracy, seconds),
+                  flush=True)
 
 
 def weight_grid_lines(rows, iterations):
     lines = ["", "## AdaRound: Fashion-MNIST weight grids", "",
              "`pipelines/ptq.toml` (round-to-nearest) and `pipelines/ptq_adaround.toml` (adaround,",
-             "%d iterations, 200 samples), max calibrator, `reduce-range = false`, per-channel weights," % iterations,
-             "`--set quantization.weight-bits=B` (docs/adaround.md, `tools/bench_adaround.py`).", "",
-             "| weight bits | rounding | top-1 % | PTQ wall s |", "|---:|---|---:|---:|"]
-    for bits, rounding, accuracy, seconds in rows:
-        lines.append("| %d | %s | %.2f | %.1f |" % (bits, rounding, accuracy, seconds))
+             "%d iterations, 200 samples), max calibrator, `reduce-range = false`," % iterations,
+             "`--set quantization.weight-bits=B`, `quantization.per-channel` true and false",
+             "(docs/adaround.md, `tools/bench_adaround.py`).", "",
+             "| weight bits | weight scales | rounding | top-1 % | PTQ wall s |", "|---:|---|---|---:|---:|"]
+    for bits, scales, rounding, accuracy, seconds in rows:
+        lines.append("| %d | %s | %s | %.2f | %.1f |" % (bits, scales, rounding, accuracy, seconds))
     return lines
 
 

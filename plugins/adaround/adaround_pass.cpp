@@ -42,7 +42,7 @@ ComponentInfo AdaRound::info() {
       {"beta-start", OptionType::Float, 20.0, "regulariser exponent after the warm-up, annealed linearly to beta-end"},
       {"beta-end", OptionType::Float, 2.0, "regulariser exponent at the last step"},
       {"warmup", OptionType::Float, 0.2, "fraction of the steps without the regulariser"},
-      {"learning-rate", OptionType::Float, 0.01, "Adam's step size on the rounding variables"},
+      {"learning-rate", OptionType::Float, 0.05, "Adam's step size on the rounding variables"},
       {"samples", OptionType::Int, int64_t{256}, "calibration samples whose layer inputs are fitted (0: all)"},
       {"weight-bits", OptionType::Int, int64_t{0}, "grid of 2 to 16 bits; 0: each node's [quantization] settings"},
   };
