@@ -132,11 +132,12 @@ def weight_grids(qflow, out, bits_list, iterations, rows):
 
 
 def weight_grid_lines(rows, iterations):
+    from bench_zoo import cpu_extensions  # the vector extensions the timings ran on
     lines = ["", "## AdaRound: Fashion-MNIST weight grids", "",
              "`pipelines/ptq.toml` (round-to-nearest) and `pipelines/ptq_adaround.toml` (adaround,",
              "%d iterations, 200 samples), max calibrator, `reduce-range = false`," % iterations,
              "`--set quantization.weight-bits=B`, `quantization.per-channel` true and false",
-             "(docs/adaround.md, `tools/bench_adaround.py`).", "",
+             "(docs/adaround.md, `tools/bench_adaround.py`). Wall times on a CPU with %s." % cpu_extensions(), "",
              "| weight bits | weight scales | rounding | top-1 % | PTQ wall s |", "|---:|---|---|---:|---:|"]
     for bits, scales, rounding, accuracy, seconds in rows:
         lines.append("| %d | %s | %s | %.2f | %.1f |" % (bits, scales, rounding, accuracy, seconds))
