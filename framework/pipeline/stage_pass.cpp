@@ -58,13 +58,10 @@ class SaveIntermediate final : public PassInstrumentation {
 Expected<StageResult> run_pass(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                const ComponentRegistry& registry, const StageContext& context) {
   QFLOW_ASSIGN_OR_RETURN(Model model, model_input(stage, *inputs.at("model")));
-  // The samples of the optional dataset input, bound to the model the stage receives.
+  // The samples of the optional dataset input, fed to the model as each pass finds it.
   std::optional<DatasetPassSamples> samples;
-  if (auto it = inputs.find("dataset"); it != inputs.end() && it->second->dataset) {
-    Expected<DatasetPassSamples> bound = DatasetPassSamples::bind(*it->second->dataset, *model.graph);
-    if (!bound) return bound.status().with_context("input 'dataset'");
-    samples.emplace(std::move(*bound));
-  }
+  if (auto it = inputs.find("dataset"); it != inputs.end() && it->second->dataset)
+    samples.emplace(*it->second->dataset, model);
   PassContext pass_context;
   pass_context.samples = samples ? &*samples : nullptr;
   pass_context.quantization = context.quantization;

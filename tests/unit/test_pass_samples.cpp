@@ -2,6 +2,7 @@
 // samples a pass stage hands its passes (framework/pipeline/pass_samples.h).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -73,8 +74,8 @@ TEST_CASE("pass samples: samples are the model's feeds, one at a time, in datase
   spec.limit = 3;
   auto dataset = open_dataset(spec);
   REQUIRE(dataset.has_value());
-  auto samples = DatasetPassSamples::bind(*dataset, *model->graph);
-  REQUIRE_MESSAGE(samples.has_value(), samples.status().message());
+  const DatasetPassSamples samples_of_model(*dataset, *model);
+  const DatasetPassSamples* samples = &samples_of_model;
   CHECK(samples->count() == 3);
   const std::string input = model->graph->runtime_inputs().front()->name();
   auto first = samples->sample(0);
@@ -88,6 +89,30 @@ TEST_CASE("pass samples: samples are the model's feeds, one at a time, in datase
   std::vector<float> b(last->at(input).data<float>(), last->at(input).data<float>() + 784);
   CHECK(a != b);
   CHECK(samples->sample(3).status().message() == "sample 3 is out of range (3 samples)");
+}
+
+TEST_CASE("pass samples: feeds follow the inputs of the model as a pass finds it") {
+  const std::string dir = std::string(QFLOW_SOURCE_DIR) + "/models/fashion_mnist/";
+  auto model = import_onnx_file(dir + "fashion_mnist.onnx");
+  REQUIRE_MESSAGE(model.has_value(), model.status().message());
+  DataSpec spec;
+  spec.path = dir + "calib_200.npy";
+  spec.limit = 2;
+  auto dataset = open_dataset(spec);
+  REQUIRE(dataset.has_value());
+  const DatasetPassSamples samples(*dataset, *model);
+  // An earlier pass of the list renames the only input: the next pass's samples feed the new name.
+  Graph& graph = *model->graph;
+  Value* input = graph.runtime_inputs().front();
+  const std::string before = input->name();
+  Value* renamed = graph.get_or_create_value("renamed_input");
+  renamed->type = input->type;
+  graph.replace_all_uses(input, renamed);
+  std::replace(graph.inputs.begin(), graph.inputs.end(), input, renamed);
+  auto first = samples.sample(0);
+  REQUIRE_MESSAGE(first.has_value(), first.status().message());
+  CHECK(first->count("renamed_input") == 1);
+  CHECK(first->count(before) == 0);
 }
 
 }  // namespace qflow
