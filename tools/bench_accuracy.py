@@ -28,6 +28,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3"
 FASHION_MODEL = os.path.join(ROOT, "models/fashion_mnist/fashion_mnist.onnx")
 FASHION_CALIB = os.path.join(ROOT, "models/fashion_mnist/calib_200.npy")
+# The MobileNetV2-style classifier fixture (inverted residuals, depthwise convolutions; the
+# same Fashion-MNIST preprocessing), where narrow weight grids hurt most.
+MOBILENET_MODEL = os.path.join(ROOT, "models/mobilenet_fashion/mobilenet_fashion.onnx")
+MOBILENET_CALIB = os.path.join(ROOT, "models/mobilenet_fashion/calib_200.npy")
+CLASSIFIERS = (("fashion-mnist", FASHION_MODEL, FASHION_CALIB), ("mobilenet-fashion", MOBILENET_MODEL, MOBILENET_CALIB))
 METHODS = ["max", "percentile", "kl", "mse", "mix", "auto"]
 ADAROUND_BITS = [4, 8]
 ADAROUND_ITERATIONS = 1000
@@ -55,13 +60,8 @@ def run_measured(cmd):
     return seconds, usage.ru_maxrss / 1024.0
 
 
-def with_cle(pipeline_text):
-    """ptq.toml with cross-layer equalization between the optimizer and calibration."""
-    marker = 'output = "${name}_optimized_float_model.onnx"\n'
-    head, tail = pipeline_text.split(marker, 1)
-    stage = ('\n[[stage]]\nid = "cle"\nuse = "cross-layer-equalization"\ninputs = { model = "dce.model" }\n'
-             'options = { through-relu6 = true }\n')
-    return head + marker + stage + tail.replace('"dce.model"', '"cle.model"')
+# Cross-layer equalization after the float optimizations, in the optimize stage's pass list.
+CLE_PASSES = "optimize.passes=float-optimize,cross-layer-equalization<through-relu6=true>"
 
 
 class Qflow:
@@ -109,38 +109,43 @@ def fashion_top1(qflow, out):
 
 
 def weight_grids(qflow, out, bits_list, iterations, rows):
-    """Round-to-nearest (ptq.toml) vs AdaRound (ptq_adaround.toml) per weight grid, with
-    per-channel and per-tensor weight scales: max calibrator, reduce-range off (8 bits are
-    the full [-127, 127])."""
+    """Round-to-nearest vs AdaRound (ptq.toml, `optimize.passes=float-optimize,adaround`) per
+    classifier fixture and weight grid, with per-channel and per-tensor weight scales: max
+    calibrator, reduce-range off (8 bits are the full [-127, 127])."""
     top1 = fashion_top1(qflow, out)
-    for bits, per_channel in ((b, pc) for b in bits_list for pc in (True, False)):
-        for rounding, pipeline in (("nearest", "pipelines/ptq.toml"), ("adaround", "pipelines/ptq_adaround.toml")):
-            tag = "w%d_%s_%s" % (bits, "pc" if per_channel else "pt", rounding)
-            sets = ["model=" + FASHION_MODEL, "data=" + FASHION_CALIB, "method=max",
-                    "quantization.reduce-range=false", "quantization.weight-bits=%d" % bits,
-                    "quantization.per-channel=%s" % ("true" if per_channel else "false")]
-            if rounding == "adaround":
-                sets.append("adaround.iterations=%d" % iterations)
-            start = time.monotonic()
-            qflow.ptq(pipeline, os.path.join(out, tag), sets)
-            seconds = time.monotonic() - start
-            accuracy = top1(os.path.join(out, tag, "fashion_mnist_ptq_model.onnx"), tag)
-            scales = "per-channel" if per_channel else "per-tensor"
-            rows.append((bits, scales, rounding, accuracy, seconds))
-            print("fashion-mnist weight-bits %d %s %-8s top-1 %.2f  %.1f s" % (bits, scales, rounding, accuracy, seconds),
-                  flush=True)
+    for label, model, calib in CLASSIFIERS:
+        stem = os.path.splitext(os.path.basename(model))[0]
+        float_top1 = top1(model, label + "_float")
+        for bits, per_channel in ((b, pc) for b in bits_list for pc in (True, False)):
+            for rounding in ("nearest", "adaround"):
+                tag = "%s_w%d_%s_%s" % (label, bits, "pc" if per_channel else "pt", rounding)
+                sets = ["model=" + model, "data=" + calib, "method=max",
+                        "quantization.reduce-range=false", "quantization.weight-bits=%d" % bits,
+                        "quantization.per-channel=%s" % ("true" if per_channel else "false")]
+                if rounding == "adaround":
+                    sets.append("optimize.passes=float-optimize,adaround<iterations=%d>" % iterations)
+                start = time.monotonic()
+                qflow.ptq(os.path.join(ROOT, "pipelines/ptq.toml"), os.path.join(out, tag), sets)
+                seconds = time.monotonic() - start
+                accuracy = top1(os.path.join(out, tag, stem + "_ptq_model.onnx"), tag)
+                scales = "per-channel" if per_channel else "per-tensor"
+                rows.append((label, float_top1, bits, scales, rounding, accuracy, seconds))
+                print("%s weight-bits %d %s %-8s top-1 %.2f (float %.2f)  %.1f s" %
+                      (label, bits, scales, rounding, accuracy, float_top1, seconds), flush=True)
 
 
 def weight_grid_lines(rows, iterations):
     from bench_zoo import cpu_extensions  # the vector extensions the timings ran on
-    lines = ["", "## AdaRound: Fashion-MNIST weight grids", "",
-             "`pipelines/ptq.toml` (round-to-nearest) and `pipelines/ptq_adaround.toml` (adaround,",
-             "%d iterations, 200 samples), max calibrator, `reduce-range = false`," % iterations,
-             "`--set quantization.weight-bits=B`, `quantization.per-channel` true and false",
-             "(docs/adaround.md, `tools/bench_adaround.py`). Wall times on a CPU with %s." % cpu_extensions(), "",
-             "| weight bits | weight scales | rounding | top-1 % | PTQ wall s |", "|---:|---|---|---:|---:|"]
-    for bits, scales, rounding, accuracy, seconds in rows:
-        lines.append("| %d | %s | %s | %.2f | %.1f |" % (bits, scales, rounding, accuracy, seconds))
+    lines = ["", "## AdaRound: weight grids on the classifier fixtures", "",
+             "`pipelines/ptq.toml`, round-to-nearest or with `--set optimize.passes=float-optimize,adaround`",
+             "(%d iterations, 200 samples), max calibrator, `reduce-range = false`," % iterations,
+             "`--set quantization.weight-bits=B`, `quantization.per-channel` true and false; top-1 on the",
+             "10,000 Fashion-MNIST test images (docs/adaround.md, `tools/bench_adaround.py`).",
+             "Wall times on a CPU with %s." % cpu_extensions(), "",
+             "| model | float top-1 % | weight bits | weight scales | rounding | top-1 % | PTQ wall s |",
+             "|---|---:|---:|---|---|---:|---:|"]
+    for label, float_top1, bits, scales, rounding, accuracy, seconds in rows:
+        lines.append("| %s | %.2f | %d | %s | %s | %.2f | %.1f |" % (label, float_top1, bits, scales, rounding, accuracy, seconds))
     return lines
 
 
@@ -149,10 +154,6 @@ def fashion_mnist(qflow, out, skip_torch, rows):
 
     float_top1 = top1(FASHION_MODEL, "float")
     rows.append(("float (ONNX, qflow interpreter)", "-", "-", "-", float_top1, 0.0, 0.0))
-    base_text = open(os.path.join(ROOT, "pipelines/ptq.toml")).read()
-    cle_pipeline = os.path.join(out, "ptq_cle.toml")
-    with open(cle_pipeline, "w") as f:
-        f.write(with_cle(base_text))
     configs = [(m, True, False, False) for m in METHODS] + [(m, False, False, False) for m in METHODS]
     configs += [(m, True, cle, bc) for m in ("max", "kl") for cle, bc in ((True, False), (False, True), (True, True))]
     for method, per_channel, cle, bias_correction in configs:
@@ -161,7 +162,7 @@ def fashion_mnist(qflow, out, skip_torch, rows):
         sets = ["model=" + FASHION_MODEL, "data=" + FASHION_CALIB, "method=" + method, "quantization.per-channel=" + ("true" if per_channel else "false"),
                 "ptq.bias-correction=" + ("true" if bias_correction else "false")]
         start = time.monotonic()
-        qflow.ptq(cle_pipeline if cle else os.path.join(ROOT, "pipelines/ptq.toml"), run_dir, sets)
+        qflow.ptq(os.path.join(ROOT, "pipelines/ptq.toml"), run_dir, sets + ([CLE_PASSES] if cle else []))
         seconds = time.monotonic() - start
         accuracy = top1(os.path.join(run_dir, "fashion_mnist_ptq_model.onnx"), tag)
         rows.append(("qflow " + method, "per-channel" if per_channel else "per-tensor", "yes" if cle else "no",

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Top-1 of round-to-nearest vs AdaRound weights on the Fashion-MNIST test set, alone.
+"""Top-1 of round-to-nearest vs AdaRound weights on the classifier fixtures, alone.
 
-The same measurement `make bench-accuracy` writes into docs/accuracy.md ("AdaRound:
-Fashion-MNIST weight grids"): pipelines/ptq.toml and pipelines/ptq_adaround.toml per weight
-grid, max calibrator, reduce-range off. Prints the Markdown table.
+The same measurement `make bench-accuracy` writes into docs/accuracy.md ("AdaRound: weight
+grids on the classifier fixtures"): pipelines/ptq.toml with and without the adaround pass per
+fixture and weight grid, max calibrator, reduce-range off. Prints the Markdown table.
 usage: tools/bench_adaround.py [--build build] [--out DIR] [--bits 4,8] [--iterations N]
 """
 import argparse

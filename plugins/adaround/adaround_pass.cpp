@@ -45,6 +45,10 @@ ComponentInfo AdaRound::info() {
       {"learning-rate", OptionType::Float, 0.05, "Adam's step size on the rounding variables"},
       {"samples", OptionType::Int, int64_t{256}, "calibration samples whose layer inputs are fitted (0: all)"},
       {"weight-bits", OptionType::Int, int64_t{0}, "grid of 2 to 16 bits; 0: each node's [quantization] settings"},
+      {"inputs", OptionType::String, std::string("rounded"),
+       "layer inputs the rounding is fitted on: rounded (those of the model whose earlier layers are rounded, "
+       "fitted to the float output) or float (the float model's; one run, less memory)",
+       OptionLimits{.one_of = {"rounded", "float"}}},
   };
   return info;
 }
@@ -68,7 +72,7 @@ Expected<std::unique_ptr<Pass>> AdaRound::create(const Options& options) {
   if (samples < 0) return invalid_input("adaround: samples must be >= 0, got " + std::to_string(samples));
   if (bits != 0 && (bits < 2 || bits > 16))
     return invalid_input("adaround: weight-bits must be 0 or from 2 to 16, got " + std::to_string(bits));
-  return std::unique_ptr<Pass>(std::make_unique<AdaRound>(soft, samples, bits));
+  return std::unique_ptr<Pass>(std::make_unique<AdaRound>(soft, samples, bits, options.get_string("inputs") == "rounded"));
 }
 
 Expected<PassResult> AdaRound::run_impl(Model& model) {
@@ -89,10 +93,9 @@ Expected<PassResult> AdaRound::run_with_context(Model& model, const PassContext&
   const int64_t available = context.samples->count();
   const int64_t count = samples_ > 0 ? std::min(samples_, available) : available;
   if (count == 0) return invalid_input("adaround: the dataset has no samples");
-  QFLOW_RETURN_IF_ERROR(adaround::collect_grams(model, *context.samples, count, layers));
   int64_t rounded_away = 0;
-  for (const adaround::Layer& layer : layers) {
-    if (layer.vectors == 0) continue;
+  const auto round = [&](adaround::Layer& layer) -> Status {
+    if (layer.vectors == 0) return Status::ok();
     const QuantSpec spec = config.resolve(layer.node->name(), layer.node->op_type());
     const int bits = weight_bits_ > 0 ? static_cast<int>(weight_bits_) : spec.weight_bits;
     const DType container = weight_bits_ > 0 ? (bits <= 8 ? DType::Int8 : DType::Int16) : spec.weight_dtype;
@@ -100,7 +103,8 @@ Expected<PassResult> AdaRound::run_with_context(Model& model, const PassContext&
     problem.weight = adaround::weight_matrix(graph, layer);
     problem.qmax = weight_qmax(container, spec.reduce_range, bits);
     problem.scale = builder_scales(problem.weight, problem.qmax, spec.per_channel);
-    problem.grams = layer.grams;
+    problem.grams = std::move(layer.grams);
+    problem.cross = std::move(layer.cross);
     const int64_t per_group = problem.weight.rows() / layer.groups;
     for (Eigen::Index r = 0; r < problem.weight.rows(); ++r) problem.group_of.push_back(r / per_group);
     const adaround::Matrix learned = adaround::learned_integers(problem, options_);
@@ -110,6 +114,13 @@ Expected<PassResult> AdaRound::run_with_context(Model& model, const PassContext&
       snapped.row(r) = learned.row(r) * problem.scale[static_cast<std::size_t>(r)];
     graph.set_initializer(layer.node->input(1), adaround::weight_tensor(graph, layer, snapped));
     ++result.counters["layers-rounded"];
+    return Status::ok();
+  };
+  if (rounded_inputs_) {
+    QFLOW_RETURN_IF_ERROR(adaround::round_in_sequence(model, *context.samples, count, layers, round));
+  } else {
+    QFLOW_RETURN_IF_ERROR(adaround::collect_grams(model, *context.samples, count, layers));
+    for (adaround::Layer& layer : layers) QFLOW_RETURN_IF_ERROR(round(layer));
   }
   result.counters["weights-rounded-away"] = rounded_away;
   result.changed = result.counters["layers-rounded"] > 0;

@@ -14,8 +14,10 @@
 namespace qflow {
 
 // For every Conv (2-D), Gemm and MatMul with a private float32 weight, in topological order:
-// the grams of its float inputs on the first `samples` calibration samples (one run of the
-// float model), then the rounding of each weight learned (soft_rounding.h), then the weight
+// the grams of its inputs on the first `samples` calibration samples (`inputs = "rounded"`:
+// the inputs it reads once the layers before it are rounded, fitted to the float model's
+// output; "float": the float model's inputs, one run), then the rounding of each weight
+// learned (soft_rounding.h), then the weight
 // replaced by w' = s * clamp(floor(w / s) + [h >= 0.5], -qmax, qmax), s the per-channel
 // max-abs scale the QDQ builder computes from the node's QuantSpec (weight-bits, weight-dtype,
 // reduce-range, per-channel). Each channel's largest |w| lies on the grid, so max|w'| = max|w|
@@ -23,8 +25,8 @@ namespace qflow {
 // Counters: layers-rounded, weights-rounded-away (weights not on round-to-nearest's choice).
 class AdaRound final : public Pass {
  public:
-  AdaRound(adaround::SoftRoundingOptions options, int64_t samples, int64_t weight_bits)
-      : options_(options), samples_(samples), weight_bits_(weight_bits) {}
+  AdaRound(adaround::SoftRoundingOptions options, int64_t samples, int64_t weight_bits, bool rounded_inputs)
+      : options_(options), samples_(samples), weight_bits_(weight_bits), rounded_inputs_(rounded_inputs) {}
 
   static ComponentInfo info();
   static Expected<std::unique_ptr<Pass>> create(const Options& options);
@@ -36,6 +38,7 @@ class AdaRound final : public Pass {
   adaround::SoftRoundingOptions options_;
   int64_t samples_;
   int64_t weight_bits_;  // 0: each node's QuantSpec decides
+  bool rounded_inputs_;  // asymmetric reconstruction (inputs = "rounded")
 };
 
 }  // namespace qflow

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ struct Layer {
   int64_t groups = 1;
   // Conv geometry
   std::vector<int64_t> kernel, strides, pads, dilations;
-  std::vector<Matrix> grams;  // per group, mean of x x^T over the input vectors
+  std::vector<Matrix> grams;  // per group, mean of x~ x~^T over the input vectors
+  std::vector<Matrix> cross;  // per group, mean of x~ x^T (round_in_sequence only)
   int64_t vectors = 0;        // input vectors summed into grams
 };
 
@@ -32,6 +34,15 @@ Expected<std::vector<Layer>> find_layers(const Graph& graph);
 // Runs `model` on samples [0, count) of `samples` in order, node by node, and fills every
 // layer's grams from its float input.
 Status collect_grams(const Model& model, const PassSamples& samples, int64_t count, std::vector<Layer>& layers);
+
+// Rounds the layers in topological order, each on the inputs it reads once the layers before
+// it are rounded (asymmetric reconstruction, Nagel et al. 2020 section 4): the float model and
+// the rounded one run side by side, node by node, on samples [0, count) held in memory; at each
+// layer its grams (x~ x~^T of the rounded model's input) and cross terms (x~ x^T with the float
+// model's) are formed, then `round` sets the layer's new weight in the graph, which the rounded
+// model's later nodes read. Memory: the live values of `count` samples, twice where they differ.
+Status round_in_sequence(Model& model, const PassSamples& samples, int64_t count, std::vector<Layer>& layers,
+                         const std::function<Status(Layer&)>& round);
 
 // The weight of `layer` as a [out channels, K] matrix, and back.
 Matrix weight_matrix(const Graph& graph, const Layer& layer);

@@ -11,12 +11,28 @@ namespace {
 constexpr double kZeta = 1.1;
 constexpr double kGamma = -0.1;
 
-// Rows of `delta` times the gram of their group: the gradient of the reconstruction error / 2.
-Matrix times_gram(const LayerProblem& layer, const Matrix& delta) {
-  Matrix out(delta.rows(), delta.cols());
-  for (Eigen::Index r = 0; r < delta.rows(); ++r)
-    out.row(r) = delta.row(r) * layer.grams[static_cast<std::size_t>(layer.group_of[static_cast<std::size_t>(r)])];
+// Rows of `m` times a per-group matrix of `per_group` (transposed when asked).
+Matrix times_group(const LayerProblem& layer, const std::vector<Matrix>& per_group, const Matrix& m, bool transposed) {
+  Matrix out(m.rows(), m.cols());
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    const Matrix& g = per_group[static_cast<std::size_t>(layer.group_of[static_cast<std::size_t>(r)])];
+    if (transposed) out.row(r) = m.row(r) * g.transpose();
+    else out.row(r) = m.row(r) * g;
+  }
   return out;
+}
+
+// Rows w_r C^T: what the gradient of the error subtracts, w~_r G - w_r C^T being its half.
+// With float inputs C = G and the gradient is (W~ - W) G.
+Matrix target_of(const LayerProblem& layer) {
+  return layer.cross.empty() ? times_group(layer, layer.grams, layer.weight, false)
+                             : times_group(layer, layer.cross, layer.weight, true);
+}
+
+Matrix weights_of(const LayerProblem& layer, const Matrix& integers) {
+  Matrix w(integers.rows(), integers.cols());
+  for (Eigen::Index r = 0; r < w.rows(); ++r) w.row(r) = integers.row(r) * layer.scale[static_cast<std::size_t>(r)];
+  return w;
 }
 
 double rectified_sigmoid(double v) { return std::clamp(1.0 / (1.0 + std::exp(-v)) * (kZeta - kGamma) + kGamma, 0.0, 1.0); }
@@ -32,10 +48,13 @@ Matrix nearest_integers(const LayerProblem& layer) {
 }
 
 double reconstruction_error(const LayerProblem& layer, const Matrix& integers) {
-  Matrix delta(integers.rows(), integers.cols());
-  for (Eigen::Index r = 0; r < delta.rows(); ++r)
-    delta.row(r) = integers.row(r) * layer.scale[static_cast<std::size_t>(r)] - layer.weight.row(r);
-  return times_gram(layer, delta).cwiseProduct(delta).sum();
+  const Matrix rounded = weights_of(layer, integers);
+  if (layer.cross.empty()) {
+    const Matrix delta = rounded - layer.weight;
+    return times_group(layer, layer.grams, delta, false).cwiseProduct(delta).sum();
+  }
+  return times_group(layer, layer.grams, rounded, false).cwiseProduct(rounded).sum() -
+         2.0 * target_of(layer).cwiseProduct(rounded).sum();
 }
 
 Matrix learned_integers(const LayerProblem& layer, const SoftRoundingOptions& options) {
@@ -52,16 +71,17 @@ Matrix learned_integers(const LayerProblem& layer, const SoftRoundingOptions& op
   Matrix m = Matrix::Zero(rows, cols), second = Matrix::Zero(rows, cols);
   constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-8;
   const auto warmup_end = static_cast<int64_t>(options.warmup * static_cast<double>(options.iterations));
-  Matrix h(rows, cols), delta(rows, cols), grad(rows, cols);
+  Matrix h(rows, cols), soft(rows, cols), grad(rows, cols);
+  const Matrix target = target_of(layer);
   for (int64_t it = 0; it < options.iterations; ++it) {
     for (Eigen::Index r = 0; r < rows; ++r)
       for (Eigen::Index k = 0; k < cols; ++k) {
         h(r, k) = rectified_sigmoid(v(r, k));
         const double q = floor_q(r, k) + h(r, k);
         // Clamped to the grid: a weight pushed past qmax moves no further.
-        delta(r, k) = std::clamp(q, -layer.qmax, layer.qmax) * layer.scale[static_cast<std::size_t>(r)] - layer.weight(r, k);
+        soft(r, k) = std::clamp(q, -layer.qmax, layer.qmax) * layer.scale[static_cast<std::size_t>(r)];
       }
-    const Matrix rec = times_gram(layer, delta);  // d rec / d W~ = 2 rec
+    const Matrix rec = times_group(layer, layer.grams, soft, false) - target;  // d rec / d W~ = 2 rec
     const bool regularise = it >= warmup_end;
     const double progress = regularise && options.iterations > warmup_end
                                 ? static_cast<double>(it - warmup_end) / static_cast<double>(options.iterations - warmup_end)

@@ -11,15 +11,20 @@ namespace qflow::adaround {
 
 using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// A layer as a matrix product: output channel r reads the inputs of group group_of[r], and the
-// layer's output moves by (W~ - W)[r] . x for input x. grams[g] = mean over the layer's input
-// vectors x of group g of x x^T (for a Conv, the im2col patches), so the reconstruction error
-// E ||(W~ - W) x||^2, summed over output channels, is sum_r d_r grams[g(r)] d_r^T.
+// A layer as a matrix product: output channel r reads the inputs of group group_of[r]. The
+// rounded layer reads x~ where the float layer reads x (the same vector when the layer is
+// fitted on float inputs; the input under the earlier layers' rounding otherwise), and the
+// reconstruction error E ||W~ x~ - W x||^2, summed over output channels, is
+//   sum_r (w~_r G w~_r^T - 2 w~_r C w_r^T + w_r F w_r^T)
+// with, per group (for a Conv, x are the im2col patches), G = grams[g] = mean of x~ x~^T,
+// C = cross[g] = mean of x~ x^T and F = mean of x x^T. With float inputs C = F = G and the
+// error is sum_r d_r G d_r^T, d = W~ - W.
 struct LayerProblem {
   Matrix weight;                  // [out channels, K]
   std::vector<double> scale;      // per output channel: the QDQ builder's float32 scale
   double qmax = 7.0;              // grid [-qmax, qmax]
   std::vector<Matrix> grams;      // per group, [K, K]
+  std::vector<Matrix> cross;      // per group, [K, K]; empty: the layer reads float inputs
   std::vector<int64_t> group_of;  // per output channel
 };
 
@@ -42,7 +47,8 @@ Matrix nearest_integers(const LayerProblem& layer);
 // fixed order on one thread, so the result depends on nothing but the inputs.
 Matrix learned_integers(const LayerProblem& layer, const SoftRoundingOptions& options);
 
-// The reconstruction error sum_r d_r G d_r^T of weights s * q.
+// The reconstruction error of weights s * q, without the term w_r F w_r^T that no rounding
+// changes when the layer reads rounded inputs (exact with float inputs).
 double reconstruction_error(const LayerProblem& layer, const Matrix& integers);
 
 }  // namespace qflow::adaround
