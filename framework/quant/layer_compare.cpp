@@ -39,19 +39,37 @@ bool is_constant(const Graph& graph, const Value* v) {
   return is_op(v->producer(), "Constant");
 }
 
+// The Clip that bounds a narrowed activation grid after `dequantize` (qdq_builder.cpp): the
+// only reader of its output, with constant bounds; null when there is none.
+const Node* grid_clip_of(const Graph& graph, const Node& dequantize) {
+  const Value* out = dequantize.output(0);
+  if (!out || out->uses().size() != 1 || contains(graph.outputs, out)) return nullptr;
+  const Node* clip = out->uses().front().first;
+  if (!is_op(clip, "Clip") || clip->inputs().size() != 3 || clip->input(0) != out || !clip->output(0)) return nullptr;
+  return is_constant(graph, clip->input(1)) && is_constant(graph, clip->input(2)) ? clip : nullptr;
+}
+
+// What the QDQ model's consumers of a quantized activation read: the DequantizeLinear output,
+// or the grid Clip's after it.
+const Value* read_value_of(const Graph& graph, const Node& dequantize) {
+  const Node* clip = grid_clip_of(graph, dequantize);
+  return clip ? clip->output(0) : dequantize.output(0);
+}
+
 // One quantized activation of the QDQ model.
 struct QdqPair {
   const Node* quantize = nullptr;
   const Node* dequantize = nullptr;
   std::string float_name;  // the tensor's name in the float model
   std::string dq_output;   // what consumers of the QDQ model read
+  const Node* clip = nullptr;  // a narrowed grid's Clip after the DequantizeLinear
 };
 
 // The name the quantized tensor has in the float model: the QuantizeLinear input, or, when
-// the DequantizeLinear output is a graph output, that output's name (the producer writes
+// what consumers read is a graph output, that output's name (the producer writes
 // `<name>_float` then, docs/quantization.md).
 std::string float_name_of(const Graph& graph, const Node& quantize, const Node& dequantize) {
-  if (contains(graph.outputs, dequantize.output(0))) return dequantize.output(0)->name();
+  if (const Value* read = read_value_of(graph, dequantize); contains(graph.outputs, read)) return read->name();
   return quantize.input(0)->name();
 }
 
@@ -64,7 +82,8 @@ std::vector<QdqPair> find_pairs(const Graph& graph, const std::vector<Node*>& or
     for (const auto& [user, index] : node->output(0)->uses()) {
       (void)index;
       if (!is_op(user, "DequantizeLinear") || !user->output(0)) continue;
-      QdqPair pair{node, user, float_name_of(graph, *node, *user), user->output(0)->name()};
+      QdqPair pair{node, user, float_name_of(graph, *node, *user), read_value_of(graph, *user)->name(),
+                   grid_clip_of(graph, *user)};
       if (seen.insert(pair.float_name).second) pairs.push_back(pair);
       break;
     }
@@ -106,6 +125,10 @@ class IsolatedBuilder {
     const Node* producer = v->producer();
     if (is_op(producer, "Constant")) return copy_node(*producer, result);
     if (is_op(producer, "QuantizeLinear")) return copy_node(*producer, result);
+    // A narrowed grid's Clip: copied with its DequantizeLinear (brought below).
+    if (is_op(producer, "Clip") && producer->input(0) && is_op(producer->input(0)->producer(), "DequantizeLinear") &&
+        grid_clip_of(qdq_, *producer->input(0)->producer()) == producer)
+      return copy_node(*producer, result);
     if (is_op(producer, "DequantizeLinear") && producer->input(0)) {
       const Value* source = producer->input(0);
       const Node* quantize = source->producer();
@@ -161,6 +184,7 @@ class IsolatedBuilder {
     }
     Value* out = nullptr;
     if (!copy_node(*pair.dequantize, out)) return false;
+    if (pair.clip && !copy_node(*pair.clip, out)) return false;
     g_.outputs.push_back(g_.find_value(pair.dq_output));
     out_.outputs.emplace_back(pair.dq_output, row);
     return true;
