@@ -20,6 +20,7 @@
 #include "framework/data/input_feeds.h"
 #include "framework/quant/lockstep_pairs.h"
 #include "framework/interpreter/executor.h"
+#include "qflow/quant/quant_math.h"
 
 namespace qflow {
 
@@ -39,14 +40,40 @@ bool is_constant(const Graph& graph, const Value* v) {
   return is_op(v->producer(), "Constant");
 }
 
+const Tensor* constant_of(const Graph& graph, const Value* v) {
+  if (!v) return nullptr;
+  if (graph.is_initializer(v) && !contains(graph.inputs, v)) return graph.initializer(v);
+  const Node* producer = v->producer();
+  if (is_op(producer, "Constant"))
+    if (const Attribute* a = producer->find_attribute("value"); a && a->type == AttributeType::Tensor) return &a->t;
+  return nullptr;
+}
+
 // The Clip that bounds a narrowed activation grid after `dequantize` (qdq_builder.cpp): the
-// only reader of its output, with constant bounds; null when there is none.
+// only reader of its output, whose constant bounds are the dequantized ends of a grid of 2 to
+// width-1 bits of the DequantizeLinear's scale and zero point; null when there is none. The
+// bounds tell it from a model's own Clip (ReLU6) that reads a DequantizeLinear.
 const Node* grid_clip_of(const Graph& graph, const Node& dequantize) {
   const Value* out = dequantize.output(0);
   if (!out || out->uses().size() != 1 || contains(graph.outputs, out)) return nullptr;
   const Node* clip = out->uses().front().first;
   if (!is_op(clip, "Clip") || clip->inputs().size() != 3 || clip->input(0) != out || !clip->output(0)) return nullptr;
-  return is_constant(graph, clip->input(1)) && is_constant(graph, clip->input(2)) ? clip : nullptr;
+  const Tensor* lo = constant_of(graph, clip->input(1));
+  const Tensor* hi = constant_of(graph, clip->input(2));
+  const Tensor* scale = constant_of(graph, dequantize.input(1));
+  const Tensor* zp = constant_of(graph, dequantize.input(2));
+  if (!lo || !hi || !scale || !zp || lo->numel() != 1 || hi->numel() != 1 || scale->numel() != 1 || zp->numel() != 1)
+    return nullptr;
+  const double s = static_cast<float>(scale->to_doubles()[0]);
+  const double z = static_cast<double>(zp->to_int64s()[0]);
+  const auto lo_value = static_cast<float>(lo->to_doubles()[0]), hi_value = static_cast<float>(hi->to_doubles()[0]);
+  for (int bits = 2; bits < quant_bits(zp->dtype()); ++bits) {
+    const QuantRange grid = grid_range(zp->dtype(), bits);
+    if (static_cast<float>((static_cast<double>(grid.min) - z) * s) == lo_value &&
+        static_cast<float>((static_cast<double>(grid.max) - z) * s) == hi_value)
+      return clip;
+  }
+  return nullptr;
 }
 
 // What the QDQ model's consumers of a quantized activation read: the DequantizeLinear output,
