@@ -74,8 +74,8 @@ Status retype_activations(const Model& model, QuantTable& table, const QuantConf
     const Value* value = model.graph->find_value(name);
     if (!value) continue;
     const QuantSpec spec = tensor_spec(*value, config);
-    if (spec.activation_dtype == params.dtype) continue;
-    const QuantRange range = quant_range(params.dtype);
+    if (on_spec_grid(params, spec)) continue;
+    const QuantRange range = grid_range(params);
     TensorStatistics stats;
     stats.count = 1;
     stats.min = static_cast<double>(params.scale[0]) * static_cast<double>(range.min - params.zero_point[0]);

@@ -21,6 +21,8 @@ std::string qparams_json(const QuantTable& table, const std::map<std::string, Te
       if (auto it = statistics->find(name); it != statistics->end()) stats = &it->second;
     json.key(name).begin_object();
     json.field("axis", q.axis);
+    // Only a narrowed grid: tables of full-range entries stay as they were.
+    if (q.bits != 0) json.field("bits", static_cast<int64_t>(q.bits));
     json.field("dtype", dtype_name(q.dtype));
     if (stats) json.field("max", stats->max);
     json.field("method", q.method);

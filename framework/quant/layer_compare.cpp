@@ -20,6 +20,7 @@
 #include "framework/data/input_feeds.h"
 #include "framework/quant/lockstep_pairs.h"
 #include "framework/interpreter/executor.h"
+#include "qflow/quant/quant_math.h"
 
 namespace qflow {
 
@@ -39,19 +40,63 @@ bool is_constant(const Graph& graph, const Value* v) {
   return is_op(v->producer(), "Constant");
 }
 
+const Tensor* constant_of(const Graph& graph, const Value* v) {
+  if (!v) return nullptr;
+  if (graph.is_initializer(v) && !contains(graph.inputs, v)) return graph.initializer(v);
+  const Node* producer = v->producer();
+  if (is_op(producer, "Constant"))
+    if (const Attribute* a = producer->find_attribute("value"); a && a->type == AttributeType::Tensor) return &a->t;
+  return nullptr;
+}
+
+// The Clip that bounds a narrowed activation grid after `dequantize` (qdq_builder.cpp): the
+// only reader of its output, whose constant bounds are the dequantized ends of a grid of 2 to
+// width-1 bits of the DequantizeLinear's scale and zero point; null when there is none. The
+// bounds tell it from a model's own Clip (ReLU6) that reads a DequantizeLinear.
+const Node* grid_clip_of(const Graph& graph, const Node& dequantize) {
+  const Value* out = dequantize.output(0);
+  if (!out || out->uses().size() != 1 || contains(graph.outputs, out)) return nullptr;
+  const Node* clip = out->uses().front().first;
+  if (!is_op(clip, "Clip") || clip->inputs().size() != 3 || clip->input(0) != out || !clip->output(0)) return nullptr;
+  const Tensor* lo = constant_of(graph, clip->input(1));
+  const Tensor* hi = constant_of(graph, clip->input(2));
+  const Tensor* scale = constant_of(graph, dequantize.input(1));
+  const Tensor* zp = constant_of(graph, dequantize.input(2));
+  if (!lo || !hi || !scale || !zp || lo->numel() != 1 || hi->numel() != 1 || scale->numel() != 1 || zp->numel() != 1)
+    return nullptr;
+  const double s = static_cast<float>(scale->to_doubles()[0]);
+  const double z = static_cast<double>(zp->to_int64s()[0]);
+  const auto lo_value = static_cast<float>(lo->to_doubles()[0]), hi_value = static_cast<float>(hi->to_doubles()[0]);
+  for (int bits = 2; bits < quant_bits(zp->dtype()); ++bits) {
+    const QuantRange grid = grid_range(zp->dtype(), bits);
+    if (static_cast<float>((static_cast<double>(grid.min) - z) * s) == lo_value &&
+        static_cast<float>((static_cast<double>(grid.max) - z) * s) == hi_value)
+      return clip;
+  }
+  return nullptr;
+}
+
+// What the QDQ model's consumers of a quantized activation read: the DequantizeLinear output,
+// or the grid Clip's after it.
+const Value* read_value_of(const Graph& graph, const Node& dequantize) {
+  const Node* clip = grid_clip_of(graph, dequantize);
+  return clip ? clip->output(0) : dequantize.output(0);
+}
+
 // One quantized activation of the QDQ model.
 struct QdqPair {
   const Node* quantize = nullptr;
   const Node* dequantize = nullptr;
   std::string float_name;  // the tensor's name in the float model
   std::string dq_output;   // what consumers of the QDQ model read
+  const Node* clip = nullptr;  // a narrowed grid's Clip after the DequantizeLinear
 };
 
 // The name the quantized tensor has in the float model: the QuantizeLinear input, or, when
-// the DequantizeLinear output is a graph output, that output's name (the producer writes
+// what consumers read is a graph output, that output's name (the producer writes
 // `<name>_float` then, docs/quantization.md).
 std::string float_name_of(const Graph& graph, const Node& quantize, const Node& dequantize) {
-  if (contains(graph.outputs, dequantize.output(0))) return dequantize.output(0)->name();
+  if (const Value* read = read_value_of(graph, dequantize); contains(graph.outputs, read)) return read->name();
   return quantize.input(0)->name();
 }
 
@@ -64,7 +109,8 @@ std::vector<QdqPair> find_pairs(const Graph& graph, const std::vector<Node*>& or
     for (const auto& [user, index] : node->output(0)->uses()) {
       (void)index;
       if (!is_op(user, "DequantizeLinear") || !user->output(0)) continue;
-      QdqPair pair{node, user, float_name_of(graph, *node, *user), user->output(0)->name()};
+      QdqPair pair{node, user, float_name_of(graph, *node, *user), read_value_of(graph, *user)->name(),
+                   grid_clip_of(graph, *user)};
       if (seen.insert(pair.float_name).second) pairs.push_back(pair);
       break;
     }
@@ -106,6 +152,10 @@ class IsolatedBuilder {
     const Node* producer = v->producer();
     if (is_op(producer, "Constant")) return copy_node(*producer, result);
     if (is_op(producer, "QuantizeLinear")) return copy_node(*producer, result);
+    // A narrowed grid's Clip: copied with its DequantizeLinear (brought below).
+    if (is_op(producer, "Clip") && producer->input(0) && is_op(producer->input(0)->producer(), "DequantizeLinear") &&
+        grid_clip_of(qdq_, *producer->input(0)->producer()) == producer)
+      return copy_node(*producer, result);
     if (is_op(producer, "DequantizeLinear") && producer->input(0)) {
       const Value* source = producer->input(0);
       const Node* quantize = source->producer();
@@ -161,6 +211,7 @@ class IsolatedBuilder {
     }
     Value* out = nullptr;
     if (!copy_node(*pair.dequantize, out)) return false;
+    if (pair.clip && !copy_node(*pair.clip, out)) return false;
     g_.outputs.push_back(g_.find_value(pair.dq_output));
     out_.outputs.emplace_back(pair.dq_output, row);
     return true;

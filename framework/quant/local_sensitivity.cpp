@@ -16,10 +16,10 @@ namespace qflow {
 
 namespace {
 
-// x quantized with `p` and dequantized (QuantizeLinear then DequantizeLinear, per tensor or
-// per channel along p.axis).
+// x quantized with `p` and dequantized (QuantizeLinear then DequantizeLinear, then the Clip
+// of a narrowed grid; per tensor or per channel along p.axis).
 std::vector<float> fake_quantized(const Tensor& t, const QuantParams& p) {
-  const QuantRange range = quant_range(p.dtype);
+  const QuantRange range = grid_range(p);  // the narrowed grid's Clip included
   const float* x = t.data<float>();
   int64_t inner = 1, channels = 1;
   if (p.scale.size() > 1 && p.axis >= 0 && p.axis < t.rank()) {

@@ -118,7 +118,13 @@ constexpr std::size_t kPruneSteps = 16;
 constexpr double kUnmeasured = std::numeric_limits<double>::quiet_NaN();
 
 bool same_params(const QuantParams& a, const QuantParams& b) {
-  return a.dtype == b.dtype && a.scale == b.scale && a.zero_point == b.zero_point && a.axis == b.axis;
+  return a.dtype == b.dtype && a.bits == b.bits && a.scale == b.scale && a.zero_point == b.zero_point && a.axis == b.axis;
+}
+
+// "int8", or "int8 (4-bit)" for a narrowed grid.
+std::string grid_text(DType dtype, int bits) {
+  const int b = grid_bits(dtype, bits);
+  return std::string(dtype_name(dtype)) + (b ? " (" + std::to_string(b) + "-bit)" : "");
 }
 
 std::string value_text(double v) {
@@ -160,7 +166,7 @@ Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& tabl
     // Also for a float node's output: it is still quantized where a quantized node reads it
     // (a node moved to the CPU keeps the int16 it was raised to), and a Concat group that
     // holds it shares one type with its other members even where nothing quantizes it.
-    if (spec.activation_dtype == params.dtype) continue;
+    if (on_spec_grid(params, spec)) continue;
     if (params.scale.size() != 1 || params.zero_point.size() != 1)
       return invalid_input("precision: tensor '" + name + "' has per-axis parameters; only per-tensor activations change type");
     if (statistics && is_16bit_quant(spec.activation_dtype)) {
@@ -172,13 +178,14 @@ Expected<QuantTable> table_for_config(const Graph& graph, const QuantTable& tabl
     // Same width, other signedness, asymmetric: the same grid with the zero point moved
     // (uint8 zp -> int8 zp - 128), so a learned scale is kept exactly (a QAT export's uint8
     // activations on a platform that takes int8).
-    const QuantRange from = quant_range(params.dtype), to = quant_range(spec.activation_dtype);
+    const QuantRange from = grid_range(params), to = activation_grid(spec);
     if (!spec.symmetric && from.max - from.min == to.max - to.min) {
       params.zero_point[0] += to.min - from.min;
       params.dtype = spec.activation_dtype;
+      params.bits = grid_bits(spec.activation_dtype, spec.activation_bits);
       continue;
     }
-    const QuantRange range = quant_range(params.dtype);
+    const QuantRange range = grid_range(params);
     const double scale = params.scale[0];
     const auto zp = static_cast<double>(params.zero_point[0]);
     // The range the entry represents, as statistics for an asymmetric spec.
@@ -320,12 +327,17 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     // when, with a cosine target, it misses the target on its own.
     const bool weight_worse = row.has_weight && (!row.has_activation || row.weight_cosine < row.activation_cosine);
     const bool cosine_target = !options.metric;
-    change.activation = row.has_activation && spec.activation_dtype != DType::Int16 &&
+    // A narrowed grid in an int16 container (activation-bits 12) can still be raised: the
+    // raise sets the dtype alone, which means int16's full range.
+    const bool activation_full16 = spec.activation_dtype == DType::Int16 && grid_bits(DType::Int16, spec.activation_bits) == 0;
+    const bool weight_full16 = spec.weight_dtype == DType::Int16 && (spec.weight_bits == 0 || spec.weight_bits == 16);
+    change.activation = row.has_activation && !activation_full16 &&
                         (!weight_worse || (cosine_target && row.activation_cosine < result.threshold));
-    change.weight = row.has_weight && spec.weight_dtype != DType::Int16 &&
+    change.weight = row.has_weight && !weight_full16 &&
                     (weight_worse || (cosine_target && row.weight_cosine < result.threshold));
     if (!change.activation && !change.weight) return std::optional<PrecisionChange>();
-    change.from = std::string(dtype_name(change.activation ? spec.activation_dtype : spec.weight_dtype));
+    change.from = change.activation ? grid_text(spec.activation_dtype, spec.activation_bits)
+                                    : grid_text(spec.weight_dtype, spec.weight_bits == 16 ? 0 : spec.weight_bits);
     change.to = "int16";
     const std::vector<std::string> activations = node_activations(graph, node, table);
     const Tensor* weight = quantizable_weight(graph, node, spec);
@@ -379,7 +391,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
       if (!change.refusal.empty()) {
         // The platform refuses int16 here: the node runs in float on the CPU instead.
         change.to = "cpu";
-        change.from = std::string(dtype_name(spec.activation_dtype));
+        change.from = grid_text(spec.activation_dtype, spec.activation_bits);
         change.activation = change.weight = false;
         change.tensors = activations;
         if (weight) change.tensors.push_back(node.input(1)->name());
@@ -402,7 +414,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     change.sensitivity = row.worst();
     change.value_after = kUnmeasured;
     change.to = "cpu";
-    change.from = std::string(dtype_name(spec.activation_dtype));
+    change.from = grid_text(spec.activation_dtype, spec.activation_bits);
     change.refusal = "int16 did not reach the target";
     change.tensors = node_activations(graph, node, table);
     if (quantizable_weight(graph, node, spec)) change.tensors.push_back(node.input(1)->name());

@@ -110,7 +110,13 @@ Status check_params(const std::string& name, const QuantParams& q) {
     return invalid_input(what + ": " + std::to_string(q.scale.size()) + " scales and " +
                          std::to_string(q.zero_point.size()) + " zero points");
   if (q.scale.size() > 1 && q.axis < 0) return invalid_input(what + ": several scales but no axis");
-  const QuantRange range = quant_range(q.dtype);
+  if (q.bits != 0 && (q.bits < 2 || q.bits >= quant_bits(q.dtype)))
+    return invalid_input(what + ": a grid of " + std::to_string(q.bits) + " bits does not narrow " +
+                         std::string(dtype_name(q.dtype)) + " (2 to " + std::to_string(quant_bits(q.dtype) - 1) + ")");
+  if (q.bits != 0 && q.scale.size() > 1)
+    return unsupported(what + ": a " + std::to_string(q.bits) + "-bit grid needs per-tensor parameters, not " +
+                       std::to_string(q.scale.size()) + " scales");
+  const QuantRange range = grid_range(q);
   for (std::size_t i = 0; i < q.scale.size(); ++i) {
     if (!(q.scale[i] > 0.0f) || !std::isfinite(q.scale[i]))
       return invalid_input(what + ": scale " + std::to_string(q.scale[i]) + " is not a finite positive number");
@@ -293,7 +299,28 @@ Status quantize_activation(Graph& graph, NodeNames& names, Value* t, const Quant
   q->type = typed_like(t, params.dtype);
   Node* qn = graph.add_node("QuantizeLinear", {source, scale, zp}, {q}, names.make(name + "_QuantizeLinear"));
   if (per_axis) qn->set_attribute(Attribute::make_int("axis", params.axis));
-  add_dequantize(graph, names, name, q, scale, zp, per_axis ? params.axis : -1, dq_out);
+  if (params.bits == 0) {
+    add_dequantize(graph, names, name, q, scale, zp, per_axis ? params.axis : -1, dq_out);
+    return Status::ok();
+  }
+  // A narrowed grid: QuantizeLinear saturates to the container only, so a Clip after the
+  // DequantizeLinear bounds the result to the grid's ends, computed as DequantizeLinear
+  // computes them: (float32(q) - float32(zp)) * scale in float32 (q - zp is an integer below
+  // 2^17, exact in float32, and double's exact product rounded once to float32 is the
+  // float32 product). DequantizeLinear is non-decreasing in q (scale > 0), so
+  // clip(dq(q), dq(qmin), dq(qmax)) = dq(clamp(q, qmin, qmax)): bit for bit the fake quant
+  // with the narrowed range, in any runtime that implements both ops as ONNX specifies.
+  Value* full = graph.create_unique_value(name + "_dequantized_full");
+  full->type = t->type;
+  add_dequantize(graph, names, name, q, scale, zp, -1, full);
+  const QuantRange grid = grid_range(params);
+  const double s = params.scale.front();
+  const auto z = static_cast<double>(params.zero_point.front());
+  Value* lo = graph.create_unique_value(name + "_clip_min");
+  graph.set_initializer(lo, Tensor::scalar<float>(static_cast<float>((static_cast<double>(grid.min) - z) * s)));
+  Value* hi = graph.create_unique_value(name + "_clip_max");
+  graph.set_initializer(hi, Tensor::scalar<float>(static_cast<float>((static_cast<double>(grid.max) - z) * s)));
+  graph.add_node("Clip", {full, lo, hi}, {dq_out}, names.make(name + "_Clip"));
   return Status::ok();
 }
 

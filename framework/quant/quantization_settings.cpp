@@ -7,6 +7,8 @@ namespace qflow {
 
 namespace {
 
+bool is_16bit_dtype(DType dtype) { return dtype == DType::Int16 || dtype == DType::UInt16; }
+
 Expected<DType> dtype_value(const std::string& key, const OptionValue& value, bool weights) {
   const std::string* text = std::get_if<std::string>(&value);
   const std::string allowed = weights ? "int8, int16" : "int8, uint8, int16, uint16";
@@ -32,6 +34,16 @@ Expected<int> weight_bits_value(const std::string& key, const OptionValue& value
   return static_cast<int>(*bits);
 }
 
+// 2..16; with an 8-bit activation-dtype in the same entry the bits must fit it.
+Expected<int> activation_bits_value(const std::string& key, const OptionValue& value, const QuantOverride& entry) {
+  const int64_t* bits = std::get_if<int64_t>(&value);
+  if (!bits || *bits < 2 || *bits > 16) return invalid_input("'" + key + "' must be an integer from 2 to 16");
+  if (entry.activation_dtype && *bits > 8 && !is_16bit_dtype(*entry.activation_dtype))
+    return invalid_input("'" + key + "' = " + std::to_string(*bits) + " does not fit activation-dtype " +
+                         std::string(dtype_name(*entry.activation_dtype)) + " (2 to 8 bits)");
+  return static_cast<int>(*bits);
+}
+
 std::string dtype_text(DType dtype) { return toml_quote(dtype_name(dtype)); }
 std::string bool_text(bool value) { return value ? "true" : "false"; }
 
@@ -43,20 +55,27 @@ void append_table(std::string& out, const std::string& header, const QuantOverri
 }  // namespace
 
 const std::vector<std::string>& quantization_keys() {
-  static const std::vector<std::string> keys = {"activation-dtype", "per-channel", "power-of-two", "quantize",
-                                                "reduce-range",     "symmetric",   "weight-bits", "weight-dtype"};
+  static const std::vector<std::string> keys = {"activation-bits", "activation-dtype", "per-channel",
+                                                "power-of-two",    "quantize",         "reduce-range",
+                                                "symmetric",       "weight-bits",      "weight-dtype"};
   return keys;
 }
 
 OptionType quantization_key_type(const std::string& key) {
-  if (key == "weight-bits") return OptionType::Int;
+  if (key == "weight-bits" || key == "activation-bits") return OptionType::Int;
   return key == "activation-dtype" || key == "weight-dtype" ? OptionType::String : OptionType::Bool;
 }
 
 Status set_quantization_key(QuantOverride& entry, const std::string& key, const OptionValue& value) {
   if (key == "activation-dtype") {
     QFLOW_ASSIGN_OR_RETURN(DType dtype, dtype_value(key, value, false));
+    if (entry.activation_bits && *entry.activation_bits > 8 && !is_16bit_dtype(dtype))
+      return invalid_input("'activation-bits' = " + std::to_string(*entry.activation_bits) + " does not fit activation-dtype " +
+                           std::string(dtype_name(dtype)) + " (2 to 8 bits)");
     entry.activation_dtype = dtype;
+  } else if (key == "activation-bits") {
+    QFLOW_ASSIGN_OR_RETURN(int bits, activation_bits_value(key, value, entry));
+    entry.activation_bits = bits;
   } else if (key == "weight-dtype") {
     QFLOW_ASSIGN_OR_RETURN(DType dtype, dtype_value(key, value, true));
     if (entry.weight_bits && *entry.weight_bits > 8 && dtype == DType::Int8)
@@ -81,6 +100,7 @@ Status set_quantization_key(QuantOverride& entry, const std::string& key, const 
 
 std::vector<std::pair<std::string, std::string>> quantization_fields(const QuantOverride& entry) {
   std::vector<std::pair<std::string, std::string>> fields;
+  if (entry.activation_bits) fields.emplace_back("activation-bits", std::to_string(*entry.activation_bits));
   if (entry.activation_dtype) fields.emplace_back("activation-dtype", dtype_text(*entry.activation_dtype));
   if (entry.per_channel) fields.emplace_back("per-channel", bool_text(*entry.per_channel));
   if (entry.power_of_two) fields.emplace_back("power-of-two", bool_text(*entry.power_of_two));

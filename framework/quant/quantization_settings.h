@@ -13,10 +13,10 @@
 
 namespace qflow {
 
-// The settable keys, sorted: activation-dtype, per-channel, power-of-two, quantize,
-// reduce-range, symmetric, weight-bits, weight-dtype.
+// The settable keys, sorted: activation-bits, activation-dtype, per-channel, power-of-two,
+// quantize, reduce-range, symmetric, weight-bits, weight-dtype.
 const std::vector<std::string>& quantization_keys();
-// The declared type of a key (String for the dtypes, Int for weight-bits, Bool for the others).
+// The declared type of a key (String for the dtypes, Int for the bits, Bool for the others).
 OptionType quantization_key_type(const std::string& key);
 
 // Sets `key` of `entry`; an unknown key, a wrong type or a dtype a tensor cannot take is an

@@ -42,7 +42,7 @@ class Groups {
 
 // The float range [lo, hi] a per-tensor parameter set represents.
 std::pair<double, double> represented_range(const QuantParams& q) {
-  const QuantRange range = quant_range(q.dtype);
+  const QuantRange range = grid_range(q);
   const double s = q.scale.front();
   const double zp = static_cast<double>(q.zero_point.front());
   return {(static_cast<double>(range.min) - zp) * s, (static_cast<double>(range.max) - zp) * s};
@@ -60,6 +60,13 @@ Expected<QuantParams> shared_params(const std::vector<std::string>& names, const
       return invalid_input(where + ": tensors '" + names.front() + "' (" + std::string(dtype_name(table.at(names.front()).dtype)) +
                            ") and '" + name + "' (" + std::string(dtype_name(q.dtype)) +
                            ") must share one quantized type to share a scale");
+    // One scale and zero point mean one set of values: members on grids of other widths
+    // would clip differently.
+    if (widest && q.bits != widest->bits) {
+      const auto grid = [](const QuantParams& p) { return p.bits ? std::to_string(p.bits) + "-bit" : "full-range"; };
+      return invalid_input(where + ": tensors '" + names.front() + "' (" + grid(table.at(names.front())) + ") and '" + name +
+                           "' (" + grid(q) + ") must share one grid (activation-bits) to share a scale");
+    }
     if (q.zero_point.front() != 0) symmetric = false;
     if (!widest || q.threshold > widest->threshold ||
         (q.threshold == widest->threshold && q.scale.front() > widest->scale.front()))
@@ -77,7 +84,7 @@ Expected<QuantParams> shared_params(const std::vector<std::string>& names, const
     lo = std::min(lo, l);
     hi = std::max(hi, h);
   }
-  const QuantRange range = quant_range(shared.dtype);
+  const QuantRange range = grid_range(shared);
   double scale = (hi - lo) / static_cast<double>(range.max - range.min);
   if (power_of_two) scale = next_power_of_two(scale);
   const double zp = std::clamp(round_half_even(static_cast<double>(range.min) - lo / scale),

@@ -220,9 +220,9 @@ double mse_threshold(const std::vector<double>& counts, double range, double qma
 
 double error_qmax(const QuantSpec& spec, const TensorStatistics& stats) {
   const DType dtype = spec.activation_dtype;
-  if (spec.symmetric && is_signed_quant(dtype)) return symmetric_qmax(dtype);
-  const QuantRange range = quant_range(dtype);
-  if (range.max == range.min) return 1.0;  // not a quantized type: activation_params() refuses it
+  if (quant_range(dtype).max == 0) return 1.0;  // not a quantized type: activation_params() refuses it
+  const QuantRange range = activation_grid(spec);
+  if (spec.symmetric && is_signed_quant(dtype)) return static_cast<double>(range.max);
   const auto steps = static_cast<double>(range.max - range.min);
   return stats.min >= 0.0 ? steps : steps / 2.0;
 }

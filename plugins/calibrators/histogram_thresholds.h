@@ -81,11 +81,12 @@ double expected_quantization_mse(const std::vector<double>& counts, double range
 // expected_quantization_mse(); on ties the smallest edge. A range of 0 gives 0.
 double mse_threshold(const std::vector<double>& counts, double range, double qmax);
 
-// The qmax under which expected_quantization_mse() models a tensor quantized with `spec`:
-// symmetric signed types: symmetric_qmax (127, 32767); otherwise the levels cover the
-// observed range clipped to [-t, t] (quant_math.h), so all max - min steps lie on [0, t]
-// when stats.min >= 0 (255, 65535) and about half of them when the range holds negative
-// values ((max - min) / 2: 127.5, 32767.5).
+// The qmax under which expected_quantization_mse() models a tensor quantized with `spec`, on
+// its grid (activation_grid(), narrowed by activation_bits): symmetric signed types: the
+// grid's qmax (127, 32767; 7 at 4 bits); otherwise the levels cover the observed range
+// clipped to [-t, t] (quant_math.h), so all qmax - qmin steps lie on [0, t] when
+// stats.min >= 0 (255, 65535; 15 at 4 bits) and about half of them when the range holds
+// negative values ((qmax - qmin) / 2: 127.5, 32767.5).
 double error_qmax(const QuantSpec& spec, const TensorStatistics& stats);
 
 // The loop of the histogram calibrators: for every tensor of request.statistics (none is
@@ -94,7 +95,9 @@ double error_qmax(const QuantSpec& spec, const TensorStatistics& stats);
 // observed range max(|min|, |max|) instead of `threshold`: with a step 256 times finer than
 // int8's, the clipping an 8-bit method trades for resolution is the larger error (PP-OCRv4
 // rec, every tensor int16: percentile thresholds give output cosine 0.996, observed ranges
-// 0.99985), and the precision search computes raised tensors the same way.
+// 0.99985), and the precision search computes raised tensors the same way. That holds for
+// every grid in a 16-bit container (activation_bits 9 to 16); 8-bit containers, narrowed or
+// not, take `threshold`, which sees the grid through the spec.
 using HistogramThreshold =
     std::function<Expected<double>(const std::string& name, const TensorStatistics& stats, const QuantSpec& spec)>;
 Expected<QuantTable> calibrate_from_histograms(const CalibrationRequest& request, const std::string& method,

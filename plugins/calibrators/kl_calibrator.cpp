@@ -1,9 +1,11 @@
 // KlCalibrator: option check and the per-tensor entropy threshold.
 #include "kl_calibrator.h"
 
+#include <algorithm>
 #include <string>
 
 #include "histogram_thresholds.h"
+#include "qflow/quant/quant_math.h"
 
 namespace qflow {
 
@@ -38,6 +40,12 @@ Expected<std::unique_ptr<Calibrator>> KlCalibrator::create(const Options& option
       std::make_unique<KlCalibrator>(target_bins, options.get_bool("flatten-zero-bin"), max_clipped));
 }
 
+int64_t kl_grid_bins(int64_t target_bins, const QuantSpec& spec) {
+  const int b = grid_bits(spec.activation_dtype, spec.activation_bits);
+  if (b == 0 || is_16bit_quant(spec.activation_dtype)) return target_bins;
+  return std::max<int64_t>(1, target_bins >> (8 - b));
+}
+
 Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t target_bins, bool flatten_zero_bin,
                                      double max_clipped, const std::string& method, const std::string& what) {
   const auto bins = static_cast<int64_t>(stats.histogram.size());
@@ -54,8 +62,9 @@ Expected<double> kl_tensor_threshold(const TensorStatistics& stats, int64_t targ
 
 Expected<QuantTable> KlCalibrator::calibrate(const CalibrationRequest& request) {
   return calibrate_from_histograms(request, "kl",
-                                   [this](const std::string& name, const TensorStatistics& stats, const QuantSpec&) {
-                                     return kl_tensor_threshold(stats, target_bins_, flatten_zero_bin_, max_clipped_, "kl", name);
+                                   [this](const std::string& name, const TensorStatistics& stats, const QuantSpec& spec) {
+                                     return kl_tensor_threshold(stats, kl_grid_bins(target_bins_, spec), flatten_zero_bin_,
+                                                                max_clipped_, "kl", name);
                                    });
 }
 

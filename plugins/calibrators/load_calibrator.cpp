@@ -77,6 +77,15 @@ Expected<QuantParams> table_entry(const Json& entry, const std::string& source, 
   if (!parsed_dtype) return error("dtype", "'" + dtype_text + "' is not a quantized type (int8, uint8, int16, uint16)");
   params.dtype = *parsed_dtype;
 
+  // Optional: absent means the dtype's full range (tables written before grids narrowed).
+  if (const Json* bits = json_member(entry, "bits")) {
+    const std::optional<int64_t> value = json_int64(*bits);
+    const int width = quant_bits(params.dtype);
+    if (!value || *value < 2 || *value >= width)
+      return error("bits", "expected an integer from 2 to " + std::to_string(width - 1) + " for " + dtype_text);
+    params.bits = static_cast<int>(*value);
+  }
+
   QFLOW_ASSIGN_OR_RETURN(const Json* method, field("method"));
   if (!method->is_string()) return error("method", "expected a string");
 
@@ -102,13 +111,16 @@ Expected<QuantParams> table_entry(const Json& entry, const std::string& source, 
   if (zero_point->size() != params.scale.size())
     return error("zero_point", std::to_string(zero_point->size()) + " values for " + std::to_string(params.scale.size()) +
                                    " scales, expected as many");
-  const QuantRange range = quant_range(params.dtype);
+  const QuantRange range = grid_range(params);
+  if (params.bits != 0 && params.scale.size() != 1)
+    return error("bits", "a narrowed grid needs per-tensor parameters (one scale)");
   for (std::size_t i = 0; i < zero_point->size(); ++i) {
     const Json& z = (*zero_point)[i];
     const std::optional<int64_t> value = json_int64(z);
     if (!value || *value < range.min || *value > range.max)
       return error("zero_point", "element " + std::to_string(i) + " is " + shown(z) + ", expected an integer in [" +
-                                     std::to_string(range.min) + ", " + std::to_string(range.max) + "] for " + dtype_text);
+                                     std::to_string(range.min) + ", " + std::to_string(range.max) + "] for " + dtype_text +
+                                     (params.bits ? " (" + std::to_string(params.bits) + " bits)" : ""));
     params.zero_point.push_back(*value);
   }
   return params;

@@ -19,6 +19,9 @@ namespace qflow {
 //   one scale), dtype a quantized type (int8, uint8, int16, uint16), method a string, scale
 //   a non-empty list of numbers that are finite positive normal float32 values, threshold a
 //   finite number >= 0, zero_point as many integers as scales within the dtype's range.
+//   Optional `bits`: a grid narrowed inside the dtype (quant_math.h grid_range()), an
+//   integer from 2 to the dtype's width - 1, per tensor only; the zero points must then lie
+//   in the grid. Absent: the full range.
 //   Errors name the file, the tensor and the field. Entries get method "load".
 // * `path` empty: the scales of a QDQ model (request.model), e.g. exported by torch.onnx
 //   from fake-quantized PyTorch (quantization-aware training). Every QuantizeLinear whose

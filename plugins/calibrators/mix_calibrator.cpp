@@ -31,7 +31,7 @@ Expected<double> built_in_threshold(const std::string& method, const TensorStati
                                     const std::string& what) {
   if (method == "max") return observed_magnitude(stats);
   if (method == "percentile") return percentile_threshold(stats.histogram, stats.histogram_range, 99.99);
-  if (method == "kl") return kl_tensor_threshold(stats, 128, true, kKlMaxClippedPercent, kMethod, what);
+  if (method == "kl") return kl_tensor_threshold(stats, kl_grid_bins(128, spec), true, kKlMaxClippedPercent, kMethod, what);
   return mse_threshold(stats.histogram, stats.histogram_range, error_qmax(spec, stats));
 }
 

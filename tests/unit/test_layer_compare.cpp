@@ -314,3 +314,49 @@ TEST_CASE("layer compare: errors") {
 }
 
 }  // namespace qflow
+
+namespace qflow {
+
+TEST_CASE("layer compare: a narrowed grid's Clip is part of its pair; a model's own Clip after a DequantizeLinear is not") {
+  // x -> Mul(1) -> a (graph output, 2-bit grid); x -> Mul(1) -> b (int8) -> Clip(0, 6) -> r.
+  Model model;
+  model.opset_imports.push_back({"", 13});
+  Graph& g = *model.graph;
+  g.name = "test";
+  Value* x = g.get_or_create_value("x");
+  x->type = float_type({d(1), d(4)});
+  g.inputs.push_back(x);
+  Value* one = g.get_or_create_value("one");
+  g.set_initializer(one, Tensor::scalar<float>(1.0f));
+  Value* zero = g.get_or_create_value("zero");
+  g.set_initializer(zero, Tensor::scalar<float>(0.0f));
+  Value* six = g.get_or_create_value("six");
+  g.set_initializer(six, Tensor::scalar<float>(6.0f));
+  Value* a = g.get_or_create_value("a");
+  Value* b = g.get_or_create_value("b");
+  Value* r = g.get_or_create_value("r");
+  g.add_node("Mul", {x, one}, {a}, "n_a");
+  g.add_node("Mul", {x, one}, {b}, "n_b");
+  g.add_node("Clip", {b, zero, six}, {r}, "relu6");
+  for (Value* v : {a, b, r}) v->type = float_type({d(1), d(4)});
+  g.outputs = {a, r};
+  test::TempDir dir("layer_compare_grid_clip");
+  const Dataset dataset = write_dataset(dir, {0.5f, -1.0f, 0.25f, 2.0f});
+  QuantTable table = {{"a", params(0.25f)}, {"b", params(0.25f)}};
+  table["a"].bits = 2;  // [-2, 1] steps of 0.25: [-0.5, 0.25]
+  const Model qdq_model = built_qdq(model, table);
+  auto result = compare_layers(model, qdq_model, dataset, 1, 0);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  REQUIRE(result->rows.size() == 2);
+  CHECK(result->unmatched.empty());
+  // a on the 2-bit grid: 0.5 -> 0.25, -1 -> -0.5, 0.25, 2 -> 0.25.
+  CHECK(result->rows[0].tensor == "a");
+  CHECK(result->rows[0].accumulated.mse == doctest::Approx((0.0625 + 0.25 + 0.0 + 3.0625) / 4.0));
+  REQUIRE(result->rows[0].has_isolated);
+  CHECK(result->rows[0].isolated.mse == doctest::Approx(result->rows[0].accumulated.mse));
+  // b is compared before the model's Clip: every sample on the int8 grid, exact.
+  CHECK(result->rows[1].tensor == "b");
+  CHECK(result->rows[1].accumulated.mse == 0.0);
+}
+
+}  // namespace qflow

@@ -75,8 +75,8 @@ TEST_CASE("quantization: errors name the key, its place and the allowed values")
   CHECK(error_of("[quantization]\nweight-dtype = \"uint8\"\n") ==
         "p.toml:2:16: in [quantization]: 'weight-dtype' must be one of int8, int16, got 'uint8'");
   CHECK(error_of("[quantization]\nsymetric = true\n") ==
-        "p.toml:2:12: in [quantization]: unknown quantization key 'symetric' (allowed: activation-dtype, per-channel, "
-        "power-of-two, quantize, reduce-range, symmetric, weight-bits, weight-dtype)");
+        "p.toml:2:12: in [quantization]: unknown quantization key 'symetric' (allowed: activation-bits, activation-dtype, "
+        "per-channel, power-of-two, quantize, reduce-range, symmetric, weight-bits, weight-dtype)");
   CHECK(error_of("[quantization.op-type.Conv]\nper-channel = 1\n") ==
         "p.toml:2:15: in [quantization.op-type.Conv]: 'per-channel' must be true or false");
   CHECK(error_of("[quantization]\nnode = 3\n") == "p.toml:2:8: 'quantization.node' must be a table of tables");
@@ -92,6 +92,31 @@ TEST_CASE("quantization: --set quantization.KEY=VALUE overrides whole-model keys
   CHECK(error_of("", {"quantization.per-channel=maybe"}) ==
         "--set quantization.per-channel=maybe: expects bool (true or false), got 'maybe'");
   CHECK(error_of("", {"quantization.bits=4"}).rfind("--set quantization.bits=4: unknown quantization key 'bits'", 0) == 0);
+}
+
+TEST_CASE("quantization: activation-bits from the table, per op type and node, and from --set") {
+  Expected<Pipeline> pipeline = parsed(R"([quantization]
+activation-bits = 6
+[quantization.op-type.Sigmoid]
+activation-dtype = "uint8"
+activation-bits = 4
+[quantization.node."fc"]
+activation-dtype = "int16"
+)",
+                                       {"quantization.activation-bits=4"});
+  REQUIRE_MESSAGE(pipeline.has_value(), pipeline.status().message());
+  const QuantSpec conv = pipeline->quantization.resolve("c", "Conv");
+  CHECK(conv.activation_dtype == DType::Int8);
+  CHECK(conv.activation_bits == 4);  // --set wins over the file's whole-model 6
+  const QuantSpec sigmoid = pipeline->quantization.resolve("s", "Sigmoid");
+  CHECK(sigmoid.activation_dtype == DType::UInt8);
+  CHECK(sigmoid.activation_bits == 4);
+  const QuantSpec fc = pipeline->quantization.resolve("fc", "Gemm");
+  CHECK(fc.activation_dtype == DType::Int16);
+  CHECK(fc.activation_bits == 0);
+  CHECK(error_of("[quantization]\nactivation-bits = 1\n") ==
+        "p.toml:2:19: in [quantization]: 'activation-bits' must be an integer from 2 to 16");
+  CHECK(error_of("", {"quantization.activation-bits=four"}).rfind("--set quantization.activation-bits=four:", 0) == 0);
 }
 
 TEST_CASE("quantization: the canonical text parses back to the same text") {

@@ -108,9 +108,15 @@ Expected<std::unique_ptr<DeployedModel>> BpuTarget::load(const std::string& role
 
 Status BpuTarget::check_quantization(const QuantConfig& config) const {
   const auto check = [](const std::string& where, const QuantOverride& entry) {
-    if (!entry.weight_bits || *entry.weight_bits == 8 || *entry.weight_bits == 16) return Status::ok();
-    return unsupported(where + ": weight-bits " + std::to_string(*entry.weight_bits) +
-                       " cannot be deployed on the bpu target (supported weight widths: 8, 16)");
+    if (entry.weight_bits && *entry.weight_bits != 8 && *entry.weight_bits != 16)
+      return unsupported(where + ": weight-bits " + std::to_string(*entry.weight_bits) +
+                         " cannot be deployed on the bpu target (supported weight widths: 8, 16)");
+    // The BPU requantizes to its int8/int16 registers' full range; a narrowed activation grid
+    // exists only as the QDQ model's Clip, which the lowering has no op for.
+    if (entry.activation_bits && *entry.activation_bits != 8 && *entry.activation_bits != 16)
+      return unsupported(where + ": activation-bits " + std::to_string(*entry.activation_bits) +
+                         " cannot be deployed on the bpu target (supported activation widths: 8, 16)");
+    return Status::ok();
   };
   QFLOW_RETURN_IF_ERROR(check("[quantization]", config.model));
   for (const auto& [op_type, entry] : config.op_types) QFLOW_RETURN_IF_ERROR(check("op type " + op_type, entry));

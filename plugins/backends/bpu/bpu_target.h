@@ -34,7 +34,8 @@ class BpuTarget final : public Target {
   // By extension: *.bc, *.hbm.
   std::string role_for_file(const std::string& path) const override;
   Expected<std::unique_ptr<DeployedModel>> load(const std::string& role, const std::string& bytes) const override;
-  // Weight grids of 8 and 16 bits only: the BPU's MAC arrays take int8 and int16 weights.
+  // Weight and activation grids of 8 and 16 bits only: the BPU's MAC arrays take int8 and
+  // int16 weights and its requantization saturates to the full int8/int16 range.
   Status check_quantization(const QuantConfig& config) const override;
 
  private:

@@ -100,7 +100,8 @@ class AciqCalibrator final : public qflow::Calibrator {
       if (stats.count == 0) continue;
       const double b = named->second[0] / named->second[1];
       const qflow::QuantSpec spec = request.spec_for(name);
-      const int bits = static_cast<int>(qflow::dtype_size(spec.activation_dtype) * 8);
+      const int narrowed = qflow::grid_bits(spec.activation_dtype, spec.activation_bits);
+      const int bits = narrowed ? narrowed : static_cast<int>(qflow::dtype_size(spec.activation_dtype) * 8);
       const double magnitude = qflow::observed_magnitude(stats);
       // Past 8 bits the table ends; the observed range is then the threshold.
       const double alpha = laplace_alpha(bits);

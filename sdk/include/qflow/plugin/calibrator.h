@@ -16,8 +16,11 @@
 namespace qflow {
 
 // Parameters of one quantized tensor: q = saturate(round_half_even(x / scale) + zero_point).
+// With `bits` b > 0 the integer grid is narrower than the dtype: q also saturates to
+// [-2^(b-1), 2^(b-1)-1] (signed) or [0, 2^b-1] (unsigned), grid_range() in quant_math.h.
 struct QuantParams {
   DType dtype = DType::Int8;
+  int bits = 0;                     // 2 .. width-1 of dtype: a narrowed grid; 0: dtype's full range
   std::vector<float> scale;         // one value, or one per channel along `axis`
   std::vector<int64_t> zero_point;  // same length as scale
   int64_t axis = -1;                // -1: per tensor

@@ -14,6 +14,10 @@ namespace qflow {
 // The settings that apply to one node: its output activations and its weights.
 struct QuantSpec {
   DType activation_dtype = DType::Int8;  // Int8, UInt8, Int16 or UInt16
+  // 2..16: activations on the grid [-2^(b-1), 2^(b-1)-1] (signed) or [0, 2^b-1] (unsigned)
+  // inside the activation_dtype container (8-bit up to 8 bits, 16-bit above, the signedness
+  // of the dtype); 0: the container's full range.
+  int activation_bits = 0;
   bool symmetric = true;                 // activations: zero point 0 (signed types only)
   bool power_of_two = false;             // scales rounded up to a power of two
   DType weight_dtype = DType::Int8;      // Int8 or Int16, always symmetric
@@ -31,6 +35,7 @@ struct QuantSpec {
 // One override entry: only the fields it sets replace the inherited ones.
 struct QuantOverride {
   std::optional<DType> activation_dtype;
+  std::optional<int> activation_bits;
   std::optional<bool> symmetric;
   std::optional<bool> power_of_two;
   std::optional<DType> weight_dtype;
@@ -40,7 +45,18 @@ struct QuantOverride {
   std::optional<bool> quantize;
 
   void apply_to(QuantSpec& spec) const {
-    if (activation_dtype) spec.activation_dtype = *activation_dtype;
+    // An activation dtype alone means its full range; activation bits choose the container's
+    // width and keep the signedness of the dtype in force.
+    if (activation_dtype) {
+      spec.activation_dtype = *activation_dtype;
+      spec.activation_bits = 0;
+    }
+    if (activation_bits) {
+      spec.activation_bits = *activation_bits;
+      const bool is_signed = spec.activation_dtype == DType::Int8 || spec.activation_dtype == DType::Int16;
+      if (*activation_bits <= 8) spec.activation_dtype = is_signed ? DType::Int8 : DType::UInt8;
+      else spec.activation_dtype = is_signed ? DType::Int16 : DType::UInt16;
+    }
     if (symmetric) spec.symmetric = *symmetric;
     if (power_of_two) spec.power_of_two = *power_of_two;
     // A weight dtype alone means its full range; weight bits choose their container.
@@ -56,19 +72,28 @@ struct QuantOverride {
     if (reduce_range) spec.reduce_range = *reduce_range;
     if (quantize) spec.quantize = *quantize;
   }
-  // The keys `other` sets replace this entry's (an entry over another, as a node's over its op type's).
+  // The keys `other` sets replace this entry's (an entry over another, as a node's over its op
+  // type's). A dtype `other` sets without bits means that dtype's full range, as in apply_to:
+  // precision search raising a node with a narrowed grid to int16 drops the grid.
   void merge_from(const QuantOverride& other) {
-    if (other.activation_dtype) activation_dtype = other.activation_dtype;
+    if (other.activation_dtype) {
+      activation_dtype = other.activation_dtype;
+      if (!other.activation_bits) activation_bits.reset();
+    }
+    if (other.activation_bits) activation_bits = other.activation_bits;
     if (other.symmetric) symmetric = other.symmetric;
     if (other.power_of_two) power_of_two = other.power_of_two;
-    if (other.weight_dtype) weight_dtype = other.weight_dtype;
+    if (other.weight_dtype) {
+      weight_dtype = other.weight_dtype;
+      if (!other.weight_bits) weight_bits.reset();
+    }
     if (other.weight_bits) weight_bits = other.weight_bits;
     if (other.per_channel) per_channel = other.per_channel;
     if (other.reduce_range) reduce_range = other.reduce_range;
     if (other.quantize) quantize = other.quantize;
   }
   bool empty() const {
-    return !activation_dtype && !symmetric && !power_of_two && !weight_dtype && !weight_bits && !per_channel && !reduce_range &&
+    return !activation_dtype && !activation_bits && !symmetric && !power_of_two && !weight_dtype && !weight_bits && !per_channel && !reduce_range &&
            !quantize;
   }
 };

@@ -32,6 +32,33 @@ inline QuantRange quant_range(DType dtype) {
 }
 inline bool is_signed_quant(DType dtype) { return dtype == DType::Int8 || dtype == DType::Int16; }
 inline bool is_16bit_quant(DType dtype) { return dtype == DType::Int16 || dtype == DType::UInt16; }
+// The width of a quantized type's container: 8, 16, or 0 for other types.
+inline int quant_bits(DType dtype) {
+  if (quant_range(dtype).max == 0) return 0;
+  return is_16bit_quant(dtype) ? 16 : 8;
+}
+
+// `bits` as a QuantParams records it: b when 0 < b < the container's width (a narrowed
+// grid), else 0 (the full range), so an 8-bit grid in int8 is the plain int8 entry.
+inline int grid_bits(DType dtype, int bits) { return bits > 0 && bits < quant_bits(dtype) ? bits : 0; }
+
+// The integer grid of an activation: the container's range narrowed to `bits` b when
+// 0 < b < its width, [-2^(b-1), 2^(b-1)-1] for signed types (int8 container at 4 bits:
+// [-8, 7]) and [0, 2^b-1] for unsigned ones; otherwise quant_range(dtype). Every place that
+// quantizes an activation or derives something from its parameters clamps to this range.
+inline QuantRange grid_range(DType dtype, int bits) {
+  const int b = grid_bits(dtype, bits);
+  if (b == 0) return quant_range(dtype);
+  if (is_signed_quant(dtype)) return {-(int64_t{1} << (b - 1)), (int64_t{1} << (b - 1)) - 1};
+  return {0, (int64_t{1} << b) - 1};
+}
+inline QuantRange grid_range(const QuantParams& params) { return grid_range(params.dtype, params.bits); }
+// The grid a QuantSpec asks for its output activations.
+inline QuantRange activation_grid(const QuantSpec& spec) { return grid_range(spec.activation_dtype, spec.activation_bits); }
+// Whether `params` are on the grid `spec` asks for (type and width).
+inline bool on_spec_grid(const QuantParams& params, const QuantSpec& spec) {
+  return params.dtype == spec.activation_dtype && params.bits == grid_bits(spec.activation_dtype, spec.activation_bits);
+}
 
 // The largest finite magnitude observed, max(|min|, |max|): the `max` calibrator's threshold,
 // and every histogram calibrator's at 16 bits.
@@ -63,24 +90,28 @@ inline double next_power_of_two(double value) {
   return mantissa == 0.5 ? std::ldexp(1.0, exponent - 1) : std::ldexp(1.0, exponent);
 }
 
-// Activation parameters for clipping threshold `threshold` (|x| units) under `spec`.
-// Symmetric signed: scale = threshold / qmax, zero point 0. Asymmetric (or unsigned): the
-// observed range [min, max] clipped to [-threshold, threshold] and widened to hold 0.
-// `what` names the tensor in errors.
+// Activation parameters for clipping threshold `threshold` (|x| units) under `spec`, on its
+// grid (activation_grid: qmin, qmax). Symmetric signed: scale = threshold / qmax (127, or
+// 2^(b-1)-1 for activation_bits b), zero point 0. Asymmetric (or unsigned): the observed
+// range [min, max] clipped to [-threshold, threshold] and widened to hold 0, spread over
+// qmax - qmin steps. `what` names the tensor in errors.
 inline Expected<QuantParams> activation_params(const QuantSpec& spec, const TensorStatistics& stats, double threshold,
                                                const std::string& method, const std::string& what) {
   if (!std::isfinite(threshold) || threshold < 0.0)
     return invalid_input(method + " calibrator: tensor '" + what + "': threshold " + std::to_string(threshold) +
                          " is not a finite non-negative number");
   const DType dtype = spec.activation_dtype;
-  const QuantRange range = quant_range(dtype);
-  if (range.max == 0) return invalid_input(method + " calibrator: tensor '" + what + "': " +
-                                           std::string(dtype_name(dtype)) + " is not a quantized type");
+  if (quant_range(dtype).max == 0) return invalid_input(method + " calibrator: tensor '" + what + "': " +
+                                                        std::string(dtype_name(dtype)) + " is not a quantized type");
+  if (spec.activation_bits != 0 && (spec.activation_bits < 2 || spec.activation_bits > quant_bits(dtype)))
+    return invalid_input(method + " calibrator: tensor '" + what + "': " + std::to_string(spec.activation_bits) +
+                         "-bit activations do not fit " + std::string(dtype_name(dtype)));
+  const QuantRange range = activation_grid(spec);
   double scale = 0.0;
   int64_t zero_point = 0;
   const bool symmetric = spec.symmetric && is_signed_quant(dtype);
   if (symmetric) {
-    scale = (threshold > 0.0 ? threshold : 1.0) / symmetric_qmax(dtype);
+    scale = (threshold > 0.0 ? threshold : 1.0) / static_cast<double>(range.max);
     if (spec.power_of_two) scale = next_power_of_two(scale);
   } else {
     double lo = std::min(0.0, std::max(stats.min, -threshold));
@@ -98,6 +129,7 @@ inline Expected<QuantParams> activation_params(const QuantSpec& spec, const Tens
                          " gives a scale that float32 cannot hold as a normal number");
   QuantParams params;
   params.dtype = dtype;
+  params.bits = grid_bits(dtype, spec.activation_bits);
   params.scale = {scale32};
   params.zero_point = {zero_point};
   params.axis = -1;
