@@ -5,6 +5,7 @@
 #include "hbm_command.h"
 #include "hbm_perf.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -268,7 +269,7 @@ Status HbmCommand::run(const std::vector<std::string>& given) const {
   // `hbm info --json` is a switch, `hbm perf --json F` names a file: for perf, a --json
   // followed by a value becomes --json-file.
   std::vector<std::string> args = given;
-  if (!args.empty() && args[0] == "perf")
+  if (std::find(args.begin(), args.end(), "perf") != args.end())
     for (size_t i = 0; i + 1 < args.size(); ++i)
       if (args[i] == "--json" && (args[i + 1] == "-" || !args[i + 1].starts_with("-"))) args[i] = "--json-file";
   po::options_description options("options");
