@@ -137,8 +137,9 @@ qflow_rt_status qflow_rt_run_quantized(qflow_rt_model* model, const void* const*
 
 /* --- contexts ------------------------------------------------------------------------------ */
 
-/* A context of `model`: its own input, output and scratch buffers (sized once here, reused
- * by every run). Codes: NULL_POINTER, INVALID_HANDLE, OUT_OF_MEMORY. */
+/* A context of `model`: its own input, output and scratch buffers (the scratch grows to its
+ * size at the first run and is reused by every later one). Codes: NULL_POINTER,
+ * INVALID_HANDLE, OUT_OF_MEMORY. */
 qflow_rt_status qflow_rt_context_create(const qflow_rt_model* model, qflow_rt_context** context);
 /* Releases the context (NULL is ignored). */
 void qflow_rt_context_free(qflow_rt_context* context);
