@@ -62,8 +62,9 @@ Status check_common(QType activation, const QParams& in, const QParams& out, QTy
 namespace {
 
 // The smallest and largest of v and [lo, hi]: a branch-free pass that vectorizes (with 32-bit
-// min / max when the CPU has AVX2; every fast kernel checks its input with it).
-#if defined(__x86_64__) && defined(__GNUC__)
+// min / max when the CPU has AVX2; every fast kernel checks its input with it). Not under
+// ThreadSanitizer: the clones' ifunc resolver would run, instrumented, before TSan starts.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void min_max(const int32_t* v, size_t n, int32_t& lo, int32_t& hi) {

@@ -3,6 +3,7 @@
 // state between calls (the fast kernels' scratch is per thread).
 #include "qflow/runtime/executor.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -176,6 +177,17 @@ Expected<Executor> Executor::create(Model model, Kernels kernels) {
           if (ex.buffer_[static_cast<size_t>(t)] >= 0) free_buffers.push_back(ex.buffer_[static_cast<size_t>(t)]);
         ++index;
       }
+    // Raw outputs: the dequantize op writing each output, read before its input is released.
+    ex.raw_op_.assign(m.outputs.size(), -1);
+    index = 0;
+    for (const Segment& seg : m.segments)
+      for (const Op& op : seg.ops) {
+        if (op.type == "dequantize" && op.inputs.size() == 1 && op.inputs[0] >= 0 && op.outputs.size() == 1 &&
+            is_quantized(m.tensors[static_cast<size_t>(op.inputs[0])].type))
+          for (size_t k = 0; k < m.outputs.size(); ++k)
+            if (m.outputs[k] == op.outputs[0]) ex.raw_op_[k] = index;
+        ++index;
+      }
     return ex;
   } catch (const std::bad_alloc&) {
     return invalid_input("lowered model: out of memory while preparing the executor");
@@ -216,6 +228,20 @@ bool Executor::quantized_input(size_t index, ElemType& type, Quant& quant) const
   return found;
 }
 
+bool Executor::raw_output(size_t index, ElemType& type, Quant& quant) const {
+  if (index >= raw_op_.size() || raw_op_[index] < 0) return false;
+  int64_t k = 0;
+  for (const Segment& seg : model_.segments)
+    for (const Op& op : seg.ops)
+      if (k++ == raw_op_[index]) {
+        const Tensor& x = model_.tensors[static_cast<size_t>(op.inputs[0])];
+        type = x.type;
+        quant = x.quant;
+        return true;
+      }
+  return false;
+}
+
 Status Executor::run(const std::vector<std::span<const float>>& inputs, std::vector<std::vector<float>>& outputs) const {
   try {
     std::vector<Value> values(inputs.size());
@@ -223,7 +249,7 @@ Status Executor::run(const std::vector<std::span<const float>>& inputs, std::vec
       values[i].type = ElemType::f32;
       values[i].floats.assign(inputs[i].begin(), inputs[i].end());
     }
-    return execute(std::move(values), outputs);
+    return execute(std::move(values), outputs, RunOptions{}, nullptr);
   } catch (const std::bad_alloc&) {
     return invalid_input("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
   } catch (const std::exception& e) {
@@ -232,8 +258,17 @@ Status Executor::run(const std::vector<std::span<const float>>& inputs, std::vec
 }
 
 Status Executor::run_values(const std::vector<Value>& inputs, std::vector<std::vector<float>>& outputs) const {
+  return run_values(inputs, outputs, RunOptions{}, nullptr);
+}
+
+Status Executor::run_values(const std::vector<Value>& inputs, std::vector<std::vector<float>>& outputs,
+                            const RunOptions& options, std::vector<Value>* raw) const {
   try {
-    return execute(inputs, outputs);
+    if (!options.raw.empty() && (options.raw.size() != model_.outputs.size() || !raw))
+      return invalid_input("lowered model " + detail::quoted_name(model_.name) + ": raw outputs requested for " +
+                           std::to_string(options.raw.size()) + " outputs, the model has " +
+                           std::to_string(model_.outputs.size()));
+    return execute(inputs, outputs, options, raw);
   } catch (const std::bad_alloc&) {
     return invalid_input("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
   } catch (const std::exception& e) {
@@ -241,15 +276,18 @@ Status Executor::run_values(const std::vector<Value>& inputs, std::vector<std::v
   }
 }
 
-Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<float>>& outputs) const {
+Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<float>>& outputs, const RunOptions& options,
+                         std::vector<Value>* raw) const {
   const Model& m = model_;
   const std::string prefix = "lowered model " + detail::quoted_name(m.name) + ": ";
   if (inputs.size() != m.inputs.size())
     return invalid_input(prefix + "expected " + std::to_string(m.inputs.size()) + " inputs, got " +
                          std::to_string(inputs.size()));
   std::vector<Value> values(m.tensors.size());
-  // The storage of the thread's previous runs (of any executor): swapped in and out, never copied.
-  thread_local std::vector<Value> buffers;
+  // The storage of the thread's previous runs (of any executor), or of the caller's scratch:
+  // swapped in and out, never copied.
+  thread_local std::vector<Value> thread_buffers;
+  std::vector<Value>& buffers = options.scratch ? options.scratch->buffers : thread_buffers;
   if (buffers.size() < static_cast<size_t>(buffers_)) buffers.resize(static_cast<size_t>(buffers_));
   const auto swap_buffer = [&](size_t t) {
     if (buffer_[t] < 0) return;
@@ -310,10 +348,20 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
       }
   }
 
+  const bool want_raw = !options.raw.empty();
+  if (want_raw) {  // resized, not reassigned: a context's raw buffers keep their storage between runs
+    raw->resize(m.outputs.size());
+    for (size_t k = 0; k < m.outputs.size(); ++k)
+      if (!options.raw[k]) (*raw)[k] = Value{};
+  }
+  using Clock = std::chrono::steady_clock;
+  if (options.segment_seconds) options.segment_seconds->resize(m.segments.size(), 0.0);
   size_t index = 0;
   std::vector<const Value*> ins;
   std::vector<Value*> outs;
-  for (const Segment& seg : m.segments)
+  for (size_t segment = 0; segment < m.segments.size(); ++segment) {
+    const Segment& seg = m.segments[segment];
+    const Clock::time_point segment_start = options.segment_seconds ? Clock::now() : Clock::time_point{};
     for (const Op& op : seg.ops) {
       const detail::FusedOp* fused = fused_ ? &(*fused_)[index] : nullptr;
       if (!skip[index] && fused && fused->kind == detail::FusedOp::Kind::Table) {
@@ -344,6 +392,15 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
                                                         : detail::run_cpu_op(m, op, ins, outs);
         if (!s) return invalid_input(detail::one_line(prefix + detail::op_label(op) + ": " + s.message()));
       }
+      if (want_raw)
+        for (size_t k = 0; k < m.outputs.size(); ++k)
+          if (options.raw[k] && raw_op_[k] == static_cast<int64_t>(index)) {
+            const Value* x = slot[static_cast<size_t>(op.inputs[0])];
+            if (!x) return invalid_input(prefix + "the raw form of output " + std::to_string(k) + " was not computed");
+            (*raw)[k].type = x->type;
+            (*raw)[k].shape = m.tensors[static_cast<size_t>(op.inputs[0])].shape;
+            (*raw)[k].ints = x->ints;
+          }
       for (const int32_t t : release_[index]) {
         swap_buffer(static_cast<size_t>(t));
         values[static_cast<size_t>(t)] = Value{};
@@ -351,6 +408,9 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
       }
       ++index;
     }
+    if (options.segment_seconds)
+      (*options.segment_seconds)[segment] += std::chrono::duration<double>(Clock::now() - segment_start).count();
+  }
 
   outputs.assign(m.outputs.size(), {});
   for (size_t k = 0; k < m.outputs.size(); ++k) {

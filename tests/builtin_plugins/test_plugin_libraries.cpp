@@ -146,7 +146,7 @@ TEST_CASE("plugin modules: the bpu target finds its platform folder next to its 
   auto command = r.commands.at(0)(defaults(r.infos[1]));
   REQUIRE_MESSAGE(command.has_value(), command.status().message());
   CHECK((*command)->run({"show", "x.hbm"}).message() ==
-        "hbm: unknown action 'show' (expected info or run; see 'qflow hbm --help')");
+        "hbm: unknown action 'show' (expected info, run or perf; see 'qflow hbm --help')");
   // Default options: platform nash from <plugin dir>/bpu-platforms, located with dladdr.
   auto made = r.targets.at(0)(defaults(r.infos[0]));
   REQUIRE_MESSAGE(made.has_value(), made.status().message());

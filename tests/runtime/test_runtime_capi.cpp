@@ -65,7 +65,10 @@ TEST_CASE("capi: load from memory, query the inputs and outputs, run like the ex
   REQUIRE(qflow_rt_output_info(h.model, 0, &out) == QFLOW_RT_OK);
   CHECK(std::string(out.name) == "y");
   CHECK(out.element_count == 32);
-  CHECK(out.quantized_dtype == QFLOW_RT_FLOAT32);
+  // The raw form: the int8 y_q the dequantize reads.
+  CHECK(out.quantized_dtype == QFLOW_RT_INT8);
+  CHECK(out.scale == 0.1f);
+  CHECK(out.zero_point == 3);
 
   const std::vector<float> x = sample_input();
   std::vector<float> y(32, -1.0f);
@@ -103,47 +106,47 @@ TEST_CASE("capi: load from a file") {
   std::filesystem::remove(path);
 
   qflow_rt_model* missing = reinterpret_cast<qflow_rt_model*>(1);
-  CHECK(qflow_rt_load_file("/no/such/file.hbm", &missing) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_load_file("/no/such/file.hbm", &missing) == QFLOW_RT_ERROR_IO);
   CHECK(missing == nullptr);
   CHECK(std::string(qflow_rt_last_error()) == "qflow_rt: cannot open '/no/such/file.hbm'");
 }
 
 TEST_CASE("capi: bad files, null pointers and bad indices are errors with a message") {
   qflow_rt_model* m = nullptr;
-  CHECK(qflow_rt_load_memory("garbage!", 8, &m) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_load_memory("garbage!", 8, &m) == QFLOW_RT_ERROR_BAD_FORMAT);
   CHECK(m == nullptr);
   CHECK(std::string(qflow_rt_last_error()) ==
         "hbm: bad magic: not a .hbm file (expected \"QFHBM\" and three zero bytes)");
   std::vector<uint8_t> bytes = sample_bytes();
   bytes[bytes.size() / 2] ^= 1;
-  CHECK(qflow_rt_load_memory(bytes.data(), bytes.size(), &m) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_load_memory(bytes.data(), bytes.size(), &m) == QFLOW_RT_ERROR_BAD_FORMAT);
   CHECK(std::string(qflow_rt_last_error()).rfind("hbm: ", 0) == 0);
-  CHECK(qflow_rt_load_memory(nullptr, 10, &m) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_load_memory(nullptr, 10, &m) == QFLOW_RT_ERROR_NULL_POINTER);
   CHECK(std::string(qflow_rt_last_error()) == "qflow_rt: data is NULL");
-  CHECK(qflow_rt_load_memory(bytes.data(), bytes.size(), nullptr) == QFLOW_RT_ERROR);
-  CHECK(qflow_rt_load_file(nullptr, &m) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_load_memory(bytes.data(), bytes.size(), nullptr) == QFLOW_RT_ERROR_NULL_POINTER);
+  CHECK(qflow_rt_load_file(nullptr, &m) == QFLOW_RT_ERROR_NULL_POINTER);
 
   bytes = sample_bytes();
   Handle h;
   REQUIRE(qflow_rt_load_memory(bytes.data(), bytes.size(), &h.model) == QFLOW_RT_OK);
   qflow_rt_tensor_info info{};
-  CHECK(qflow_rt_input_info(h.model, 1, &info) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_input_info(h.model, 1, &info) == QFLOW_RT_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(qflow_rt_last_error()) == "qflow_rt: input index 1 is out of range (the model has 1 inputs)");
-  CHECK(qflow_rt_output_info(h.model, 0, nullptr) == QFLOW_RT_ERROR);
-  CHECK(qflow_rt_output_info(nullptr, 0, &info) == QFLOW_RT_ERROR);
-  CHECK(qflow_rt_run(nullptr, nullptr, nullptr) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_output_info(h.model, 0, nullptr) == QFLOW_RT_ERROR_NULL_POINTER);
+  CHECK(qflow_rt_output_info(nullptr, 0, &info) == QFLOW_RT_ERROR_NULL_POINTER);
+  CHECK(qflow_rt_run(nullptr, nullptr, nullptr) == QFLOW_RT_ERROR_NULL_POINTER);
   CHECK(std::string(qflow_rt_last_error()) == "qflow_rt: model is NULL");
   std::vector<float> y(32);
   float* outputs[] = {y.data()};
-  CHECK(qflow_rt_run(h.model, nullptr, outputs) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_run(h.model, nullptr, outputs) == QFLOW_RT_ERROR_NULL_POINTER);
   CHECK(std::string(qflow_rt_last_error()) == "qflow_rt: inputs is NULL");
   const float* null_input[] = {nullptr};
-  CHECK(qflow_rt_run(h.model, null_input, outputs) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_run(h.model, null_input, outputs) == QFLOW_RT_ERROR_NULL_POINTER);
   CHECK(std::string(qflow_rt_last_error()) == "qflow_rt: input buffer 0 is NULL");
   const std::vector<float> x = sample_input();
   const float* inputs[] = {x.data()};
   float* null_output[] = {nullptr};
-  CHECK(qflow_rt_run_quantized(h.model, reinterpret_cast<const void* const*>(inputs), null_output) == QFLOW_RT_ERROR);
+  CHECK(qflow_rt_run_quantized(h.model, reinterpret_cast<const void* const*>(inputs), null_output) == QFLOW_RT_ERROR_NULL_POINTER);
   CHECK(std::string(qflow_rt_last_error()) == "qflow_rt: output buffer 0 is NULL");
   CHECK(qflow_rt_input_count(nullptr) == 0);
   CHECK(std::string(qflow_rt_platform(nullptr)).empty());

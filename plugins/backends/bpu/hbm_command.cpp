@@ -1,8 +1,11 @@
-// `qflow hbm info FILE` and `qflow hbm run FILE`, a command the bpu plugin contributes: inspect
-// a .hbm and run it through the runtime C API (runtime/include/qflow/runtime.h), exactly as a
-// device application would.
+// `qflow hbm info FILE`, `qflow hbm run FILE` and `qflow hbm perf FILE`, a command the bpu
+// plugin contributes: inspect a .hbm, run it through the runtime C API
+// (runtime/include/qflow/runtime.h) exactly as a device application would, and measure it
+// (hbm_perf.cpp).
 #include "hbm_command.h"
+#include "hbm_perf.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -33,7 +36,7 @@ Expected<std::string> read_file(const std::string& path) {
 }
 
 constexpr std::string_view kDescription =
-    "Inspects or runs a compiled .hbm model.\n\n"
+    "Inspects, runs or measures a compiled .hbm model.\n\n"
     "  info FILE [--json]   the header (format version, platform, toolchain), the sections\n"
     "                       (kind, offset, size, CRC), inputs and outputs (name, dtype, shape,\n"
     "                       layout, quantization), segments (id, kind, op count, op types) and\n"
@@ -44,7 +47,15 @@ constexpr std::string_view kDescription =
     "                       batch 1 also takes a stack of samples along the first axis, run one\n"
     "                       by one. With --quantized, an input the device takes quantized is\n"
     "                       given as an array of its quantized dtype (int8, uint8, int16,\n"
-    "                       uint16), the others as float32.";
+    "                       uint16), the others as float32.\n"
+    "  perf FILE [--threads N] [--iterations K] [--warmup W] [--input [NAME=]X.npy] [--json F]\n"
+    "                       board-evaluation figures: N threads (default 1), each on its own\n"
+    "                       context, run FILE W times (default 5) unmeasured, then K times\n"
+    "                       (default 100); prints latency min/p50/p90/p99/max/mean, throughput,\n"
+    "                       mean time per segment (BPU and CPU) and the peak resident memory.\n"
+    "                       Inputs are seeded random values of each input's device dtype unless\n"
+    "                       --input gives a float32 array. --json F also writes the figures as\n"
+    "                       JSON to F ('-': JSON on stdout instead of the text).";
 
 std::string hex32(uint32_t v) {
   char text[16];
@@ -254,27 +265,55 @@ Expected<std::unique_ptr<Command>> HbmCommand::create(const Options&) {
   return std::unique_ptr<Command>(std::make_unique<HbmCommand>());
 }
 
-Status HbmCommand::run(const std::vector<std::string>& args) const {
+Status HbmCommand::run(const std::vector<std::string>& given) const {
+  // `hbm info --json` is a switch, `hbm perf --json F` names a file: for perf, a --json
+  // followed by a value becomes --json-file.
+  std::vector<std::string> args = given;
+  if (std::find(args.begin(), args.end(), "perf") != args.end())
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+      if (args[i] == "--json" && (args[i + 1] == "-" || !args[i + 1].starts_with("-"))) args[i] = "--json-file";
   po::options_description options("options");
   options.add_options()
       ("help,h", "show this help")
-      ("action", po::value<std::string>()->required(), "info or run")
+      ("action", po::value<std::string>()->required(), "info, run or perf")
       ("file", po::value<std::string>()->required(), "the .hbm file")
-      ("json", "info: print JSON")
-      ("input,i", po::value<std::vector<std::string>>()->composing(), "run: FILE.npy or NAME=FILE.npy; repeat for several inputs")
+      ("json", "info: print JSON; perf: --json F writes the figures as JSON to F")
+      ("input,i", po::value<std::vector<std::string>>()->composing(), "run, perf: FILE.npy or NAME=FILE.npy; repeat for several inputs")
       ("output-dir,o", po::value<std::string>(), "run: folder for the <output-name>.npy files")
-      ("quantized", "run: give inputs the device takes quantized in their quantized dtype");
+      ("quantized", "run: give inputs the device takes quantized in their quantized dtype")
+      ("threads", po::value<int64_t>()->default_value(1), "perf: threads, each with its own context")
+      ("iterations", po::value<int64_t>()->default_value(100), "perf: measured runs per thread")
+      ("warmup", po::value<int64_t>()->default_value(5), "perf: unmeasured runs per thread first")
+      ("json-file", po::value<std::string>(), "perf: the same as --json F");
   po::positional_options_description positional;
   positional.add("action", 1).add("file", 1);
   QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("hbm", args, options, positional));
   if (cmd.help) {
     print_command_help("hbm info FILE [--json]\n       qflow hbm run FILE --input [NAME=]X.npy [--input ...] "
-                       "--output-dir DIR [--quantized]",
+                       "--output-dir DIR [--quantized]\n       qflow hbm perf FILE [--threads N] [--iterations K] "
+                       "[--warmup W] [--input [NAME=]X.npy] [--json F]",
                        kDescription, options);
     return Status::ok();
   }
   const std::string action = cmd.values["action"].as<std::string>();
   const std::string path = cmd.values["file"].as<std::string>();
+  const bool perf_options = !cmd.values["threads"].defaulted() || !cmd.values["iterations"].defaulted() ||
+                            !cmd.values["warmup"].defaulted() || cmd.values.count("json-file");
+  if (action != "perf" && perf_options)
+    return invalid_input("hbm " + action + ": --threads, --iterations, --warmup and --json F belong to 'hbm perf'");
+  if (action == "perf") {
+    if (cmd.values.count("output-dir") || cmd.values.count("quantized"))
+      return invalid_input("hbm perf: --output-dir and --quantized belong to 'hbm run'");
+    HbmPerfOptions o;
+    o.path = path;
+    o.threads = cmd.values["threads"].as<int64_t>();
+    o.iterations = cmd.values["iterations"].as<int64_t>();
+    o.warmup = cmd.values["warmup"].as<int64_t>();
+    if (cmd.values.count("input")) o.inputs = cmd.values["input"].as<std::vector<std::string>>();
+    if (cmd.values.count("json-file")) o.json_path = cmd.values["json-file"].as<std::string>();
+    else if (cmd.values.count("json")) o.json_path = "-";
+    return hbm_perf(o);
+  }
   if (action == "info") {
     if (cmd.values.count("input") || cmd.values.count("output-dir") || cmd.values.count("quantized"))
       return invalid_input("hbm info: --input, --output-dir and --quantized belong to 'hbm run'");
@@ -288,7 +327,7 @@ Status HbmCommand::run(const std::vector<std::string>& args) const {
     return hbm_run(path, cmd.values["input"].as<std::vector<std::string>>(), cmd.values["output-dir"].as<std::string>(),
                    cmd.values.count("quantized") > 0);
   }
-  return invalid_input("hbm: unknown action '" + action + "' (expected info or run; see 'qflow hbm --help')");
+  return invalid_input("hbm: unknown action '" + action + "' (expected info, run or perf; see 'qflow hbm --help')");
 }
 
 }  // namespace qflow

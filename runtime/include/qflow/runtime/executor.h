@@ -70,6 +70,25 @@ struct FusedOp;
 // QFLOW_RT_KERNELS (one of the names below) and otherwise takes the best this CPU runs.
 enum class Kernels { automatic, reference, portable, avx2, avxvnni, avx512vnni };
 
+// Storage a run reuses for its intermediate tensors. Runs without one use their thread's
+// own; a caller that runs one model from a pool of threads (a runtime context) gives each
+// of its contexts one, so memory follows the contexts rather than the threads. A Scratch
+// serves one run at a time.
+struct Scratch {
+  std::vector<Value> buffers;
+};
+
+// Optional extras of a run; the defaults give exactly run()/run_values().
+struct RunOptions {
+  Scratch* scratch = nullptr;  // null: the calling thread's buffers
+  // Per model output, non-zero: also hand back the integers the output dequantizes (see
+  // raw_output); empty: none.
+  std::span<const char> raw;
+  // Non-null: seconds spent in each segment (model().segments order) are added to it; it is
+  // resized to the segment count. Null costs nothing (no clock is read).
+  std::vector<double>* segment_seconds = nullptr;
+};
+
 class Executor {
  public:
   // Validates the model, prepares the constants and packs the weights for the chosen kernels
@@ -95,10 +114,21 @@ class Executor {
   // input is not consumed only by quantize ops with one common output type and quant.
   bool quantized_input(size_t index, ElemType& type, Quant& quant) const;
 
+  // Output `index` as the device computes it before its float conversion: true, with the
+  // quantized type and parameters, when a `dequantize` op writes it (its input is the raw
+  // result); false when the output is computed in float (a CPU op).
+  bool raw_output(size_t index, ElemType& type, Quant& quant) const;
+
+  // run_values with options; `raw` receives one Value per model output (ints filled for the
+  // outputs options.raw asks for, empty otherwise) when options.raw is not empty.
+  Status run_values(const std::vector<Value>& inputs, std::vector<std::vector<float>>& outputs,
+                    const RunOptions& options, std::vector<Value>* raw = nullptr) const;
+
  private:
   explicit Executor(Model model) : model_(std::move(model)) {}
   // Runs the model on prepared input values (f32, or quantized for quantized_input ones).
-  Status execute(std::vector<Value> inputs, std::vector<std::vector<float>>& outputs) const;
+  Status execute(std::vector<Value> inputs, std::vector<std::vector<float>>& outputs, const RunOptions& options,
+                 std::vector<Value>* raw) const;
   // The tensors op `index` reads and writes as the executor runs it (fused_ may change both).
   std::vector<int32_t> inputs_of(size_t index, const Op& op) const;
   std::vector<int32_t> outputs_of(size_t index, const Op& op) const;
@@ -113,6 +143,8 @@ class Executor {
   std::vector<std::vector<int32_t>> release_;  // per op in execution order: tensors last read there
   std::vector<int32_t> buffer_;  // per tensor: the reused buffer an op output's storage comes from, or -1
   int32_t buffers_ = 0;
+  // Per model output: the op (execution order) of the dequantize that writes it, or -1.
+  std::vector<int64_t> raw_op_;
 };
 
 }  // namespace qflow::lowered
