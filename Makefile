@@ -5,11 +5,12 @@ JOBS ?= $(shell nproc)
 
 # Debian packages the build and the tests need (see docs/architecture.md); qemu-user lets
 # models_ptq_ort run ONNX Runtime on an emulated AVX2 CPU (docs/testing-models.md);
-# espeak-ng speaks the audio of models_vad_stream.
+# espeak-ng speaks the audio of models_vad_stream; dataset-fashion-mnist gives the example
+# applications' test image (tests/apps).
 DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libboost-dev libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev nlohmann-json3-dev doctest-dev \
-  libonnx-testdata libstb-dev python3-numpy chromium qemu-user espeak-ng
+  libonnx-testdata libstb-dev python3-numpy chromium qemu-user espeak-ng dataset-fashion-mnist
 
 .PHONY: all deps bench-deps fuzz-deps configure build run test test-asan fuzz bench-accuracy bench-bpu bench-zoo clean
 
@@ -17,7 +18,7 @@ all: build
 
 # What the benchmarks need on top: the training/peer framework and the datasets (the
 # PP-OCR part also uses node and npm, skipped with a message when they are missing).
-BENCH_PACKAGES := python3-torch python3-onnx dataset-fashion-mnist python3-pil fonts-dejavu-core fonts-noto-cjk
+BENCH_PACKAGES := python3-torch python3-onnx python3-pil fonts-dejavu-core fonts-noto-cjk
 
 # What `make fuzz` needs on top: clang and its libFuzzer/sanitizer runtimes.
 FUZZ_PACKAGES := clang libclang-rt-14-dev

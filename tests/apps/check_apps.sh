@@ -4,8 +4,6 @@
 #     cc APP.c $(pkg-config --cflags --libs qflow-runtime)
 # and their results checked against `qflow hbm run` on the same input array.
 #
-#   check_apps.sh install  SOURCE QFLOW WORK   build runtime/ alone, install it into a fresh
-#                                              prefix, move the prefix (it must be relocatable)
 #   check_apps.sh hbm      SOURCE QFLOW WORK   compile models/mobilenet_fashion to .hbm
 #   check_apps.sh classify SOURCE QFLOW WORK   classify_image on a PNG of a Fashion-MNIST test
 #                                              image: input array and top-5 as `qflow hbm run`
@@ -17,7 +15,9 @@ mode=$1 root=$2 qflow=$3 work=$4
 mkdir -p "$work"
 fail() { echo "check_apps $mode: FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
-prefix=$work/runtime-prefix
+# The runtime built and installed alone, then moved, by the runtime_standalone test (the
+# modes that compile an application need it).
+prefix=${QFLOW_RUNTIME_PREFIX:-}
 hbm=$work/fashion/mobilenet_fashion.hbm
 # numpy for the reference computations: Debian's python3 has it.
 py=python3
@@ -25,32 +25,15 @@ py=python3
 
 # Compiles runtime/examples/$1.c into $work/$1 against the installed runtime.
 build_app() {
+  [ -n "$prefix" ] || fail "QFLOW_RUNTIME_PREFIX names no installed runtime (runtime_standalone)"
   export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-  [ -f "$PKG_CONFIG_PATH/qflow-runtime.pc" ] || fail "no installed runtime in $prefix (apps.runtime_install)"
+  [ -f "$PKG_CONFIG_PATH/qflow-runtime.pc" ] || fail "no installed runtime in $prefix (runtime_standalone)"
   (cd "$work" && cc "$root/runtime/examples/$1.c" $(pkg-config --cflags --libs qflow-runtime) -o "$work/$1") ||
     fail "cc $1.c \$(pkg-config --cflags --libs qflow-runtime) failed"
   export LD_LIBRARY_PATH=$(pkg-config --variable=libdir qflow-runtime)
 }
 
 case $mode in
-install)
-  build=$work/runtime-build
-  launcher=()
-  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-  cmake -S "$root/runtime" -B "$build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" > "$work/configure.log" ||
-    { cat "$work/configure.log"; fail "configure failed"; }
-  cmake --build "$build" -j2 > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; fail "build failed"; }
-  rm -rf "$work/installed" "$prefix"
-  cmake --install "$build" --prefix "$work/installed" > "$work/install.log" || fail "install failed"
-  mv "$work/installed" "$prefix"
-  for f in include/qflow/runtime.h lib/libqflow_runtime.so lib/pkgconfig/qflow-runtime.pc \
-           lib/cmake/qflow-runtime/qflow-runtimeConfig.cmake; do
-    [ -e "$prefix/$f" ] || fail "not installed: $f"
-  done
-  ! grep -rq "$work/installed" "$prefix/lib/pkgconfig" "$prefix/lib/cmake" || fail "the package files name the install prefix"
-  echo "runtime installed alone into $prefix (moved after installing)"
-  ;;
-
 hbm)
   cd "$root"
   rm -rf "$work/fashion"

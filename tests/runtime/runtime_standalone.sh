@@ -3,13 +3,21 @@
 # temporary folder, proves no compile saw a header of protobuf, ONNX, Eigen, toml11 or Boost,
 # then builds a C application against the installed pkg-config file (and a CMake one against
 # find_package(qflow-runtime)) and runs it on a .hbm the test suite wrote.
-#   runtime_standalone.sh SOURCE_ROOT LOWERED_DIR
+#   runtime_standalone.sh SOURCE_ROOT LOWERED_DIR [WORK]
 # LOWERED_DIR holds tiny.hbm, x.npy and y_expected.npy (tests/cli/make_lowered_models.cpp).
+# With WORK the build is kept there between runs and the installed (and moved) runtime stays
+# in WORK/moved for the example applications (tests/apps); without it, a temporary folder.
 set -euo pipefail
 root=$1
 lowered=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ $# -ge 3 ]; then
+  work=$3
+  mkdir -p "$work"
+  rm -rf "$work/prefix" "$work/moved" "$work/consumer"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 
 fail() { echo "runtime_standalone: $*" >&2; exit 1; }
 
