@@ -2,6 +2,7 @@
 // encoders) behind the one target interface.
 #include "bpu_target.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "bpu_cost.h"
@@ -109,9 +110,14 @@ Expected<std::vector<InputType>> BpuTarget::input_types_of(const Model& model) c
   if (!options_.input_types.any()) return std::vector<InputType>{};
   std::vector<std::pair<std::string, Shape>> inputs;
   for (const Value* in : model.graph->runtime_inputs()) {
+    // A float model given to `qflow check` may leave its batch symbolic: it is 1 on the BPU.
     Shape shape;
-    if (in->type)
-      if (auto s = in->type->static_shape()) shape = *s;
+    if (in->type && in->type->shape) {
+      const std::vector<Dim>& dims = *in->type->shape;
+      for (std::size_t i = 0; i < dims.size(); ++i)
+        shape.push_back(dims[i].is_static() ? *dims[i].value : (i == 0 ? 1 : -1));
+      if (std::find(shape.begin(), shape.end(), -1) != shape.end()) shape.clear();
+    }
     inputs.emplace_back(in->name(), shape);
   }
   return resolve_input_types(options_.input_types, inputs);
