@@ -92,7 +92,7 @@ Expected<Placement> parse_check_json(std::string_view text) {
       const auto numbers = [&](const char* key) {
         std::string text;
         if (const Json* list = json_member(input, key); list && list->is_array())
-          for (const Json& v : *list) text += (text.empty() ? "" : " ") + json_text(&v);
+          for (const Json& v : *list) text += (text.empty() ? "" : " ") + (v.is_number() ? v.dump() : json_text(&v));
         return text;
       };
       placement.summary.emplace_back(
