@@ -185,9 +185,9 @@ std::vector<hbm::TensorDesc> input_descs(const Model& model) {
     hbm::DType dtype{};
     hbm::Quantization quant;
     if (model.tensors[static_cast<size_t>(model.inputs[i])].type == ElemType::u8) {
-      // A uint8 frame read by input_convert: its layout is the op's (nv12 is "other").
+      // A uint8 frame: the layout its input_convert reads (nv12 is "other"), or NCHW when a
+      // conv reads it directly.
       d.dtype = hbm::DType::uint8;
-      d.layout = hbm::Layout::other;
       for (const Segment& seg : model.segments)
         for (const Op& op : seg.ops)
           if (op.type == "input_convert" && !op.inputs.empty() && op.inputs[0] == model.inputs[i]) {

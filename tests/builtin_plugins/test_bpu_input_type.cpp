@@ -119,6 +119,73 @@ TEST_CASE("input types: the lowered input becomes an nv12 frame the float refere
         "input-type-rt nv12 of input 'x': it is read by cpu.Relu 'q' (on the CPU); a uint8 input needs every reader on the BPU");
 }
 
+// x [1, 1, 4, 4] -> quantize (int8, scale 1/32) -> conv2d 1 -> 2, 3x3, pad 1, bias -> y.
+lowered::Model conv_model() {
+  lowered::Model m;
+  m.name = "m";
+  m.platform = "nash";
+  const auto i32 = [](const std::vector<int32_t>& v) {
+    std::vector<uint8_t> d;
+    for (int32_t x : v)
+      for (int b = 0; b < 4; ++b) d.push_back(static_cast<uint8_t>(static_cast<uint32_t>(x) >> (8 * b)));
+    return d;
+  };
+  std::vector<uint8_t> w;
+  for (int i = 0; i < 18; ++i) w.push_back(static_cast<uint8_t>(static_cast<int8_t>((i * 29) % 200 - 100)));
+  m.tensors.push_back({"x", lowered::ElemType::f32, {1, 1, 4, 4}, {}, false, {}});
+  m.tensors.push_back({"xq", lowered::ElemType::i8, {1, 1, 4, 4}, {1.0 / 32, 0}, false, {}});
+  m.tensors.push_back({"w", lowered::ElemType::i8, {2, 1, 3, 3}, {0.01, 0}, true, w});
+  m.tensors.push_back({"b", lowered::ElemType::i32, {2}, {1.0, 0}, true, i32({500, -700})});
+  m.tensors.push_back({"yq", lowered::ElemType::i8, {1, 2, 4, 4}, {0.02, 1}, false, {}});
+  m.tensors.push_back({"y", lowered::ElemType::f32, {1, 2, 4, 4}, {}, false, {}});
+  m.inputs = {0};
+  m.outputs = {5};
+  fx::Multiplier mult;
+  REQUIRE(fx::make_multiplier(1.0 / 32 * 0.01 / 0.02, mult).is_ok());
+  lowered::Op conv{"conv2d", "c", {1, 2, 3}, {4},
+                   {{"multiplier_mantissa", {mult.mantissa}, {}, {}}, {"multiplier_shift", {mult.shift}, {}, {}},
+                    {"pads", {1, 1, 1, 1}, {}, {}}}};
+  m.segments.push_back({0, lowered::SegmentKind::bpu,
+                        {{"quantize", "q", {0}, {1}, {}}, conv, {"dequantize", "d", {4}, {5}, {}}}});
+  return m;
+}
+
+TEST_CASE("input types: NCHW gray with an integer mean folds into the first conv, exactly where the table rounds") {
+  auto types = resolve_input_types(opts("gray", "", "128", "0.0078125", "nchw"), Inputs{{"x", {1, 1, 4, 4}}});
+  REQUIRE(types.has_value());
+  lowered::Model folded = conv_model(), table = conv_model();
+  std::vector<InputType> table_types = *types;
+  REQUIRE(apply_input_types(folded, *types).is_ok());
+  REQUIRE(apply_input_types(table, table_types, /*power_of_two=*/true).is_ok());
+  CHECK((*types)[0].folded.find("into the first layer") == 0);
+  CHECK(table_types[0].folded.find("into input_convert's table") == 0);
+  REQUIRE(folded.segments[0].ops.size() == 2);
+  CHECK(folded.segments[0].ops[0].type == "conv2d");
+  CHECK(folded.segments[0].ops[0].inputs[0] == 0);
+  CHECK(folded.tensors[0].type == lowered::ElemType::u8);
+  CHECK(folded.tensors[0].quant == lowered::Quant{0.0078125, 128});
+  CHECK(table.segments[0].ops[0].type == "input_convert");
+
+  auto a = lowered::Executor::create(folded);
+  auto b = lowered::Executor::create(table);
+  REQUIRE_MESSAGE(a.has_value(), a.message());
+  REQUIRE_MESSAGE(b.has_value(), b.message());
+  std::vector<float> frame;
+  for (int i = 0; i < 16; ++i) frame.push_back(static_cast<float>((i * 71 + 5) % 256));
+  std::vector<std::vector<float>> ya, yb;
+  REQUIRE(a->run({std::span<const float>(frame)}, ya).is_ok());
+  REQUIRE(b->run({std::span<const float>(frame)}, yb).is_ok());
+  // The table rounds the input to the calibrated 1/32 steps (here exact: v/128 - 1 is a
+  // multiple of 1/128, not of 1/32); the fold keeps it exact. Both within a few output steps.
+  for (size_t i = 0; i < ya[0].size(); ++i) CHECK(std::fabs(ya[0][i] - yb[0][i]) <= 4 * 0.02 + 1e-6);
+
+  // A mean that is not an integer, or per-channel values, keep the table.
+  auto odd = resolve_input_types(opts("gray", "", "127.5", "0.0078125", "nchw"), Inputs{{"x", {1, 1, 4, 4}}});
+  lowered::Model m = conv_model();
+  REQUIRE(apply_input_types(m, *odd).is_ok());
+  CHECK(m.segments[0].ops[0].type == "input_convert");
+}
+
 TEST_CASE("input types: gray frames round-trip exactly through the normalization") {
   auto types = resolve_input_types(opts("gray", "", "72.93", "0.011109259"), Inputs{{"x", {1, 1, 2, 2}}});
   REQUIRE(types.has_value());

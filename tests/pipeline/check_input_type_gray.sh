@@ -6,7 +6,8 @@
 # and close to the PTQ model; `qflow hbm run`, `qflow hbm run --quantized`, `qflow infer x.hbm`
 # and `qflow infer x.bc` take uint8 [N, 28, 28, 1] arrays and give byte-identical outputs whose
 # top-1 agrees with the float model on the float samples; the lowered input is u8 and its
-# first op input_convert; a float array is refused with the dtype it expects.
+# first op input_convert; a float array is refused with the dtype it expects. Then NCHW frames
+# with an integer mean: folded into the first conv, no conversion op left.
 #
 # usage: check_input_type_gray.sh QFLOW SOURCE_DIR WORK_DIR
 set -u
@@ -96,6 +97,44 @@ PY
 grep -q "uint8" "$work/bad.log" || fail "the refusal does not name uint8: $(cat "$work/bad.log")"
 "$qflow" hbm info "$out/m.hbm" >"$work/info.log" 2>&1 || fail "qflow hbm info failed"
 grep -q "input_convert" "$work/info.log" || fail "qflow hbm info does not list input_convert: $(head -30 "$work/info.log")"
+
+# NCHW gray frames with an integer mean fold into the first conv: no input_convert, no
+# quantize; the frame is the first layer's input (scale 0.011109259, zero point 73).
+fold=$work/fold
+if ! "$qflow" run pipelines/bpu_ptq.toml --set model=models/mobilenet_fashion/mobilenet_fashion.onnx \
+    --set data=models/mobilenet_fashion/calib_200.npy --set method=max --set name=m \
+    --set input-type-rt=gray --set input-layout-rt=nchw --set mean-value=73 --set scale-value=0.011109259 \
+    --out "$fold" --threads 2 >"$work/fold.log" 2>&1; then
+  fail "bpu_ptq.toml with a foldable gray input failed: $(tail -3 "$work/fold.log")"
+else
+  grep -q "folded:        into the first layer" "$fold/model_check_result.txt" ||
+    fail "the foldable input was not folded: $(grep folded "$fold/model_check_result.txt")"
+  "$qflow" hbm info "$fold/m.hbm" >"$work/fold_info.log" 2>&1
+  grep -q "input  uint8 \[1, 1, 28, 28\]  NCHW" "$work/fold_info.log" || fail "the folded .hbm's input: $(grep -A1 '^inputs:' "$work/fold_info.log")"
+  grep -qE "input_convert| quantize x" "$work/fold_info.log" && fail "the folded .hbm still converts its input"
+  python3 - "$fold/verify_result.json" <<'PY' || fail "verify of the folded input out of bounds"
+import json, sys
+result = json.load(open(sys.argv[1]))
+ok = result["bit_identical"] and all(o["hbm_cosine_min"] > 0.98 for o in result["outputs"])
+print("folded: bit-identical %s, cos(hbm, ptq) min %.6f" % (result["bit_identical"], min(o["hbm_cosine_min"] for o in result["outputs"])))
+sys.exit(0 if ok else 1)
+PY
+  python3 - "$work/frames.npy" "$work/frames_nchw.npy" <<'PY' || exit 1
+import sys
+raw = open(sys.argv[1], "rb").read()
+n = int.from_bytes(raw[8:10], "little")
+text = repr({"descr": "|u1", "fortran_order": False, "shape": (32, 1, 28, 28)}).encode("latin1")
+text += b" " * ((64 - (10 + len(text) + 1) % 64) % 64) + b"\n"
+open(sys.argv[2], "wb").write(b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + raw[10 + n:])
+PY
+  "$qflow" hbm run "$fold/m.hbm" --input "$work/frames_nchw.npy" --output-dir "$work/fold_hbm" >"$work/fold_hbm.log" 2>&1 ||
+    fail "qflow hbm run of the folded .hbm failed: $(tail -3 "$work/fold_hbm.log")"
+  "$qflow" infer "$fold/m_quantized_model.bc" --input "$work/frames_nchw.npy" --output-dir "$work/fold_bc" >"$work/fold_bc.log" 2>&1 ||
+    fail "qflow infer of the folded .bc failed: $(tail -3 "$work/fold_bc.log")"
+  for f in "$work/fold_hbm"/*.npy; do
+    cmp -s "$f" "$work/fold_bc/$(basename "$f")" || fail "folded: .hbm and .bc outputs differ"
+  done
+fi
 
 [ $failed -eq 0 ] && echo "input-type-rt gray: OK"
 exit $failed

@@ -88,6 +88,11 @@ Expected<TargetReport> BpuTarget::check(const Model& model) const {
   for (const Node* node : order) macs.push_back(node_macs(*checked.graph, *node));
   const std::string& name = checked.graph->name;
   QFLOW_ASSIGN_OR_RETURN(std::vector<InputType> types, input_types_of(checked));
+  if (qdq && !types.empty()) {
+    // Whether the normalization folds into the first layer depends on the lowered program.
+    QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(model, backend_, nullptr, options_));
+    QFLOW_RETURN_IF_ERROR(apply_input_types(lowered, types, backend_.platform().power_of_two_scales));
+  }
   std::string json = check_report_json(plan, backend_.platform(), name, table, macs);
   std::string text = check_report_text(plan, backend_.platform(), name, table, macs);
   if (!types.empty()) {
@@ -126,7 +131,7 @@ Expected<std::vector<InputType>> BpuTarget::input_types_of(const Model& model) c
 Expected<std::vector<TargetArtifact>> BpuTarget::lower(const Model& ptq_model) const {
   QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(ptq_model, backend_, nullptr, options_));
   QFLOW_ASSIGN_OR_RETURN(std::vector<InputType> types, input_types_of(ptq_model));
-  QFLOW_RETURN_IF_ERROR(apply_input_types(lowered, types));
+  QFLOW_RETURN_IF_ERROR(apply_input_types(lowered, types, backend_.platform().power_of_two_scales));
   auto hbm = lowered::encode_hbm(lowered, QFLOW_VERSION_STRING);
   if (!hbm) return internal_error("bpu: " + hbm.message());
   QFLOW_ASSIGN_OR_RETURN(std::string bc, encode_bc(lowered));

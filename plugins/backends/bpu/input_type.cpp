@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
+#include "qflow/runtime/executor.h"
 #include "qflow/runtime/fixed_point.h"
 
 namespace qflow {
@@ -213,8 +215,114 @@ Expected<std::vector<InputType>> resolve_input_types_of_frames(const InputTypeOp
   return types;
 }
 
-Status apply_input_types(lowered::Model& model, const std::vector<InputType>& types) {
-  for (const InputType& type : types) {
+namespace {
+
+int32_t read_i32(const std::vector<uint8_t>& data, std::size_t i) {
+  uint32_t u = 0;
+  for (int b = 0; b < 4; ++b) u |= static_cast<uint32_t>(data[4 * i + static_cast<std::size_t>(b)]) << (8 * b);
+  return static_cast<int32_t>(u);
+}
+
+// The exact fold (apply_input_types): the convs reading the input's quantize read the frame
+// itself. False, with the model untouched, where it does not apply or the result would not run.
+bool fold_into_convs(lowered::Model& model, int32_t input, const InputType& type) {
+  if (type.yuv_to_rgb || (type.type_rt != "gray" && type.type_rt != "rgb" && type.type_rt != "bgr")) return false;
+  if (type.rt_shape != type.train_shape) return false;  // NCHW (or [N, 1, H, W] gray)
+  for (std::size_t c = 0; c < type.channels.size(); ++c)
+    if (type.channels[c] != static_cast<int32_t>(c)) return false;
+  const double mean = type.mean[0], scale = type.scale[0];
+  for (std::size_t c = 0; c < type.mean.size(); ++c)
+    if (type.mean[c] != mean || type.scale[c] != scale) return false;
+  if (mean != std::floor(mean) || mean < 0 || mean > 255 || !(scale > 0)) return false;
+  // One quantize reads the input; only conv2d ops (as x) read its output.
+  lowered::Op* quantize = nullptr;
+  std::vector<lowered::Op*> convs;
+  for (lowered::Segment& seg : model.segments)
+    for (lowered::Op& op : seg.ops)
+      if (std::find(op.inputs.begin(), op.inputs.end(), input) != op.inputs.end()) {
+        if (op.type != "quantize" || quantize) return false;
+        quantize = &op;
+      }
+  if (!quantize) return false;
+  const int32_t xq = quantize->outputs[0];
+  if (std::find(model.outputs.begin(), model.outputs.end(), xq) != model.outputs.end()) return false;
+  for (lowered::Segment& seg : model.segments)
+    for (lowered::Op& op : seg.ops)
+      for (std::size_t k = 0; k < op.inputs.size(); ++k)
+        if (op.inputs[k] == xq) {
+          if (op.type != "conv2d" || k != 0) return false;
+          convs.push_back(&op);
+        }
+  if (convs.empty()) return false;
+  const double ratio = scale / model.tensors[static_cast<std::size_t>(xq)].quant.scale;  // s_new / s_old
+  lowered::Model folded = model;
+  const auto index_in = [&](lowered::Op* op) -> lowered::Op& {
+    for (std::size_t s = 0; s < model.segments.size(); ++s)
+      for (std::size_t o = 0; o < model.segments[s].ops.size(); ++o)
+        if (&model.segments[s].ops[o] == op) return folded.segments[s].ops[o];
+    throw std::logic_error("op not found");
+  };
+  for (lowered::Op* conv : convs) {
+    lowered::Op& op = index_in(conv);
+    op.inputs[0] = input;
+    lowered::Attribute* mantissa = nullptr;
+    lowered::Attribute* shift = nullptr;
+    for (lowered::Attribute& a : op.attributes) {
+      if (a.name == "multiplier_mantissa") mantissa = &a;
+      if (a.name == "multiplier_shift") shift = &a;
+    }
+    if (!mantissa || !shift || mantissa->ints.size() != shift->ints.size()) return false;
+    for (std::size_t i = 0; i < mantissa->ints.size(); ++i) {
+      const double real = fx::multiplier_value({static_cast<int32_t>(mantissa->ints[i]), static_cast<int>(shift->ints[i])}) * ratio;
+      fx::Multiplier m;
+      if (!fx::make_multiplier(real, m).is_ok()) return false;
+      mantissa->ints[i] = m.mantissa;
+      shift->ints[i] = m.shift;
+    }
+    if (op.inputs.size() > 2 && op.inputs[2] >= 0) {  // the bias, at scale s_x * s_w: rescaled
+      lowered::Tensor bias = folded.tensors[static_cast<std::size_t>(op.inputs[2])];
+      if (bias.type != lowered::ElemType::i32 || !bias.constant) return false;
+      std::vector<uint8_t> data;
+      for (std::size_t i = 0; i < bias.data.size() / 4; ++i) {
+        const double v = std::nearbyint(static_cast<double>(read_i32(bias.data, i)) / ratio);
+        if (!(std::fabs(v) < 2147483647.0)) return false;
+        const auto u = static_cast<uint32_t>(static_cast<int32_t>(v));
+        for (int b = 0; b < 4; ++b) data.push_back(static_cast<uint8_t>(u >> (8 * b)));
+      }
+      bias.name += "_frame";
+      bias.data = std::move(data);
+      folded.tensors.push_back(std::move(bias));
+      op.inputs[2] = static_cast<int32_t>(folded.tensors.size() - 1);
+    }
+  }
+  // The quantize goes; the frame is the quantized normalized tensor.
+  for (lowered::Segment& seg : folded.segments)
+    seg.ops.erase(std::remove_if(seg.ops.begin(), seg.ops.end(),
+                                 [&](const lowered::Op& op) { return op.type == "quantize" && op.inputs[0] == input; }),
+                  seg.ops.end());
+  lowered::Tensor& frame = folded.tensors[static_cast<std::size_t>(input)];
+  frame.type = lowered::ElemType::u8;
+  frame.shape = type.rt_shape;
+  frame.quant = {scale, static_cast<int32_t>(mean)};
+  // A fold the kernels would refuse (the accumulator bound with the new zero point) is not made.
+  auto executor = lowered::Executor::create(folded, lowered::Kernels::reference);
+  if (!executor) return false;
+  std::vector<float> zeros(static_cast<std::size_t>(type.rt_shape[0] * type.rt_shape[1] * type.rt_shape[2] * type.rt_shape[3]), 0.0f);
+  std::vector<std::span<const float>> feeds;
+  for (const int32_t i : folded.inputs) {
+    if (i != input) return false;  // other inputs need their own values: keep it simple
+    feeds.emplace_back(zeros);
+  }
+  std::vector<std::vector<float>> outputs;
+  if (!executor->run(feeds, outputs).is_ok()) return false;
+  model = std::move(folded);
+  return true;
+}
+
+}  // namespace
+
+Status apply_input_types(lowered::Model& model, std::vector<InputType>& types, bool power_of_two) {
+  for (InputType& type : types) {
     int32_t input = -1;
     for (const int32_t i : model.inputs)
       if (model.tensors[static_cast<std::size_t>(i)].name == type.input) input = i;
@@ -224,6 +332,12 @@ Status apply_input_types(lowered::Model& model, const std::vector<InputType>& ty
       return invalid_input(where + "the lowered input has another shape than the model's");
     if (std::find(model.outputs.begin(), model.outputs.end(), input) != model.outputs.end())
       return invalid_input(where + "the input is also a model output");
+    if (!power_of_two && fold_into_convs(model, input, type)) {
+      type.folded = "into the first layer (conv2d reads the frame as scale " + number_text(type.scale[0]) +
+                    ", zero point " + number_text(type.mean[0]) + "; multipliers and biases rescaled)";
+      continue;
+    }
+    type.folded = "into input_convert's table (256 entries per channel: normalization and quantization, exact)";
     bool read = false;
     for (lowered::Segment& seg : model.segments)
       for (lowered::Op& op : seg.ops) {
@@ -275,8 +389,7 @@ std::string input_types_text(const std::vector<InputType>& types) {
     out += "    conversion:    " + t.conversion() + "\n";
     out += "    normalization: (x - mean) * scale, mean " + numbers_text(t.mean, " ") + ", scale " +
            numbers_text(t.scale, " ") + "\n";
-    out += "    folded:        into input_convert's table (256 entries per channel: normalization and "
-           "quantization, exact)\n";
+    out += "    folded:        " + (t.folded.empty() ? std::string("decided by the lowering") : t.folded) + "\n";
   }
   return out + "\n";
 }
@@ -291,7 +404,7 @@ std::string input_types_json(const std::vector<InputType>& types) {
            ", \"shape_rt\": " + shape_text(t.rt_shape) + ", \"type_train\": " + json_string(t.type_train) +
            ", \"shape_train\": " + shape_text(t.train_shape) + ", \"conversion\": " + json_string(t.conversion()) +
            ", \"mean\": [" + numbers_text(t.mean, ", ") + "], \"scale\": [" + numbers_text(t.scale, ", ") +
-           "], \"folded\": \"input_convert table\"}";
+           "], \"folded\": " + json_string(t.folded.empty() ? "decided by the lowering" : t.folded) + "}";
   }
   return out + "\n  ]";
 }

@@ -36,6 +36,8 @@ struct InputType {
   std::vector<double> mean, scale;   // one per train channel
   bool yuv_to_rgb = false;
   std::vector<int32_t> channels;  // train channel c reads converted channel channels[c]
+  // Where apply_input_types put the normalization: "" before it ran.
+  std::string folded;
 
   // "BT.601 full range YUV -> RGB, then channels R, G, B" and the like.
   std::string conversion() const;
@@ -54,7 +56,14 @@ Expected<std::vector<InputType>> resolve_input_types_of_frames(const InputTypeOp
 // Replaces the quantize ops that read each such input by input_convert ops reading a u8
 // frame; the model input becomes that frame. Every reader of the input must be such a
 // quantize op producing an 8-bit tensor (an error otherwise).
-Status apply_input_types(lowered::Model& model, const std::vector<InputType>& types);
+//
+// Where exact, no op is added: a gray / rgb / bgr frame in NCHW without reordering, with one
+// integer mean and one scale for every channel, read only by conv2d ops, is that tensor
+// quantized with scale `scale` and zero point `mean`; the convs read it directly (their
+// zero padding is the zero point, the normalized 0) with multipliers and biases rescaled from
+// the calibrated input scale. Not on power-of-two platforms. Each type's `folded` says
+// which was done.
+Status apply_input_types(lowered::Model& model, std::vector<InputType>& types, bool power_of_two = false);
 
 // The check report's section (text lines and a JSON array), "" when `types` is empty.
 std::string input_types_text(const std::vector<InputType>& types);
