@@ -90,8 +90,13 @@ Expected<TargetReport> BpuTarget::check(const Model& model) const {
   QFLOW_ASSIGN_OR_RETURN(std::vector<InputType> types, input_types_of(checked));
   if (qdq && !types.empty()) {
     // Whether the normalization folds into the first layer depends on the lowered program.
-    QFLOW_ASSIGN_OR_RETURN(lowered::Model lowered, lower_ptq_model(model, backend_, nullptr, options_));
-    QFLOW_RETURN_IF_ERROR(apply_input_types(lowered, types, backend_.platform().power_of_two_scales));
+    // A model the lowering refuses is still checked (the lowering stage reports why): the
+    // report then says the lowering decides, and what it would refuse.
+    Expected<lowered::Model> lowered = lower_ptq_model(model, backend_, nullptr, options_);
+    if (lowered) {
+      std::vector<InputType> applied = types;
+      if (apply_input_types(*lowered, applied, backend_.platform().power_of_two_scales).is_ok()) types = std::move(applied);
+    }
   }
   std::string json = check_report_json(plan, backend_.platform(), name, table, macs);
   std::string text = check_report_text(plan, backend_.platform(), name, table, macs);
