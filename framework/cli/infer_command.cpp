@@ -153,15 +153,16 @@ Expected<std::vector<std::pair<std::string, std::string>>> bind_carries(const Gr
 Status run_infer_deployed(DeployedModel& model, const std::string& path, const std::vector<std::string>& specs,
                           const std::vector<std::string>& carries, const std::string& dir) {
   std::vector<FixedModelIo> inputs, outputs;
-  for (const DeployedTensor& t : model.inputs()) inputs.push_back({t.name, t.shape, DType::Float32});
+  // A uint8 frame input takes uint8 arrays (docs/input-types.md); the file runs them as floats.
+  for (const DeployedTensor& t : model.inputs()) inputs.push_back({t.name, t.shape, t.dtype});
   for (const DeployedTensor& t : model.outputs()) outputs.push_back({t.name, t.shape, DType::Float32});
   return run_fixed_model_on_npy(inputs, outputs, specs, carries, dir, path,
                                 [&](const std::vector<const std::byte*>& feeds, std::vector<std::vector<float>>& results) {
                                   std::vector<Tensor> tensors;
                                   for (size_t i = 0; i < feeds.size(); ++i) {
-                                    Tensor t(DType::Float32, inputs[i].shape);
+                                    Tensor t(inputs[i].dtype, inputs[i].shape);
                                     std::memcpy(t.raw_data(), feeds[i], t.nbytes());
-                                    tensors.push_back(std::move(t));
+                                    tensors.push_back(t.dtype() == DType::Float32 ? std::move(t) : t.cast(DType::Float32));
                                   }
                                   QFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> produced, model.run(tensors));
                                   results.clear();

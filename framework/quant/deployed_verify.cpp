@@ -101,7 +101,18 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
 
   auto run_one = [&](const Feeds& sample, Loaded& slot) -> Expected<SampleOutputs> {
     SampleOutputs out;
-    QFLOW_ASSIGN_OR_RETURN(auto ptq_out, ptq->run(sample));
+    // A file that converts its inputs (a uint8 frame made from the sample) names what the
+    // PTQ model should see instead: the float tensor of that frame.
+    Feeds reference_sample = sample;
+    if (!slot.models.empty()) {
+      const DeployedModel& first = *slot.models.front();
+      std::vector<Tensor> inputs;
+      for (const DeployedTensor& input : first.inputs()) inputs.push_back(as_float(sample.at(input.name)));
+      QFLOW_ASSIGN_OR_RETURN(std::vector<Tensor> converted, first.reference_inputs(inputs));
+      const std::vector<DeployedTensor> names = first.inputs();
+      for (size_t i = 0; i < names.size() && i < converted.size(); ++i) reference_sample[names[i].name] = converted[i];
+    }
+    QFLOW_ASSIGN_OR_RETURN(auto ptq_out, ptq->run(reference_sample));
     std::vector<Flat> reference;
     for (const Value* value : outputs) reference.push_back(flatten(ptq_out.at(value->name())));
     out.push_back(std::move(reference));

@@ -85,6 +85,26 @@ Expected<Placement> parse_check_json(std::string_view text) {
                                               std::to_string(accelerated) + ", " + placement.fallback + " " +
                                               std::to_string(others) + ")");
   placement.summary.emplace_back("subgraphs", std::to_string(subgraphs));
+  // Inputs compiled as uint8 frames (docs/input-types.md): the chain from the frame to the
+  // first layer, one row per input.
+  if (const Json* inputs = json_member(root, "inputs"); inputs && inputs->is_array())
+    for (const Json& input : *inputs) {
+      const auto numbers = [&](const char* key) {
+        std::string text;
+        if (const Json* list = json_member(input, key); list && list->is_array())
+          for (const Json& v : *list) {
+            if (!text.empty()) text += ' ';
+            text += v.is_number() ? v.dump() : json_text(&v);
+          }
+        return text;
+      };
+      placement.summary.emplace_back(
+          "input " + json_text(json_member(input, "name")),
+          json_text(json_member(input, "type_rt")) + " (" + json_text(json_member(input, "layout_rt")) + ") uint8 -> " +
+              json_text(json_member(input, "type_train")) + "; " + json_text(json_member(input, "conversion")) +
+              "; (x - mean) * scale with mean " + numbers("mean") + ", scale " + numbers("scale") + "; folded into " +
+              json_text(json_member(input, "folded")));
+    }
   return placement;
 }
 

@@ -137,7 +137,7 @@ class IntegerOp {
     const std::string& t = op_.type;
     if (t == "conv2d" || t == "conv_transpose2d" || t == "matmul" || t == "add" || t == "sub" || t == "mul" ||
         t == "requantize" || t == "quantize" || t == "lut" || t == "max_pool" || t == "average_pool" ||
-        t == "global_average_pool" || t == "concat" || t == "softmax")
+        t == "global_average_pool" || t == "concat" || t == "softmax" || t == "input_convert")
       return true;
     if (t == "reshape" || t == "transpose" || t == "slice" || t == "resize")
       return in(0).in_range && tin(0).type == tout().type;
@@ -171,6 +171,7 @@ class IntegerOp {
   Status dispatch() {
     const std::string& t = op_.type;
     if (t == "quantize") return quantize();
+    if (t == "input_convert") return input_convert();
     if (t == "dequantize") return dequantize();
     if (t == "conv2d" || t == "conv_transpose2d") return conv(t == "conv_transpose2d");
     if (t == "matmul") return matmul();
@@ -214,6 +215,13 @@ class IntegerOp {
       y[i] = fx::quantize(static_cast<double>(x[i]), q);
     }
     return Status::ok();
+  }
+
+  // The attributes were checked by validate() (docs/lowered-model.md, "input_convert").
+  Status input_convert() {
+    fx::InputConvertParams p;
+    if (!input_convert_params(m_, op_, p)) return invalid_input("bad input_convert attributes");
+    return fx::input_convert(p, in(0).ints, in(1).ints, out().ints);
   }
 
   Status dequantize() {

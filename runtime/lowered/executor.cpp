@@ -213,6 +213,11 @@ bool Executor::quantized_input(size_t index, ElemType& type, Quant& quant) const
   const int32_t t = model_.inputs[index];
   for (const int32_t o : model_.outputs)
     if (o == t) return false;
+  if (model_.tensors[static_cast<size_t>(t)].type == ElemType::u8) {  // a uint8 frame, given as is
+    type = ElemType::u8;
+    quant = model_.tensors[static_cast<size_t>(t)].quant;
+    return true;
+  }
   bool found = false;
   for (const Segment& seg : model_.segments)
     for (const Op& op : seg.ops)
@@ -308,6 +313,36 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
     Value& v = inputs[k];
     const auto n = static_cast<size_t>(element_count(tensor.shape));
     const std::string label = "input " + std::to_string(k) + " (" + detail::quoted_name(tensor.name) + ")";
+    if (tensor.type == ElemType::u8) {  // a uint8 frame (input_convert reads it)
+      Value& frame = values[t];
+      frame.type = ElemType::u8;
+      frame.shape = tensor.shape;
+      if (v.type == ElemType::f32) {
+        if (v.floats.size() != n)
+          return invalid_input(prefix + label + " has " + std::to_string(v.floats.size()) + " values, expected " +
+                               std::to_string(n) + " for shape " + detail::shape_string(tensor.shape));
+        frame.ints.resize(n);
+        for (size_t i = 0; i < n; ++i) {
+          const float x = v.floats[i];
+          if (!(x >= 0.0f && x <= 255.0f) || x != static_cast<float>(static_cast<int32_t>(x)))
+            return invalid_input(prefix + label + " is a uint8 frame: element " + std::to_string(i) + " is " +
+                                 std::to_string(x) + ", not an integer in [0, 255]");
+          frame.ints[i] = static_cast<int32_t>(x);
+        }
+      } else if (v.type == ElemType::u8) {
+        if (v.ints.size() != n)
+          return invalid_input(prefix + label + " has " + std::to_string(v.ints.size()) + " values, expected " +
+                               std::to_string(n) + " for shape " + detail::shape_string(tensor.shape));
+        for (const int32_t x : v.ints)
+          if (x < 0 || x > 255) return invalid_input(prefix + label + " holds " + std::to_string(x) + ", outside u8");
+        frame.ints = std::move(v.ints);
+      } else {
+        return invalid_input(prefix + label + " is a uint8 frame and cannot be given as " + type_name(v.type));
+      }
+      frame.in_range = true;  // checked just above
+      slot[t] = &frame;
+      continue;
+    }
     if (v.type == ElemType::f32) {
       if (v.floats.size() != n)
         return invalid_input(prefix + label + " has " + std::to_string(v.floats.size()) + " values, expected " +

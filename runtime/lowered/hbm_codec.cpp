@@ -184,7 +184,21 @@ std::vector<hbm::TensorDesc> input_descs(const Model& model) {
     hbm::TensorDesc d = describe(model, model.inputs[i]);
     hbm::DType dtype{};
     hbm::Quantization quant;
-    if (quantized_form(model, i, dtype, quant)) {
+    if (model.tensors[static_cast<size_t>(model.inputs[i])].type == ElemType::u8) {
+      // A uint8 frame: the layout its input_convert reads (nv12 is "other"), or NCHW when a
+      // conv reads it directly.
+      d.dtype = hbm::DType::uint8;
+      for (const Segment& seg : model.segments)
+        for (const Op& op : seg.ops)
+          if (op.type == "input_convert" && !op.inputs.empty() && op.inputs[0] == model.inputs[i]) {
+            std::string format, layout = "nhwc";
+            for (const Attribute& a : op.attributes) {
+              if (a.name == "format" && !a.strings.empty()) format = a.strings[0];
+              if (a.name == "layout" && !a.strings.empty()) layout = a.strings[0];
+            }
+            if (format != "nv12") d.layout = layout == "nchw" ? hbm::Layout::nchw : hbm::Layout::nhwc;
+          }
+    } else if (quantized_form(model, i, dtype, quant)) {
       d.dtype = dtype;
       d.quant = std::move(quant);
     }

@@ -45,6 +45,10 @@ bool is_integer_op(std::string_view type);
 bool is_boundary_op(std::string_view type);  // quantize, dequantize
 
 bool to_qtype(ElemType type, fx::QType& out);
+
+// The parameters of an input_convert op from its attributes and declared tensors (x the u8
+// frame, y [N, C, H, W]); false with `error` set when they are inconsistent.
+bool input_convert_params(const Model& model, const Op& op, fx::InputConvertParams& p, std::string* error = nullptr);
 fx::QParams qparams(const Tensor& t);  // t must be quantized
 
 // numpy broadcasting of two shapes; false when they are incompatible.

@@ -42,6 +42,16 @@ class OpChecker {
         return fail("dequantize takes a quantized (i8, u8, i16, u16) tensor to an f32 one");
       return same_count(0);
     }
+    if (t == "input_convert") {
+      if (auto e = counts(2, 2, 1)) return e;
+      if (auto e = table(1)) return e;
+      fx::InputConvertParams p;
+      std::string error;
+      if (!detail::input_convert_params(m_, op_, p, &error)) return fail(error);
+      if (detail::element_count(in(1).shape) != static_cast<int64_t>(p.channels.size()) * 256)
+        return fail("table must have 256 entries per output channel");
+      return std::nullopt;
+    }
     if (t == "conv2d" || t == "conv_transpose2d") {
       if (auto e = counts(2, 3, 1)) return e;
       if (auto e = quantized_io({0})) return e;
@@ -313,7 +323,9 @@ std::optional<std::string> validate_model(const Model& model) {
   for (const int32_t i : model.inputs) {
     if (i < 0 || i >= count) return "model input index " + std::to_string(i) + " is out of range";
     const Tensor& t = model.tensors[static_cast<size_t>(i)];
-    if (t.type != ElemType::f32 || t.constant) return "model input " + tensor_label(model, i) + " must be a non-constant f32 tensor";
+    // u8: a frame an input_convert op reads (docs/input-types.md).
+    if ((t.type != ElemType::f32 && t.type != ElemType::u8) || t.constant)
+      return "model input " + tensor_label(model, i) + " must be a non-constant f32 or u8 tensor";
     if (written[static_cast<size_t>(i)]) return "model input " + tensor_label(model, i) + " is listed twice";
     written[static_cast<size_t>(i)] = 1;
   }

@@ -683,7 +683,7 @@ TEST_CASE("validate refuses malformed models with a message naming the problem")
   {
     Builder b = base();
     b.model.tensors[0].type = ElemType::i8;
-    CHECK(contains(error_of(b.model), "must be a non-constant f32 tensor"));
+    CHECK(contains(error_of(b.model), "must be a non-constant f32 or u8 tensor"));
   }
   {
     Builder b = base();

@@ -40,7 +40,12 @@ ComponentCatalog shipped_catalog() {
     components.push_back({ComponentKind::Calibrator, name, "built-in calibrator", {}});
   components.push_back({ComponentKind::Target, "bpu", "built-in target",
                         {{"platform", OptionType::String, std::string("nash"), "platform"},
-                         {"platform-dir", OptionType::String, std::string(), "platform folders"}}});
+                         {"platform-dir", OptionType::String, std::string(), "platform folders"},
+                         {"input-type-rt", OptionType::String, std::string("featuremap"), "input type"},
+                         {"input-layout-rt", OptionType::String, std::string("nhwc"), "input layout"},
+                         {"input-type-train", OptionType::String, std::string(), "train type"},
+                         {"mean-value", OptionType::String, std::string(), "mean"},
+                         {"scale-value", OptionType::String, std::string(), "scale"}}});
   // The passes plugin's named pass pipeline, as it registers it.
   std::vector<PassPipelineInfo> pipelines = {
       {"float-optimize", "built-in pass pipeline",

@@ -39,6 +39,7 @@ class BpuTarget final : public Target {
   Status check_quantization(const QuantConfig& config) const override;
 
  private:
+  Expected<std::vector<InputType>> input_types_of(const Model& model) const;
   BpuBackend backend_;
   LoweringOptions options_;
 };

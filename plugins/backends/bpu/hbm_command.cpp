@@ -218,13 +218,26 @@ Status hbm_run(const std::string& path, const std::vector<std::string>& specs, c
   if (qflow_rt_load_file(path.c_str(), &raw) != QFLOW_RT_OK)
     return invalid_input(path + ": " + qflow_rt_last_error());
   std::unique_ptr<qflow_rt_model, void (*)(qflow_rt_model*)> model(raw, qflow_rt_free);
+  // uint8 frame inputs (docs/input-types.md) take uint8 arrays with or without --quantized;
+  // qflow_rt_run gets them as floats holding the integers.
+  std::vector<bool> frames;
+  {
+    QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+    Expected<lowered::Model> decoded =
+        lowered::decode_hbm(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+    if (decoded)
+      for (const int32_t t : decoded->inputs)
+        frames.push_back(decoded->tensors[static_cast<size_t>(t)].type == lowered::ElemType::u8);
+  }
   std::vector<FixedModelIo> inputs, outputs;
   for (size_t i = 0; i < qflow_rt_input_count(model.get()); ++i) {
     qflow_rt_tensor_info info{};
     if (qflow_rt_input_info(model.get(), i, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
+    const bool frame = i < frames.size() && frames[i];
     inputs.push_back({info.name, Shape(info.shape, info.shape + info.rank),
-                      quantized ? ir_dtype(info.quantized_dtype) : DType::Float32});
+                      frame ? DType::UInt8 : quantized ? ir_dtype(info.quantized_dtype) : DType::Float32});
   }
+  std::vector<std::vector<float>> frame_floats(inputs.size());
   for (size_t i = 0; i < qflow_rt_output_count(model.get()); ++i) {
     qflow_rt_tensor_info info{};
     if (qflow_rt_output_info(model.get(), i, &info) != QFLOW_RT_OK) return internal_error(qflow_rt_last_error());
@@ -241,6 +254,13 @@ Status hbm_run(const std::string& path, const std::vector<std::string>& specs, c
                                     out_ptrs.push_back(results[o].data());
                                   }
                                   std::vector<const void*> in_ptrs(feeds.begin(), feeds.end());
+                                  if (!quantized)
+                                    for (size_t i = 0; i < inputs.size(); ++i)
+                                      if (inputs[i].dtype == DType::UInt8) {
+                                        const auto* bytes = reinterpret_cast<const uint8_t*>(feeds[i]);
+                                        frame_floats[i].assign(bytes, bytes + static_cast<size_t>(shape_numel(inputs[i].shape)));
+                                        in_ptrs[i] = frame_floats[i].data();
+                                      }
                                   const qflow_rt_status status =
                                       quantized ? qflow_rt_run_quantized(model.get(), in_ptrs.data(), out_ptrs.data())
                                                 : qflow_rt_run(model.get(),

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bpu_backend.h"
+#include "input_type.h"
 #include "partition_plan.h"
 #include "qdq_model.h"
 #include "qflow/core/status.h"
@@ -28,6 +29,8 @@ struct LoweringOptions {
   // The backend's run-on-bpu nodes: one without an integer lowering is an error instead of
   // moving to the CPU.
   std::vector<std::string> run_on_bpu;
+  // input-type-rt and friends (docs/input-types.md): inputs given as uint8 frames.
+  InputTypeOptions input_types;
 };
 
 // The partition the lowering uses: the backend's plan of the PTQ model's float view with the

@@ -56,7 +56,8 @@ struct Value {
 
 // Checks that do not need data: tensor indices in range, every op known with its required
 // inputs and attributes, constant data sizes matching shapes and types, each tensor written
-// once and before it is read, model inputs/outputs f32. The executor and the codecs run it.
+// once and before it is read, model inputs f32 or u8 (a frame input_convert reads), outputs
+// f32. The executor and the codecs run it.
 Status validate(const Model& model);
 
 namespace detail {
@@ -100,7 +101,8 @@ class Executor {
 
   const Model& model() const { return model_; }
 
-  // Float inputs, one per model input in order (element count must match the shape);
+  // Float inputs, one per model input in order (element count must match the shape; a u8
+  // frame input as floats holding integers in [0, 255]);
   // fills one float vector per model output. Messages name the op and its source node.
   // run and run_values keep no state: one Executor may run in several threads at once.
   Status run(const std::vector<std::span<const float>>& inputs, std::vector<std::vector<float>>& outputs) const;
@@ -111,7 +113,8 @@ class Executor {
   Status run_values(const std::vector<Value>& inputs, std::vector<std::vector<float>>& outputs) const;
 
   // The quantized type and parameters an input takes when given quantized; false when the
-  // input is not consumed only by quantize ops with one common output type and quant.
+  // input is not consumed only by quantize ops with one common output type and quant. A u8
+  // frame input: u8 with its (1, 0) quant.
   bool quantized_input(size_t index, ElemType& type, Quant& quant) const;
 
   // Output `index` as the device computes it before its float conversion: true, with the

@@ -285,4 +285,44 @@ Status layernorm(const LayerNormParams& p, std::span<const int32_t> x, std::span
 // floor(sqrt(v)), exact.
 uint64_t integer_sqrt(uint64_t v);
 
+// ---------------------------------------------------------------------------------------------
+// Input conversion: a uint8 camera / image frame to the quantized tensor the first layer reads
+// (docs/input-types.md). Colour conversion is BT.601 full range (JPEG / JFIF): Y, U, V in
+// [0, 255] with U, V centred on 128, coefficients in Q16, rounded half up by adding 2^15
+// before the arithmetic right shift (floor), then clamped to [0, 255]:
+//   R = Y + ((91881 * (V - 128) + 32768) >> 16)                          1.402    * 2^16
+//   G = Y + ((-22554 * (U - 128) - 46802 * (V - 128) + 32768) >> 16)     0.344136, 0.714136
+//   B = Y + ((116130 * (U - 128) + 32768) >> 16)                         1.772    * 2^16
+inline constexpr int kColorFracBits = 16;
+inline constexpr int32_t kYuvRv = 91881, kYuvGu = 22554, kYuvGv = 46802, kYuvBu = 116130;
+// rgb[0..2] = R, G, B of one pixel.
+void yuv_to_rgb(int32_t y, int32_t u, int32_t v, int32_t rgb[3]);
+
+// How the frame is stored. nv12: [N, H * 3 / 2, W], the Y plane (H rows) then the UV plane
+// (H / 2 rows of W bytes: U, V interleaved at half resolution; each chroma pair serves a 2x2
+// block of pixels); H and W even. The others are [N, H, W, C] (nhwc) or [N, C, H, W] (nchw)
+// with C = 1 (gray) or 3 (rgb, bgr, yuv444 in their channel order).
+enum class PixelFormat { Gray, Rgb, Bgr, Yuv444, Nv12 };
+struct InputConvertParams {
+  PixelFormat format = PixelFormat::Gray;
+  bool nhwc = true;  // ignored for nv12
+  int64_t batch = 1, height = 1, width = 1;
+  // Converts the frame's Y, U, V channels to R, G, B (yuv444, nv12) before the tables.
+  bool yuv_to_rgb = false;
+  // Output channel c reads converted channel channels[c] (R, G, B after the conversion, else
+  // the frame's channels in stored order: Y, U, V for nv12).
+  std::vector<int32_t> channels;
+  QParams output;
+};
+// Channels of the frame before the `channels` selection (1 for gray, else 3).
+int64_t frame_channels(PixelFormat format);
+// Element count of the frame `p` describes.
+int64_t frame_elements(const InputConvertParams& p);
+// x: the frame (values in [0, 255]); table: [C][256], table[c * 256 + v] the quantized value
+// of output channel c for the 8-bit value v (the normalization and quantization, computed by
+// the compiler); y: [N, C, H, W] with C = channels.size(). Errors: sizes, a frame value or a
+// table entry outside its range, a channel index out of range.
+Status input_convert(const InputConvertParams& p, std::span<const int32_t> x, std::span<const int32_t> table,
+                     std::span<int32_t> y);
+
 }  // namespace qflow::fx

@@ -44,6 +44,9 @@ struct TargetArtifact {
 struct DeployedTensor {
   std::string name;
   Shape shape;
+  // The array dtype the file takes for an input: UInt8 for a uint8 frame (docs/input-types.md;
+  // run() still gets it as float32 tensors holding the integers), else Float32.
+  DType dtype = DType::Float32;
 };
 
 // A deployable file loaded to run on the host (a simulator, or the device runtime built for
@@ -58,6 +61,10 @@ class DeployedModel {
   virtual std::vector<DeployedTensor> outputs() const = 0;
   // One sample: inputs in inputs() order, outputs in outputs() order.
   virtual Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs) = 0;
+  // What the reference (the PTQ model) is fed for the same `inputs`: a file that converts its
+  // inputs on the way in (a uint8 frame made from a float sample, docs/input-types.md) gives
+  // the float tensor that frame stands for. The inputs unchanged by default.
+  virtual Expected<std::vector<Tensor>> reference_inputs(const std::vector<Tensor>& inputs) const { return inputs; }
 };
 
 class Target {
