@@ -14,8 +14,9 @@
  *   --mean and --std take one value or one per channel; defaults 0 and 1 (pixel / 255).
  * - a UINT8 camera input (the device converts and normalises it itself): the image is resized
  *   and written as the model's pixel format: NV12 for [N, H*3/2, W], gray for [N, H, W, 1]
- *   or [N, 1, H, W], RGB for [N, H, W, 3]. --format nv12|gray|rgb|float overrides the guess
- *   (a rank-3 UINT8 input is NV12 when its second axis is a multiple of 3, gray otherwise).
+ *   or [N, 1, H, W], RGB for [N, H, W, 3] or planes [N, 3, H, W]. --format nv12|gray|rgb|float
+ *   overrides the guess (a rank-3 UINT8 input is NV12 when its second axis is a multiple of
+ *   3, gray otherwise).
  *   RGB -> NV12 is BT.601 full range (JPEG's YCbCr):
  *       Y  =  0.299 R + 0.587 G + 0.114 B
  *       Cb = -0.168736 R - 0.331264 G + 0.5 B + 128
@@ -131,9 +132,11 @@ static void rgb_to_nv12(const unsigned char* rgb, int w, int h, unsigned char* n
     }
 }
 
-static int write_npy_f32(const char* path, const qflow_rt_tensor_info* info, const float* data) {
+/* Writes `info->element_count` elements of `data` (float32 or uint8) as .npy in `info`'s shape. */
+static int write_npy(const char* path, const qflow_rt_tensor_info* info, const void* data, qflow_rt_dtype dtype) {
   char header[256];
-  int n = snprintf(header, sizeof header, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+  int n = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                   dtype == QFLOW_RT_UINT8 ? "|u1" : "<f4");
   for (size_t i = 0; i < info->rank; ++i)
     n += snprintf(header + n, sizeof header - (size_t)n, "%lld,%s", (long long)info->shape[i],
                   i + 1 < info->rank ? " " : "");
@@ -144,7 +147,7 @@ static int write_npy_f32(const char* path, const qflow_rt_tensor_info* info, con
   if (!f) return 0;
   const unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 0xff), (unsigned char)(n >> 8)};
   int ok = fwrite(magic, 1, 10, f) == 10 && fwrite(header, 1, (size_t)n, f) == (size_t)n &&
-           fwrite(data, sizeof(float), info->element_count, f) == info->element_count;
+           fwrite(data, dtype == QFLOW_RT_UINT8 ? 1 : sizeof(float), info->element_count, f) == info->element_count;
   return fclose(f) == 0 && ok;
 }
 
@@ -226,6 +229,9 @@ int main(int argc, char** argv) {
     if (in.quantized_dtype == QFLOW_RT_UINT8 && in.rank == 3) format = in.shape[1] % 3 == 0 ? FORMAT_NV12 : FORMAT_GRAY;
     if (in.quantized_dtype == QFLOW_RT_UINT8 && in.rank == 4 && in.shape[3] == 3) format = FORMAT_RGB;
     if (in.quantized_dtype == QFLOW_RT_UINT8 && in.rank == 4 && in.shape[3] == 1) format = FORMAT_GRAY;
+    /* NCHW frames (input-layout-rt nchw): [N, 1, H, W] gray, [N, 3, H, W] RGB planes. */
+    if (in.quantized_dtype == QFLOW_RT_UINT8 && in.rank == 4 && in.shape[3] != 1 && in.shape[3] != 3)
+      format = in.shape[1] == 3 ? FORMAT_RGB : FORMAT_GRAY;
   }
   int height = 0, width = 0, channels = 1, nhwc = 0;
   if (format == FORMAT_NV12) {
@@ -236,7 +242,7 @@ int main(int argc, char** argv) {
     height = (int)in.shape[1], width = (int)in.shape[2];
   } else if (in.rank == 4) {
     nhwc = (in.shape[3] == 1 || in.shape[3] == 3) && in.shape[1] != 1 && in.shape[1] != 3;
-    if (format == FORMAT_RGB || (format == FORMAT_GRAY && in.shape[3] == 1)) nhwc = 1;
+    if ((format == FORMAT_RGB && in.shape[3] == 3) || (format == FORMAT_GRAY && in.shape[3] == 1)) nhwc = 1;
     channels = (int)(nhwc ? in.shape[3] : in.shape[1]);
     height = (int)(nhwc ? in.shape[1] : in.shape[2]), width = (int)(nhwc ? in.shape[2] : in.shape[3]);
   } else {
@@ -281,14 +287,21 @@ int main(int argc, char** argv) {
         }
     for (size_t n = 1; n < (size_t)in.shape[0]; ++n) memcpy(x + n * per_sample, x, per_sample * sizeof(float));
     input = x, input_bytes = in.element_count * sizeof(float);
-    if (save_input && !write_npy_f32(save_input, &in, x)) return fail("cannot write --save-input");
+    if (save_input && !write_npy(save_input, &in, x, QFLOW_RT_FLOAT32)) return fail("cannot write --save-input");
   } else {
     unsigned char* u = malloc(in.element_count);
     if (!u) return fail("out of memory");
-    if (format == FORMAT_NV12) rgb_to_nv12(pixels, width, height, u);
-    else memcpy(u, pixels, per_sample);  /* gray, or RGB interleaved (NHWC) */
+    if (format == FORMAT_NV12) {
+      rgb_to_nv12(pixels, width, height, u);
+    } else if (channels == 3 && !nhwc) {  /* RGB planes (NCHW) from interleaved pixels */
+      for (size_t c = 0; c < 3; ++c)
+        for (size_t p = 0; p < (size_t)width * (size_t)height; ++p) u[c * (size_t)width * (size_t)height + p] = pixels[p * 3 + c];
+    } else {
+      memcpy(u, pixels, per_sample);  /* gray, or RGB interleaved (NHWC) */
+    }
     for (size_t n = 1; n < (size_t)in.shape[0]; ++n) memcpy(u + n * per_sample, u, per_sample);
     input = u, input_bytes = in.element_count, dtype = QFLOW_RT_UINT8;
+    if (save_input && !write_npy(save_input, &in, u, QFLOW_RT_UINT8)) return fail("cannot write --save-input");
   }
   free(pixels);
 

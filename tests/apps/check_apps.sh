@@ -7,6 +7,8 @@
 #   check_apps.sh hbm      SOURCE QFLOW WORK   compile models/mobilenet_fashion to .hbm
 #   check_apps.sh classify SOURCE QFLOW WORK   classify_image on a PNG of a Fashion-MNIST test
 #                                              image: input array and top-5 as `qflow hbm run`
+#   check_apps.sh camera   SOURCE QFLOW WORK   classify_image on the fixture compiled with gray and
+#                                              NV12 frame inputs: the frame and top-5 as `qflow hbm run`
 #   check_apps.sh perf     SOURCE QFLOW WORK   `qflow hbm perf` on that .hbm: text and JSON keys
 #   check_apps.sh ocr      SOURCE QFLOW WORK   ocr_line on a rendered line (skips, exit 77, when
 #                                              the npm models or a rec .hbm are missing)
@@ -89,6 +91,47 @@ PY
   # Misuse gives a message naming the runtime's code.
   if err=$("$work/classify_image" "$work/boot.png" "$work/boot.png" 2>&1); then fail "a PNG loaded as a model"; fi
   echo "$err" | grep -q "(bad file format)" || fail "unexpected error text: $err"
+  ;;
+
+camera)
+  # The fixture compiled with uint8 frame inputs and its normalization folded in
+  # (docs/input-types.md): gray NCHW frames and NV12 frames (the Y plane feeds the gray model).
+  # The app writes the PNG as the frame the input wants; its top-5 must equal `qflow hbm run`'s
+  # on that frame, and the frame must be the image's pixels (NV12: Y = pixel, chroma 128).
+  build_app classify_image
+  [ -s "$work/boot.png" ] || fail "no $work/boot.png (apps.classify_image writes it)"
+  cd "$root"
+  for rt in gray nv12; do
+    out_dir=$work/camera_$rt
+    rm -rf "$out_dir"
+    "$qflow" run pipelines/bpu_ptq.toml --set model=models/mobilenet_fashion/mobilenet_fashion.onnx \
+      --set data=models/mobilenet_fashion/calib_200.npy --set method=max --set target-cosine=0 \
+      --set input-type-rt=$rt --set input-layout-rt=nchw --set input-type-train=gray \
+      --set mean-value=72.93 --set scale-value=0.011109260 --out "$out_dir" > "$out_dir.log" 2>&1 ||
+      { tail -20 "$out_dir.log"; fail "bpu_ptq.toml with input-type-rt=$rt failed"; }
+    out=$("$work/classify_image" "$out_dir/mobilenet_fashion.hbm" "$work/boot.png" --threads 2 \
+          --save-input "$out_dir/frame.npy") || fail "classify_image on the $rt model failed: $out"
+    echo "$out"
+    "$qflow" hbm run "$out_dir/mobilenet_fashion.hbm" --input "$out_dir/frame.npy" -o "$out_dir/hbm_run" \
+      > "$out_dir/hbm_run.log" 2>&1 || fail "qflow hbm run on the $rt frame failed: $(cat "$out_dir/hbm_run.log")"
+    "$py" - "$rt" "$out_dir/frame.npy" "$out_dir/hbm_run" "$out" <<'PY' || fail "the $rt app run disagrees"
+import glob, gzip, sys
+import numpy as np
+rt, frame = sys.argv[1], np.load(sys.argv[2])
+raw = gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz").read()
+img = np.frombuffer(raw[16:16 + 784], dtype=np.uint8).reshape(28, 28)
+want = img.reshape(1, 1, 28, 28) if rt == "gray" else np.concatenate([img, np.full((14, 28), 128, np.uint8)]).reshape(1, 42, 28)
+if frame.dtype != np.uint8 or frame.shape != want.shape or not np.array_equal(frame, want):
+    sys.exit("the app's %s frame is not the image's pixels: %s %s" % (rt, frame.dtype, frame.shape))
+y = np.load(glob.glob(sys.argv[3] + "/*.npy")[0]).reshape(-1)
+order = sorted(range(len(y)), key=lambda k: (-float(y[k]), k))[:5]
+want = ["  %d. class %d score %.6g" % (r + 1, k, float(y[k])) for r, k in enumerate(order)]
+got = [l.split(" (raw")[0] for l in sys.argv[4].splitlines() if l.startswith("  ") and ". class " in l]
+if got != want:
+    sys.exit("top-5 of the app:\n%s\nof qflow hbm run:\n%s" % ("\n".join(got), "\n".join(want)))
+print("%s frame: top-5 equals qflow hbm run's; predicted class %d" % (rt, order[0]))
+PY
+  done
   ;;
 
 perf)
