@@ -20,6 +20,7 @@ usage: tools/ocr_accuracy.py [--build build] [--models cls,rec,det] [--work DIR]
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,8 +124,13 @@ class Runner:
     def pipeline_run(self, kind, data, input_shape, out):
         """bpu_ptq.toml with only the benchmark's vars (and --extra-set); a dict for the report."""
         shutil.rmtree(out, ignore_errors=True)
-        sets = ["model=" + os.path.join(self.assets, MODELS[kind]), "data=" + data, "platform=nash",
-                "input-shape=" + input_shape, "name=" + kind] + self.extra_sets
+        sets = ["model=" + os.path.join(self.assets, MODELS[kind]), "data=" + data, "name=" + kind]
+        # Target vars only for a pipeline that declares them (ptq.toml writes QDQ models only).
+        declared = open(self.pipeline, encoding="utf-8").read()
+        for var, value in (("platform", "nash"), ("input-shape", input_shape)):
+            if re.search(r"^%s\s*=" % re.escape(var), declared, re.M):
+                sets.append(var + "=" + value)
+        sets += self.extra_sets
         cmd = [self.qflow, "run", self.pipeline, "--out", out]
         for s in sets:
             cmd += ["--set", s]

@@ -45,6 +45,10 @@ ComponentInfo AdaRound::info() {
       {"learning-rate", OptionType::Float, 0.05, "Adam's step size on the rounding variables"},
       {"samples", OptionType::Int, int64_t{256}, "calibration samples whose layer inputs are fitted (0: all)"},
       {"weight-bits", OptionType::Int, int64_t{0}, "grid of 2 to 16 bits; 0: each node's [quantization] settings"},
+      {"min-vectors", OptionType::Float, 4.0,
+       "a layer is rounded only when its calibration input vectors number at least this many times the weights "
+       "per output channel; others keep round-to-nearest",
+       OptionLimits{.min = 0.0}},
       {"inputs", OptionType::String, std::string("rounded"),
        "layer inputs the rounding is fitted on: rounded (those of the model whose earlier layers are rounded, "
        "fitted to the float output) or float (the float model's; one run, less memory)",
@@ -72,7 +76,8 @@ Expected<std::unique_ptr<Pass>> AdaRound::create(const Options& options) {
   if (samples < 0) return invalid_input("adaround: samples must be >= 0, got " + std::to_string(samples));
   if (bits != 0 && (bits < 2 || bits > 16))
     return invalid_input("adaround: weight-bits must be 0 or from 2 to 16, got " + std::to_string(bits));
-  return std::unique_ptr<Pass>(std::make_unique<AdaRound>(soft, samples, bits, options.get_string("inputs") == "rounded"));
+  return std::unique_ptr<Pass>(std::make_unique<AdaRound>(soft, samples, bits, options.get_string("inputs") == "rounded",
+                                                          options.get_float("min-vectors")));
 }
 
 Expected<PassResult> AdaRound::run_impl(Model& model) {
@@ -96,6 +101,14 @@ Expected<PassResult> AdaRound::run_with_context(Model& model, const PassContext&
   int64_t rounded_away = 0;
   const auto round = [&](adaround::Layer& layer) -> Status {
     if (layer.vectors == 0) return Status::ok();
+    // Fewer input vectors than weights per output channel (a squeeze-excitation FC on pooled
+    // features, a classifier head): the gram is singular and a rounding fitted to it fits the
+    // calibration samples, not the data. Those layers keep round-to-nearest.
+    const int64_t k = layer.grams.empty() ? 0 : layer.grams.front().rows();
+    if (static_cast<double>(layer.vectors) < min_vectors_ * static_cast<double>(k)) {
+      ++result.counters["layers-underdetermined"];
+      return Status::ok();
+    }
     const QuantSpec spec = config.resolve(layer.node->name(), layer.node->op_type());
     const int bits = weight_bits_ > 0 ? static_cast<int>(weight_bits_) : spec.weight_bits;
     const DType container = weight_bits_ > 0 ? (bits <= 8 ? DType::Int8 : DType::Int16) : spec.weight_dtype;

@@ -22,11 +22,18 @@ namespace qflow {
 // max-abs scale the QDQ builder computes from the node's QuantSpec (weight-bits, weight-dtype,
 // reduce-range, per-channel). Each channel's largest |w| lies on the grid, so max|w'| = max|w|
 // and the builder's round-to-nearest of w' gives back exactly the learned integers.
-// Counters: layers-rounded, weights-rounded-away (weights not on round-to-nearest's choice).
+// A layer with fewer than min-vectors input vectors per weight of a row keeps round-to-nearest.
+// Counters: layers-rounded, layers-underdetermined, weights-rounded-away (weights not on
+// round-to-nearest's choice).
 class AdaRound final : public Pass {
  public:
-  AdaRound(adaround::SoftRoundingOptions options, int64_t samples, int64_t weight_bits, bool rounded_inputs)
-      : options_(options), samples_(samples), weight_bits_(weight_bits), rounded_inputs_(rounded_inputs) {}
+  AdaRound(adaround::SoftRoundingOptions options, int64_t samples, int64_t weight_bits, bool rounded_inputs,
+           double min_vectors)
+      : options_(options),
+        samples_(samples),
+        weight_bits_(weight_bits),
+        rounded_inputs_(rounded_inputs),
+        min_vectors_(min_vectors) {}
 
   static ComponentInfo info();
   static Expected<std::unique_ptr<Pass>> create(const Options& options);
@@ -39,6 +46,7 @@ class AdaRound final : public Pass {
   int64_t samples_;
   int64_t weight_bits_;  // 0: each node's QuantSpec decides
   bool rounded_inputs_;  // asymmetric reconstruction (inputs = "rounded")
+  double min_vectors_;   // input vectors per weight of a row below which a layer is not rounded
 };
 
 }  // namespace qflow

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "adaround_pass.h"
@@ -35,16 +36,19 @@ Dataset calibration(int64_t limit) {
   return std::move(*dataset);
 }
 
-Options adaround_options(int64_t iterations, int64_t samples) {
+Options adaround_options(int64_t iterations, int64_t samples, double min_vectors = 0.0) {
   Options options;
   for (const OptionSpec& spec : AdaRound::info().options) options.set(spec.name, spec.default_value);
   options.set("iterations", iterations);
   options.set("samples", samples);
+  options.set("min-vectors", min_vectors);
   return options;
 }
 
-// Runs the pass on a copy of `model` under 4-bit weights; returns the rewritten model.
-Model rounded(const Model& model, const Dataset& dataset, int64_t iterations, int64_t samples) {
+// Runs the pass on a copy of `model` under 4-bit weights, every layer rounded however few its
+// input vectors; returns the rewritten model and the pass's counters.
+Model rounded(const Model& model, const Dataset& dataset, int64_t iterations, int64_t samples,
+              double min_vectors = 0.0, std::map<std::string, int64_t>* counters = nullptr) {
   Model copy = model.copy();
   const DatasetPassSamples fed(dataset, copy);
   QuantConfig config;
@@ -52,12 +56,13 @@ Model rounded(const Model& model, const Dataset& dataset, int64_t iterations, in
   PassContext context;
   context.samples = &fed;
   context.quantization = &config;
-  auto pass = AdaRound::create(adaround_options(iterations, samples));
+  auto pass = AdaRound::create(adaround_options(iterations, samples, min_vectors));
   REQUIRE(pass.has_value());
   auto result = (*pass)->run(copy, context);
   REQUIRE_MESSAGE(result.has_value(), result.status().message());
   CHECK(result->counters.at("layers-rounded") > 0);
   CHECK(result->counters.at("weights-rounded-away") > 0);
+  if (counters) *counters = result->counters;
   return copy;
 }
 
@@ -165,6 +170,30 @@ TEST_CASE("adaround: two runs are byte-identical and the QDQ builder reproduces 
     const Tensor& original = *model.graph->initializer(model.graph->find_value(layer.node->input(1)->name()));
     CHECK(std::memcmp(original.data<float>(), a.data<float>(), static_cast<std::size_t>(a.numel()) * sizeof(float)) != 0);
   }
+}
+
+TEST_CASE("adaround: a layer with fewer input vectors than min-vectors per weight keeps round-to-nearest") {
+  const Model model = fixture();
+  const Dataset dataset = calibration(16);
+  std::map<std::string, int64_t> counters;
+  // 16 samples: the classifier head (Gemm, 48 weights per output) sees 16 vectors, under
+  // 4 x 48; every Conv sees 16 x its output positions, far more than its K.
+  const Model result = rounded(model, dataset, 20, 16, 4.0, &counters);
+  CHECK(counters.at("layers-underdetermined") == 1);
+  auto layers = adaround::find_layers(*result.graph);
+  REQUIRE(layers.has_value());
+  int64_t unchanged = 0;
+  for (const adaround::Layer& layer : *layers) {
+    const Tensor& after = *result.graph->initializer(layer.node->input(1));
+    const Tensor& before = *model.graph->initializer(model.graph->find_value(layer.node->input(1)->name()));
+    const bool same =
+        std::memcmp(before.data<float>(), after.data<float>(), static_cast<std::size_t>(after.numel()) * sizeof(float)) == 0;
+    INFO(layer.node->op_type() << " '" << layer.node->name() << "'");
+    CHECK(same == (layer.node->op_type() == "Gemm"));
+    unchanged += same ? 1 : 0;
+  }
+  CHECK(unchanged == 1);
+  CHECK(counters.at("layers-rounded") == static_cast<int64_t>(layers->size()) - 1);
 }
 
 TEST_CASE("adaround: without samples the pass refuses to run") {
