@@ -66,6 +66,18 @@ Model rounded(const Model& model, const Dataset& dataset, int64_t iterations, in
   return copy;
 }
 
+// The layer's rounding problem on the 4-bit per-channel grid, without its input statistics.
+adaround::LayerProblem four_bit_problem(const Graph& graph, const adaround::Layer& layer) {
+  adaround::LayerProblem problem;
+  problem.weight = adaround::weight_matrix(graph, layer);
+  problem.qmax = 7.0;
+  for (Eigen::Index r = 0; r < problem.weight.rows(); ++r) {
+    problem.scale.push_back(static_cast<float>(problem.weight.row(r).cwiseAbs().maxCoeff() / 7.0));
+    problem.group_of.push_back(r / (problem.weight.rows() / layer.groups));
+  }
+  return problem;
+}
+
 }  // namespace
 
 TEST_CASE("adaround: lower reconstruction error than round-to-nearest on every fixture layer at 4 bits") {
@@ -79,13 +91,7 @@ TEST_CASE("adaround: lower reconstruction error than round-to-nearest on every f
   adaround::SoftRoundingOptions options;
   options.iterations = 200;
   for (const adaround::Layer& layer : *layers) {
-    adaround::LayerProblem problem;
-    problem.weight = adaround::weight_matrix(*model.graph, layer);
-    problem.qmax = 7.0;
-    for (Eigen::Index r = 0; r < problem.weight.rows(); ++r) {
-      problem.scale.push_back(static_cast<float>(problem.weight.row(r).cwiseAbs().maxCoeff() / 7.0));
-      problem.group_of.push_back(r / (problem.weight.rows() / layer.groups));
-    }
+    adaround::LayerProblem problem = four_bit_problem(*model.graph, layer);
     problem.grams = layer.grams;
     const double nearest = adaround::reconstruction_error(problem, adaround::nearest_integers(problem));
     const double learned = adaround::reconstruction_error(problem, adaround::learned_integers(problem, options));
@@ -106,13 +112,7 @@ TEST_CASE("adaround: rounded inputs carry the earlier layers' rounding, and fitt
   std::vector<std::string> checked;
   double gain = 0.0;  // summed error of the float-input fit minus the rounded-input fit's
   const auto round = [&](adaround::Layer& layer) -> Status {
-    adaround::LayerProblem problem;
-    problem.weight = adaround::weight_matrix(*model.graph, layer);
-    problem.qmax = 7.0;
-    for (Eigen::Index r = 0; r < problem.weight.rows(); ++r) {
-      problem.scale.push_back(static_cast<float>(problem.weight.row(r).cwiseAbs().maxCoeff() / 7.0));
-      problem.group_of.push_back(r / (problem.weight.rows() / layer.groups));
-    }
+    adaround::LayerProblem problem = four_bit_problem(*model.graph, layer);
     problem.grams = layer.grams;
     problem.cross = layer.cross;
     REQUIRE(problem.cross.size() == problem.grams.size());

@@ -7,12 +7,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 
+#include "file_bytes.h"
 #include "qflow/core/json_writer.h"
 #include "qflow/npy_runs.h"
 #include "qflow/plugin/command_line.h"
@@ -25,15 +24,6 @@ namespace qflow {
 namespace {
 
 namespace po = boost::program_options;
-
-Expected<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot read '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) return io_error("cannot read '" + path + "'");
-  return bytes.str();
-}
 
 constexpr std::string_view kDescription =
     "Inspects, runs or measures a compiled .hbm model.\n\n"
@@ -126,7 +116,7 @@ void write_tensors_json(JsonWriter& json, const std::vector<hbm::TensorDesc>& te
 }
 
 Status hbm_info(const std::string& path, bool as_json) {
-  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file_bytes(path));
   const std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   Expected<hbm::HbmFile> file = hbm::parse(span);
   if (!file) return invalid_input(path + ": " + file.message());
@@ -222,7 +212,7 @@ Status hbm_run(const std::string& path, const std::vector<std::string>& specs, c
   // qflow_rt_run gets them as floats holding the integers.
   std::vector<bool> frames;
   {
-    QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+    QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file_bytes(path));
     Expected<lowered::Model> decoded =
         lowered::decode_hbm(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
     if (decoded)

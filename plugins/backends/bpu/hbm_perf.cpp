@@ -16,9 +16,9 @@
 #include <iostream>
 #include <latch>
 #include <random>
-#include <sstream>
 #include <thread>
 
+#include "file_bytes.h"
 #include "qflow/core/json_writer.h"
 #include "qflow/runtime/executor.h"
 #include "qflow/runtime/hbm_codec.h"
@@ -28,18 +28,9 @@ namespace {
 
 using lowered::ElemType;
 
-Expected<std::string> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("cannot read '" + path + "'");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) return io_error("cannot read '" + path + "'");
-  return bytes.str();
-}
-
 // The float32 elements of a little-endian, C-order .npy file.
 Expected<std::vector<float>> read_npy_f32(const std::string& path) {
-  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_bytes(path));
+  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file_bytes(path));
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return invalid_input(path + ": not a .npy file");
   const auto major = static_cast<unsigned char>(bytes[6]);
   const size_t len_bytes = major == 1 ? 2 : 4;
@@ -155,7 +146,7 @@ Status hbm_perf(const HbmPerfOptions& o) {
   if (o.threads < 1 || o.threads > 1024) return invalid_input("hbm perf: --threads must be in [1, 1024], got " + std::to_string(o.threads));
   if (o.iterations < 1) return invalid_input("hbm perf: --iterations must be at least 1, got " + std::to_string(o.iterations));
   if (o.warmup < 0) return invalid_input("hbm perf: --warmup must not be negative, got " + std::to_string(o.warmup));
-  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_bytes(o.path));
+  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file_bytes(o.path));
   Expected<lowered::Model> model =
       lowered::decode_hbm(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
   if (!model) return invalid_input(o.path + ": " + model.message());
