@@ -6,11 +6,13 @@ JOBS ?= $(shell nproc)
 # Debian packages the build and the tests need (see docs/architecture.md); qemu-user lets
 # models_ptq_ort run ONNX Runtime on an emulated AVX2 CPU (docs/testing-models.md);
 # espeak-ng speaks the audio of models_vad_stream; dataset-fashion-mnist gives the example
-# applications' test image (tests/apps).
+# applications' test image (tests/apps); libboost-mpi-dev and openmpi-bin build QFLOW_MPI and
+# give the distributed tests their mpirun (docs/distributed.md).
 DEB_PACKAGES := cmake g++ make ccache pkg-config \
   libboost-dev libboost-graph-dev libboost-program-options-dev libboost-filesystem-dev \
   libprotobuf-dev protobuf-compiler libonnx-dev libeigen3-dev libtoml11-dev nlohmann-json3-dev doctest-dev \
-  libonnx-testdata libstb-dev python3-numpy chromium qemu-user espeak-ng dataset-fashion-mnist
+  libonnx-testdata libstb-dev python3-numpy chromium qemu-user espeak-ng dataset-fashion-mnist \
+  libboost-mpi-dev openmpi-bin
 
 .PHONY: all deps bench-deps fuzz-deps configure build run test test-asan fuzz bench-accuracy bench-bpu bench-zoo clean
 

@@ -9,6 +9,7 @@
 #include "framework/cli/command.h"
 #include "framework/cli/plugin_options.h"
 #include "framework/core/memory_limit.h"
+#include "framework/distributed/world.h"
 #include "qflow/version.h"
 
 namespace qflow::cli {
@@ -157,13 +158,30 @@ std::span<const Command> commands() { return kCommands; }
 
 }  // namespace qflow::cli
 
+namespace {
+
+// Under mpirun a rank that fails alone would leave the others waiting for it in the next
+// exchange forever: a failure on any rank of a distributed run ends the whole job.
+int finish(int code) {
+  const qflow::World& world = qflow::World::get();
+  if (code != qflow::cli::kExitOk && world.distributed()) {
+    std::cout.flush();
+    std::cerr.flush();
+    world.abort(code);
+  }
+  return code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  const qflow::World::Session session(argc, argv);
   try {
-    return qflow::cli::run_main(argc, argv);
+    return finish(qflow::cli::run_main(argc, argv));
   } catch (const std::exception& e) {
     std::cerr << "qflow: error: internal error: " << qflow::cli::one_line(e.what()) << std::endl;
   } catch (...) {
     std::cerr << "qflow: error: internal error: unknown exception" << std::endl;
   }
-  return qflow::cli::kExitInternal;
+  return finish(qflow::cli::kExitInternal);
 }

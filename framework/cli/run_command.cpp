@@ -27,6 +27,9 @@ constexpr std::string_view kDescription =
     "files) and manifest.json into DIR; --save-intermediate also writes the others (models\n"
     "between passes, after every pass of a pass list, datasets, statistics). Results never\n"
     "depend on --threads.\n\n"
+    "Under `mpirun -np N` (a build with QFLOW_MPI) the ranks split the calibration samples\n"
+    "between them and rank 0 writes the same artifacts as one process; see\n"
+    "docs/distributed.md.\n\n"
     "--set VAR=VALUE overrides a [vars] entry; --set STAGE.OPTION=VALUE overrides an option\n"
     "of a stage (string lists comma-separated). --dry-run prints the resolved pipeline as\n"
     "canonical TOML (vars substituted, every option with its default) and runs nothing; that\n"
@@ -100,10 +103,16 @@ Status run_run(const std::vector<std::string>& args) {
   // ends here with the usual one-line error instead of unwinding through them.
   run.stop_process = [](const Status& status) {
     std::cout.flush();
-    std::_Exit(report_error(status));
+    const int code = report_error(status);
+    World::get().abort(code);  // the other ranks of a distributed run must not wait for this one
+    std::_Exit(code);
   };
-  run.progress = [](const std::string& line) { std::cout << line << std::endl; };
-  run.warning = [](const std::string& line) { std::cerr << "qflow: warning: " << line << std::endl; };
+  run.world = &World::get();
+  // Under mpirun every rank runs the same stages: rank 0 speaks for them all.
+  if (run.world->is_root()) {
+    run.progress = [](const std::string& line) { std::cout << line << std::endl; };
+    run.warning = [](const std::string& line) { std::cerr << "qflow: warning: " << line << std::endl; };
+  }
   return run_pipeline(pipeline, *registry, run);
 }
 

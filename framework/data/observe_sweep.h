@@ -12,6 +12,7 @@
 #include "framework/data/dataset.h"
 #include "framework/data/input_feeds.h"
 #include "framework/data/progress_bar.h"
+#include "framework/distributed/world.h"
 #include "framework/interpreter/executor.h"
 #include "qflow/core/status.h"
 #include "qflow/plugin/observer.h"
@@ -28,6 +29,8 @@ inline constexpr int64_t kObserveShardSamples = 32;
 struct ObserveOptions {
   int threads = 1;                  // shards observed at once
   ProgressBar* progress = nullptr;  // advanced by samples done (count * passes in total)
+  // The ranks the shards are split over (docs/distributed.md); null: this process alone.
+  const World* world = nullptr;
 };
 
 // Feeds every sample to the model's inputs as `binding` says and observes the float32 graph
@@ -37,6 +40,12 @@ struct ObserveOptions {
 // pass k-1 the shards are merged; every shard of pass k starts from a copy of that state
 // (make + deserialize(serialize())), gets begin_pass(k), and the copies are merged again.
 // An error names the file and sample; with several, the first shard's.
+//
+// In a distributed world rank r observes only shards [r*S/N, (r+1)*S/N) of the S shards
+// (contiguous sample ranges in dataset order, on the same shard boundaries as one process),
+// sends each shard's state to rank 0, which merges all S in shard order exactly as one
+// process does, and broadcasts the merged state (or the first error in shard order) after
+// every pass: every rank returns the same result as one process over all samples.
 Expected<ObserverMap> observe_dataset(const Executor& executor, const InputBinding& binding, const Dataset& dataset,
                                       const ObserverFactory& make, const ObserveOptions& options);
 

@@ -69,7 +69,7 @@ void write_option(JsonWriter& json, const OptionValue& value) {
 }
 
 Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<std::optional<Completed>>& done,
-                                    bool complete, const std::map<std::size_t, Status>& failures) {
+                                    bool complete, const std::map<std::size_t, Status>& failures, int ranks) {
   JsonWriter json;
   json.begin_object();
   json.field("complete", complete);
@@ -83,6 +83,8 @@ Expected<std::string> manifest_json(const Pipeline& pipeline, const std::vector<
   json.key("plugins").begin_array();
   for (const std::string& plugin : pipeline.plugins) json.value(plugin);
   json.end_array();
+  // Only a distributed run names its rank count, so one process's manifest is unchanged.
+  if (ranks > 1) json.field("ranks", static_cast<int64_t>(ranks));
   json.key("stages").begin_array();
   for (std::size_t i = 0; i < pipeline.stages.size(); ++i) {
     if (!done[i]) continue;
@@ -258,7 +260,11 @@ class Scheduler {
   Status run() {
     // Replaces a manifest an earlier run left: from now on it describes this run only.
     QFLOW_RETURN_IF_ERROR(write_manifest(false));
-    const int workers = std::max(1, std::min<int>(options_.threads, static_cast<int>(pipeline_.stages.size())));
+    // Distributed: one stage at a time, lowest file index first, the same order on every rank,
+    // so that the ranks meet in each observer stage's exchange together.
+    const bool distributed = options_.world && options_.world->distributed();
+    const int workers =
+        distributed ? 1 : std::max(1, std::min<int>(options_.threads, static_cast<int>(pipeline_.stages.size())));
     {
       std::jthread watchdog;
       const bool stage_timeouts = std::any_of(pipeline_.stages.begin(), pipeline_.stages.end(),
@@ -278,6 +284,9 @@ class Scheduler {
   }
 
  private:
+  // Rank 0 of a distributed run, or the only process, writes the artifacts and the manifest.
+  bool writes_files() const { return !options_.world || options_.world->is_root(); }
+
   std::string manifest_path() const { return (std::filesystem::path(options_.out_dir) / "manifest.json").string(); }
 
   // Callers hold mutex_ (or no other thread runs): the manifest reflects done_ and failures_.
@@ -285,7 +294,9 @@ class Scheduler {
   // the run's last manifest first flushes them all in one go and is itself written durably,
   // so after a power loss a final manifest lists only artifacts that reached the disk.
   Status write_manifest(bool complete, Durability durability = Durability::Deferred) {
-    QFLOW_ASSIGN_OR_RETURN(std::string manifest, manifest_json(pipeline_, done_, complete, failures_));
+    if (!writes_files()) return Status::ok();
+    QFLOW_ASSIGN_OR_RETURN(std::string manifest,
+                           manifest_json(pipeline_, done_, complete, failures_, options_.world ? options_.world->size() : 1));
     if (durability == Durability::Synced) QFLOW_RETURN_IF_ERROR(sync_filesystem(options_.out_dir));
     return write_file_atomic(manifest_path(), manifest, durability);
   }
@@ -405,6 +416,7 @@ class Scheduler {
       if (selects_pass_stage(stage, name)) stage_context.print_after.push_back(name);
     stage_context.save_intermediate = options_.save_intermediate;
     stage_context.threads = options_.threads;
+    stage_context.world = options_.world;
     stage_context.quantization = &quantization_;
     if (stage.kind == StageKind::Report || stage.kind == StageKind::CompareCalibrators) stage_context.finished = &finished;
     if (options_.progress)
@@ -416,12 +428,13 @@ class Scheduler {
     const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
     if (!result) return result.status().with_context(context);
     const bool write = stage.writes_output || options_.save_intermediate;
-    if (write) {
+    if (write && writes_files()) {
       const std::string path = (std::filesystem::path(options_.out_dir) / stage.output).string();
       const Status written = write_file_atomic(path, result->artifact.bytes, Durability::Deferred);
       if (!written.is_ok()) return written.with_context(context);
     }
     for (const auto& [name, bytes] : result->side_files) {
+      if (!writes_files()) break;
       const Status side =
           write_file_atomic((std::filesystem::path(options_.out_dir) / name).string(), bytes, Durability::Deferred);
       if (!side.is_ok()) return side.with_context(context);
@@ -453,10 +466,12 @@ class Scheduler {
 
 Status run_pipeline(const Pipeline& pipeline, const ComponentRegistry& registry, const RunOptions& options) {
   QFLOW_RETURN_IF_ERROR(check_print_after(pipeline, options.print_after));
-  std::error_code ec;
-  std::filesystem::create_directories(options.out_dir, ec);
-  if (ec) return io_error("cannot create output folder '" + options.out_dir + "': " + ec.message());
-  remove_stale_temp_files(options.out_dir);
+  if (!options.world || options.world->is_root()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.out_dir, ec);
+    if (ec) return io_error("cannot create output folder '" + options.out_dir + "': " + ec.message());
+    remove_stale_temp_files(options.out_dir);
+  }
   QFLOW_ASSIGN_OR_RETURN(const QuantConfig quantization, pipeline_quantization(pipeline, registry));
   if (options.progress && !pipeline.quantization_target.name.empty()) {
     // The effective settings minus the table's own: what the target's rule decided.

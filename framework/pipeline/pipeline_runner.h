@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/distributed/world.h"
 #include "framework/pipeline/pipeline.h"
 #include "qflow/core/status.h"
 
@@ -38,6 +39,11 @@ struct RunOptions {
   double stage_timeout = 0.0;
   // The run stops when the process's resident memory exceeds this many bytes (0: no limit).
   int64_t max_memory = 0;
+  // The ranks of a distributed run (docs/distributed.md); null: this process alone. Every
+  // rank runs every stage, one stage at a time in the same order (observer stages exchange
+  // states, so all ranks must reach them together); only rank 0 writes files, and its
+  // manifest records the rank count.
+  const World* world = nullptr;
   // Called by the watchdog that enforces the two limits, after it wrote the manifest naming
   // the failed stage. A stage thread in the middle of a computation cannot be interrupted
   // safely, so this ends the process and must not return; when empty, std::_Exit(2).
@@ -49,7 +55,8 @@ struct RunOptions {
 // stage completes, so at any moment it lists only complete artifacts. The first failure
 // (in file order, when several fail at once) stops the run with a message naming the
 // stage; completed artifacts stay, the manifest lists exactly those and names the failed
-// stage. Temporary files a killed earlier run left in out_dir are removed first.
+// stage. Temporary files a killed earlier run left in out_dir are removed first. In a
+// distributed world, ranks other than 0 create, remove and write nothing.
 Status run_pipeline(const Pipeline& pipeline, const ComponentRegistry& registry, const RunOptions& options);
 
 }  // namespace qflow

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/data/dataset.h"
+#include "framework/distributed/world.h"
 #include "framework/quant/precision_search.h"
 #include "framework/pipeline/pass_manager.h"
 #include "framework/pipeline/pipeline.h"
@@ -77,6 +78,9 @@ struct StageContext {
   // Threads a stage may use for its own work (observer and evaluation sweeps over samples).
   // Artifacts never depend on it.
   int threads = 1;
+  // The ranks of a distributed run (observer stages split their shards over them); null:
+  // this process alone.
+  const World* world = nullptr;
   // The pipeline's [quantization] table; null means all defaults.
   const QuantConfig* quantization = nullptr;
   // Report and compare-calibrators stages only: the stages completed before this one

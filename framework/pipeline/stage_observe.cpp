@@ -87,6 +87,7 @@ Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<st
   ObserveOptions observe;
   observe.threads = context.threads;
   observe.progress = &progress;
+  observe.world = context.world;
   Expected<ObserverMap> observed = observe_dataset(*executor, *binding, dataset, make, observe);
   progress.finish();
   if (!observed) return observed.status().with_context("stage '" + stage.id + "'");
