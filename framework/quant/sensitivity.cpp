@@ -375,6 +375,10 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       activation_sum[i] = cosines[i].activation * static_cast<double>(samples.size());
     }
   }
+  // The terminal bar counts one node measured on one sample as one unit: chunks of samples
+  // then advance it evenly, whatever their size.
+  if (options.bar && result.method == "output")
+    options.bar->restart("ranking", "node-samples", static_cast<int64_t>(candidates.size() * samples.size()));
   for (std::size_t begin = 0; result.method == "output" && begin < samples.size(); begin += chunk) {
     std::vector<SampleValues> values(std::min(chunk, samples.size() - begin));
     std::atomic<std::size_t> measured{0};
@@ -431,6 +435,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       for (std::size_t i = next++; i < candidates.size(); i = next++) {
         status[i] = measure(i);
         const std::size_t done = ++measured;
+        if (options.bar) options.bar->advance(static_cast<int64_t>(values.size()));
         std::lock_guard lock(progress_mutex);
         if (reporter.wants_line())
           reporter.say(ranked_line(done, candidates.size(), begin, values.size(), samples.size(), reporter.seconds()));
