@@ -369,7 +369,8 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       }
       probes.push_back(std::move(probe));
     }
-    QFLOW_ASSIGN_OR_RETURN(const std::vector<LocalCosines> cosines, local_cosines(*float_exec, probes, samples, pool));
+    if (options.bar) options.bar->restart("local ranking", "samples", static_cast<int64_t>(samples.size()));
+    QFLOW_ASSIGN_OR_RETURN(const std::vector<LocalCosines> cosines, local_cosines(*float_exec, probes, samples, pool, options.bar));
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       weight_sum[i] = cosines[i].weight * static_cast<double>(samples.size());
       activation_sum[i] = cosines[i].activation * static_cast<double>(samples.size());
