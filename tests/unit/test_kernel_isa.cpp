@@ -7,12 +7,16 @@
 #include <bit>
 #include <cstdint>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "framework/data/dataset.h"
 #include "framework/interpreter/executor.h"
 #include "framework/interpreter/kernel_isa.h"
+#include "framework/interpreter/kernels/activation.h"
 #include "framework/interpreter/kernels/sgemm.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/pipeline/pass_samples.h"
@@ -58,6 +62,42 @@ TEST_CASE("isa cap: names, refusals and what each cap selects") {
   REQUIRE(set_kernel_isa_cap("native", "--isa").is_ok());
   CHECK(isa::cap() == isa::Level::native);
   CHECK(kernel_isa_summary().rfind("cap native: ", 0) == 0);
+}
+
+TEST_CASE("isa cap: the activation loops give the same bits on the baseline and under every cap") {
+  CapGuard guard;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+  const int64_t rows = 3, n = 37, ld = 40;
+  std::vector<float> data(static_cast<std::size_t>(rows * ld)), bias(rows);
+  for (float& v : data) v = d(rng);
+  for (float& v : bias) v = d(rng);
+  data[5] = std::numeric_limits<float>::quiet_NaN();
+  // The fused loop (BatchNorm then Clip), and the stage-by-stage one (HardSwish as a diamond
+  // then a Mul) with its eight-lane clipping stage.
+  EpilogueStage bn{EpilogueStage::Kind::BatchNorm}, clip{EpilogueStage::Kind::Clip}, diamond{EpilogueStage::Kind::HardSwishDiamond},
+      mul{EpilogueStage::Kind::Mul};
+  bn.mean = {0.5f, -1.0f, 0.25f}, bn.factor = {1.5f, 0.75f, 3.0f}, bn.bias = {0.1f, 0.2f, -0.3f};
+  clip.lo = -1.0f, clip.hi = 2.5f;
+  diamond.constant = 3.0f, diamond.lo = 0.0f, diamond.hi = 6.0f, diamond.divisor = 6.0f;
+  mul.constant = 1.7f;
+  const Epilogue fused{{bn, clip}, 3}, staged{{diamond, mul}, 0};
+  auto run = [&](const Epilogue& e) {
+    std::vector<float> out = data, clipped(data.size());
+    activation::finish_rows(&e, out.data(), rows, n, ld, 0, bias.data());
+    activation::clip_floats(data.data(), clipped.data(), static_cast<int64_t>(data.size()), -0.5f, 0.5f);
+    out.insert(out.end(), clipped.begin(), clipped.end());
+    return out;
+  };
+  REQUIRE(set_kernel_isa_cap("portable", "--isa").is_ok());
+  const std::vector<float> want_fused = run(fused), want_staged = run(staged);
+  for (const std::string& cap : caps_this_cpu_has()) {
+    CAPTURE(cap);
+    REQUIRE(set_kernel_isa_cap(cap, "--isa").is_ok());
+    const std::vector<float> got_fused = run(fused), got_staged = run(staged);
+    CHECK(std::memcmp(got_fused.data(), want_fused.data(), want_fused.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(got_staged.data(), want_staged.data(), want_staged.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("isa cap: the Fashion-MNIST fixture on every cap this CPU has") {
