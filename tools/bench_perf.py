@@ -150,6 +150,7 @@ class Bench:
         self.commands = []
         self.assets = None
         self.ort_ok = False
+        self.isa_seen = []  # the "isa" lines of qflow bench, in order of appearance
 
     def skip(self, part, reason):
         print("SKIPPED %s: %s" % (part, reason), flush=True)
@@ -244,7 +245,11 @@ class Bench:
         else:
             cmd = [self.qflow, "bench", model] + flags + ["--threads", str(threads)] + common
         out, _ = run_measured(cmd)
-        return json.loads(out.strip().splitlines()[-1])
+        result = json.loads(out.strip().splitlines()[-1])
+        if engine != "ort" and result.get("isa") and result["isa"] not in self.isa_seen:
+            self.isa_seen.append(result["isa"])
+            print("  instruction sets (qflow bench %s): %s" % (engine, result["isa"]), flush=True)
+        return result
 
     def inference_model(self, name):
         try:
@@ -344,6 +349,7 @@ class Bench:
     def main(self):
         info = machine()
         print("machine: %(cpu)s, %(cores)d cores, load %(load)s" % info, flush=True)
+        print("instruction-set cap: QFLOW_ISA=%s" % (os.environ.get("QFLOW_ISA") or "unset (native)"), flush=True)
         self.prepare_node()
         started = time.monotonic()
         for name in self.args.model_list:
@@ -451,6 +457,50 @@ def targets(bench):
     return lines if len(lines) > 5 else []
 
 
+ISA_SECTION = """\
+## Instruction sets
+
+Every kernel that picks its vector code at run time obeys one cap: `QFLOW_ISA=NAME` in the
+environment or the global option `qflow --isa NAME` (which wins, and is passed on to the
+processes a run starts). Names, in increasing order:
+
+| cap | float interpreter (sgemm; depthwise conv, QuantizeLinear loops) | integer kernels (runtime `.hbm`/`.bc`, the interpreter's ConvInteger/QLinear*) |
+|---|---|---|
+| `portable` | portable tile (multiply, then add); scalar loops | `portable` |
+| `avx2` | AVX2/FMA 6x16 tile; AVX2 | `avx2` |
+| `avxvnni` | as avx2 | `avxvnni` (AVX-VNNI, 256-bit) |
+| `avx512` | AVX-512 6x32 tile; AVX2 | `avx512vnni` (with VBMI where the CPU has it) |
+| `native` (default) | the best the CPU has | the best the CPU has |
+
+A cap is a ceiling: each kernel family takes the best it has at or below it. A cap whose own
+instructions the CPU lacks (avx2: AVX2 and FMA; avxvnni: AVX-VNNI; avx512: AVX-512F) is an
+error, never a silent clamp: `qflow: error: QFLOW_ISA=avx512: this CPU lacks the instructions
+of avx512 (it has: portable, avx2)`; so is an unknown name. The runtime library reads
+`QFLOW_ISA` too (`Executor::create` with automatic kernels, hence the C API), so a program
+that embeds it gets the same cap. `QFLOW_RT_KERNELS` still picks the runtime's kernels exactly
+(`reference`, `fast`, `portable`, `avx2`, `avxvnni`, `avx512vnni`), but may not name kernels
+above the cap (an error); an explicit `Kernels::` value in the C++ API is an exact request the
+cap does not touch. `qflow bench` reports what ran in its JSON (`"isa": "cap native: float sgemm
+avx512, depthwise avx2; integer avx512vnni"`), and `tools/bench_perf.py` prints those lines,
+records them under Machine, and takes `--isa NAME` to benchmark under a cap.
+
+Results: the integer kernels are bit-identical under every cap (they are exact integer
+arithmetic; `tests/runtime/test_lowered_fast_kernels.cpp` checks each cap against the
+reference kernels). The float interpreter is bit-identical under every cap from `avx2` up: the
+AVX2 and AVX-512 tiles compute the same fused multiply-add chain per element, in the same
+order, and the depthwise and quantize loops are exact. Under `portable` the sgemm tile rounds
+each product before adding it (a fused multiply-add has no fast portable form), so float
+outputs differ in the last bits: on the Fashion-MNIST fixture (200 calibration samples) the
+largest logit difference is 4.8e-6 for logits up to 13.9; `tests/unit/test_kernel_isa.cpp`
+allows 1e-5 of the largest logit. The interpreter's activation loops (Conv/Gemm epilogues,
+Clip) and the runtime's range check run AVX2 or baseline code under the cap too, with the
+same bits on both (no reassociation, no FMA contraction under `-std=c++20`). Not capped: the
+histogram observer's binning (a plugin, which sees only the SDK; GCC `target_clones` picks its
+clone at load time, same bits on both) and SHA-256 hashing of artifacts (SHA-NI), which are
+not model kernels.
+"""
+
+
 def document(info, bench, elapsed):
     args = bench.args
     lines = [
@@ -463,6 +513,8 @@ def document(info, bench, elapsed):
         "- CPU: %s (%s)" % (info["cpu"], info["simd"]),
         "- cores: %d; %s" % (info["cores"], info["os"]),
         "- date: %s; load average at start %s; benchmark wall time %.0f s" % (info["date"], info["load"], elapsed),
+        "- instruction sets qflow ran (QFLOW_ISA=%s): %s" % (os.environ.get("QFLOW_ISA") or "unset, native",
+                                                             "; ".join(bench.isa_seen) or "not reported"),
         "",
         "## Inference, ms per sample", "",
         "float: qflow's float interpreter (`qflow bench MODEL.onnx --threads N`); ORT: onnxruntime-node 1.30.0",
@@ -520,6 +572,7 @@ def document(info, bench, elapsed):
               "```", "",
               "Settings of this run: --rounds %d --runs %d --warmup %d (float and ORT), %d timed runs per round "
               "for .bc and .hbm." % (args.rounds, args.runs, args.warmup, args.lowered_runs)]
+    lines += [""] + ISA_SECTION.rstrip("\n").split("\n")
     return "\n".join(lines) + "\n"
 
 
@@ -542,7 +595,11 @@ def main():
     parser.add_argument("--skip-pipelines", action="store_true",
                         help="no pipeline timings (the .bc/.hbm of earlier runs in --out are still used)")
     parser.add_argument("--rebuild-models", action="store_true", help="rerun the PP-OCR pipelines even if --out has them")
+    parser.add_argument("--isa", default=None,
+                        help="cap qflow's kernels (QFLOW_ISA for every qflow it runs): portable, avx2, avxvnni, avx512, native")
     args = parser.parse_args()
+    if args.isa:
+        os.environ["QFLOW_ISA"] = args.isa
     args.rounds = args.rounds or (1 if args.quick else 2)
     args.runs = args.runs or 20
     args.lowered_runs = args.lowered_runs or (3 if args.quick else 5)

@@ -19,6 +19,7 @@
 #include "framework/data/npy.h"
 #include "framework/onnx/onnx_import.h"
 #include "framework/interpreter/executor.h"
+#include "framework/interpreter/kernel_isa.h"
 
 namespace qflow::cli {
 
@@ -197,7 +198,8 @@ Status run_bench(const std::vector<std::string>& args) {
       .field("p90_ms", percentile(times, 90))
       .field("mean_ms", sum / static_cast<double>(times.size()))
       .field("min_ms", *std::min_element(times.begin(), times.end()))
-      .field("peak_rss_mib", peak_rss_mib());
+      .field("peak_rss_mib", peak_rss_mib())
+      .field("isa", kernel_isa_summary());
   json.key("times_ms").begin_array(true);
   for (double t : times) json.value(t);
   json.end_array().end_object();

@@ -1,4 +1,5 @@
 // `qflow compare`: a QDQ model against its float model, per quantized activation.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -76,9 +77,11 @@ Status run_compare(const std::vector<std::string>& args) {
   data_options.set("path", cmd.values["data"].as<std::string>());
   QFLOW_ASSIGN_OR_RETURN(DataSpec spec, data_spec_from_options(data_options));
   QFLOW_ASSIGN_OR_RETURN(Dataset dataset, open_dataset(spec));
+  const int64_t limit = cmd.values["limit"].as<int64_t>();
+  ProgressBar progress("compare", limit > 0 ? std::min(limit, dataset.count) : dataset.count);  // on a terminal only
   QFLOW_ASSIGN_OR_RETURN(LayerComparison result,
-                         compare_layers(float_model, qdq_model, dataset, cmd.values["threads"].as<int>(),
-                                        cmd.values["limit"].as<int64_t>()));
+                         compare_layers(float_model, qdq_model, dataset, cmd.values["threads"].as<int>(), limit, &progress));
+  progress.finish();
   const std::string text = layer_comparison_text(result);
   QFLOW_ASSIGN_OR_RETURN(std::string json, layer_comparison_json(result));
   const std::filesystem::path folder(cmd.values["out"].as<std::string>());

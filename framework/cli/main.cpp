@@ -1,4 +1,6 @@
 // qflow CLI entry point: dispatches to subcommands and maps every failure to an exit code.
+#include <stdlib.h>
+
 #include <algorithm>
 #include <exception>
 #include <iostream>
@@ -10,6 +12,7 @@
 #include "framework/cli/plugin_options.h"
 #include "framework/core/memory_limit.h"
 #include "framework/distributed/world.h"
+#include "framework/interpreter/kernel_isa.h"
 #include "qflow/version.h"
 
 namespace qflow::cli {
@@ -69,6 +72,8 @@ void print_main_help() {
                "  --no-default-plugins  skip the built-in plugins and QFLOW_PLUGIN_PATH\n"
                "  --max-memory SIZE     refuse data and stop runs above SIZE bytes (K, M, G suffixes;\n"
                "                        default: half of the physical memory)\n"
+               "  --isa NAME            cap the kernels' instruction set: portable, avx2, avxvnni, avx512\n"
+               "                        or native (default: QFLOW_ISA, else native)\n"
                "\nRun 'qflow <command> --help' for a command's options.\n"
                "Exit codes: 0 success, 2 invalid input or command line, 3 internal error.\n";
 }
@@ -114,12 +119,41 @@ Status extract_max_memory(std::vector<std::string>& args) {
   return Status::ok();
 }
 
+// `--isa NAME` / `--isa=NAME`, global like --max-memory: the instruction-set cap of every
+// kernel (framework/interpreter/kernel_isa.h). Put in the environment as well, so that the runtime and
+// the processes a run starts see the same cap. Without it, QFLOW_ISA must be valid.
+Status extract_isa(std::vector<std::string>& args) {
+  constexpr std::string_view kOption = "--isa";
+  std::vector<std::string> rest;
+  std::string name;
+  bool given = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      rest.insert(rest.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    } else if (args[i] == kOption) {
+      if (i + 1 == args.size()) return invalid_input("option '--isa' needs a name (--isa NAME)");
+      name = args[++i], given = true;
+    } else if (args[i].rfind(std::string(kOption) + "=", 0) == 0) {
+      name = args[i].substr(kOption.size() + 1), given = true;
+    } else {
+      rest.push_back(args[i]);
+    }
+  }
+  args = std::move(rest);
+  if (!given) return kernel_isa_cap_status();
+  QFLOW_RETURN_IF_ERROR(set_kernel_isa_cap(name, "--isa"));
+  ::setenv("QFLOW_ISA", name.c_str(), 1);
+  return Status::ok();
+}
+
 int run_main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   // Taken out before dispatch so that every subcommand accepts them without declaring them.
   Expected<PluginOptions> plugin_options = extract_plugin_options(args);
   if (!plugin_options) return report_error(plugin_options.status());
   if (Status memory = extract_max_memory(args); !memory.is_ok()) return report_error(memory);
+  if (Status isa = extract_isa(args); !isa.is_ok()) return report_error(isa);
   const bool plugins_named = !plugin_options->files.empty();
   set_plugin_options(std::move(plugin_options).value());
   if (args.empty()) return report_error(invalid_input("no command given (see 'qflow --help')"));

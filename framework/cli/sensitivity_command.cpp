@@ -72,7 +72,10 @@ Status run_sensitivity(const std::vector<std::string>& args) {
   ranking.threads = cmd.values["threads"].as<int>();
   ranking.limit = cmd.values["limit"].as<int64_t>();
   ranking.method = cmd.values["method"].as<std::string>();
+  ProgressBar bar("sensitivity", 0);  // on a terminal only
+  ranking.bar = &bar;
   QFLOW_ASSIGN_OR_RETURN(SensitivityResult result, analyze_sensitivity(model, table, &config, dataset, ranking));
+  bar.finish();
   const int64_t top = cmd.values["top"].as<int64_t>();
   const std::string text = sensitivity_text(result, top);
   QFLOW_ASSIGN_OR_RETURN(std::string json, sensitivity_json(result, top));

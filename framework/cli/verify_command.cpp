@@ -161,9 +161,11 @@ Status run_verify(const std::vector<std::string>& given_args) {
   data_options.set("path", cmd.values["data"].as<std::string>());
   QFLOW_ASSIGN_OR_RETURN(DataSpec spec, data_spec_from_options(data_options));
   QFLOW_ASSIGN_OR_RETURN(Dataset dataset, open_dataset(spec));
+  const int64_t limit = cmd.values["limit"].as<int64_t>();
+  ProgressBar progress("verify", limit > 0 ? std::min(limit, dataset.count) : dataset.count);  // on a terminal only
   QFLOW_ASSIGN_OR_RETURN(DeployedVerification result,
-                         verify_deployed(model, files, dataset, cmd.values["threads"].as<int>(),
-                                         cmd.values["limit"].as<int64_t>()));
+                         verify_deployed(model, files, dataset, cmd.values["threads"].as<int>(), limit, &progress));
+  progress.finish();
   const std::string text = verification_text(result);
   QFLOW_ASSIGN_OR_RETURN(std::string json, verification_json(result));
   const std::filesystem::path folder(cmd.values["out"].as<std::string>());

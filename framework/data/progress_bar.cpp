@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -36,19 +37,29 @@ ProgressBar::Sink stderr_sink() {
 ProgressBar::ProgressBar(std::string label, int64_t total) : ProgressBar(std::move(label), total, stderr_sink()) {}
 
 ProgressBar::ProgressBar(std::string label, int64_t total, Sink sink)
-    : label_(std::move(label)), total_(total), sink_(std::move(sink)), start_(Clock::now()), last_draw_(start_) {}
+    : base_label_(label), label_(std::move(label)), total_(total), sink_(std::move(sink)), start_(Clock::now()),
+      last_draw_(start_) {}
 
 ProgressBar::~ProgressBar() { finish(); }
 
-std::string ProgressBar::format(std::string_view label, int64_t done, int64_t total, double seconds) {
+std::string ProgressBar::format(std::string_view label, int64_t done, int64_t total, double seconds,
+                                std::string_view unit) {
   std::string line(label);
-  line += "  " + std::to_string(done) + "/" + std::to_string(total) + " samples";
+  line += "  ";
+  line += std::to_string(done);
+  if (total > 0) {
+    line += '/';
+    line += std::to_string(total);
+  }
+  line += ' ';
+  line += unit;
   if (seconds > 0.0 && done > 0) {
     const double rate = static_cast<double>(done) / seconds;
     char buffer[48];
     std::snprintf(buffer, sizeof buffer, "  %.1f/s", rate);
     line += buffer;
-    line += "  ETA " + clock_text(static_cast<double>(total - done) / rate);
+    if (total > 0) line += "  ETA " + clock_text(static_cast<double>(std::max<int64_t>(total - done, 0)) / rate);
+    else line += "  " + clock_text(seconds) + " elapsed";
   }
   return line;
 }
@@ -56,7 +67,7 @@ std::string ProgressBar::format(std::string_view label, int64_t done, int64_t to
 void ProgressBar::draw(Clock::time_point now) {
   const double seconds = std::chrono::duration<double>(now - start_).count();
   std::string line = "\r";
-  line += format(label_, done_, total_, seconds);
+  line += format(label_, done_, total_, seconds, unit_);
   // Erase-to-end-of-line clears what a longer previous line left behind.
   line += "\033[K";
   sink_(line);
@@ -70,6 +81,24 @@ void ProgressBar::advance(int64_t n) {
   if (!sink_ || finished_) return;
   const Clock::time_point now = Clock::now();
   if (!drawn_ || now - last_draw_ >= kRedrawInterval) draw(now);
+}
+
+void ProgressBar::restart(std::string_view phase, std::string unit, int64_t total) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (sink_ && drawn_ && !finished_) {
+    draw(Clock::now());
+    sink_("\n");
+  }
+  label_ = base_label_;
+  if (!phase.empty()) {
+    label_ += ' ';
+    label_ += phase;
+  }
+  unit_ = std::move(unit);
+  total_ = total;
+  done_ = 0;
+  start_ = last_draw_ = Clock::now();
+  drawn_ = finished_ = false;
 }
 
 void ProgressBar::finish() {

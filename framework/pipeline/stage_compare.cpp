@@ -2,6 +2,9 @@
 // model against its float model on the samples (docs/accuracy-debugging.md).
 #include "framework/pipeline/stage_util.h"
 
+#include <algorithm>
+
+#include "framework/data/progress_bar.h"
 #include "framework/quant/layer_compare.h"
 #include "framework/quant/sensitivity.h"
 
@@ -13,8 +16,11 @@ Expected<StageResult> run_compare(const PipelineStage& stage, const std::map<std
   QFLOW_ASSIGN_OR_RETURN(Model quantized,
                          import_onnx_bytes(inputs.at("quantized")->bytes, "input 'quantized' of stage '" + stage.id + "'"));
   const int64_t limit = std::get<int64_t>(stage.options.at("limit").value);
-  QFLOW_ASSIGN_OR_RETURN(LayerComparison result, compare_layers(float_model, quantized, *inputs.at("dataset")->dataset,
-                                                                context.threads, limit));
+  const Dataset& dataset = *inputs.at("dataset")->dataset;
+  ProgressBar progress("stage '" + stage.id + "'", limit > 0 ? std::min(limit, dataset.count) : dataset.count);
+  QFLOW_ASSIGN_OR_RETURN(LayerComparison result,
+                         compare_layers(float_model, quantized, dataset, context.threads, limit, &progress));
+  progress.finish();
   StageResult out;
   out.artifact.type = ArtifactType::Report;
   QFLOW_ASSIGN_OR_RETURN(out.artifact.bytes, layer_comparison_json(result));
@@ -32,6 +38,8 @@ Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map
   options.when_below = std::get<double>(stage.options.at("when-below").value);
   options.method = std::get<std::string>(stage.options.at("method").value);
   options.progress = context.progress;
+  ProgressBar bar("stage '" + stage.id + "'", 0);
+  options.bar = &bar;
   QFLOW_ASSIGN_OR_RETURN(SensitivityResult result,
                          analyze_sensitivity(float_model, *inputs.at("qparams")->qparams, context.quantization,
                                              *inputs.at("dataset")->dataset, options));

@@ -22,8 +22,11 @@ Expected<StageResult> run_target_verify(const PipelineStage& stage, const std::m
     files.push_back({role, [target, file] { return target->load(file->role, file->bytes); }});
   }
   const int64_t limit = std::get<int64_t>(stage.options.at("limit").value);
+  const Dataset& dataset = *inputs.at("dataset")->dataset;
+  ProgressBar progress("stage '" + stage.id + "'", limit > 0 ? std::min(limit, dataset.count) : dataset.count);
   QFLOW_ASSIGN_OR_RETURN(DeployedVerification verification,
-                         verify_deployed(model, files, *inputs.at("dataset")->dataset, context.threads, limit));
+                         verify_deployed(model, files, dataset, context.threads, limit, &progress));
+  progress.finish();
   StageResult result;
   result.artifact.type = ArtifactType::Report;
   QFLOW_ASSIGN_OR_RETURN(result.artifact.bytes, verification_json(verification));

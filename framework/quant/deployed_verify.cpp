@@ -63,7 +63,8 @@ bool DeployedVerification::bit_identical() const {
 }
 
 Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std::vector<RunnableFile>& files,
-                                               const Dataset& dataset, int threads, int64_t limit) {
+                                               const Dataset& dataset, int threads, int64_t limit,
+                                               ProgressBar* progress) {
   if (files.empty()) return invalid_input("verify: the target runs none of the deployable files on the host");
   Expected<InputBinding> binding = bind_inputs(*ptq_model.graph, dataset);
   if (!binding) return binding.status().with_context("verify");
@@ -159,6 +160,7 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
       }
       ++result.samples;
     }
+    if (progress) progress->advance(static_cast<int64_t>(batch.size()));
     batch.clear();
     return Status::ok();
   };

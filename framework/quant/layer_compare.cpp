@@ -277,7 +277,7 @@ ErrorMetrics error_metrics(const ErrorSums& s) {
 }
 
 Expected<LayerComparison> compare_layers(const Model& float_model, const Model& qdq_model, const Dataset& dataset,
-                                         int threads, int64_t limit) {
+                                         int threads, int64_t limit, ProgressBar* progress) {
   const Graph& fg = *float_model.graph;
   const Graph& qg = *qdq_model.graph;
   Expected<InputBinding> float_binding = bind_inputs(fg, dataset);
@@ -458,6 +458,7 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
       for (std::size_t k = 0; k < total.size(); ++k) total[k].merge((*done[i])[k]);
       ++result.samples;
     }
+    if (progress) progress->advance(static_cast<int64_t>(batch.size()));
     batch.clear();
     return Status::ok();
   };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/data/dataset.h"
+#include "framework/data/progress_bar.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 
@@ -55,8 +56,9 @@ struct LayerComparison {
 // pair on a non-constant tensor) with the same tensor of `float_model` over the first
 // `limit` samples of `dataset` (all when limit <= 0), `threads` samples at a time. Results
 // do not depend on the thread count. The dataset feeds every input of both models.
+// `progress` (not owned; may be null) advances by one per sample compared.
 Expected<LayerComparison> compare_layers(const Model& float_model, const Model& qdq_model, const Dataset& dataset,
-                                         int threads, int64_t limit);
+                                         int threads, int64_t limit, ProgressBar* progress = nullptr);
 
 // "inf" / "-inf" / "nan" or the value with `precision` decimals.
 std::string format_db(double db, int precision = 2);

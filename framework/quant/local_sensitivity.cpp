@@ -41,7 +41,8 @@ std::vector<float> fake_quantized(const Tensor& t, const QuantParams& p) {
 }  // namespace
 
 Expected<std::vector<LocalCosines>> local_cosines(const Executor& float_exec, const std::vector<LocalProbe>& probes,
-                                                  const std::vector<Feeds>& samples, ThreadPool& pool) {
+                                                  const std::vector<Feeds>& samples, ThreadPool& pool,
+                                                  ProgressBar* progress) {
   const Model& model = float_exec.model();
   const Graph& graph = *model.graph;
   // Which probes each value concerns: as a probe's output (activations, weight probe result)
@@ -108,6 +109,7 @@ Expected<std::vector<LocalCosines>> local_cosines(const Executor& float_exec, co
         return Status::ok();
       });
       if (!result) r.status = result.status();
+      if (progress) progress->advance(1);
     }
   });
   std::vector<LocalCosines> out(probes.size());

@@ -9,6 +9,7 @@
 
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
+#include "framework/data/progress_bar.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"
@@ -31,8 +32,9 @@ struct LocalCosines {
 // Runs `float_exec` (single-threaded runs, `pool` over samples) on every sample and returns,
 // per probe, the mean over samples of its two cosines, summed in sample order (independent
 // of the thread count). A weight probe whose node reads a value the run does not expose
-// keeps cosine 1.
+// keeps cosine 1. `progress` (not owned; may be null) advances by one per sample run.
 Expected<std::vector<LocalCosines>> local_cosines(const Executor& float_exec, const std::vector<LocalProbe>& probes,
-                                                  const std::vector<Feeds>& samples, ThreadPool& pool);
+                                                  const std::vector<Feeds>& samples, ThreadPool& pool,
+                                                  ProgressBar* progress = nullptr);
 
 }  // namespace qflow

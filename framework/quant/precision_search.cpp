@@ -241,6 +241,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   auto evaluate = [&](const QuantConfig& overrides) -> Expected<double> {
     QFLOW_ASSIGN_OR_RETURN(Model model, build(overrides));
     QFLOW_ASSIGN_OR_RETURN(const double v, evaluator.value(model));
+    if (options.bar) options.bar->advance(1);
     if (options.progress) {
       const auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       options.progress("model " + std::to_string(evaluator.evaluations()) + " (" + std::to_string(overrides.nodes.size()) +
@@ -262,6 +263,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   for (const auto& node : graph.nodes())
     if (quantizable_weight(graph, *node, base.resolve(node->name(), node->op_type()))) ++result.quantized_tensors;
 
+  if (options.bar) options.bar->restart("search", "models", options.max_evaluations);
   QFLOW_ASSIGN_OR_RETURN(result.before, evaluate(QuantConfig{}));
   result.after = result.before;
   if (meets(result.before)) {
@@ -278,8 +280,13 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     ranking_options.threads = options.threads;
     ranking_options.limit = options.limit;
     ranking_options.progress = options.progress;
+    ranking_options.bar = options.bar;
     QFLOW_ASSIGN_OR_RETURN(measured, analyze_sensitivity(float_model, table, &base, dataset, ranking_options));
     ranking = &measured;
+    // Back to counting models, on a fresh line, against what is left of the budget.
+    if (options.bar)
+      options.bar->restart("search", "models",
+                           options.max_evaluations > 0 ? options.max_evaluations - evaluator.evaluations() : 0);
   }
 
   // The overrides of a list of changes; `int16_only` keeps CPU-moved nodes quantized (the

@@ -10,6 +10,7 @@
 
 #include "qflow/core/json_writer.h"
 #include "framework/core/progress_line.h"
+#include "framework/data/progress_bar.h"
 #include "framework/data/dataset.h"
 #include "framework/quant/sensitivity.h"
 #include "qflow/core/status.h"
@@ -56,6 +57,9 @@ struct PrecisionSearchOptions {
   const std::map<std::string, TensorStatistics>* statistics = nullptr;
   // Hears one line per model measured (and the ranking's progress when the search ranks).
   ProgressLine progress;
+  // Not owned; null: none. Counts the models measured (phase "search", up to
+  // max_evaluations when that is set), and the ranking's node-samples when the search ranks.
+  ProgressBar* bar = nullptr;
 };
 
 struct PrecisionChange {

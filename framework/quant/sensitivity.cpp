@@ -369,12 +369,17 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       }
       probes.push_back(std::move(probe));
     }
-    QFLOW_ASSIGN_OR_RETURN(const std::vector<LocalCosines> cosines, local_cosines(*float_exec, probes, samples, pool));
+    if (options.bar) options.bar->restart("local ranking", "samples", static_cast<int64_t>(samples.size()));
+    QFLOW_ASSIGN_OR_RETURN(const std::vector<LocalCosines> cosines, local_cosines(*float_exec, probes, samples, pool, options.bar));
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       weight_sum[i] = cosines[i].weight * static_cast<double>(samples.size());
       activation_sum[i] = cosines[i].activation * static_cast<double>(samples.size());
     }
   }
+  // The terminal bar counts one node measured on one sample as one unit: chunks of samples
+  // then advance it evenly, whatever their size.
+  if (options.bar && result.method == "output")
+    options.bar->restart("ranking", "node-samples", static_cast<int64_t>(candidates.size() * samples.size()));
   for (std::size_t begin = 0; result.method == "output" && begin < samples.size(); begin += chunk) {
     std::vector<SampleValues> values(std::min(chunk, samples.size() - begin));
     std::atomic<std::size_t> measured{0};
@@ -431,6 +436,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       for (std::size_t i = next++; i < candidates.size(); i = next++) {
         status[i] = measure(i);
         const std::size_t done = ++measured;
+        if (options.bar) options.bar->advance(static_cast<int64_t>(values.size()));
         std::lock_guard lock(progress_mutex);
         if (reporter.wants_line())
           reporter.say(ranked_line(done, candidates.size(), begin, values.size(), samples.size(), reporter.seconds()));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "framework/core/progress_line.h"
+#include "framework/data/progress_bar.h"
 #include "framework/data/dataset.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
@@ -56,6 +57,9 @@ struct SensitivityOptions {
   // "output", "local", or "auto": output unless that costs more than kAutoOutputBudgetGmacs.
   std::string method = "auto";
   ProgressLine progress;  // how many nodes are ranked, about once a minute
+  // Not owned; null: none. The output ranking restarts it as phase "ranking" and advances it
+  // per node and sample measured (a terminal's progress line with an ETA).
+  ProgressBar* bar = nullptr;
 };
 
 // For every node the QDQ model built from `float_model`, `table` and `config` (may be null:

@@ -153,6 +153,7 @@ struct ReportSources {
   const Model* ptq_model = nullptr;
   const Dataset* dataset = nullptr;
   int64_t samples = 16;  // compared samples (the first N); <= 0: all
+  std::string progress_label = "report";  // of the comparison's progress line on a terminal
   int threads = 1;
   const std::map<std::string, TensorStatistics>* statistics = nullptr;  // histograms
   const QuantTable* qparams = nullptr;                                  // the chosen thresholds

@@ -1,4 +1,5 @@
 // build_report: the report's structured input from a run's artifacts.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -59,8 +60,12 @@ Expected<ReportInput> build_report(const ReportSources& sources) {
     input.verify = std::move(*verify);
   }
   if (sources.float_model && sources.ptq_model && sources.dataset) {
-    Expected<LayerComparison> comparison =
-        compare_layers(*sources.float_model, *sources.ptq_model, *sources.dataset, sources.threads, sources.samples);
+    const int64_t count = sources.dataset->count;
+    ProgressBar progress(sources.progress_label + ": layer comparison",
+                         sources.samples > 0 ? std::min(sources.samples, count) : count);
+    Expected<LayerComparison> comparison = compare_layers(*sources.float_model, *sources.ptq_model, *sources.dataset,
+                                                          sources.threads, sources.samples, &progress);
+    progress.finish();
     if (comparison)
       input.comparison = std::move(*comparison);
     else

@@ -2,6 +2,7 @@
 #include <cstdint>
 
 #include "fixed_point/fast_kernels.h"
+#include "qflow/runtime/isa_cap.h"
 
 namespace qflow::fx::fast {
 
@@ -37,9 +38,19 @@ bool vbmi_supported() {
 #endif
 }
 
+bool isa_allowed(Isa isa) {
+  switch (isa) {
+    case Isa::Portable: return true;
+    case Isa::Avx2: return isa::allows(isa::Level::avx2);
+    case Isa::AvxVnni: return isa::allows(isa::Level::avxvnni);
+    case Isa::Avx512Vnni: return isa::allows(isa::Level::avx512);
+  }
+  return false;
+}
+
 Isa best_isa() {
   for (const Isa isa : {Isa::Avx512Vnni, Isa::AvxVnni, Isa::Avx2})
-    if (isa_supported(isa)) return isa;
+    if (isa_allowed(isa) && isa_supported(isa)) return isa;
   return Isa::Portable;
 }
 

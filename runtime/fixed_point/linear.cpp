@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "qflow/runtime/fixed_point.h"
+#include "qflow/runtime/isa_cap.h"
 
 namespace qflow::fx {
 namespace {
@@ -62,12 +63,10 @@ Status check_common(QType activation, const QParams& in, const QParams& out, QTy
 namespace {
 
 // The smallest and largest of v and [lo, hi]: a branch-free pass that vectorizes (with 32-bit
-// min / max when the CPU has AVX2; every fast kernel checks its input with it). Not under
-// ThreadSanitizer: the clones' ifunc resolver would run, instrumented, before TSan starts.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void min_max(const int32_t* v, size_t n, int32_t& lo, int32_t& hi) {
+// min / max when the CPU has AVX2 and the instruction-set cap allows it; every fast kernel
+// checks its input with it). Chosen by a branch rather than target_clones, whose ifunc
+// resolver would also run, instrumented, before ThreadSanitizer starts.
+[[gnu::always_inline]] inline void min_max_body(const int32_t* v, size_t n, int32_t& lo, int32_t& hi) {
   int32_t l = lo, h = hi;
   for (size_t i = 0; i < n; ++i) {
     l = std::min(l, v[i]);
@@ -75,6 +74,22 @@ void min_max(const int32_t* v, size_t n, int32_t& lo, int32_t& hi) {
   }
   lo = l;
   hi = h;
+}
+
+void min_max_baseline(const int32_t* v, size_t n, int32_t& lo, int32_t& hi) { min_max_body(v, n, lo, hi); }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void min_max_avx2(const int32_t* v, size_t n, int32_t& lo, int32_t& hi) {
+  min_max_body(v, n, lo, hi);
+}
+#endif
+
+void min_max(const int32_t* v, size_t n, int32_t& lo, int32_t& hi) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  if (avx2 && isa::allows(isa::Level::avx2)) return min_max_avx2(v, n, lo, hi);
+#endif
+  min_max_baseline(v, n, lo, hi);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "lowered/op_common.h"
 #include "lowered/table_fusion.h"
+#include "qflow/runtime/isa_cap.h"
 
 namespace qflow::lowered {
 namespace {
@@ -73,13 +74,20 @@ const char* type_name(ElemType t) {
 }
 
 // The kernels `requested` names (or QFLOW_RT_KERNELS names, for automatic), checked against the CPU.
+// Automatic selection also honours the instruction-set cap (QFLOW_ISA, qflow/runtime/isa_cap.h):
+// the best kernels under it, and QFLOW_RT_KERNELS may not name kernels above it. An explicit
+// `requested` set is an exact request and ignores the cap.
 Status choose_kernels(Kernels requested, bool& reference, fx::fast::Isa& isa) {
   using fx::fast::Isa;
   reference = false;
   isa = fx::fast::best_isa();
-  if (requested == Kernels::automatic) {
+  const bool automatic = requested == Kernels::automatic;
+  std::string env_name;
+  if (automatic) {
+    if (Status s = isa::cap_status(); !s) return s;
     const char* env = std::getenv("QFLOW_RT_KERNELS");
-    const std::string name = env ? env : "";
+    env_name = env ? env : "";
+    const std::string& name = env_name;
     if (name.empty() || name == "fast") return Status::ok();
     if (name == "reference") requested = Kernels::reference;
     else if (name == "portable") requested = Kernels::portable;
@@ -100,6 +108,9 @@ Status choose_kernels(Kernels requested, bool& reference, fx::fast::Isa& isa) {
   }
   if (!fx::fast::isa_supported(isa))
     return invalid_input(std::string("kernels ") + fx::fast::isa_name(isa) + ": this CPU lacks the instruction set");
+  if (automatic && !fx::fast::isa_allowed(isa))
+    return invalid_input("QFLOW_RT_KERNELS=" + env_name + ": above the instruction-set cap " +
+                         isa::level_name(isa::cap()) + " (QFLOW_ISA or --isa)");
   return Status::ok();
 }
 

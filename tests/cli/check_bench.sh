@@ -1,6 +1,7 @@
 #!/bin/bash
 # Runs `qflow bench` and checks the JSON it prints: the engine, threads, sample and run counts,
-# one time per run, and statistics that are consistent with those times.
+# one time per run, statistics that are consistent with those times, and the instruction sets
+# it ran ("isa": the cap, "--isa NAME" if ARGS give one, and each kernel family's choice).
 # usage: check_bench.sh QFLOW DATA_DIR ENGINE THREADS SAMPLES RUNS -- ARGS...
 # The command runs in DATA_DIR; "@LOWERED@" in ARGS is replaced by $QFLOW_LOWERED.
 set -u
@@ -11,9 +12,10 @@ args=()
 for a in "$@"; do args+=("${a//@LOWERED@/${QFLOW_LOWERED:-}}"); done
 cd "$data_dir" || exit 1
 out=$("$qflow" bench "${args[@]}") || { echo "FAIL: qflow bench exited $?"; exit 1; }
-/usr/bin/python3 - "$out" "$engine" "$threads" "$samples" "$runs" <<'PY'
+/usr/bin/python3 - "$out" "$engine" "$threads" "$samples" "$runs" "${args[@]}" <<'PY'
 import json, sys
 text, engine, threads, samples, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+cli = sys.argv[6:]
 lines = text.strip().splitlines()
 assert len(lines) == 1, "expected one JSON line, got %r" % text
 r = json.loads(lines[0])
@@ -29,5 +31,9 @@ median = t[mid] if len(t) % 2 else (t[mid - 1] + t[mid]) / 2
 assert abs(r["median_ms"] - median) <= 1e-9 * max(1.0, median), (r["median_ms"], median)
 assert abs(r["mean_ms"] - sum(t) / len(t)) <= 1e-6, r["mean_ms"]
 assert r["load_ms"] >= 0 and r["peak_rss_mib"] > 1, r
-print("ok: %s %.3f ms median over %d runs" % (engine, r["median_ms"], runs))
+cap = cli[cli.index("--isa") + 1] if "--isa" in cli else None
+assert r["isa"].startswith("cap %s: float sgemm " % (cap or "")) if cap else r["isa"].startswith("cap "), r["isa"]
+if cap == "portable":
+    assert r["isa"] == "cap portable: float sgemm portable, depthwise portable; integer portable", r["isa"]
+print("ok: %s %.3f ms median over %d runs (%s)" % (engine, r["median_ms"], runs, r["isa"]))
 PY

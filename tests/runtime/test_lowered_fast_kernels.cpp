@@ -1,10 +1,11 @@
 // Whole lowered models on the fast kernels against the reference kernels: random CNN-like
 // models (dense, depthwise and pointwise conv2d, a gemm head) must give bit-identical outputs,
-// and the kernel choice (option or QFLOW_RT_KERNELS) must be honoured.
+// and the kernel choice (option, QFLOW_RT_KERNELS, the QFLOW_ISA cap) must be honoured.
 #include <cstdlib>
 #include <random>
 
 #include "fixed_point/fast_kernels.h"
+#include "qflow/runtime/isa_cap.h"
 #include "tests/runtime/test_lowered_common.h"
 
 using namespace qflow::lowered;
@@ -192,6 +193,73 @@ TEST_CASE("the executor names its kernels; QFLOW_RT_KERNELS selects them; a miss
       REQUIRE_FALSE(ex.has_value());
       CHECK(contains(ex.message(), "lacks"));
     }
+}
+
+TEST_CASE("the instruction-set cap bounds automatic kernels; every cap gives the reference bits") {
+  namespace isa = qflow::isa;
+  struct Reset {
+    ~Reset() { isa::reset_cap(); }
+  } reset;
+  const char* saved = std::getenv("QFLOW_RT_KERNELS");
+  const std::string previous = saved ? saved : "";
+  unsetenv("QFLOW_RT_KERNELS");
+  // The kernels each cap selects on this CPU: the best not above it.
+  auto expected = [](isa::Level cap) {
+    using fx::fast::Isa;
+    for (const auto& [level, kernels] : {std::pair{isa::Level::avx512, Isa::Avx512Vnni},
+                                         std::pair{isa::Level::avxvnni, Isa::AvxVnni}, std::pair{isa::Level::avx2, Isa::Avx2}})
+      if (static_cast<int>(level) <= static_cast<int>(cap) && fx::fast::isa_supported(kernels)) return fx::fast::isa_name(kernels);
+    return fx::fast::isa_name(Isa::Portable);
+  };
+  std::mt19937 rng(33);
+  for (int trial = 0; trial < 20; ++trial) {
+    CAPTURE(trial);
+    std::vector<int64_t> shape;
+    const Model model = random_model(rng, shape);
+    std::vector<float> input(static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
+    std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+    for (auto& v : input) v = d(rng);
+    const std::vector<float> want = run_with(model, Kernels::reference, input);
+    for (const isa::Level cap : {isa::Level::portable, isa::Level::avx2, isa::Level::avxvnni, isa::Level::avx512,
+                                 isa::Level::native}) {
+      if (!isa::cpu_has(cap)) continue;
+      CAPTURE(isa::level_name(cap));
+      REQUIRE(isa::set_cap(isa::level_name(cap), "QFLOW_ISA").is_ok());
+      auto ex = Executor::create(model);
+      REQUIRE_MESSAGE(ex.has_value(), ex.message());
+      CHECK(ex->kernels() == expected(cap));
+      CHECK(run_with(model, Kernels::automatic, input) == want);
+    }
+  }
+  std::vector<int64_t> shape;
+  const Model model = random_model(rng, shape);
+  REQUIRE(isa::set_cap("portable", "QFLOW_ISA").is_ok());
+  if (fx::fast::isa_supported(fx::fast::Isa::Avx2)) {
+    // QFLOW_RT_KERNELS may not exceed the cap; the explicit option is an exact request.
+    setenv("QFLOW_RT_KERNELS", "avx2", 1);
+    auto refused = Executor::create(model);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.message() == "QFLOW_RT_KERNELS=avx2: above the instruction-set cap portable (QFLOW_ISA or --isa)");
+    unsetenv("QFLOW_RT_KERNELS");
+    auto exact = Executor::create(model, Kernels::avx2);
+    REQUIRE(exact.has_value());
+    CHECK(exact->kernels() == "avx2");
+  }
+  setenv("QFLOW_RT_KERNELS", "reference", 1);
+  {
+    auto ex = Executor::create(model);
+    REQUIRE(ex.has_value());
+    CHECK(ex->kernels() == "reference");
+  }
+  unsetenv("QFLOW_RT_KERNELS");
+  if (!isa::cpu_has(isa::Level::avx512)) {
+    const Status s = isa::set_cap("avx512", "QFLOW_ISA");
+    CHECK(contains(s.message(), "QFLOW_ISA=avx512: this CPU lacks the instructions of avx512"));
+    CHECK(isa::cap() == isa::Level::portable);  // refused: nothing changed
+  }
+  CHECK(isa::set_cap("sse9", "QFLOW_ISA").message() ==
+        "QFLOW_ISA=sse9: unknown instruction set; expected portable, avx2, avxvnni, avx512 or native");
+  if (!previous.empty()) setenv("QFLOW_RT_KERNELS", previous.c_str(), 1);
 }
 
 TEST_CASE("elementwise chains run as tables: hardswish as x * lut(x), shared and output tensors, two roots") {

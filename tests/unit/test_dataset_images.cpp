@@ -257,4 +257,25 @@ TEST_CASE("dataset progress bar: throttled redraws, final line, silent without a
   silent.finish();  // nothing to write to, nothing happens
 }
 
+TEST_CASE("progress bar: other units, an unknown total and phases on fresh lines") {
+  CHECK(ProgressBar::format("stage 'sensitivity' ranking", 30, 120, 3.0, "node-samples") ==
+        "stage 'sensitivity' ranking  30/120 node-samples  10.0/s  ETA 0:09");
+  CHECK(ProgressBar::format("search", 12, 0, 24.0, "models") == "search  12 models  0.5/s  0:24 elapsed");
+  CHECK(ProgressBar::format("search", 0, 0, 0.0, "models") == "search  0 models");
+  CHECK(ProgressBar::format("x", 5, 4, 1.0) == "x  5/4 samples  5.0/s  ETA 0:00");  // never a negative ETA
+
+  std::string out;
+  {
+    ProgressBar bar("stage 'p'", 0, [&](std::string_view text) { out += text; });
+    bar.restart("ranking", "node-samples", 4);  // nothing drawn yet: no line to end
+    bar.advance(4);
+    bar.restart("search", "models", 0);  // ends the ranking line
+    bar.advance(1);
+  }  // the destructor finishes the search line
+  CHECK(out.rfind("\rstage 'p' ranking  4/4 node-samples", 0) == 0);
+  CHECK(out.find("\n\rstage 'p' search  1 models") != std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 2);
+  CHECK(out.back() == '\n');
+}
+
 }  // namespace qflow

@@ -1,9 +1,12 @@
-// Activation loops over float32 values, compiled twice (AVX2 and the baseline, picked at load
-// time): the same per-element operations at twice the vector width. Neither clone enables
+// Activation loops over float32 values, compiled twice (AVX2 and the baseline, picked at run
+// time within the instruction-set cap, QFLOW_ISA): the same per-element operations at twice
+// the vector width. Neither clone enables
 // FMA, so nothing is contracted and both give the bits of the separate nodes. The Conv/Gemm
 // epilogue runs the common programs of CNNs (bias, then BatchNorm, then Clip or Relu, each
 // optional) as one loop per row, others stage by stage; Clip on its own is one loop.
 #include "framework/interpreter/kernels/activation.h"
+
+#include "qflow/runtime/isa_cap.h"
 
 namespace qflow::activation {
 
@@ -118,11 +121,9 @@ constexpr int64_t kLanes = 8;
   return true;
 }
 
-}  // namespace
-
-__attribute__((target_clones("avx2", "default"))) void finish_rows(const Epilogue* epilogue, float* data,
-                                                                  int64_t rows, int64_t n, int64_t ld, int64_t channel,
-                                                                  const float* bias) {
+// The bodies of finish_rows and clip_floats, inlined into each instruction-set variant.
+[[gnu::always_inline]] inline void finish_rows_body(const Epilogue* epilogue, float* data, int64_t rows, int64_t n,
+                                                    int64_t ld, int64_t channel, const float* bias) {
   const Fused f = fused_form(epilogue);
   if (f.ok) {
     if (bias) {
@@ -145,9 +146,51 @@ __attribute__((target_clones("avx2", "default"))) void finish_rows(const Epilogu
   }
 }
 
-__attribute__((target_clones("avx2", "default"))) void clip_floats(const float* in, float* out, int64_t n, float lo,
-                                                                  float hi) {
+[[gnu::always_inline]] inline void clip_floats_body(const float* in, float* out, int64_t n, float lo, float hi) {
   for (int64_t i = 0; i < n; ++i) out[i] = clip(in[i], lo, hi);
+}
+
+void finish_rows_baseline(const Epilogue* epilogue, float* data, int64_t rows, int64_t n, int64_t ld, int64_t channel,
+                          const float* bias) {
+  finish_rows_body(epilogue, data, rows, n, ld, channel, bias);
+}
+
+void clip_floats_baseline(const float* in, float* out, int64_t n, float lo, float hi) {
+  clip_floats_body(in, out, n, lo, hi);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define QFLOW_ACTIVATION_AVX2 1
+__attribute__((target("avx2"))) void finish_rows_avx2(const Epilogue* epilogue, float* data, int64_t rows, int64_t n,
+                                                      int64_t ld, int64_t channel, const float* bias) {
+  finish_rows_body(epilogue, data, rows, n, ld, channel, bias);
+}
+
+__attribute__((target("avx2"))) void clip_floats_avx2(const float* in, float* out, int64_t n, float lo, float hi) {
+  clip_floats_body(in, out, n, lo, hi);
+}
+
+bool use_avx2() {
+  static const bool cpu = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  return cpu && isa::allows(isa::Level::avx2);
+}
+#endif
+
+}  // namespace
+
+void finish_rows(const Epilogue* epilogue, float* data, int64_t rows, int64_t n, int64_t ld, int64_t channel,
+                 const float* bias) {
+#ifdef QFLOW_ACTIVATION_AVX2
+  if (use_avx2()) return finish_rows_avx2(epilogue, data, rows, n, ld, channel, bias);
+#endif
+  finish_rows_baseline(epilogue, data, rows, n, ld, channel, bias);
+}
+
+void clip_floats(const float* in, float* out, int64_t n, float lo, float hi) {
+#ifdef QFLOW_ACTIVATION_AVX2
+  if (use_avx2()) return clip_floats_avx2(in, out, n, lo, hi);
+#endif
+  clip_floats_baseline(in, out, n, lo, hi);
 }
 
 }  // namespace qflow::activation

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "qflow/runtime/isa_cap.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define QFLOW_DEPTHWISE_AVX2 1
@@ -113,7 +115,8 @@ bool depthwise_isa_supported(DepthwiseIsa isa) {
 }
 
 DepthwiseIsa depthwise_best_isa() {
-  return depthwise_isa_supported(DepthwiseIsa::Avx2) ? DepthwiseIsa::Avx2 : DepthwiseIsa::Portable;
+  return depthwise_isa_supported(DepthwiseIsa::Avx2) && isa::allows(isa::Level::avx2) ? DepthwiseIsa::Avx2
+                                                                                      : DepthwiseIsa::Portable;
 }
 
 DepthwisePlan::DepthwisePlan(const ConvGeometry& g) : g_(g), phases_(g.strides[1]) {

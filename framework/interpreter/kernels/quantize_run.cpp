@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "framework/interpreter/kernels/quant_util.h"
+#include "qflow/runtime/isa_cap.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -104,7 +105,7 @@ void quantize_float_run(const float* in, Q* out, int64_t n, float scale, int32_t
   int64_t i = 0;
 #ifdef QFLOW_QUANTIZE_AVX2
   static const bool avx2 = cpu_has_avx2();
-  if (avx2) {
+  if (avx2 && isa::allows(isa::Level::avx2)) {
     if constexpr (sizeof(Q) == 1) i = quantize_8bit_avx2(in, out, n, scale, zero_point);
     i += quantize_avx2(in + i, out + i, n - i, scale, zero_point);
   }
@@ -116,7 +117,7 @@ void float_range_run(const float* in, int64_t n, float& lo, float& hi) {
   int64_t i = 0;
 #ifdef QFLOW_QUANTIZE_AVX2
   static const bool avx2 = cpu_has_avx2();
-  if (avx2) i = float_range_avx2(in, n, lo, hi);
+  if (avx2 && isa::allows(isa::Level::avx2)) i = float_range_avx2(in, n, lo, hi);
 #endif
   for (; i < n; ++i) {
     lo = std::min(lo, in[i]);  // false for NaN: lo stays

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <new>
 
+#include "qflow/runtime/isa_cap.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define QFLOW_SGEMM_AVX2 1
@@ -444,7 +446,14 @@ bool sgemm_isa_supported(SgemmIsa isa) {
 #endif
 }
 
-SgemmIsa sgemm_isa() { return active_isa().load(std::memory_order_relaxed); }
+SgemmIsa sgemm_isa() {
+  // The instruction-set cap (QFLOW_ISA, --isa) bounds whatever tile is active.
+  const SgemmIsa active = active_isa().load(std::memory_order_relaxed);
+  const SgemmIsa ceiling = isa::allows(isa::Level::avx512) ? SgemmIsa::Avx512
+                           : isa::allows(isa::Level::avx2) ? SgemmIsa::Avx2
+                                                           : SgemmIsa::Portable;
+  return std::min(active, ceiling);
+}
 
 bool sgemm_set_isa(SgemmIsa isa) {
   if (!sgemm_isa_supported(isa)) return false;

@@ -68,7 +68,9 @@ struct FusedOp;
 // Which kernels compute the integer ops. `reference` is the scalar qflow::fx code; the others
 // are the fast kernels of conv2d and matmul (runtime/fixed_point/fast_kernels.h, bit-identical
 // to the reference) on one instruction set. `automatic` reads the environment variable
-// QFLOW_RT_KERNELS (one of the names below) and otherwise takes the best this CPU runs.
+// QFLOW_RT_KERNELS (one of the names below) and otherwise takes the best this CPU runs under
+// the instruction-set cap (QFLOW_ISA, qflow/runtime/isa_cap.h), which QFLOW_RT_KERNELS may not
+// exceed; the explicit sets are exact requests the cap does not touch.
 enum class Kernels { automatic, reference, portable, avx2, avxvnni, avx512vnni };
 
 // Storage a run reuses for its intermediate tensors. Runs without one use their thread's

@@ -11,9 +11,12 @@ namespace qflow::fx::fast {
 
 // Instruction sets of the inner loops, in order of preference.
 enum class Isa { Portable, Avx2, AvxVnni, Avx512Vnni };
-// The best instruction set this CPU runs.
+// The best instruction set this CPU runs within the cap (qflow/runtime/isa_cap.h).
 Isa best_isa();
+// Whether this CPU runs `isa` (whatever the cap).
 bool isa_supported(Isa isa);
+// Whether the instruction-set cap admits `isa` (whatever the CPU).
+bool isa_allowed(Isa isa);
 // AVX-512 VBMI (byte permutes across a whole vector), which the Avx512Vnni kernels use where
 // the CPU has it: 8-bit table lookups and the depthwise byte windows.
 bool vbmi_supported();

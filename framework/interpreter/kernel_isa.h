@@ -1,0 +1,22 @@
+// The instruction sets the interpreter's kernels run on, under the process-wide cap (QFLOW_ISA,
+// `qflow --isa`; runtime/include/qflow/runtime/isa_cap.h), for the layers above it.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "qflow/core/status.h"
+
+namespace qflow {
+
+// Puts the cap `name` (portable, avx2, avxvnni, avx512, native) in force; `source` names the
+// option or variable in messages. Unknown names and levels this CPU lacks are refused.
+Status set_kernel_isa_cap(std::string_view name, std::string_view source);
+// Ok, or why QFLOW_ISA cannot be honoured.
+Status kernel_isa_cap_status();
+// Back to QFLOW_ISA's cap (tests).
+void reset_kernel_isa_cap();
+// What runs: "cap native: float sgemm avx512, depthwise avx2; integer avx512vnni".
+std::string kernel_isa_summary();
+
+}  // namespace qflow
