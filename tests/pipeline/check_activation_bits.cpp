@@ -5,19 +5,16 @@
 // the grid [-8, 7]. The bpu target refuses 4-bit activations before anything runs.
 //
 // usage: check_activation_bits QFLOW SOURCE_DIR WORK_DIR
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "check_program.h"
 #include "framework/data/npy.h"
 #include "framework/interpreter/executor.h"
 #include "framework/onnx/onnx_import.h"
@@ -25,27 +22,11 @@
 #include "qflow/quant/quant_math.h"
 
 using namespace qflow;
+using check::fail;
+using check::read;
+using check::run;
 
 namespace {
-
-int failures = 0;
-void fail(const std::string& what) {
-  std::cout << "FAIL: " << what << "\n";
-  ++failures;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs a command in `dir` with its output in `log`; returns its exit status.
-int run(const std::string& dir, const std::string& command, const std::string& log) {
-  const int status = std::system(("cd '" + dir + "' && " + command + " >'" + log + "' 2>&1").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 struct GridClip {
   float scale = 0.0f;
@@ -158,5 +139,5 @@ int main(int argc, char** argv) {
   if (log.find("activation-bits 4 cannot be deployed on the bpu target (supported activation widths: 8, 16)") ==
       std::string::npos)
     fail("bpu refusal not as expected: " + log);
-  return failures == 0 ? 0 : 1;
+  return check::failures == 0 ? 0 : 1;
 }

@@ -3,41 +3,21 @@
 // bpu target refuses 4-bit weights before anything runs, naming the supported widths.
 //
 // usage: check_weight_bits QFLOW SOURCE_DIR WORK_DIR
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
+#include "check_program.h"
 #include "framework/onnx/onnx_import.h"
 
 using namespace qflow;
+using check::fail;
+using check::read;
+using check::run;
 
 namespace {
-
-int failures = 0;
-void fail(const std::string& what) {
-  std::cout << "FAIL: " << what << "\n";
-  ++failures;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs a command in `dir` with its output in `log`; returns its exit status.
-int run(const std::string& dir, const std::string& command, const std::string& log) {
-  const int status = std::system(("cd '" + dir + "' && " + command + " >'" + log + "' 2>&1").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 // Every int8 weight behind a DequantizeLinear: in [-7, 7], each channel's largest |q| 7.
 void check_grid(const std::string& path) {
@@ -93,5 +73,5 @@ int main(int argc, char** argv) {
   if (bpu != 2) fail("bpu with 4-bit weights exited " + std::to_string(bpu) + ", expected 2: " + log);
   if (log.find("weight-bits 4 cannot be deployed on the bpu target (supported weight widths: 8, 16)") == std::string::npos)
     fail("bpu refusal not as expected: " + log);
-  return failures == 0 ? 0 : 1;
+  return check::failures == 0 ? 0 : 1;
 }
