@@ -5,7 +5,6 @@
 // the grid [-8, 7]. The bpu target refuses 4-bit activations before anything runs.
 //
 // usage: check_activation_bits QFLOW SOURCE_DIR WORK_DIR
-
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
