@@ -1,6 +1,7 @@
 #!/bin/bash
-# `mpirun -np 2` and `-np 4` of pipelines/ptq.toml on the Fashion-MNIST fixture must write the
-# calibration table and QDQ models byte-identical to one process (docs/distributed.md), a
+# `mpirun -np 2` and `-np 4` of pipelines/ptq.toml and bpu_ptq.toml on the Fashion-MNIST fixture
+# must write the statistics, calibration table, QDQ models, .bc and .hbm (every artifact but the
+# manifest and the report's wall times) byte-identical to one process (docs/distributed.md), a
 # manifest naming the rank count, and a failing run must end every rank instead of hanging.
 # Skips (exit 77) with the reason when qflow was built without QFLOW_MPI or mpirun is missing.
 #
@@ -23,33 +24,39 @@ mpi=(mpirun --oversubscribe -np)
 # Shared-memory transport only; the ranks of this test share one machine.
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 
-args=(run pipelines/ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx
-      --set data=models/fashion_mnist/calib_200.npy --threads 1 --save-intermediate)
-sums() { (cd "$1" && sha256sum $(ls | grep -v -e '^manifest.json$' | sort)); }
-
-start=$(date +%s.%N)
-if ! "$qflow" "${args[@]}" --out "$work/one" >"$work/one.log" 2>&1; then
-  fail "the single-process run failed: $(cat "$work/one.log")"
-  exit 1
-fi
-echo "one process: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
-sums "$work/one" >"$work/one.sums"
-grep -q calibration_table.json "$work/one.sums" && grep -q _ptq_model.onnx "$work/one.sums" &&
-  grep -q _calibrated_model.onnx "$work/one.sums" || fail "the single-process run wrote no table or QDQ models"
-
-for ranks in 2 4; do
-  out=$work/np$ranks
+# report.html carries the stages' wall times, which differ between any two runs.
+sums() { (cd "$1" && sha256sum $(ls | grep -v -e '^manifest.json$' -e '^report.html$' | sort)); }
+artifacts=0
+for pipeline in ptq bpu_ptq; do
+  args=(run pipelines/$pipeline.toml --set model=models/fashion_mnist/fashion_mnist.onnx
+        --set data=models/fashion_mnist/calib_200.npy --threads 1 --save-intermediate)
   start=$(date +%s.%N)
-  if ! timeout 600 "${mpi[@]}" "$ranks" "$qflow" "${args[@]}" --out "$out" >"$out.log" 2>&1; then
-    fail "mpirun -np $ranks failed: $(cat "$out.log")"
-    continue
+  if ! "$qflow" "${args[@]}" --out "$work/$pipeline.one" >"$work/$pipeline.one.log" 2>&1; then
+    fail "the single-process $pipeline.toml run failed: $(cat "$work/$pipeline.one.log")"
+    exit 1
   fi
-  echo "mpirun -np $ranks: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
-  sums "$out" >"$out.sums"
-  diff -u "$work/one.sums" "$out.sums" || fail "mpirun -np $ranks: artifacts differ from one process"
-  grep -q "\"ranks\": $ranks," "$out/manifest.json" || fail "mpirun -np $ranks: manifest.json does not record $ranks ranks"
-  # Rank 0 alone prints the run's lines: one "wrote" line for the manifest, not one per rank.
-  [ "$(grep -c 'wrote .*manifest.json' "$out.log")" = 1 ] || fail "mpirun -np $ranks: expected one manifest line: $(cat "$out.log")"
+  echo "$pipeline.toml, one process: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
+  sums "$work/$pipeline.one" >"$work/$pipeline.one.sums"
+  grep -q calibration_table.json "$work/$pipeline.one.sums" && grep -q _ptq_model.onnx "$work/$pipeline.one.sums" &&
+    grep -q _calibrated_model.onnx "$work/$pipeline.one.sums" || fail "the single-process $pipeline.toml run wrote no table or QDQ models"
+  [ "$pipeline" = ptq ] || grep -q '\.hbm$' "$work/$pipeline.one.sums" || fail "the single-process bpu_ptq.toml run wrote no .hbm"
+  artifacts=$((artifacts + $(wc -l <"$work/$pipeline.one.sums")))
+
+  for ranks in 2 4; do
+    out=$work/$pipeline.np$ranks
+    start=$(date +%s.%N)
+    if ! timeout 600 "${mpi[@]}" "$ranks" "$qflow" "${args[@]}" --out "$out" >"$out.log" 2>&1; then
+      fail "$pipeline.toml under mpirun -np $ranks failed: $(cat "$out.log")"
+      continue
+    fi
+    echo "$pipeline.toml, mpirun -np $ranks: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
+    sums "$out" >"$out.sums"
+    diff -u "$work/$pipeline.one.sums" "$out.sums" || fail "$pipeline.toml, mpirun -np $ranks: artifacts differ from one process"
+    grep -q "\"ranks\": $ranks," "$out/manifest.json" || fail "$pipeline.toml, mpirun -np $ranks: manifest.json does not record $ranks ranks"
+    # Rank 0 alone prints the run's lines: one "wrote" line for the manifest, not one per rank.
+    [ "$(grep -c 'wrote .*manifest.json' "$out.log")" = 1 ] ||
+      fail "$pipeline.toml, mpirun -np $ranks: expected one manifest line: $(cat "$out.log")"
+  done
 done
 
 # One bad input fails the run on every rank; the job must end (non-zero), not hang.
@@ -62,5 +69,5 @@ else
   grep -q "missing.npy" "$work/bad.log" || fail "the error does not name the missing file: $(cat "$work/bad.log")"
 fi
 
-[ "$failed" = 0 ] && echo "PASS: $(wc -l <"$work/one.sums") artifacts identical for 1, 2 and 4 ranks"
+[ "$failed" = 0 ] && echo "PASS: $artifacts artifacts of ptq.toml and bpu_ptq.toml identical for 1, 2 and 4 ranks"
 exit "$failed"
