@@ -1,4 +1,6 @@
 // `qflow run`: validates a pipeline file, then prints it in canonical form or runs its stages.
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -9,16 +11,41 @@
 #include "framework/cli/cli_error.h"
 #include "framework/cli/command.h"
 #include "framework/cli/plugin_options.h"
+#include "framework/core/file_io.h"
 #include "framework/core/memory_limit.h"
+#include "framework/core/sha256.h"
+#include "framework/distributed/same_build.h"
 #include "framework/pipeline/pipeline.h"
 #include "framework/pipeline/pipeline_runner.h"
 #include "framework/pipeline/stage_execution.h"
+#include "qflow/version.h"
 
 namespace qflow::cli {
 
 namespace {
 
 namespace po = boost::program_options;
+
+// What must be the same on every rank of a distributed run, one entry per line: the qflow
+// executable and core library (content hashes: the same version built twice differs only if
+// the code does) and every loaded plugin by name, version and content hash.
+Expected<std::string> build_identity(const ComponentRegistry& registry) {
+  std::string identity = "qflow " QFLOW_VERSION_STRING "\n";
+  Dl_info core{};
+  const std::string core_path =
+      dladdr(reinterpret_cast<void*>(&check_same_build), &core) && core.dli_fname ? core.dli_fname : "";
+  for (const std::string& path : {std::string("/proc/self/exe"), core_path}) {
+    if (path.empty()) continue;
+    QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+    identity += (path == core_path ? "core library " : "executable ") + sha256_hex(bytes) + "\n";
+  }
+  std::vector<std::string> plugins;
+  for (const PluginLibrary& library : registry.libraries())
+    plugins.push_back("plugin " + library.name + " " + library.version + " " + library.sha256);
+  std::sort(plugins.begin(), plugins.end());
+  for (const std::string& plugin : plugins) identity += plugin + "\n";
+  return identity;
+}
 
 constexpr std::string_view kDescription =
     "Validates PIPELINE (components, options, inputs, types, cycles) before anything runs,\n"
@@ -85,6 +112,8 @@ Status run_run(const std::vector<std::string>& args) {
   QFLOW_ASSIGN_OR_RETURN(ComponentRegistry * registry, plugin_registry());
   for (const std::string& plugin : pipeline.plugins)
     QFLOW_RETURN_IF_ERROR(registry->load_library(plugin).with_context(pipeline.path + ": plugins"));
+  QFLOW_ASSIGN_OR_RETURN(std::string identity, build_identity(*registry));
+  QFLOW_RETURN_IF_ERROR(check_same_build(World::get(), identity));
   QFLOW_RETURN_IF_ERROR(resolve_pipeline(pipeline, ComponentCatalog::from_registry(*registry), sets));
   QFLOW_RETURN_IF_ERROR(check_targets(pipeline, *registry));
   if (cmd.values.count("dry-run")) {

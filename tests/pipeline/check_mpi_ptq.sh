@@ -2,7 +2,8 @@
 # `mpirun -np 2` and `-np 4` of pipelines/ptq.toml and bpu_ptq.toml on the Fashion-MNIST fixture
 # must write the statistics, calibration table, QDQ models, .bc and .hbm (every artifact but the
 # manifest and the report's wall times) byte-identical to one process (docs/distributed.md), a
-# manifest naming the rank count, and a failing run must end every rank instead of hanging.
+# manifest naming the rank count, a failing run must end every rank instead of hanging, and
+# ranks with different plugin sets are refused at start.
 # Skips (exit 77) with the reason when qflow was built without QFLOW_MPI or mpirun is missing.
 #
 # usage: check_mpi_ptq.sh QFLOW SOURCE_DIR WORK_DIR QFLOW_MPI(ON|OFF)
@@ -67,6 +68,23 @@ else
   code=$?
   [ "$code" = 124 ] && fail "mpirun with a missing data file hung (killed after 120 s)"
   grep -q "missing.npy" "$work/bad.log" || fail "the error does not name the missing file: $(cat "$work/bad.log")"
+fi
+
+# A rank with another plugin set (here one more plugin) is refused before anything runs.
+good=$(dirname "$qflow")/../tests/plugin/lib/libqflow_test_good.so
+if [ -f "$good" ]; then
+  args=(run pipelines/ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx
+        --set data=models/fashion_mnist/calib_200.npy --threads 1 --out "$work/mixed")
+  if timeout 120 "${mpi[@]}" 1 "$qflow" "${args[@]}" : -np 1 "$qflow" --plugin "$good" "${args[@]}" \
+       >"$work/mixed.log" 2>&1; then
+    fail "ranks with different plugin sets ran"
+  else
+    grep -q "rank 1 runs a different qflow build or plugin set than rank 0: .*plugin test-good" "$work/mixed.log" ||
+      fail "the refusal does not name the rank and the plugin: $(cat "$work/mixed.log")"
+    [ ! -e "$work/mixed" ] || fail "a refused run left $work/mixed behind"
+  fi
+else
+  fail "no $good to give one rank another plugin set"
 fi
 
 [ "$failed" = 0 ] && echo "PASS: $artifacts artifacts of ptq.toml and bpu_ptq.toml identical for 1, 2 and 4 ranks"
