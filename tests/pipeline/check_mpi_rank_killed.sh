@@ -1,0 +1,66 @@
+#!/bin/bash
+# A rank of `mpirun -np 2 qflow run` killed (SIGKILL) while observing: every rank must be gone
+# and mpirun must exit non-zero within 30 s, and the output folder must hold no half-written
+# file (no `.tmp.PID` left, a manifest that says the run is not complete). The run observes
+# 20 000 generated samples on the MobileNet fixture, long enough (about 15 s on two ranks) to
+# be killed in the middle.
+# Skips (exit 77) with the reason when qflow was built without QFLOW_MPI or mpirun is missing.
+#
+# usage: check_mpi_rank_killed.sh QFLOW SOURCE_DIR WORK_DIR QFLOW_MPI(ON|OFF)
+set -u
+qflow=$1 source_dir=$2 work=$3 with_mpi=$4
+case "$with_mpi" in
+  ON | on | 1 | TRUE | true) ;;
+  *) echo "SKIP: qflow was built without QFLOW_MPI (install libboost-mpi-dev openmpi-bin and reconfigure)"; exit 77 ;;
+esac
+command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
+rm -rf "$work" && mkdir -p "$work"
+cd "$source_dir" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+
+mpi=(mpirun --oversubscribe -np 2)
+[ "$(id -u)" = 0 ] && mpi=(mpirun --allow-run-as-root --oversubscribe -np 2)
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+"$py" -c "import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(7).standard_normal((20000, 1, 28, 28)).astype(np.float32))" \
+  "$work/samples.npy" || fail "cannot write the samples"
+
+out=$work/out
+"${mpi[@]}" "$qflow" run pipelines/ptq.toml --set model=models/mobilenet_fashion/mobilenet_fashion.onnx \
+  --set data="$work/samples.npy" --set method=max --threads 1 --out "$out" >"$work/run.log" 2>&1 &
+launcher=$!
+# Both ranks running, then one second into the run.
+for _ in $(seq 1 300); do
+  [ "$(pgrep -f -- "--out $out" | grep -vx "$launcher" | wc -l)" -ge 2 ] && break  # both ranks (not mpirun)
+  sleep 0.1
+done
+sleep 1
+victim=$(pgrep -f -- "$qflow run pipelines/ptq.toml" | grep -vx "$launcher" | sort -n | tail -1)
+[ -n "$victim" ] || fail "no rank to kill: $(cat "$work/run.log")"
+kill -0 "$launcher" 2>/dev/null || fail "the run ended before a rank could be killed: $(cat "$work/run.log")"
+start=$(date +%s.%N)
+kill -9 "$victim"
+code=0
+for _ in $(seq 1 300); do
+  kill -0 "$launcher" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$launcher" 2>/dev/null; then
+  pkill -9 -f -- "--out $out"
+  fail "mpirun still runs 30 s after a rank was killed"
+fi
+wait "$launcher"
+code=$?
+seconds=$(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }")
+[ "$code" != 0 ] || fail "mpirun exited 0 after a rank was killed"
+left=$(pgrep -f -- "--out $out" || true)
+[ -z "$left" ] || fail "processes left after the job ended: $left"
+if [ -d "$out" ]; then
+  half=$(find "$out" -name '*.tmp.*')
+  [ -z "$half" ] || fail "half-written files left: $half"
+  if [ -f "$out/manifest.json" ]; then
+    grep -q '"complete": false' "$out/manifest.json" || fail "the manifest of a killed run does not say it is incomplete"
+  fi
+fi
+echo "PASS: rank $victim killed; mpirun exited $code after $seconds s, no half-written file"
