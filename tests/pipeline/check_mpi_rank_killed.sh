@@ -36,7 +36,8 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 sleep 1
-victim=$(pgrep -f -- "$qflow run pipelines/ptq.toml" | grep -vx "$launcher" | sort -n | tail -1)
+# A rank of this job only (its output folder names it), never mpirun itself.
+victim=$(pgrep -f -- "--out $out" | grep -vx "$launcher" | sort -n | tail -1)
 [ -n "$victim" ] || fail "no rank to kill: $(cat "$work/run.log")"
 kill -0 "$launcher" 2>/dev/null || fail "the run ended before a rank could be killed: $(cat "$work/run.log")"
 start=$(date +%s.%N)
