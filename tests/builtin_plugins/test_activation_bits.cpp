@@ -11,16 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "calibrate_tensor.h"
 #include "framework/interpreter/executor.h"
 #include "framework/quant/qdq_builder.h"
 #include "plugins/backends/bpu/bpu_target.h"
 #include "plugins/calibrators/histogram_thresholds.h"
-#include "plugins/calibrators/kl_calibrator.h"
 #include "plugins/calibrators/load_calibrator.h"
-#include "plugins/calibrators/max_calibrator.h"
-#include "plugins/calibrators/mix_calibrator.h"
-#include "plugins/calibrators/mse_calibrator.h"
-#include "plugins/calibrators/percentile_calibrator.h"
 #include "plugins/observers/histogram_observer.h"
 #include "qflow/quant/quant_math.h"
 
@@ -50,30 +46,7 @@ TensorStatistics observe(const std::vector<float>& values) {
   return (*observer)->statistics();
 }
 
-template <typename Component>
-Options defaults() {
-  Options options;
-  for (const OptionSpec& spec : Component::info().options) options.set(spec.name, spec.default_value);
-  return options;
-}
-
-QuantParams calibrate(const std::string& method, const TensorStatistics& stats, const QuantSpec& spec) {
-  Expected<std::unique_ptr<Calibrator>> calibrator = internal_error("unknown method");
-  if (method == "max") calibrator = MaxCalibrator::create(defaults<MaxCalibrator>());
-  if (method == "percentile") calibrator = PercentileCalibrator::create(defaults<PercentileCalibrator>());
-  if (method == "kl") calibrator = KlCalibrator::create(defaults<KlCalibrator>());
-  if (method == "mse") calibrator = MseCalibrator::create(defaults<MseCalibrator>());
-  if (method == "mix") calibrator = MixCalibrator::create(defaults<MixCalibrator>());
-  REQUIRE(calibrator);
-  const std::map<std::string, TensorStatistics> statistics = {{"x", stats}};
-  const std::map<std::string, QuantSpec> specs = {{"x", spec}};
-  CalibrationRequest request;
-  request.statistics = &statistics;
-  request.specs = &specs;
-  auto table = (*calibrator)->calibrate(request);
-  REQUIRE_MESSAGE(table, method);
-  return table->at("x");
-}
+using test::calibrate_tensor;
 
 QuantSpec grid_spec(DType dtype, int bits, bool symmetric) {
   QuantSpec spec;
@@ -143,7 +116,7 @@ TEST_CASE("activation-bits: every calibrator's parameters keep the calibration d
       CAPTURE(method);
       CAPTURE(dtype_name(spec.activation_dtype));
       CAPTURE(spec.activation_bits);
-      const QuantParams p = calibrate(method, stats, spec);
+      const QuantParams p = calibrate_tensor(method, stats, spec);
       CHECK(p.dtype == spec.activation_dtype);
       CHECK(p.bits == spec.activation_bits);
       CHECK(p.zero_point.front() >= grid.min);
@@ -177,13 +150,13 @@ TEST_CASE("activation-bits: KL merges into 2^(b-1) levels, MSE models 2^(b-1)-1 
   REQUIRE(kl4.has_value());
   REQUIRE(kl8.has_value());
   CHECK(*kl4 < *kl8);
-  CHECK(calibrate("kl", g, four).threshold == *kl4);
-  CHECK(calibrate("kl", g, grid_spec(DType::Int8, 8, true)).threshold == *kl8);
+  CHECK(calibrate_tensor("kl", g, four).threshold == *kl4);
+  CHECK(calibrate_tensor("kl", g, grid_spec(DType::Int8, 8, true)).threshold == *kl8);
   CHECK(error_qmax(four, stats) == 7.0);
   CHECK(error_qmax(grid_spec(DType::UInt8, 4, false), stats) == 7.5);  // 15 steps, both signs observed
-  CHECK(calibrate("mse", stats, four).threshold == mse_threshold(stats.histogram, stats.histogram_range, 7.0));
+  CHECK(calibrate_tensor("mse", stats, four).threshold == mse_threshold(stats.histogram, stats.histogram_range, 7.0));
   // Fewer levels clip harder: the 4-bit MSE threshold lies below the 8-bit one.
-  CHECK(calibrate("mse", stats, four).threshold < calibrate("mse", stats, grid_spec(DType::Int8, 8, true)).threshold);
+  CHECK(calibrate_tensor("mse", stats, four).threshold < calibrate_tensor("mse", stats, grid_spec(DType::Int8, 8, true)).threshold);
 }
 
 TEST_CASE("activation-bits: a calibration table with bits reads back; without them it is the full range") {

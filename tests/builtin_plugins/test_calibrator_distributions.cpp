@@ -12,12 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "calibrate_tensor.h"
 #include "plugins/calibrators/histogram_thresholds.h"
-#include "plugins/calibrators/kl_calibrator.h"
-#include "plugins/calibrators/max_calibrator.h"
-#include "plugins/calibrators/mix_calibrator.h"
-#include "plugins/calibrators/mse_calibrator.h"
-#include "plugins/calibrators/percentile_calibrator.h"
 #include "plugins/observers/histogram_observer.h"
 #include "qflow/quant/quant_math.h"
 
@@ -98,31 +94,8 @@ double quantile_abs(std::vector<float> values, double percent) {
   return values[k];
 }
 
-// Options of a component filled with its declared defaults, as the host passes them.
-template <typename Component>
-Options defaults() {
-  Options options;
-  for (const OptionSpec& spec : Component::info().options) options.set(spec.name, spec.default_value);
-  return options;
-}
-
-QuantParams calibrate(const std::string& method, const TensorStatistics& stats, const QuantSpec& spec) {
-  Expected<std::unique_ptr<Calibrator>> calibrator = internal_error("unknown method");
-  if (method == "max") calibrator = MaxCalibrator::create(defaults<MaxCalibrator>());
-  if (method == "percentile") calibrator = PercentileCalibrator::create(defaults<PercentileCalibrator>());
-  if (method == "kl") calibrator = KlCalibrator::create(defaults<KlCalibrator>());
-  if (method == "mse") calibrator = MseCalibrator::create(defaults<MseCalibrator>());
-  if (method == "mix") calibrator = MixCalibrator::create(defaults<MixCalibrator>());
-  REQUIRE(calibrator);
-  const std::map<std::string, TensorStatistics> statistics = {{"t", stats}};
-  const std::map<std::string, QuantSpec> specs = {{"t", spec}};
-  CalibrationRequest request;
-  request.statistics = &statistics;
-  request.specs = &specs;
-  auto table = (*calibrator)->calibrate(request);
-  REQUIRE_MESSAGE(table, method);
-  return table->at("t");
-}
+using test::calibrate_tensor;
+using test::defaults;
 
 const std::vector<std::string> kMethods = {"max", "percentile", "kl", "mse", "mix"};
 
@@ -132,7 +105,7 @@ void check_all_shapes(const QuantSpec& spec) {
     std::map<std::string, double> error;
     std::map<std::string, double> threshold;
     for (const std::string& method : kMethods) {
-      const QuantParams p = calibrate(method, stats, spec);
+      const QuantParams p = calibrate_tensor(method, stats, spec);
       error[method] = measured_mse(d.values, p);
       threshold[method] = p.threshold;
     }
@@ -178,13 +151,13 @@ TEST_CASE("calibrator distributions: at 16 bits kl, mse and percentile keep the 
     const double magnitude = std::max(std::fabs(stats.min), std::fabs(stats.max));
     for (const char* method : {"kl", "mse", "percentile"}) {
       INFO(d.name << " " << method);
-      const QuantParams wide = calibrate(method, stats, spec16);
+      const QuantParams wide = calibrate_tensor(method, stats, spec16);
       CHECK(wide.dtype == DType::Int16);
       CHECK(wide.threshold == magnitude);
       CHECK(wide.method == method);
       // The 8-bit threshold at 16 bits never has the smaller error (heavy tails left out:
       // there clipping the rare outliers is each method's own trade).
-      const QuantParams clipped = calibrate(method, stats, spec8);
+      const QuantParams clipped = calibrate_tensor(method, stats, spec8);
       auto at16 = activation_params(spec16, stats, clipped.threshold, method, "t");
       REQUIRE(at16);
       if (d.name != "heavy") CHECK(measured_mse(d.values, wide) <= measured_mse(d.values, *at16) * (1.0 + 1e-9));
