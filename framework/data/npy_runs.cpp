@@ -12,6 +12,8 @@
 
 namespace qflow {
 
+Expected<Tensor> read_npy_array(const std::string& path) { return read_npy_file(path); }
+
 namespace {
 
 std::string type_text(DType dtype, const Shape& shape) {

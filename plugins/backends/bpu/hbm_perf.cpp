@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <latch>
@@ -20,6 +19,7 @@
 
 #include "file_bytes.h"
 #include "qflow/core/json_writer.h"
+#include "qflow/npy_runs.h"
 #include "qflow/runtime/executor.h"
 #include "qflow/runtime/hbm_codec.h"
 
@@ -27,28 +27,6 @@ namespace qflow {
 namespace {
 
 using lowered::ElemType;
-
-// The float32 elements of a little-endian, C-order .npy file.
-Expected<std::vector<float>> read_npy_f32(const std::string& path) {
-  QFLOW_ASSIGN_OR_RETURN(std::string bytes, read_file_bytes(path));
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return invalid_input(path + ": not a .npy file");
-  const auto major = static_cast<unsigned char>(bytes[6]);
-  const size_t len_bytes = major == 1 ? 2 : 4;
-  if (bytes.size() < 8 + len_bytes) return invalid_input(path + ": truncated .npy header");
-  size_t header_len = 0;
-  for (size_t i = 0; i < len_bytes; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
-  const size_t data_at = 8 + len_bytes + header_len;
-  if (data_at > bytes.size()) return invalid_input(path + ": truncated .npy header");
-  const std::string header = bytes.substr(8 + len_bytes, header_len);
-  if (header.find("'<f4'") == std::string::npos)
-    return invalid_input(path + ": expected a float32 array ('<f4'), the header is " + header);
-  if (header.find("'fortran_order': True") != std::string::npos)
-    return invalid_input(path + ": Fortran-order arrays are not supported");
-  const size_t n = (bytes.size() - data_at) / sizeof(float);
-  std::vector<float> values(n);
-  if (n) std::memcpy(values.data(), bytes.data() + data_at, n * sizeof(float));
-  return values;
-}
 
 double percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0.0;
@@ -126,7 +104,10 @@ Status bind_files(const lowered::Model& m, const std::vector<std::string>& specs
     }
     if (index >= m.inputs.size())
       return invalid_input("hbm perf: more --input files than the model's " + std::to_string(m.inputs.size()) + " inputs");
-    QFLOW_ASSIGN_OR_RETURN(std::vector<float> data, read_npy_f32(file));
+    QFLOW_ASSIGN_OR_RETURN(Tensor array, read_npy_array(file));
+    if (array.dtype() != DType::Float32)
+      return invalid_input(file + ": expected a float32 array, got " + std::string(dtype_name(array.dtype())));
+    std::vector<float> data(array.data<float>(), array.data<float>() + array.numel());
     lowered::Value& v = values[index];
     const size_t n = v.type == ElemType::f32 ? v.floats.size() : v.ints.size();
     if (data.size() != n)

@@ -26,6 +26,10 @@ struct FixedModelIo {
 using FixedModelRun = std::function<Status(const std::vector<const std::byte*>& inputs,
                                            std::vector<std::vector<float>>& outputs)>;
 
+// A whole .npy file as a tensor, with the host's checks (format versions 1.0-3.0, little-endian
+// C-order arrays of the usual dtypes, sizes checked before allocating, --max-memory).
+Expected<Tensor> read_npy_array(const std::string& path);
+
 // The file an output is written to, "<name>.npy" without it: the name with every character
 // but letters, digits, '_', '-' and '.' turned into '_' (and no leading '.').
 std::string safe_file_name(const std::string& name);
