@@ -1,5 +1,5 @@
-// The built-in calibrators run on one tensor's statistics, as the calibrate stage runs them:
-// shared by the calibrator tests.
+// One tensor through the histogram observer and the built-in calibrators, as the observe and
+// calibrate stages run them: shared by the calibrator tests.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -7,12 +7,14 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "plugins/calibrators/kl_calibrator.h"
 #include "plugins/calibrators/max_calibrator.h"
 #include "plugins/calibrators/mix_calibrator.h"
 #include "plugins/calibrators/mse_calibrator.h"
 #include "plugins/calibrators/percentile_calibrator.h"
+#include "plugins/observers/histogram_observer.h"
 
 namespace qflow::test {
 
@@ -22,6 +24,20 @@ Options defaults() {
   Options options;
   for (const OptionSpec& spec : Component::info().options) options.set(spec.name, spec.default_value);
   return options;
+}
+
+// The statistics of `values` (one tensor) from the histogram observer with 2048 bins, both passes.
+inline TensorStatistics observe(const std::vector<float>& values) {
+  Options options;
+  options.set("bins", int64_t{2048});
+  auto observer = HistogramObserver::create(options);
+  REQUIRE(observer);
+  const Tensor t = Tensor::from_vector<float>({static_cast<int64_t>(values.size())}, values);
+  REQUIRE((*observer)->begin_pass(0).is_ok());
+  REQUIRE((*observer)->observe(t).is_ok());
+  REQUIRE((*observer)->begin_pass(1).is_ok());
+  REQUIRE((*observer)->observe(t).is_ok());
+  return (*observer)->statistics();
 }
 
 // The parameters `method` (max, percentile, kl, mse or mix, default options) gives one

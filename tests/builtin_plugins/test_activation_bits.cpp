@@ -17,7 +17,6 @@
 #include "plugins/backends/bpu/bpu_target.h"
 #include "plugins/calibrators/histogram_thresholds.h"
 #include "plugins/calibrators/load_calibrator.h"
-#include "plugins/observers/histogram_observer.h"
 #include "qflow/quant/quant_math.h"
 
 namespace qflow {
@@ -33,20 +32,8 @@ std::vector<float> samples() {
   return v;
 }
 
-TensorStatistics observe(const std::vector<float>& values) {
-  Options options;
-  options.set("bins", int64_t{2048});
-  auto observer = HistogramObserver::create(options);
-  REQUIRE(observer);
-  const Tensor t = Tensor::from_vector<float>({static_cast<int64_t>(values.size())}, values);
-  REQUIRE((*observer)->begin_pass(0).is_ok());
-  REQUIRE((*observer)->observe(t).is_ok());
-  REQUIRE((*observer)->begin_pass(1).is_ok());
-  REQUIRE((*observer)->observe(t).is_ok());
-  return (*observer)->statistics();
-}
-
 using test::calibrate_tensor;
+using test::observe;
 
 QuantSpec grid_spec(DType dtype, int bits, bool symmetric) {
   QuantSpec spec;

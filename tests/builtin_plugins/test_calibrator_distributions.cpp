@@ -14,7 +14,6 @@
 
 #include "calibrate_tensor.h"
 #include "plugins/calibrators/histogram_thresholds.h"
-#include "plugins/observers/histogram_observer.h"
 #include "qflow/quant/quant_math.h"
 
 namespace qflow {
@@ -58,19 +57,6 @@ std::vector<Distribution> distributions() {
   return d;
 }
 
-TensorStatistics observe(const std::vector<float>& values) {
-  Options options;
-  options.set("bins", int64_t{2048});
-  auto observer = HistogramObserver::create(options);
-  REQUIRE(observer);
-  const Tensor t = Tensor::from_vector<float>({static_cast<int64_t>(values.size())}, values);
-  REQUIRE((*observer)->begin_pass(0).is_ok());
-  REQUIRE((*observer)->observe(t).is_ok());
-  REQUIRE((*observer)->begin_pass(1).is_ok());
-  REQUIRE((*observer)->observe(t).is_ok());
-  return (*observer)->statistics();
-}
-
 // Mean squared error of quantize-dequantize with `p` over the samples.
 double measured_mse(const std::vector<float>& values, const QuantParams& p) {
   const QuantRange range = quant_range(p.dtype);
@@ -95,6 +81,7 @@ double quantile_abs(std::vector<float> values, double percent) {
 }
 
 using test::calibrate_tensor;
+using test::observe;
 using test::defaults;
 
 const std::vector<std::string> kMethods = {"max", "percentile", "kl", "mse", "mix"};

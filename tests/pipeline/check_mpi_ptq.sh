@@ -9,21 +9,9 @@
 # usage: check_mpi_ptq.sh QFLOW SOURCE_DIR WORK_DIR QFLOW_MPI(ON|OFF)
 set -u
 qflow=$1 source_dir=$2 work=$3 with_mpi=$4
-case "$with_mpi" in
-  ON | on | 1 | TRUE | true) ;;
-  *) echo "SKIP: qflow was built without QFLOW_MPI (install libboost-mpi-dev openmpi-bin and reconfigure)"; exit 77 ;;
-esac
-command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
-rm -rf "$work" && mkdir -p "$work"
-cd "$source_dir" || exit 1
+source "$(dirname "$0")/mpi_test_setup.sh"
 failed=0
 fail() { echo "FAIL: $*"; failed=1; }
-
-# As root (containers, CI) Open MPI wants to be told; --oversubscribe allows more ranks than cores.
-mpi=(mpirun --oversubscribe -np)
-[ "$(id -u)" = 0 ] && mpi=(mpirun --allow-run-as-root --oversubscribe -np)
-# Shared-memory transport only; the ranks of this test share one machine.
-export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 
 # report.html carries the stages' wall times, which differ between any two runs.
 sums() { (cd "$1" && sha256sum $(ls | grep -v -e '^manifest.json$' -e '^report.html$' | sort)); }

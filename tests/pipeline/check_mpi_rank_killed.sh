@@ -9,25 +9,15 @@
 # usage: check_mpi_rank_killed.sh QFLOW SOURCE_DIR WORK_DIR QFLOW_MPI(ON|OFF)
 set -u
 qflow=$1 source_dir=$2 work=$3 with_mpi=$4
-case "$with_mpi" in
-  ON | on | 1 | TRUE | true) ;;
-  *) echo "SKIP: qflow was built without QFLOW_MPI (install libboost-mpi-dev openmpi-bin and reconfigure)"; exit 77 ;;
-esac
-command -v mpirun >/dev/null || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
-rm -rf "$work" && mkdir -p "$work"
-cd "$source_dir" || exit 1
+source "$(dirname "$0")/mpi_test_setup.sh"
 fail() { echo "FAIL: $*"; exit 1; }
-
-mpi=(mpirun --oversubscribe -np 2)
-[ "$(id -u)" = 0 ] && mpi=(mpirun --allow-run-as-root --oversubscribe -np 2)
-export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 "$py" -c "import numpy as np, sys; np.save(sys.argv[1], np.random.default_rng(7).standard_normal((20000, 1, 28, 28)).astype(np.float32))" \
   "$work/samples.npy" || fail "cannot write the samples"
 
 out=$work/out
-"${mpi[@]}" "$qflow" run pipelines/ptq.toml --set model=models/mobilenet_fashion/mobilenet_fashion.onnx \
+"${mpi[@]}" 2 "$qflow" run pipelines/ptq.toml --set model=models/mobilenet_fashion/mobilenet_fashion.onnx \
   --set data="$work/samples.npy" --set method=max --threads 1 --out "$out" >"$work/run.log" 2>&1 &
 launcher=$!
 # Both ranks running, then one second into the run.

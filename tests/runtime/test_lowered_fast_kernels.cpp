@@ -131,6 +131,14 @@ std::vector<float> run_with(const Model& model, Kernels kernels, const std::vect
   return outputs.at(0);
 }
 
+// Values in [-4, 4] for an input of `shape` (N, C, H, W).
+std::vector<float> random_input(std::mt19937& rng, const std::vector<int64_t>& shape) {
+  std::vector<float> input(static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
+  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+  for (auto& v : input) v = d(rng);
+  return input;
+}
+
 }  // namespace
 
 TEST_CASE("random lowered CNNs give bit-identical outputs on the reference and the fast kernels") {
@@ -143,9 +151,7 @@ TEST_CASE("random lowered CNNs give bit-identical outputs on the reference and t
     CAPTURE(trial);
     std::vector<int64_t> shape;
     const Model model = random_model(rng, shape);
-    std::vector<float> input(static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
-    std::uniform_real_distribution<float> d(-4.0f, 4.0f);
-    for (auto& v : input) v = d(rng);
+    const std::vector<float> input = random_input(rng, shape);
     const std::vector<float> want = run_with(model, Kernels::reference, input);
     for (const Kernels k : fast) CHECK(run_with(model, k, input) == want);
   }
@@ -216,9 +222,7 @@ TEST_CASE("the instruction-set cap bounds automatic kernels; every cap gives the
     CAPTURE(trial);
     std::vector<int64_t> shape;
     const Model model = random_model(rng, shape);
-    std::vector<float> input(static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
-    std::uniform_real_distribution<float> d(-4.0f, 4.0f);
-    for (auto& v : input) v = d(rng);
+    const std::vector<float> input = random_input(rng, shape);
     const std::vector<float> want = run_with(model, Kernels::reference, input);
     for (const isa::Level cap : {isa::Level::portable, isa::Level::avx2, isa::Level::avxvnni, isa::Level::avx512,
                                  isa::Level::native}) {

@@ -65,16 +65,32 @@ TEST_CASE("pass samples: a pass that reads samples needs a dataset input on its 
   CHECK(resolve_error(pipeline_text("use = \"dead-code-elimination\"", "{ model = \"import.model\" }")).empty());
 }
 
-TEST_CASE("pass samples: samples are the model's feeds, one at a time, in dataset order") {
-  const std::string dir = std::string(QFLOW_SOURCE_DIR) + "/models/fashion_mnist/";
-  auto model = import_onnx_file(dir + "fashion_mnist.onnx");
+namespace {
+
+const std::string kFashionDir = std::string(QFLOW_SOURCE_DIR) + "/models/fashion_mnist/";
+
+Expected<Model> fashion_model() {
+  auto model = import_onnx_file(kFashionDir + "fashion_mnist.onnx");
   REQUIRE_MESSAGE(model.has_value(), model.status().message());
+  return model;
+}
+
+// The first `limit` calibration samples of the Fashion-MNIST fixture.
+Dataset fashion_samples(int64_t limit) {
   DataSpec spec;
-  spec.path = dir + "calib_200.npy";
-  spec.limit = 3;
+  spec.path = kFashionDir + "calib_200.npy";
+  spec.limit = limit;
   auto dataset = open_dataset(spec);
   REQUIRE(dataset.has_value());
-  const DatasetPassSamples samples_of_model(*dataset, *model);
+  return std::move(*dataset);
+}
+
+}  // namespace
+
+TEST_CASE("pass samples: samples are the model's feeds, one at a time, in dataset order") {
+  auto model = fashion_model();
+  const Dataset dataset = fashion_samples(3);
+  const DatasetPassSamples samples_of_model(dataset, *model);
   const DatasetPassSamples* samples = &samples_of_model;
   CHECK(samples->count() == 3);
   const std::string input = model->graph->runtime_inputs().front()->name();
@@ -92,15 +108,9 @@ TEST_CASE("pass samples: samples are the model's feeds, one at a time, in datase
 }
 
 TEST_CASE("pass samples: feeds follow the inputs of the model as a pass finds it") {
-  const std::string dir = std::string(QFLOW_SOURCE_DIR) + "/models/fashion_mnist/";
-  auto model = import_onnx_file(dir + "fashion_mnist.onnx");
-  REQUIRE_MESSAGE(model.has_value(), model.status().message());
-  DataSpec spec;
-  spec.path = dir + "calib_200.npy";
-  spec.limit = 2;
-  auto dataset = open_dataset(spec);
-  REQUIRE(dataset.has_value());
-  const DatasetPassSamples samples(*dataset, *model);
+  auto model = fashion_model();
+  const Dataset dataset = fashion_samples(2);
+  const DatasetPassSamples samples(dataset, *model);
   // An earlier pass of the list renames the only input: the next pass's samples feed the new name.
   Graph& graph = *model->graph;
   Value* input = graph.runtime_inputs().front();
