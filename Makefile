@@ -95,7 +95,7 @@ bench-zoo: bench-deps build
 
 # qflow's float interpreter vs ONNX Runtime side by side, the .bc simulator and .hbm runtime vs
 # float, bpu_ptq.toml vs PyTorch FX PTQ; rewrites docs/performance.md. Not part of `make test`
-# (about 20 min here). BENCH_ARGS goes to tools/bench_perf.py, e.g. "--quick --models fashion".
+# (about 20 min here; longer with the PP-OCR pipelines on their defaults). BENCH_ARGS goes to tools/bench_perf.py, e.g. "--quick --models fashion".
 .PHONY: bench
 bench: bench-deps build
 	/usr/bin/python3 tools/bench_perf.py --build $(BUILD_DIR) $(BENCH_ARGS)
