@@ -10,52 +10,58 @@ namespace {
 
 constexpr int64_t kRows = 6;  // outputs per block: 6 x 2 vectors stay in registers
 
-// V holds L floats. Products and sums are separate operations (no contraction under
-// -std=c++20), as in the scalar loop.
+// Outputs [o, o + kRows) at pixels [i, i + H * L): bias, then + w * x channel by channel. V
+// holds L floats; products and sums are separate operations (no contraction, see
+// CMakeLists.txt), as in the scalar loop.
+template <typename V, int64_t L, int64_t H>
+__attribute__((always_inline)) inline void block(const float* w, const float* bias, const float* x, float* y, int64_t o,
+                                                 int64_t i, int64_t channels, int64_t pixels) {
+  V acc[kRows][H] = {};
+  for (int64_t r = 0; r < kRows; ++r) {
+    const V b = (bias ? bias[o + r] : 0.0f) - V{};  // a broadcast: b - (+0) is b, -0 included
+    for (int64_t h = 0; h < H; ++h) acc[r][h] = b;
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    V xv[H];
+    for (int64_t h = 0; h < H; ++h) __builtin_memcpy(&xv[h], x + c * pixels + i + h * L, sizeof(V));
+    for (int64_t r = 0; r < kRows; ++r) {
+      const float wv = w[(o + r) * channels + c];
+      for (int64_t h = 0; h < H; ++h) acc[r][h] = acc[r][h] + wv * xv[h];
+    }
+  }
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t h = 0; h < H; ++h) __builtin_memcpy(y + (o + r) * pixels + i + h * L, &acc[r][h], sizeof(V));
+}
+
+// Outputs [o0, o1) at pixels [i0, i1), one output row at a time (the compiler vectorizes the
+// pixel loop): what the blocks leave over.
+__attribute__((always_inline)) inline void rows(const float* w, const float* bias, const float* x, float* y, int64_t o0,
+                                                int64_t o1, int64_t i0, int64_t i1, int64_t channels, int64_t pixels) {
+  for (int64_t o = o0; o < o1; ++o) {
+    float* yo = y + o * pixels;
+    const float b = bias ? bias[o] : 0.0f;
+    for (int64_t i = i0; i < i1; ++i) yo[i] = b;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float wv = w[o * channels + c];
+      const float* xc = x + c * pixels;
+      for (int64_t i = i0; i < i1; ++i) yo[i] = yo[i] + wv * xc[i];
+    }
+  }
+}
+
+// Pixel blocks outside, output blocks inside: a block of input columns is read by every
+// output while it is in cache.
 template <typename V, int64_t L>
 __attribute__((always_inline)) inline void pointwise(const float* w, const float* bias, const float* x, float* y,
                                                      int64_t outputs, int64_t channels, int64_t pixels) {
-  constexpr int64_t kCols = 2 * L;
-  int64_t o = 0;
-  for (; o + kRows <= outputs; o += kRows) {
-    int64_t i = 0;
-    for (; i + kCols <= pixels; i += kCols) {
-      V acc[kRows][2];
-      for (int64_t r = 0; r < kRows; ++r) {
-        const V b = (bias ? bias[o + r] : 0.0f) - V{};  // a broadcast: b - (+0) is b, -0 included
-        acc[r][0] = b;
-        acc[r][1] = b;
-      }
-      for (int64_t c = 0; c < channels; ++c) {
-        V x0, x1;
-        __builtin_memcpy(&x0, x + c * pixels + i, sizeof(V));
-        __builtin_memcpy(&x1, x + c * pixels + i + L, sizeof(V));
-        for (int64_t r = 0; r < kRows; ++r) {
-          const float wv = w[(o + r) * channels + c];
-          acc[r][0] = acc[r][0] + wv * x0;
-          acc[r][1] = acc[r][1] + wv * x1;
-        }
-      }
-      for (int64_t r = 0; r < kRows; ++r) {
-        __builtin_memcpy(y + (o + r) * pixels + i, &acc[r][0], sizeof(V));
-        __builtin_memcpy(y + (o + r) * pixels + i + L, &acc[r][1], sizeof(V));
-      }
-    }
-    for (; i < pixels; ++i)
-      for (int64_t r = 0; r < kRows; ++r) {
-        float acc = bias ? bias[o + r] : 0.0f;
-        for (int64_t c = 0; c < channels; ++c) acc = acc + w[(o + r) * channels + c] * x[c * pixels + i];
-        y[(o + r) * pixels + i] = acc;
-      }
-  }
-  for (; o < outputs; ++o) {
-    const float b = bias ? bias[o] : 0.0f;
-    for (int64_t i = 0; i < pixels; ++i) y[o * pixels + i] = b;
-    for (int64_t c = 0; c < channels; ++c) {
-      const float wv = w[o * channels + c];
-      for (int64_t i = 0; i < pixels; ++i) y[o * pixels + i] = y[o * pixels + i] + wv * x[c * pixels + i];
-    }
-  }
+  const int64_t full_rows = outputs / kRows * kRows;
+  int64_t i = 0;
+  for (; i + 2 * L <= pixels; i += 2 * L)
+    for (int64_t o = 0; o < full_rows; o += kRows) block<V, L, 2>(w, bias, x, y, o, i, channels, pixels);
+  for (; i + L <= pixels; i += L)
+    for (int64_t o = 0; o < full_rows; o += kRows) block<V, L, 1>(w, bias, x, y, o, i, channels, pixels);
+  rows(w, bias, x, y, 0, full_rows, i, pixels, channels, pixels);
+  rows(w, bias, x, y, full_rows, outputs, 0, pixels, channels, pixels);
 }
 
 typedef float V4 __attribute__((vector_size(16)));
