@@ -394,3 +394,54 @@ TEST_CASE("add, sub and mul with an operand broadcast along runs of the output e
     }
   }
 }
+
+TEST_CASE("elementwise chains of 16-bit tensors run as 65536-entry tables with the reference's values") {
+  // quantize -> xq (int16 or uint16); add(xq, c) -> a; mul(a, xq) -> h (x * (x + c), two reads
+  // of the root); requantize(h) -> r (int8); outputs h and r. Every value of the root is
+  // reached by inputs spread over the type's whole range.
+  std::mt19937 rng(16);
+  for (int trial = 0; trial < 6; ++trial) {
+    CAPTURE(trial);
+    Builder b;
+    const std::vector<int64_t> shape{1, 2, 64, 512};
+    const int32_t x = b.input("x", shape);
+    const ElemType t = trial % 2 ? ElemType::i16 : ElemType::u16;
+    const Quant q{1.0 / 4096.0 * static_cast<double>(1 + rng() % 3), t == ElemType::u16 ? static_cast<int32_t>(pick(rng, 0, 65535)) : 0};
+    const int32_t xq = b.tensor("xq", t, shape, q);
+    b.bpu("quantize", {x}, {xq});
+    const Quant aq{q.scale * 1.5, t == ElemType::u16 ? 30000 : 0};
+    const int32_t c = b.constant_ints("c", t, {1}, {t == ElemType::u16 ? pick(rng, 0, 65535) : pick(rng, -32768, 32767)}, q);
+    const int32_t a = b.tensor("a", t, shape, aq);
+    fx::AddParams ap;
+    REQUIRE(fx::make_add_params(qp(t, q), qp(t, q), qp(t, aq), false, ap).is_ok());
+    b.bpu("add", {xq, c}, {a},
+          {ints("left_shift", {ap.left_shift}), multiplier("a_multiplier", ap.a_multiplier),
+           multiplier("b_multiplier", ap.b_multiplier), multiplier("output_multiplier", ap.output_multiplier)});
+    const Quant hq{q.scale * 8.0, 0};
+    const int32_t h = b.tensor("h", ElemType::i16, shape, hq);
+    fx::MulParams mp;
+    REQUIRE(fx::make_mul_params(qp(t, aq), qp(t, q), qp(ElemType::i16, hq), mp).is_ok());
+    b.bpu("mul", {a, xq}, {h}, {multiplier("multiplier", mp.multiplier)});
+    const Quant rq{hq.scale * 300.0, 0};
+    const int32_t r = b.tensor("r", ElemType::i8, shape, rq);
+    b.bpu("requantize", {h}, {r}, {multiplier("multiplier", make_mult(hq.scale / rq.scale))});
+    const int32_t out_h = b.output("out_h", shape), out_r = b.output("out_r", shape);
+    b.bpu("dequantize", {h}, {out_h});
+    b.bpu("dequantize", {r}, {out_r});
+    std::vector<float> in(static_cast<size_t>(2 * 64 * 512));
+    const double lo = q.scale * (fx::range_of(t == ElemType::i16 ? fx::QType::Int16 : fx::QType::UInt16).min - q.zero_point);
+    const double hi = q.scale * (fx::range_of(t == ElemType::i16 ? fx::QType::Int16 : fx::QType::UInt16).max - q.zero_point);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(in.size() - 1));
+    std::vector<std::vector<float>> want, got;
+    auto reference = Executor::create(b.model, Kernels::reference);
+    REQUIRE_MESSAGE(reference.has_value(), reference.message());
+    REQUIRE(reference->run({std::span<const float>(in)}, want).is_ok());
+    for (const Kernels k : {Kernels::portable, Kernels::avx2}) {
+      if (k == Kernels::avx2 && !fx::fast::isa_supported(fx::fast::Isa::Avx2)) continue;
+      auto fast = Executor::create(b.model, k);
+      REQUIRE_MESSAGE(fast.has_value(), fast.message());
+      REQUIRE(fast->run({std::span<const float>(in)}, got).is_ok());
+      CHECK(got == want);
+    }
+  }
+}
