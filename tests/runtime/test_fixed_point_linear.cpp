@@ -159,7 +159,7 @@ TEST_CASE("conv2d: randomized against the float reference, int8 x int8, int16 x 
 TEST_CASE("conv2d equals direct integer sums, requantized, under every instruction-set cap") {
   // conv2d adds tap by tap over output rows (vectorized under the cap); the sums must be the
   // direct per-output ones: 16-bit activations with int16 and int8 weights, pads, strides,
-  // dilations, groups and zero points at the ends of the type.
+  // dilations, groups, 1x1 planes and zero points at the ends of the type.
   struct Reset {
     ~Reset() { qflow::isa::reset_cap(); }
   } reset;
@@ -179,6 +179,11 @@ TEST_CASE("conv2d equals direct integer sums, requantized, under every instructi
     p.strides = {random_in(1, 2), random_in(1, 3)};
     p.dilations = {random_in(1, 2), random_in(1, 2)};
     p.pads = {random_in(0, 2), random_in(0, 3), random_in(0, 2), random_in(0, 3)};
+    if (trial % 4 == 3) {  // 1x1, stride 1, no padding: whole planes at once
+      p.kernel_h = p.kernel_w = 1;
+      p.strides = {1, 1};
+      p.pads = {0, 0, 0, 0};
+    }
     const QType act = trial % 2 ? QType::Int16 : QType::UInt16;
     p.weight_type = trial % 4 < 2 ? QType::Int16 : QType::Int8;
     const auto zp = static_cast<int32_t>(trial % 5 == 0 ? range_of(act).min : random_in(range_of(act).min, range_of(act).max));
