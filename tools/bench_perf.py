@@ -630,7 +630,63 @@ def document(info, bench, elapsed):
               "for .bc and .hbm, %d whole-process rounds." % (args.rounds, args.runs, args.warmup, args.lowered_runs,
                                                               args.process_rounds)]
     lines += [""] + ISA_SECTION.rstrip("\n").split("\n")
+    lines += [""] + RUNTIME_SECTION.rstrip("\n").split("\n")
     return "\n".join(lines) + "\n"
+
+
+# Measured by hand, not by this script: kept as written when the document is regenerated.
+RUNTIME_SECTION = """\
+## The runtime on PP-OCRv4 rec (issue 25)
+
+Written by hand (tools/bench_perf.py keeps this section as is). The `.hbm` of PP-OCRv4 rec made
+by `pipelines/bpu_ptq.toml` with its defaults (nash; the precision search raised 121 tensors to
+int16 and kept 8 pointwise convolutions in float: 25 BPU and 24 CPU segments) ran about 14x
+slower than the float model on real rendered text lines; the synthetic-input figures above
+came from an `.hbm` without the search. `qflow hbm perf FILE --input X.npy` now times every op
+(docs/deploying.md) and showed where the time went:
+
+| cost | share of a run when found (each after the fixes above it) | cause | change |
+|---|---|---|---|
+| `cpu.Conv` f32, 9 ops | 54 % | a scalar loop with a bounds test per tap | 1x1 convolutions as a register-blocked product (6 outputs x 2 vectors; pixels outside, outputs inside); the general loop computes the in-range columns once per tap. Same additions in the same order, each product rounded (no FMA contraction: `-ffp-contract=off` for that file), so the bits are today's under every cap |
+| `add` i16, 35 ops | 43 % | 16-bit adds ran on the reference (128-bit products, a range scan, a call per multiply) | the fast add takes any operands whose shifted values and rescaled sum stay below 2^31, which every `make_add_params` encoding satisfies, 16-bit included |
+| `conv2d` i16 weights / long int16 x int8 reductions, 4 ops | 11 % | no fast kernel (int32 sums would overflow): the reference tested every tap of every output | the reference adds one tap over an output row at a time (64-bit `vpmuldq` lanes, AVX2 or AVX-512 under the cap), or one tap of all channels with the outputs in registers; same sums, same checks |
+| broadcast `mul` / `add` | 2-5 % | per-channel gates expanded to a full copy first | runs of H x W outputs against a short buffer of the operand's value |
+| `add` / `mul` i16 chains (scale, shift, hardswish) | about 30 % of what remained | one pass over the activation per op | elementwise chains with 16-bit roots become lookups in a 65536-entry table, as 8-bit ones already did (docs/lowered-model.md, "Fused tables"): +0.1 s to make the executor, +9 MiB |
+
+Outputs are byte-identical to before under `native`, `avx2` and `portable` (`qflow hbm run` on 4
+eval lines compared with `cmp`), and the .bc simulator and the runtime are the same executor.
+
+Side by side, one process per measurement, alternating before (the build of e2362d1) /
+after / float, 3 rounds, `qflow [--isa avx2] bench FILE --data rec_eval_10.npy --threads 1`
+(10 rendered 1x3x48x320 text lines, tools/render_text.py as in docs/ocr-accuracy.md, 10 timed runs after 1
+warm-up, 3 for the slow before), medians of the rounds' medians in ms. Machine: 2-core Intel
+Xeon (avx2, fma, avx512f, avx512bw, avx512vbmi, avx512_vnni, avx_vnni), shared with other builds
+(load average 15 to 20 throughout, so absolute times are inflated; the ratios are of neighbouring runs):
+
+| cap | .hbm before | .hbm after | float | .hbm / float before | .hbm / float after |
+|---|---|---|---|---|---|
+| native (integer avx512vnni, float sgemm avx512) | 1264 | 129 | 88.5 | 14.3 | 1.46 |
+| avx2 (integer avx2, float sgemm avx2) | 1386 | 154 | 106 | 13.1 | 1.45 |
+
+The Fashion-MNIST sample (`bpu_ptq.toml`, one BPU segment, no int16, no CPU op) is unchanged:
+0.083 ms against 0.135 ms float natively (0.62), but 0.168 against 0.133 ms under `--isa avx2`
+(1.26: without VNNI its int8 convolutions are slower than the AVX2 float ones), same method,
+200 timed runs per round, 3 rounds.
+
+**Not reached: .hbm / float <= 0.5.** What remains on rec (op table after, 1 line, native,
+loaded machine, 124 ms): the float 1x1 convolutions 30 % (separate multiply and add: the
+blocked loop is at the no-FMA limit; fused multiply-adds would change today's outputs and
+differ between caps), integer `conv2d` 45 %, of which the four int16 convolutions without a
+fast kernel take about 20 % (their per-output 128-bit requantize included), quantize /
+dequantize at the 24 segment boundaries 10 %. Next steps: lower the pointwise convolutions the search keeps in
+float as int16 BPU convolutions (no CPU segments, no boundaries), give int16 x int16 and long
+int16 x int8 convolutions a fast kernel with 64-bit sums, store 8- and 16-bit tensors as
+bytes and halfwords instead of int32, and a faster int8 path on AVX2 without VNNI.
+
+Reproduce: `qflow hbm perf rec.hbm --input line.npy` (per-op tables), `qflow [--isa avx2]
+bench rec.hbm --data X.npy --threads 1` against `qflow [--isa avx2] bench
+rec_optimized_float_model.onnx --data X.npy --threads 1`, alternating.
+"""
 
 
 def main():

@@ -1,10 +1,11 @@
 // Add / Sub and Mul for the fast kernels. Mul: the product of the centered operands fits int32
 // unless both are 16-bit, and goes through the exact int32 requantize epilogue.
-// Add / Sub of 8-bit operands, exact as fx::add (docs/fixed-point.md,
-// "Fast kernels"). With a left shift of at most 20 and input multipliers below 1 (what
-// make_add_params gives 8-bit inputs), |(q - z) << shift| < 2^28, every product with a mantissa
-// stays below 2^59 and every rescaled value below 2^29: 64-bit arithmetic without the
-// reference's 128-bit product and 2^62 saturation gives the same results.
+// Add / Sub, exact as fx::add (docs/fixed-point.md, "Fast kernels"), whenever every shifted
+// operand |(q - z) << shift| is below 2^31 and the two rescaled operands (input multipliers
+// below 1) sum below 2^31 in magnitude: 8-bit inputs (shift 20: below 2^28) and the 16-bit
+// ones make_add_params gives (shift 15, at most 2^16 - 1 from the zero point). Every product
+// with a mantissa then stays below 2^62, so 64-bit arithmetic without the reference's 128-bit
+// product and 2^62 saturation gives the same results, and the sum fits the int32 epilogue.
 #include <algorithm>
 
 #include "fixed_point/fast_kernels.h"
@@ -15,6 +16,12 @@
 
 namespace qflow::fx::fast {
 namespace {
+
+// The largest |q - z| of q's type.
+int64_t max_offset(const QParams& q) {
+  const Range r = range_of(q.type);
+  return std::max<int64_t>(int64_t{q.zero_point} - r.min, int64_t{r.max} - q.zero_point);
+}
 
 // round_half_away(v * m) for |v| * mantissa < 2^63.
 int64_t scale(int64_t v, Multiplier m) {
@@ -38,7 +45,7 @@ void add_portable(const AddParams& p, const int32_t* a, const int32_t* b, int64_
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// scale() on 8 lanes: |v| < 2^28 fits the 32-bit operand of vpmuludq, the product and the rounded
+// scale() on 8 lanes: |v| < 2^31 fits the 32-bit operand of vpmuludq, the product and the rounded
 // result (< 2^29) are formed in 64-bit lanes, a shift count of 64 or more gives 0 as scale() does.
 __attribute__((target("avx2"))) __m256i scale8(__m256i v, Multiplier m) {
   const int s = 31 + m.shift;
@@ -76,9 +83,13 @@ __attribute__((target("avx2"))) void mul_avx2(const int32_t* a, const int32_t* b
 }  // namespace
 
 bool add_supported(const AddParams& p) {
-  return !is_16bit(p.a.type) && !is_16bit(p.b.type) && p.left_shift >= 0 && p.left_shift <= 20 &&
-         input_multiplier(p.a_multiplier) && input_multiplier(p.b_multiplier) && p.output_multiplier.mantissa >= 0 &&
-         p.output_multiplier.shift >= kMinShift && p.output_multiplier.shift <= kMaxShift;
+  if (p.left_shift < 0 || p.left_shift > 30 || !input_multiplier(p.a_multiplier) || !input_multiplier(p.b_multiplier) ||
+      p.output_multiplier.mantissa < 0 || p.output_multiplier.shift < kMinShift || p.output_multiplier.shift > kMaxShift)
+    return false;
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  const int64_t xa = max_offset(p.a) << p.left_shift, xb = max_offset(p.b) << p.left_shift;
+  // scale() grows with |v|, so the extreme operands bound every rescaled value.
+  return xa < kLimit && xb < kLimit && scale(xa, p.a_multiplier) + scale(xb, p.b_multiplier) < kLimit;
 }
 
 Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y,
@@ -105,11 +116,7 @@ Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<co
 
 bool mul_supported(const MulParams& p) {
   // |(a - z_a) * (b - z_b)| < 2^31: an int32 accumulator for the exact requantize epilogue.
-  const auto offset = [](const QParams& q) {
-    const Range r = range_of(q.type);
-    return std::max<int64_t>(int64_t{q.zero_point} - r.min, int64_t{r.max} - q.zero_point);
-  };
-  return offset(p.a) * offset(p.b) < (int64_t{1} << 31) && p.multiplier.mantissa >= 0 &&
+  return max_offset(p.a) * max_offset(p.b) < (int64_t{1} << 31) && p.multiplier.mantissa >= 0 &&
          p.multiplier.shift >= kMinShift && p.multiplier.shift <= kMaxShift;
 }
 

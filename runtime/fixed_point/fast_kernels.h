@@ -15,7 +15,7 @@
 // input channel per group) run directly on a zero-padded plane instead, or on AVX-512 VBMI
 // CPUs on byte windows with vpdpbusd (DepthwiseWindows). Scratch memory is per
 // thread and reused, so runs allocate nothing once warmed up. 16-bit activations stay on the
-// reference except in conv2d. Standard library only (plus compiler intrinsics on x86-64,
+// reference except in conv2d, add / sub and mul (within the bounds each states). Standard library only (plus compiler intrinsics on x86-64,
 // selected at run time).
 #pragma once
 
@@ -137,8 +137,8 @@ Status pack_conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int
 Status conv_transpose2d(const PackedConvTranspose2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
                        bool inputs_in_range = false);
 
-// fx::add with 64-bit arithmetic when add_supported (8-bit inputs, left shift <= 20, input
-// multipliers below 1); otherwise, or on invalid input, it calls fx::add. y may alias a or b.
+// fx::add with 64-bit arithmetic when add_supported (input multipliers below 1, shifted
+// operands and their rescaled sum below 2^31: 8-bit and 16-bit inputs); otherwise, or on invalid input, it calls fx::add. y may alias a or b.
 bool add_supported(const AddParams& p);
 Status add(const AddParams& p, Isa isa, std::span<const int32_t> a, std::span<const int32_t> b, std::span<int32_t> y,
            bool inputs_in_range = false);

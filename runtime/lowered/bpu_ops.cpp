@@ -361,6 +361,13 @@ class IntegerOp {
       return invalid_input("shapes " + shape_string(in(0).shape) + " and " + shape_string(in(1).shape) +
                            " do not broadcast");
     if (shape != out().shape) return shape_mismatch(shape, out().shape);
+    if (packed_) {
+      const bool commutes = op_.type != "sub";
+      if (in(0).shape == shape && in(1).shape != shape && constant_runs(in(1).shape, shape) >= kMinRun)
+        return eltwise_runs(0, shape);
+      if (commutes && in(1).shape == shape && in(0).shape != shape && constant_runs(in(0).shape, shape) >= kMinRun)
+        return eltwise_runs(1, shape);
+    }
     // Broadcast operands are expanded into per-thread buffers (fully overwritten, so never cleared).
     thread_local std::vector<int32_t> ea, eb;
     I32 a(in(0).ints), b(in(1).ints);
@@ -380,6 +387,64 @@ class IntegerOp {
                      : fx::mul(mul_params(), a, b, out().ints);
     return packed_ ? fx::fast::add(add_params(), packed_->isa, a, b, out().ints, both_in_range)
                    : fx::add(add_params(), a, b, out().ints);
+  }
+
+  // Outputs per run along which an operand of shape `small` broadcast to `shape` holds one
+  // value: the product of the trailing axes where `small` is 1 (a per-channel scale or shift,
+  // [1, C, 1, 1] against [1, C, H, W], has runs of H * W).
+  static int64_t constant_runs(const Shape& small, const Shape& shape) {
+    int64_t run = 1;
+    for (size_t k = 0; k < shape.size(); ++k) {  // k: axes from the end
+      if (k < small.size() && small[small.size() - 1 - k] != 1) break;
+      run *= shape[shape.size() - 1 - k];
+    }
+    return run;
+  }
+  static constexpr int64_t kMinRun = 16;  // shorter runs: expanding costs less than a call per run
+
+  // add / sub / mul with the operand other than `full` broadcast along runs of the output: each
+  // run of the full operand meets a short buffer of the other's value instead of an expanded
+  // copy of the whole output. The same per-element arithmetic, so the same values and errors.
+  // For full == 1 (add, mul) the operands and their parameters trade places, which both ops
+  // allow: (a - za) * (b - zb) and ra + rb commute.
+  Status eltwise_runs(int full, const Shape& shape) {
+    const Value& big = in(static_cast<size_t>(full));
+    const Value& small = in(static_cast<size_t>(1 - full));
+    const int64_t run = constant_runs(small.shape, shape);
+    const int64_t runs = element_count(shape) / run;
+    const size_t r = shape.size();
+    Shape small_full(r, 1);  // small's shape right-aligned to the output's rank
+    std::copy(small.shape.begin(), small.shape.end(), small_full.begin() + static_cast<std::ptrdiff_t>(r - small.shape.size()));
+    size_t lead = r;  // the leading axes, those outside the runs (as constant_runs counts them)
+    while (lead > 0 && small_full[lead - 1] == 1) --lead;
+    thread_local std::vector<int32_t> value, buffer;
+    value.resize(static_cast<size_t>(runs));
+    broadcast_to(small.ints.data(), Shape(small_full.begin(), small_full.begin() + static_cast<std::ptrdiff_t>(lead)),
+                 Shape(shape.begin(), shape.begin() + static_cast<std::ptrdiff_t>(lead)), value.data());
+    buffer.resize(static_cast<size_t>(run));
+    const bool both_in_range = in(0).in_range && in(1).in_range;
+    fx::MulParams mp;
+    fx::AddParams ap;
+    if (op_.type == "mul") {
+      mp = mul_params();
+      if (full == 1) std::swap(mp.a, mp.b);
+    } else {
+      ap = add_params();
+      if (full == 1) {
+        std::swap(ap.a, ap.b);
+        std::swap(ap.a_multiplier, ap.b_multiplier);
+      }
+    }
+    const I32 x(big.ints);
+    const std::span<int32_t> y(out().ints);
+    for (int64_t k = 0; k < runs; ++k) {
+      std::fill(buffer.begin(), buffer.end(), value[static_cast<size_t>(k)]);
+      const auto at = static_cast<size_t>(k * run), n = static_cast<size_t>(run);
+      const Status s = op_.type == "mul" ? fx::fast::mul(mp, packed_->isa, x.subspan(at, n), buffer, y.subspan(at, n), both_in_range)
+                                         : fx::fast::add(ap, packed_->isa, x.subspan(at, n), buffer, y.subspan(at, n), both_in_range);
+      if (!s.is_ok()) return s;
+    }
+    return Status::ok();
   }
 
   Status requantize() {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include "lowered/cpu_pointwise.h"
 #include "lowered/cpu_rnn.h"
 #include "lowered/op_common.h"
 
@@ -1028,25 +1029,35 @@ Status op_conv(const Ctx& c) {
   const float* px = x.floats.data();
   const float* pw = w.floats.data();
   float* y = c.out().floats.data();
+  const float* pb = bias ? bias->floats.data() : nullptr;
+  if (g.kh == 1 && g.kw == 1 && g.strides == std::array<int64_t, 2>{1, 1} && g.pads == std::array<int64_t, 4>{} &&
+      group == 1) {
+    for (int64_t b = 0; b < n; ++b) detail::pointwise_conv(pw, pb, px + b * ch * h * wd, y + b * m * oh * ow, m, ch, oh * ow);
+    return Status::ok();
+  }
   std::vector<float> plane(static_cast<size_t>(oh * ow));
   for (int64_t b = 0; b < n; ++b)
     for (int64_t oc = 0; oc < m; ++oc) {
-      std::fill(plane.begin(), plane.end(), bias ? bias->floats[static_cast<size_t>(oc)] : 0.0f);
+      std::fill(plane.begin(), plane.end(), pb ? pb[oc] : 0.0f);
       const int64_t gi = oc / mg;
       for (int64_t ic = 0; ic < cg; ++ic) {
         const float* xin = px + ((b * ch + gi * cg + ic) * h) * wd;
         for (int64_t ky = 0; ky < g.kh; ++ky)
           for (int64_t kx = 0; kx < g.kw; ++kx) {
             const float wv = pw[((oc * cg + ic) * g.kh + ky) * g.kw + kx];
+            // The output columns whose tap lands inside the row, so the inner loop has no test.
+            const int64_t off = kx * g.dilations[1] - g.pads[1], s = g.strides[1];
+            const int64_t ox0 = off >= 0 ? 0 : (-off + s - 1) / s;
+            const int64_t ox1 = std::min(ow, wd - off <= 0 ? int64_t{0} : (wd - off + s - 1) / s);
             for (int64_t oy = 0; oy < oh; ++oy) {
               const int64_t iy = oy * g.strides[0] - g.pads[0] + ky * g.dilations[0];
               if (iy < 0 || iy >= h) continue;
               const float* xrow = xin + iy * wd;
               float* prow = plane.data() + oy * ow;
-              for (int64_t ox = 0; ox < ow; ++ox) {
-                const int64_t ix = ox * g.strides[1] - g.pads[1] + kx * g.dilations[1];
-                if (ix >= 0 && ix < wd) prow[ox] += wv * xrow[ix];
-              }
+              if (s == 1)
+                for (int64_t ox = ox0; ox < ox1; ++ox) prow[ox] += wv * xrow[ox + off];
+              else
+                for (int64_t ox = ox0; ox < ox1; ++ox) prow[ox] += wv * xrow[ox * s + off];
             }
           }
       }

@@ -402,6 +402,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
   }
   using Clock = std::chrono::steady_clock;
   if (options.segment_seconds) options.segment_seconds->resize(m.segments.size(), 0.0);
+  if (options.op_seconds) options.op_seconds->resize(release_.size(), 0.0);
   size_t index = 0;
   std::vector<const Value*> ins;
   std::vector<Value*> outs;
@@ -409,6 +410,7 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
     const Segment& seg = m.segments[segment];
     const Clock::time_point segment_start = options.segment_seconds ? Clock::now() : Clock::time_point{};
     for (const Op& op : seg.ops) {
+      const Clock::time_point op_start = options.op_seconds ? Clock::now() : Clock::time_point{};
       const detail::FusedOp* fused = fused_ ? &(*fused_)[index] : nullptr;
       if (!skip[index] && fused && fused->kind == detail::FusedOp::Kind::Table) {
         const auto root = static_cast<size_t>(fused->root), y = static_cast<size_t>(op.outputs[0]);
@@ -452,6 +454,8 @@ Status Executor::execute(std::vector<Value> inputs, std::vector<std::vector<floa
         values[static_cast<size_t>(t)] = Value{};
         slot[static_cast<size_t>(t)] = nullptr;
       }
+      if (options.op_seconds)
+        (*options.op_seconds)[index] += std::chrono::duration<double>(Clock::now() - op_start).count();
       ++index;
     }
     if (options.segment_seconds)

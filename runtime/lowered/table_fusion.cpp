@@ -10,9 +10,11 @@
 namespace qflow::lowered::detail {
 namespace {
 
-bool eight_bit(const Tensor& t) {
+// 8- and 16-bit tensors: a table has one entry per value of the root's type (256 or 65536,
+// 1 KiB or 256 KiB), which stays cheaper than the passes it replaces.
+bool quantized(const Tensor& t) {
   fx::QType q;
-  return to_qtype(t.type, q) && !fx::is_16bit(q);
+  return to_qtype(t.type, q);
 }
 
 bool fusable_type(const std::string& type) {
@@ -30,12 +32,12 @@ bool derive(const Model& m, const Op& op, const std::vector<Value>& constants, c
             Derived& out) {
   if (!fusable_type(op.type) || op.outputs.size() != 1 || op.outputs[0] < 0) return false;
   const Tensor& y = m.tensors[static_cast<size_t>(op.outputs[0])];
-  if (!eight_bit(y)) return false;
+  if (!quantized(y)) return false;
   int32_t root = -1;
   for (const int32_t t : op.inputs) {
     if (t < 0 || m.tensors[static_cast<size_t>(t)].constant) continue;
     const Tensor& x = m.tensors[static_cast<size_t>(t)];
-    if (!eight_bit(x) || x.shape != y.shape) return false;
+    if (!quantized(x) || x.shape != y.shape) return false;
     const int32_t r = derived[static_cast<size_t>(t)].root >= 0 ? derived[static_cast<size_t>(t)].root : t;
     if (root >= 0 && r != root) return false;
     root = r;

@@ -19,14 +19,14 @@ struct FusedOp {
     Table,      // out = table[root - min]: the op and the elementwise ops before it, in one lookup
   };
   Kind kind = Kind::AsWritten;
-  int32_t root = -1;  // Table: the 8-bit tensor looked up
+  int32_t root = -1;  // Table: the 8- or 16-bit tensor looked up
   fx::Lut table;      // Table: root's to the output's parameters, one entry per value of root's type
   fx::fast::Isa isa = fx::fast::Isa::Portable;  // Table: the executor's instruction set
 };
 
-// An add, sub, mul, lut or requantize with 8-bit tensors of the output's shape, whose inputs
-// are (besides constant scalars and a lut's table) one 8-bit tensor r or elementwise functions
-// of r, is itself a function of r: its values over r's 256 values are computed here by the
+// An add, sub, mul, lut or requantize with 8- or 16-bit tensors of the output's shape, whose
+// inputs are (besides constant scalars and a lut's table) one such tensor r or elementwise
+// functions of r, is itself a function of r: its values over r's 256 or 65536 values are computed here by the
 // reference kernels. Such an op's output is computed as a lookup in that table when another
 // kind of op (or the model's output) reads it, and not at all otherwise.
 std::vector<FusedOp> fuse_elementwise_tables(const Model& model, const std::vector<Value>& constants,

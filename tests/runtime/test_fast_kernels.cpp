@@ -342,21 +342,27 @@ TEST_CASE("fast kernels report the reference's errors and refuse what they do no
   CHECK_FALSE(fast::pack_matmul(mp, std::vector<int32_t>(3, 1), {}, mpacked).is_ok());
 }
 
-TEST_CASE("fast add / sub equals fx::add on random 8-bit operands, scales, clamps and aliasing") {
+TEST_CASE("fast add / sub equals fx::add on random 8- and 16-bit operands, extremes, scales, clamps and aliasing") {
   std::mt19937 rng(17);
-  for (int trial = 0; trial < 300; ++trial) {
-    const QType ta = random_8bit(rng), tb = random_8bit(rng), ty = random_8bit(rng);
+  const std::vector<QType> types{QType::Int8, QType::UInt8, QType::Int16, QType::UInt16};
+  for (int trial = 0; trial < 400; ++trial) {
+    const QType ta = types[rng() % 4], tb = types[rng() % 4], ty = types[rng() % 4];
     const auto qparams = [&](QType t) {
-      return QParams{std::exp2(std::uniform_real_distribution<double>(-12.0, 4.0)(rng)),
-                     random_in(rng, range_of(t).min, range_of(t).max), t};
+      // Zero points at the ends of the range now and then: the widest |q - z| of 16-bit types.
+      const int32_t z = trial % 5 == 0 ? (rng() % 2 ? range_of(t).min : range_of(t).max)
+                                       : random_in(rng, range_of(t).min, range_of(t).max);
+      return QParams{std::exp2(std::uniform_real_distribution<double>(-12.0, 4.0)(rng)), z, t};
     };
     AddParams p;
     REQUIRE(make_add_params(qparams(ta), qparams(tb), qparams(ty), rng() % 2 == 0, p).is_ok());
     p.clamp = random_clamp(rng);
-    if (trial % 7 == 0) p.left_shift = random_in(rng, 0, 20);  // other valid encodings
-    REQUIRE(fast::add_supported(p));
+    REQUIRE(fast::add_supported(p));  // every encoding make_add_params gives
+    if (trial % 7 == 0 && !is_16bit(ta) && !is_16bit(tb)) p.left_shift = random_in(rng, 0, 20);  // other valid ones
     const size_t n = static_cast<size_t>(random_in(rng, 1, 700));
-    const std::vector<int32_t> a = random_values(rng, n, ta), b = random_values(rng, n, tb);
+    std::vector<int32_t> a = random_values(rng, n, ta), b = random_values(rng, n, tb);
+    a[0] = range_of(ta).min;
+    b[0] = rng() % 2 ? range_of(tb).min : range_of(tb).max;
+    a[n - 1] = range_of(ta).max;
     std::vector<int32_t> want(n);
     const Status ws = add(p, a, b, want);
     for (const fast::Isa isa : isas()) {
@@ -371,11 +377,16 @@ TEST_CASE("fast add / sub equals fx::add on random 8-bit operands, scales, clamp
       }
     }
   }
+  // A 16-bit operand shifted by 20 leaves int32: the reference computes it, with its errors.
   AddParams wide;
   REQUIRE(make_add_params(QParams{0.1, 0, QType::Int16}, QParams{0.1, 0, QType::Int8}, QParams{0.1, 0, QType::Int8},
                           false, wide).is_ok());
+  wide.left_shift = 20;
   CHECK_FALSE(fast::add_supported(wide));
-  std::vector<int32_t> y(2);
+  std::vector<int32_t> y(2), want(2);
+  REQUIRE(add(wide, std::vector<int32_t>{-32768, 32767}, std::vector<int32_t>{1, -128}, want).is_ok());
+  REQUIRE(fast::add(wide, fast::best_isa(), std::vector<int32_t>{-32768, 32767}, std::vector<int32_t>{1, -128}, y).is_ok());
+  CHECK(y == want);
   CHECK(fast::add(wide, fast::best_isa(), std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message() ==
         add(wide, std::vector<int32_t>{40000, 1}, std::vector<int32_t>{1, 1}, y).message());
 }

@@ -2,6 +2,7 @@
 // quantize" (bound: 1 LSB), fused clamps and accumulator bounds.
 #include <doctest/doctest.h>
 
+#include "qflow/runtime/isa_cap.h"
 #include "tests/runtime/test_fixed_point_common.h"
 
 using namespace qflow::fx;
@@ -152,6 +153,74 @@ TEST_CASE("conv2d: randomized against the float reference, int8 x int8, int16 x 
     for (int i = 0; i < 150; ++i) random_conv_case(rng, act, wt, worst);
     CHECK(worst <= 1);
     MESSAGE("conv2d max |int - float reference| = " << worst << " LSB");
+  }
+}
+
+TEST_CASE("conv2d equals direct integer sums, requantized, under every instruction-set cap") {
+  // conv2d adds tap by tap over output rows (vectorized under the cap); the sums must be the
+  // direct per-output ones: 16-bit activations with int16 and int8 weights, pads, strides,
+  // dilations, groups, 1x1 planes and zero points at the ends of the type.
+  struct Reset {
+    ~Reset() { qflow::isa::reset_cap(); }
+  } reset;
+  std::mt19937 rng(12);
+  const auto random_in = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 60; ++trial) {
+    CAPTURE(trial);
+    Conv2DParams p;
+    p.group = trial % 3 == 0 ? 3 : 1;
+    p.in_channels = 3 * random_in(1, 2);
+    p.out_channels = p.group == 3 ? p.in_channels : random_in(1, 4);
+    if (p.group == 3 && p.out_channels % 3 != 0) p.out_channels = 3;
+    p.in_h = random_in(3, 9);
+    p.in_w = random_in(3, 27);
+    p.kernel_h = random_in(1, 3);
+    p.kernel_w = random_in(1, 5);
+    p.strides = {random_in(1, 2), random_in(1, 3)};
+    p.dilations = {random_in(1, 2), random_in(1, 2)};
+    p.pads = {random_in(0, 2), random_in(0, 3), random_in(0, 2), random_in(0, 3)};
+    if (trial % 4 == 3) {  // 1x1, stride 1, no padding: whole planes at once
+      p.kernel_h = p.kernel_w = 1;
+      p.strides = {1, 1};
+      p.pads = {0, 0, 0, 0};
+    }
+    const QType act = trial % 2 ? QType::Int16 : QType::UInt16;
+    p.weight_type = trial % 4 < 2 ? QType::Int16 : QType::Int8;
+    const auto zp = static_cast<int32_t>(trial % 5 == 0 ? range_of(act).min : random_in(range_of(act).min, range_of(act).max));
+    p.input = {0.01, zp, act};
+    p.output = {0.5, 0, QType::Int16};
+    p.multipliers = {multiplier(random_log_uniform(rng, 1e-6, 1e-3))};
+    if (conv_out_h(p) < 1 || conv_out_w(p) < 1) continue;
+    const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+    const std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.in_channels * p.in_h * p.in_w), act);
+    const std::vector<int32_t> w =
+        random_values(rng, static_cast<size_t>(p.out_channels * cg * p.kernel_h * p.kernel_w), p.weight_type);
+    std::vector<int32_t> bias(static_cast<size_t>(p.out_channels));
+    for (int32_t& b : bias) b = static_cast<int32_t>(random_in(-100000, 100000));
+    const int64_t oh = conv_out_h(p), ow = conv_out_w(p);
+    std::vector<int32_t> want(static_cast<size_t>(p.out_channels * oh * ow));
+    for (int64_t m = 0; m < p.out_channels; ++m)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          int64_t acc = bias[static_cast<size_t>(m)];
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t ky = 0; ky < p.kernel_h; ++ky)
+              for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+                const int64_t iy = oy * p.strides[0] - p.pads[0] + ky * p.dilations[0];
+                const int64_t ix = ox * p.strides[1] - p.pads[1] + kx * p.dilations[1];
+                if (iy < 0 || iy >= p.in_h || ix < 0 || ix >= p.in_w) continue;
+                acc += int64_t{x[static_cast<size_t>(((m / mg * cg + c) * p.in_h + iy) * p.in_w + ix)] - zp} *
+                       w[static_cast<size_t>(((m * cg + c) * p.kernel_h + ky) * p.kernel_w + kx)];
+              }
+          want[static_cast<size_t>((m * oh + oy) * ow + ox)] = requantize(acc, p.multipliers[0], 0, -32768, 32767);
+        }
+    for (const qflow::isa::Level cap : {qflow::isa::Level::portable, qflow::isa::Level::avx2, qflow::isa::Level::avx512}) {
+      if (!qflow::isa::cpu_has(cap)) continue;
+      REQUIRE(qflow::isa::set_cap(qflow::isa::level_name(cap), "QFLOW_ISA").is_ok());
+      std::vector<int32_t> y(want.size(), -1);
+      REQUIRE(conv2d(p, x, w, bias, y).is_ok());
+      CHECK_MESSAGE(y == want, qflow::isa::level_name(cap));
+    }
   }
 }
 

@@ -1,7 +1,10 @@
 // The float kernels of CPU segments against hand-computed values on small inputs.
 #include <cmath>
+#include <cstring>
+#include <random>
 
 #include "qflow/runtime/cpu_ops.h"
+#include "qflow/runtime/isa_cap.h"
 #include "tests/runtime/test_lowered_common.h"
 
 using namespace qflow::lowered;
@@ -204,6 +207,59 @@ TEST_CASE("cpu Conv: strides, pads, groups, bias") {
   check_close(run1("Conv", {input({1, 1, 3, 3}, x9), w}, {1, 1, 3, 3}, {strings("auto_pad", {"SAME_UPPER"})}),
               {6, 8, 3, 12, 14, 6, 7, 8, 9});
   CHECK(contains(error1("Conv", {input({1, 1, 3, 3}, x9), w}, {1, 1, 3, 3}), "produces shape [1, 1, 2, 2]"));
+}
+
+TEST_CASE("cpu Conv 1x1 and padded, strided ones give the scalar chain's bits under every instruction-set cap") {
+  // Bias, then + w * x per input channel in turn, each product rounded: outputs in blocks of
+  // 6, pixels in vector blocks and a tail (35 pixels), and taps that fall into the padding.
+  struct Reset {
+    ~Reset() { qflow::isa::reset_cap(); }
+  } reset;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  const int64_t c = 13, m = 14, h = 5, w = 7;
+  std::vector<float> x(static_cast<size_t>(c * h * w)), wt(static_cast<size_t>(m * c)), b(static_cast<size_t>(m)),
+      w3(static_cast<size_t>(m * c * 9));
+  for (std::vector<float>* v : {&x, &wt, &b, &w3})
+    for (float& e : *v) e = dist(rng);
+  std::vector<float> want(static_cast<size_t>(m * h * w));
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t i = 0; i < h * w; ++i) {
+      float acc = b[static_cast<size_t>(o)];
+      for (int64_t k = 0; k < c; ++k) {
+        const volatile float product = wt[static_cast<size_t>(o * c + k)] * x[static_cast<size_t>(k * h * w + i)];
+        acc = acc + product;
+      }
+      want[static_cast<size_t>(o * h * w + i)] = acc;
+    }
+  // 3x3, pads 1 and 2, stride 2 along W: the padded taps are skipped, not added as zeros.
+  const int64_t oh = 5, ow = 5;
+  std::vector<float> want3(static_cast<size_t>(m * oh * ow));
+  for (int64_t o = 0; o < m; ++o)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < c; ++k)
+          for (int64_t ky = 0; ky < 3; ++ky)
+            for (int64_t kx = 0; kx < 3; ++kx) {
+              const int64_t iy = oy - 1 + ky, ix = ox * 2 - 2 + kx;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+              const volatile float product =
+                  w3[static_cast<size_t>(((o * c + k) * 3 + ky) * 3 + kx)] * x[static_cast<size_t>((k * h + iy) * w + ix)];
+              acc = acc + product;
+            }
+        want3[static_cast<size_t>((o * oh + oy) * ow + ox)] = acc;
+      }
+  for (const qflow::isa::Level cap : {qflow::isa::Level::portable, qflow::isa::Level::avx2, qflow::isa::Level::avx512}) {
+    if (!qflow::isa::cpu_has(cap)) continue;
+    REQUIRE(qflow::isa::set_cap(qflow::isa::level_name(cap), "QFLOW_ISA").is_ok());
+    CAPTURE(qflow::isa::level_name(cap));
+    const std::vector<float> got = run1("Conv", {input({1, c, h, w}, x), cf32({m, c, 1, 1}, wt), cf32({m}, b)}, {1, m, h, w});
+    CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    const std::vector<float> got3 = run1("Conv", {input({1, c, h, w}, x), cf32({m, c, 3, 3}, w3)}, {1, m, oh, ow},
+                                         {ints("pads", {1, 2, 1, 2}), ints("strides", {1, 2})});
+    CHECK(std::memcmp(got3.data(), want3.data(), want3.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("cpu ConvTranspose: strides, pads, output shape") {

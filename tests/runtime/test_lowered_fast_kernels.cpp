@@ -335,3 +335,113 @@ TEST_CASE("elementwise chains run as tables: hardswish as x * lut(x), shared and
     }
   }
 }
+
+TEST_CASE("add, sub and mul with an operand broadcast along runs of the output equal the reference, on either side") {
+  // [1, C, 1, 1] and [C, 1, 1] against [2, C, 4, 5] (runs of 20), a scalar (one run), and
+  // [1, 1, 1, 5] (runs of 5: expanded as before), as the first or the second operand, with
+  // 8- and 16-bit types.
+  std::mt19937 rng(8);
+  const std::vector<int64_t> shape{2, 3, 4, 5};
+  const std::vector<std::vector<int64_t>> smalls{{1, 3, 1, 1}, {3, 1, 1}, {1}, {1, 1, 1, 5}};
+  for (int trial = 0; trial < 48; ++trial) {
+    CAPTURE(trial);
+    const std::string op = trial % 3 == 0 ? "mul" : trial % 3 == 1 ? "add" : "sub";
+    const std::vector<int64_t>& small = smalls[static_cast<size_t>(trial / 3) % smalls.size()];
+    const bool small_first = trial % 2 == 1;
+    const ElemType t = trial % 4 < 2 ? random_type(rng) : ElemType::i16;
+    const Quant q{0.02 + 0.01 * static_cast<double>(rng() % 5), t == ElemType::i16 ? 0 : random_quant(rng, t).zero_point};
+    Builder b;
+    const int32_t x = b.input("x", shape), s = b.input("s", small);
+    const int32_t xq = b.tensor("xq", t, shape, q), sq = b.tensor("sq", t, small, q);
+    b.bpu("quantize", {x}, {xq});
+    b.bpu("quantize", {s}, {sq});
+    const ElemType yt = random_type(rng);
+    const Quant yq = random_quant(rng, yt);
+    const int32_t y = b.tensor("y", yt, shape, yq);
+    const std::vector<int32_t> operands = small_first ? std::vector<int32_t>{sq, xq} : std::vector<int32_t>{xq, sq};
+    if (op == "mul") {
+      fx::MulParams mp;
+      REQUIRE(fx::make_mul_params(qp(t, q), qp(t, q), qp(yt, yq), mp).is_ok());
+      b.bpu("mul", operands, {y}, {multiplier("multiplier", mp.multiplier)});
+    } else {
+      fx::AddParams ap;
+      REQUIRE(fx::make_add_params(qp(t, q), qp(t, Quant{q.scale * 3.0, q.zero_point}), qp(yt, yq), op == "sub", ap).is_ok());
+      b.bpu(op, operands, {y},
+            {ints("left_shift", {ap.left_shift}), multiplier("a_multiplier", ap.a_multiplier),
+             multiplier("b_multiplier", ap.b_multiplier), multiplier("output_multiplier", ap.output_multiplier)});
+    }
+    const int32_t out = b.output("out", shape);
+    b.bpu("dequantize", {y}, {out});
+    std::uniform_real_distribution<float> d(-3.0f, 3.0f);
+    size_t small_count = 1;
+    for (const int64_t v : small) small_count *= static_cast<size_t>(v);
+    std::vector<float> in1(120), in2(small_count);
+    for (auto& v : in1) v = d(rng);
+    for (auto& v : in2) v = d(rng);
+    std::vector<std::vector<float>> want, got;
+    auto reference = Executor::create(b.model, Kernels::reference);
+    REQUIRE_MESSAGE(reference.has_value(), reference.message());
+    REQUIRE(reference->run({std::span<const float>(in1), std::span<const float>(in2)}, want).is_ok());
+    auto fast = Executor::create(b.model, Kernels::portable);
+    REQUIRE_MESSAGE(fast.has_value(), fast.message());
+    REQUIRE(fast->run({std::span<const float>(in1), std::span<const float>(in2)}, got).is_ok());
+    CHECK(got == want);
+    if (fx::fast::isa_supported(fx::fast::Isa::Avx2)) {
+      auto avx2 = Executor::create(b.model, Kernels::avx2);
+      REQUIRE(avx2.has_value());
+      REQUIRE(avx2->run({std::span<const float>(in1), std::span<const float>(in2)}, got).is_ok());
+      CHECK(got == want);
+    }
+  }
+}
+
+TEST_CASE("elementwise chains of 16-bit tensors run as 65536-entry tables with the reference's values") {
+  // quantize -> xq (int16 or uint16); add(xq, c) -> a; mul(a, xq) -> h (x * (x + c), two reads
+  // of the root); requantize(h) -> r (int8); outputs h and r. Every value of the root is
+  // reached by inputs spread over the type's whole range.
+  std::mt19937 rng(16);
+  for (int trial = 0; trial < 6; ++trial) {
+    CAPTURE(trial);
+    Builder b;
+    const std::vector<int64_t> shape{1, 2, 64, 512};
+    const int32_t x = b.input("x", shape);
+    const ElemType t = trial % 2 ? ElemType::i16 : ElemType::u16;
+    const Quant q{1.0 / 4096.0 * static_cast<double>(1 + rng() % 3), t == ElemType::u16 ? static_cast<int32_t>(pick(rng, 0, 65535)) : 0};
+    const int32_t xq = b.tensor("xq", t, shape, q);
+    b.bpu("quantize", {x}, {xq});
+    const Quant aq{q.scale * 1.5, t == ElemType::u16 ? 30000 : 0};
+    const int32_t c = b.constant_ints("c", t, {1}, {t == ElemType::u16 ? pick(rng, 0, 65535) : pick(rng, -32768, 32767)}, q);
+    const int32_t a = b.tensor("a", t, shape, aq);
+    fx::AddParams ap;
+    REQUIRE(fx::make_add_params(qp(t, q), qp(t, q), qp(t, aq), false, ap).is_ok());
+    b.bpu("add", {xq, c}, {a},
+          {ints("left_shift", {ap.left_shift}), multiplier("a_multiplier", ap.a_multiplier),
+           multiplier("b_multiplier", ap.b_multiplier), multiplier("output_multiplier", ap.output_multiplier)});
+    const Quant hq{q.scale * 8.0, 0};
+    const int32_t h = b.tensor("h", ElemType::i16, shape, hq);
+    fx::MulParams mp;
+    REQUIRE(fx::make_mul_params(qp(t, aq), qp(t, q), qp(ElemType::i16, hq), mp).is_ok());
+    b.bpu("mul", {a, xq}, {h}, {multiplier("multiplier", mp.multiplier)});
+    const Quant rq{hq.scale * 300.0, 0};
+    const int32_t r = b.tensor("r", ElemType::i8, shape, rq);
+    b.bpu("requantize", {h}, {r}, {multiplier("multiplier", make_mult(hq.scale / rq.scale))});
+    const int32_t out_h = b.output("out_h", shape), out_r = b.output("out_r", shape);
+    b.bpu("dequantize", {h}, {out_h});
+    b.bpu("dequantize", {r}, {out_r});
+    std::vector<float> in(static_cast<size_t>(2 * 64 * 512));
+    const double lo = q.scale * (fx::range_of(t == ElemType::i16 ? fx::QType::Int16 : fx::QType::UInt16).min - q.zero_point);
+    const double hi = q.scale * (fx::range_of(t == ElemType::i16 ? fx::QType::Int16 : fx::QType::UInt16).max - q.zero_point);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(in.size() - 1));
+    std::vector<std::vector<float>> want, got;
+    auto reference = Executor::create(b.model, Kernels::reference);
+    REQUIRE_MESSAGE(reference.has_value(), reference.message());
+    REQUIRE(reference->run({std::span<const float>(in)}, want).is_ok());
+    for (const Kernels k : {Kernels::portable, Kernels::avx2}) {
+      if (k == Kernels::avx2 && !fx::fast::isa_supported(fx::fast::Isa::Avx2)) continue;
+      auto fast = Executor::create(b.model, k);
+      REQUIRE_MESSAGE(fast.has_value(), fast.message());
+      REQUIRE(fast->run({std::span<const float>(in)}, got).is_ok());
+      CHECK(got == want);
+    }
+  }
+}

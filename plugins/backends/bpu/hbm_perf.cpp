@@ -1,8 +1,9 @@
 // `qflow hbm perf FILE`: what a board evaluation asks of a model on this runtime. Each of N
 // threads runs the model on its own scratch (what a qflow_rt_context holds), after W warm-up
 // runs, K times; the figures are the latencies of all N*K runs, the throughput over the
-// measured wall time, the time per segment (the executor's segment clock, read only when
-// asked for) and the process's peak resident memory.
+// measured wall time, the time per segment and per op (the executor's clocks, read only when
+// asked for: by op type and output type, and the slowest ops) and the process's peak resident
+// memory.
 #include "hbm_perf.h"
 
 #include <sys/resource.h>
@@ -14,7 +15,9 @@
 #include <fstream>
 #include <iostream>
 #include <latch>
+#include <map>
 #include <random>
+#include <tuple>
 #include <thread>
 
 #include "file_bytes.h"
@@ -121,6 +124,38 @@ Status bind_files(const lowered::Model& m, const std::vector<std::string>& specs
   return Status::ok();
 }
 
+const char* elem_name(ElemType t) {
+  switch (t) {
+    case ElemType::f32: return "f32";
+    case ElemType::i8: return "i8";
+    case ElemType::u8: return "u8";
+    case ElemType::i16: return "i16";
+    case ElemType::u16: return "u16";
+    case ElemType::i32: return "i32";
+    case ElemType::i64: return "i64";
+  }
+  return "?";
+}
+
+// One line of the per-op table: ops of one type in one segment kind, by their first output's type.
+struct OpGroup {
+  std::string kind, type, dtype;
+  uint64_t count = 0;
+  double seconds = 0.0;
+};
+
+// One op of the model in execution order, with its mean time per run.
+struct OpTime {
+  const lowered::Op* op = nullptr;
+  uint32_t segment = 0;
+  bool bpu = true;
+  double seconds = 0.0;
+};
+
+std::string output_type(const lowered::Model& m, const lowered::Op& op) {
+  return op.outputs.empty() || op.outputs[0] < 0 ? "-" : elem_name(m.tensors[static_cast<size_t>(op.outputs[0])].type);
+}
+
 }  // namespace
 
 Status hbm_perf(const HbmPerfOptions& o) {
@@ -143,7 +178,7 @@ Status hbm_perf(const HbmPerfOptions& o) {
   const auto threads = static_cast<size_t>(o.threads);
   const auto iterations = static_cast<size_t>(o.iterations);
   std::vector<std::vector<double>> latencies(threads);
-  std::vector<std::vector<double>> segment_seconds(threads);
+  std::vector<std::vector<double>> segment_seconds(threads), op_seconds(threads);
   std::vector<Status> errors(threads);
   std::latch ready(static_cast<std::ptrdiff_t>(threads) + 1), go(1);
   using Clock = std::chrono::steady_clock;
@@ -159,6 +194,7 @@ Status hbm_perf(const HbmPerfOptions& o) {
       go.wait();
       lowered::RunOptions timed = plain;
       timed.segment_seconds = &segment_seconds[t];
+      timed.op_seconds = &op_seconds[t];
       latencies[t].reserve(iterations);
       for (size_t k = 0; k < iterations && errors[t]; ++k) {
         const Clock::time_point start = Clock::now();
@@ -182,6 +218,30 @@ Status hbm_perf(const HbmPerfOptions& o) {
   }
   std::sort(all.begin(), all.end());
   const double runs = static_cast<double>(all.size());
+  std::vector<OpTime> ops;
+  for (const lowered::Segment& seg : m.segments)
+    for (const lowered::Op& op : seg.ops) ops.push_back(OpTime{&op, seg.id, seg.kind == lowered::SegmentKind::bpu, 0.0});
+  for (size_t t = 0; t < threads; ++t)
+    for (size_t k = 0; k < ops.size() && k < op_seconds[t].size(); ++k) ops[k].seconds += op_seconds[t][k] / runs;
+  std::map<std::tuple<std::string, std::string, std::string>, OpGroup> grouped;
+  for (const OpTime& t : ops) {
+    OpGroup& g = grouped[{t.bpu ? "bpu" : "cpu", t.op->type, output_type(m, *t.op)}];
+    g.kind = t.bpu ? "bpu" : "cpu";
+    g.type = t.op->type;
+    g.dtype = output_type(m, *t.op);
+    ++g.count;
+    g.seconds += t.seconds;
+  }
+  std::vector<OpGroup> groups;
+  double op_total = 0.0;
+  for (auto& [key, g] : grouped) {
+    op_total += g.seconds;
+    groups.push_back(g);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const OpGroup& a, const OpGroup& b) { return a.seconds > b.seconds; });
+  std::vector<OpTime> slowest = ops;
+  std::stable_sort(slowest.begin(), slowest.end(), [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+  slowest.resize(std::min<size_t>(slowest.size(), 15));
   double sum = 0.0;
   for (double v : all) sum += v;
   double segment_total = 0.0;
@@ -217,6 +277,17 @@ Status hbm_perf(const HbmPerfOptions& o) {
     json.field("share", segment_total > 0 ? round3(segments[s] / segment_total) : 0.0).end_object();
   }
   json.end_array();
+  json.key("op_types").begin_array();
+  for (const OpGroup& g : groups) {
+    json.begin_object(true).field("kind", g.kind).field("op", g.type).field("output", g.dtype).field("count", g.count);
+    json.field("mean_ms", round3(g.seconds * ms)).field("share", op_total > 0 ? round3(g.seconds / op_total) : 0.0).end_object();
+  }
+  json.end_array();
+  json.key("slowest_ops").begin_array();
+  for (const OpTime& t : slowest)
+    json.begin_object(true).field("segment", t.segment).field("op", t.op->type).field("name", t.op->name)
+        .field("output", output_type(m, *t.op)).field("mean_ms", round3(t.seconds * ms)).end_object();
+  json.end_array();
   json.field("peak_rss_bytes", peak);
   json.end_object();
   QFLOW_ASSIGN_OR_RETURN(std::string text, json.finish());
@@ -246,6 +317,14 @@ Status hbm_perf(const HbmPerfOptions& o) {
     std::printf("  id %-3u %s %5zu ops %10.3f ms  %5.1f%%\n", seg.id, seg.kind == lowered::SegmentKind::bpu ? "bpu" : "cpu",
                 seg.ops.size(), segments[s] * ms, segment_total > 0 ? 100.0 * segments[s] / segment_total : 0.0);
   }
+  std::printf("ops by type and output type (mean ms per run):\n");
+  for (const OpGroup& g : groups)
+    std::printf("  %s %-24s %-4s %5llu ops %10.3f ms  %5.1f%%\n", g.kind.c_str(), g.type.c_str(), g.dtype.c_str(),
+                static_cast<unsigned long long>(g.count), g.seconds * ms, op_total > 0 ? 100.0 * g.seconds / op_total : 0.0);
+  std::printf("slowest ops (mean ms per run):\n");
+  for (const OpTime& t : slowest)
+    std::printf("  segment %-3u %-20s %-4s %10.3f ms  %s\n", t.segment, t.op->type.c_str(), output_type(m, *t.op).c_str(),
+                t.seconds * ms, t.op->name.c_str());
   std::printf("peak memory (RSS high-water mark): %.1f MiB\n", static_cast<double>(peak) / (1024.0 * 1024.0));
   if (!o.json_path.empty()) std::printf("wrote %s\n", o.json_path.c_str());
   std::fflush(stdout);

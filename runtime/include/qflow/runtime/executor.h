@@ -90,6 +90,10 @@ struct RunOptions {
   // Non-null: seconds spent in each segment (model().segments order) are added to it; it is
   // resized to the segment count. Null costs nothing (no clock is read).
   std::vector<double>* segment_seconds = nullptr;
+  // Non-null: seconds spent in each op (the segments' ops in execution order, releases of
+  // the buffers it read last included) are added to it; it is resized to the op count. Null
+  // costs nothing.
+  std::vector<double>* op_seconds = nullptr;
 };
 
 class Executor {
