@@ -548,7 +548,9 @@ Runtime's included). Medians over the alternating rounds:
 | rec (5 rounds) | 38.40 | 35.26 | 42.76 | 40.80 | 39.25 | 0.90 | 1.04 |
 | det (2 rounds, 5 pages) | 257.7 | 226.1 | 251.2 | 254.4 | 432.0 | 0.52 | 0.59 |
 
-CPU ms per sample. cls takes about a millisecond, too little for the subtraction on that
+CPU ms per sample. An earlier 3-round run of the same measurement gave rec after / ORT 1.10
+(native) and 1.20 (avx2), before / ORT 1.14 and 1.33: the ratios move by a tenth between runs
+on that machine, the gain over "before" (3 to 10%) held in both. cls takes about a millisecond, too little for the subtraction on that
 machine (node's own background CPU varies by more); whole processes say more:
 
 | whole process, 1 thread (3 rounds) | before | after | after, avx2 | ORT | after / ORT | after / ORT, avx2 |
