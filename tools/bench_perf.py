@@ -533,6 +533,81 @@ not model kernels.
 """
 
 
+FLOAT_KERNELS_SECTION = """\
+## Float interpreter kernels
+
+What the float interpreter does with a model's hot ops (`qflow bench MODEL.onnx --profile`
+prints where a sample's time goes, per operator, a fused chain as one row):
+
+- **Conv as GEMM.** A constant float32 weight is packed once, when the executor is made, into
+  sgemm's 6-row strips. A 1x1 conv multiplies the weights by the image itself (no im2col;
+  sgemm packs the image per block as it goes); a kxk conv writes its im2col columns straight
+  into sgemm's packed 16-column strip layout. Output columns are split into tiles of whole
+  strips across threads; sgemm's bits do not depend on the split, so any thread count gives
+  the same bytes.
+- **sgemm.** Goto blocking (depth blocks of 256, 96 rows of A per block, 2048 columns of B),
+  an AVX2/FMA 6x16 register tile and an AVX-512 6x32 tile that compute the same fused
+  multiply-add chain per element (bit-identical), a portable tile below AVX2.
+- **Depthwise conv** runs without a GEMM: each plane is copied into a zero-padded buffer split
+  by column phase, so every tap reads a contiguous run; 6 vectors of 8 outputs accumulate in
+  registers over all taps (multiply, then add: the same bits on every instruction set).
+- **Epilogues.** The chain of single-consumer nodes after a Conv/Gemm (BatchNormalization,
+  Relu/Clip/Sigmoid/HardSigmoid/HardSwish, Add/Sub/Mul/Div by a scalar, the Add/Clip/Mul/Div
+  and Mul(x, HardSigmoid(x)) spellings of HardSwish) is applied to each output tile while it is
+  in cache. A program runs over blocks of 256 floats that stay in L1, each stage on 8-lane
+  vectors computing the node's own expression (no contraction), so fused and separate runs
+  agree bit for bit. PP-OCRv4 rec's Conv, Mul, Add, HardSwish, Mul, Add chains are 8 nodes.
+- **Softmax** computes each exponential once (in double, as before) and keeps it for the
+  division; **Pow(x, 2)** (LayerNorm's variance) is the exact double product, which is what
+  pow returns; **2-D MaxPool** reads windows inside the image straight from the plane, border
+  windows keep the generic loop. All three give the same bits as before.
+
+Measured at commit ffdd0bb side by side on PP-OCR with real inputs (rendered by
+`tools/render_text.py`: 40 text lines for rec at 1x3x48x320, 100 lines for cls at 1x3x48x192,
+6 pages of several lines for det at 1x3x640x640), 1 thread, on the 2-core Intel Xeon this
+project is built on (AVX2, FMA, AVX-512F, AVX-512 VNNI, AVX-VNNI) while up to four other builds
+ran (load average 15-20). Each round runs every engine in turn: commit e2362d1, before these
+kernels ("before"), commit ffdd0bb ("after"), both also under `--isa avx2` (the AVX2-only
+path of CPUs without AVX-512), and ONNX Runtime 1.30 (onnxruntime-node, CPU EP, 1 intra-op
+thread). On a machine that loaded, wall
+times mostly measure the scheduler, so the table gives CPU time per sample: each bench process
+runs once with 1 timed run and once with 21, and (CPU(21) - CPU(1)) / 20 is the CPU time of
+one sample, loading and the first run cancelled out (user + system time of the process, ONNX
+Runtime's included). Medians over the alternating rounds:
+
+| model | before | after | before, avx2 | after, avx2 | ORT | after / ORT | after / ORT, avx2 |
+|---|---|---|---|---|---|---|---|
+| rec (5 rounds) | 38.40 | 35.26 | 42.76 | 40.80 | 39.25 | 0.90 | 1.04 |
+| det (2 rounds, 5 pages) | 257.7 | 226.1 | 251.2 | 254.4 | 432.0 | 0.52 | 0.59 |
+
+CPU ms per sample. An earlier 3-round run of the same measurement gave rec after / ORT 1.10
+(native) and 1.20 (avx2), before / ORT 1.14 and 1.33: the ratios move by a tenth between runs
+on that machine, the gain over "before" (3 to 10%) held in both. cls takes about a millisecond, too little for the subtraction on that
+machine (node's own background CPU varies by more); whole processes say more:
+
+| whole process, 1 thread (3 rounds) | before | after | after, avx2 | ORT | after / ORT | after / ORT, avx2 |
+|---|---|---|---|---|---|---|
+| cls, 100 lines: CPU s | 0.40 | 0.37 | 0.40 | 0.50 | 0.74 | 0.80 |
+| rec, 40 lines: CPU s | 1.83 | 1.85 | 2.13 | 2.01 | 0.92 | 1.06 |
+
+(`qflow infer MODEL --input X.npy --threads 1` against `tools/ort/run_ort_batch.js MODEL DIR
+X.npy --threads 1`: load, every sample, the outputs written.) Where the time went before, on
+rec (`--profile`, native): Conv 1x1 with its 8-node chain 50%, depthwise 5x5 with its chain
+14%, Softmax 10.5% (two exponentials per element), MatMul 5%, Pow 1.5-2.6%; on cls the one
+MaxPool was 24.5%. After: rec's Softmax 6%, cls's MaxPool no longer among the top rows.
+What remains: rec under the avx2 cap is at about ONNX Runtime's CPU time, not below it; its
+time is the 1x1 convs' GEMM (the 6x16 AVX2 tile, 46% of the samples in `perf`), the depthwise
+convs and the epilogue's division (HardSwish's Div by 6, kept a division for the bits). At 2
+threads wall medians (3 rounds, same load) were rec 71 ms after against 174 ms for ONNX Runtime
+and cls 3.8 against 11.0, which says more about ONNX Runtime's spinning thread pool on a
+saturated machine than about either engine; the figures to trust come from `make bench` on a
+quiet machine. To reproduce one row: `qflow [--isa avx2] bench MODEL.onnx --data X.npy
+--threads 1 --runs R --warmup 0` and `node tools/ort/bench_ort.js MODEL.onnx --data X.npy
+--threads 1 --runs R --warmup 0` for R = 1 and R = 21, alternating, with the CPU time of each
+process (`/usr/bin/time -f "%U %S"`); `--profile` adds the per-op table.
+"""
+
+
 def document(info, bench, elapsed):
     args = bench.args
     lines = [
@@ -630,6 +705,7 @@ def document(info, bench, elapsed):
               "for .bc and .hbm, %d whole-process rounds." % (args.rounds, args.runs, args.warmup, args.lowered_runs,
                                                               args.process_rounds)]
     lines += [""] + ISA_SECTION.rstrip("\n").split("\n")
+    lines += [""] + FLOAT_KERNELS_SECTION.rstrip("\n").split("\n")
     lines += [""] + RUNTIME_SECTION.rstrip("\n").split("\n")
     return "\n".join(lines) + "\n"
 

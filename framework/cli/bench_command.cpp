@@ -10,10 +10,12 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "framework/cli/command.h"
 #include "framework/cli/deployed_file.h"
+#include "framework/cli/op_profile.h"
 #include "framework/core/file_io.h"
 #include "qflow/core/json_writer.h"
 #include "framework/data/npy.h"
@@ -37,7 +39,11 @@ constexpr std::string_view kDescription =
     "for the host as a device application runs it; single-input models only), the engine\n"
     "named by the file's role. Each --data file holds samples stacked along the\n"
     "first axis; each sample runs alone as a batch of 1, samples in turn, --warmup untimed runs\n"
-    "first, then --runs timed ones. Loading the model and the data is not part of the times.";
+    "first, then --runs timed ones. Loading the model and the data is not part of the times.\n\n"
+    "--profile (float interpreter) also times every node of the timed runs: the JSON gains\n"
+    "\"profile\", the milliseconds per sample of each operator (a chain the interpreter fused\n"
+    "into its Conv/Gemm counts as one, named like \"Conv+BatchNormalization+HardSwish\"), and\n"
+    "the same table is printed on stderr.";
 
 // One sample run; returns a failure message or "".
 using SampleRun = std::function<Status(const Tensor& sample)>;
@@ -91,6 +97,9 @@ Status check_float_sample(const std::string& engine, const Tensor& sample, std::
 struct Engine {
   std::string name;
   SampleRun run;
+  // Per-op times of the runs since start_profile, per run; null when the engine has none.
+  std::function<void()> start_profile;
+  std::function<std::vector<OpProfileRow>()> profile;
 };
 
 // Member order matters: the executor refers to the model and goes first.
@@ -98,7 +107,44 @@ struct FloatState {
   Model model;
   std::unique_ptr<Executor> executor;
   std::string input;
+  std::optional<RunProfile> profile;
 };
+
+// A node's op; a Conv's with its kernel size and whether it is grouped, which decide its
+// algorithm (1x1: a plain GEMM; grouped with one channel per group: depthwise, no GEMM).
+std::string profile_label(const Node& node) {
+  std::string label = node.op_type();
+  if (label != "Conv") return label;
+  const std::vector<int64_t> kernel = node.attr_ints("kernel_shape");
+  for (std::size_t d = 0; d < kernel.size(); ++d) {
+    label += d ? 'x' : ' ';
+    label += std::to_string(kernel[d]);
+  }
+  if (node.attr_int("group", 1) > 1) label += " grouped";
+  return label;
+}
+
+// Rows by label: a node's, or for a Conv/Gemm that computed the nodes after it, the chain's.
+std::vector<OpProfileRow> float_profile_rows(const Executor& executor, const RunProfile& profile) {
+  const std::vector<Node*>& order = executor.order();
+  std::vector<std::string> labels(order.size());
+  for (std::size_t s = 0; s < order.size(); ++s) labels[s] = profile_label(*order[s]);
+  for (std::size_t s = 0; s < order.size(); ++s)
+    if (profile.fused_into[s] >= 0) labels[static_cast<std::size_t>(profile.fused_into[s])] += "+" + order[s]->op_type();
+  std::map<std::string, OpProfileRow> by_label;
+  const double runs = std::max(1, profile.runs);
+  for (std::size_t s = 0; s < order.size(); ++s) {
+    if (!profile.computed[s]) continue;
+    OpProfileRow& row = by_label[labels[s]];
+    row.op = labels[s];
+    ++row.nodes;
+    row.ms += profile.seconds[s] * 1000.0 / runs;
+  }
+  std::vector<OpProfileRow> rows;
+  for (auto& [label, row] : by_label) rows.push_back(std::move(row));
+  sort_op_profile(rows);
+  return rows;
+}
 
 Expected<Engine> float_engine(const std::string& path, int threads) {
   auto state = std::make_shared<FloatState>();
@@ -110,10 +156,16 @@ Expected<Engine> float_engine(const std::string& path, int threads) {
   ExecutorOptions options;
   options.threads = threads;
   QFLOW_ASSIGN_OR_RETURN(state->executor, Executor::create(state->model, options));
-  return Engine{"float", [state](const Tensor& sample) -> Status {
+  return Engine{"float",
+                [state](const Tensor& sample) -> Status {
                   std::map<std::string, Tensor> feeds{{state->input, sample}};
-                  auto results = state->executor->run(feeds);
+                  auto results = state->executor->run(feeds, {}, state->profile ? &*state->profile : nullptr);
                   return results ? Status::ok() : results.status();
+                },
+                [state] { state->profile.emplace(); },
+                [state] {
+                  return state->profile ? float_profile_rows(*state->executor, *state->profile)
+                                        : std::vector<OpProfileRow>{};
                 }};
 }
 
@@ -126,11 +178,14 @@ Expected<Engine> deployed_engine(const std::string& path, DeployedFile file) {
   for (int64_t d : inputs[0].shape) count *= static_cast<std::size_t>(d);
   std::shared_ptr<DeployedModel> model = std::move(file.model);
   const Shape shape = inputs[0].shape;
-  return Engine{file.role, [model, count, shape](const Tensor& sample) -> Status {
+  return Engine{file.role,
+                [model, count, shape](const Tensor& sample) -> Status {
                   QFLOW_RETURN_IF_ERROR(check_float_sample(model->description(), sample, count));
                   const std::vector<Tensor> feeds{sample.reshaped(shape)};
                   return model->run(feeds).status();
-                }};
+                },
+                {},
+                {}};
 }
 
 }  // namespace
@@ -145,18 +200,20 @@ Status run_bench(const std::vector<std::string>& args) {
        "X.npy with samples along the first axis; repeat to add files")
       ("threads", po::value<int>()->default_value(1), "float interpreter worker threads (0: one per core)")
       ("runs", po::value<int>()->default_value(20), "timed sample runs")
-      ("warmup", po::value<int>()->default_value(3), "untimed sample runs before the timed ones");
+      ("warmup", po::value<int>()->default_value(3), "untimed sample runs before the timed ones")
+      ("profile", po::bool_switch(), "also time every node (float interpreter): a per-op table");
   po::positional_options_description positional;
   positional.add("model", 1);
   QFLOW_ASSIGN_OR_RETURN(ParsedCommandLine cmd, parse_command_line("bench", args, options, positional));
   if (cmd.help) {
-    print_command_help("bench MODEL --data X.npy [--data ...] [--threads N] [--runs R] [--warmup W]", kDescription,
-                       options);
+    print_command_help("bench MODEL --data X.npy [--data ...] [--threads N] [--runs R] [--warmup W] [--profile]",
+                       kDescription, options);
     return Status::ok();
   }
   int threads = cmd.values["threads"].as<int>();
   const int runs = cmd.values["runs"].as<int>();
   const int warmup = cmd.values["warmup"].as<int>();
+  const bool profile = cmd.values["profile"].as<bool>();
   if (threads < 0) return invalid_input("bench: --threads must not be negative, got " + std::to_string(threads));
   if (runs < 1) return invalid_input("bench: --runs must be at least 1, got " + std::to_string(runs));
   if (warmup < 0) return invalid_input("bench: --warmup must not be negative, got " + std::to_string(warmup));
@@ -170,9 +227,13 @@ Status run_bench(const std::vector<std::string>& args) {
   Expected<Engine> engine = deployed ? deployed_engine(path, std::move(*deployed)) : float_engine(path, threads);
   if (!engine) return engine.status();
   const double load_ms = elapsed_ms(load_start);
+  if (profile && !engine->start_profile)
+    return invalid_input("bench: --profile times the nodes of the float interpreter (.onnx models); " + path +
+                         " runs on " + engine->name);
 
   for (int i = 0; i < warmup; ++i)
     QFLOW_RETURN_IF_ERROR(engine->run(samples[static_cast<std::size_t>(i) % samples.size()]).with_context(path));
+  if (profile) engine->start_profile();
   std::vector<double> times;
   times.reserve(static_cast<std::size_t>(runs));
   for (int i = 0; i < runs; ++i) {
@@ -202,7 +263,14 @@ Status run_bench(const std::vector<std::string>& args) {
       .field("isa", kernel_isa_summary());
   json.key("times_ms").begin_array(true);
   for (double t : times) json.value(t);
-  json.end_array().end_object();
+  json.end_array();
+  if (profile) {
+    const std::vector<OpProfileRow> rows = engine->profile();
+    json.key("profile");
+    write_op_profile(json, rows, sum / static_cast<double>(times.size()));
+    print_op_profile(std::cerr, rows, sum / static_cast<double>(times.size()));
+  }
+  json.end_object();
   QFLOW_ASSIGN_OR_RETURN(std::string text, json.finish());
   std::cout << text << "\n";
   return Status::ok();

@@ -3,6 +3,7 @@
 #include "framework/interpreter/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <unordered_map>
@@ -481,8 +482,14 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
 }
 
 Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string, Tensor>& inputs,
-                                                      const ValueHook& hook) const {
+                                                      const ValueHook& hook, RunProfile* profile) const {
   const Graph& graph = *model_.graph;
+  if (profile) {
+    profile->seconds.resize(steps_.size(), 0.0);
+    profile->computed.assign(steps_.size(), 0);
+    profile->fused_into.assign(steps_.size(), -1);
+    ++profile->runs;
+  }
   std::vector<Tensor> env(slot_values_.size());
 
   for (const auto& [name, tensor] : inputs) {
@@ -578,14 +585,22 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
     context.outputs.resize(step.outputs.size());
     const bool fuse = step.fusion && !hook;
     if (fuse) context.epilogue = &step.fusion->epilogue;
+    const auto started = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     QFLOW_RETURN_IF_ERROR(compute_node(*step.kernel, step.widens_half, context));
+    if (profile) {
+      profile->seconds[s] += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      profile->computed[s] = 1;
+    }
     for (std::size_t i = 0; i < step.outputs.size(); ++i)
       if (step.outputs[i] >= 0 && context.outputs[i].empty())
         return internal_error(node.op_type() + " '" + node.name() + "' did not produce output " + std::to_string(i));
     if (fuse && context.epilogue_applied) {
       // The output already went through the absorbed nodes: it is the last one's value.
       store(steps_[step.fusion->steps.back()].outputs[0], std::move(context.outputs[0]));
-      for (std::size_t absorbed : step.fusion->steps) skipped[absorbed] = 1;
+      for (std::size_t absorbed : step.fusion->steps) {
+        skipped[absorbed] = 1;
+        if (profile) profile->fused_into[absorbed] = static_cast<int>(s);
+      }
     } else {
       for (std::size_t i = 0; i < step.outputs.size(); ++i) {
         if (step.outputs[i] < 0) continue;

@@ -21,6 +21,15 @@ class ThreadPool;
 // initializers), in execution order, with a reference to the live tensor: no copy.
 using ValueHook = std::function<Status(const Value& value, const Tensor& tensor)>;
 
+// Where the time of runs goes, node by node (`qflow bench --profile`). Runs add to it, so it
+// sums over as many runs as are given it; the vectors are parallel to Executor::order().
+struct RunProfile {
+  std::vector<double> seconds;  // wall time of each node's kernel, its fused chain included
+  std::vector<char> computed;   // whether the node's kernel ran (not folded at create, not fused)
+  std::vector<int> fused_into;  // the step that computed a node inside its epilogue, else -1
+  int runs = 0;
+};
+
 struct ExecutorOptions {
   int threads = 1;
   // Values to keep beyond the graph outputs (e.g. for debugging); others are freed early.
@@ -53,9 +62,9 @@ class Executor {
   // Runs once. Inputs are checked against the declared dtype and static dimensions of
   // the graph's inputs. Returns graph outputs (and extra_outputs) by name. With a hook,
   // every node runs on its own (no fusion) so the hook sees every value; a value the hook
-  // keeps is never handed to a later node.
+  // keeps is never handed to a later node. With a profile, each node's time is added to it.
   Expected<std::map<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
-                                              const ValueHook& hook = {}) const;
+                                              const ValueHook& hook = {}, RunProfile* profile = nullptr) const;
 
   const Model& model() const { return model_; }
   const std::vector<Node*>& order() const { return order_; }

@@ -223,6 +223,27 @@ TEST_CASE("Executor: DequantizeLinear of a constant weight is computed once, at 
   for (int64_t i = 0; i < out.numel(); ++i) CHECK(a[i] == doctest::Approx(e[i]).epsilon(1e-5));
 }
 
+TEST_CASE("Executor: a profile times each computed node and names the step that ran a fused one") {
+  ConvModel m = conv_model("Relu");
+  auto ex = Executor::create(m.model);
+  REQUIRE(ex.has_value());
+  const std::vector<Node*>& order = (*ex)->order();
+  REQUIRE(order.size() == 2);
+  RunProfile profile;
+  for (int run = 0; run < 2; ++run) REQUIRE((*ex)->run(conv_feed(), {}, &profile).has_value());
+  CHECK(profile.runs == 2);
+  CHECK(profile.computed == std::vector<char>{1, 0});
+  CHECK(profile.fused_into == std::vector<int>{-1, 0});
+  CHECK(profile.seconds[0] > 0.0);
+  CHECK(profile.seconds[1] == 0.0);
+  // With a hook nothing is fused: both nodes run and are timed on their own.
+  RunProfile separate;
+  REQUIRE((*ex)->run(conv_feed(), [](const Value&, const Tensor&) { return Status::ok(); }, &separate).has_value());
+  CHECK(separate.computed == std::vector<char>{1, 1});
+  CHECK(separate.fused_into == std::vector<int>{-1, -1});
+  CHECK(separate.seconds[1] > 0.0);
+}
+
 TEST_CASE("Executor: a buffer still viewed by a Reshape is not reused while the view lives") {
   // a = Relu(x); b = Reshape(a) shares a's buffer; a dies at the Reshape but b lives on, so
   // c and d (same size as a) must get buffers of their own.

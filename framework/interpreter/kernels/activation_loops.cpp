@@ -3,7 +3,8 @@
 // the vector width. Neither clone enables
 // FMA, so nothing is contracted and both give the bits of the separate nodes. The Conv/Gemm
 // epilogue runs the common programs of CNNs (bias, then BatchNorm, then Clip or Relu, each
-// optional) as one loop per row, others stage by stage; Clip on its own is one loop.
+// optional) as one loop per row, others stage by stage over L1-sized blocks of a row, eight
+// lanes at a time; Clip on its own is one loop.
 #include "framework/interpreter/kernels/activation.h"
 
 #include "qflow/runtime/isa_cap.h"
@@ -73,52 +74,108 @@ template <bool kBias, bool kBatchNorm>
 }
 
 // Eight floats as a GCC vector: `a < b ? b : a` on it is a compare and a blend with exactly
-// the scalar's NaN behaviour. apply_stage's scalar loops, compiled once for the baseline ISA,
-// stay compare-and-branch on these stages (measured: a third of the PP-OCRv4 rec model's
-// time). Written out in the loops: a function taking or returning one would change the ABI
-// between the clones.
+// the scalar's NaN behaviour (std::max(a, b) is `a < b ? b : a`, std::min(a, b) `b < a ? b :
+// a`, std::clamp(v, lo, hi) `v < lo ? lo : hi < v ? hi : v`). Passed by reference only: a
+// function taking or returning one by value would change the ABI between the clones.
 using Floats = float __attribute__((vector_size(32)));
 constexpr int64_t kLanes = 8;
+// A program runs stage by stage over blocks this long, so a block stays in L1 between stages
+// however long the output row is (a 48x320 plane is 60 KiB).
+constexpr int64_t kBlock = 256;
 
-// The stages whose scalar loops do not vectorize (they clip), eight lanes at a time, then
-// the tail through apply_stage; false for any other stage. Each lane computes clip() as
-// min(max(x, lo), hi), as std::max/std::min do.
-[[gnu::always_inline]] inline bool clipping_stage(const EpilogueStage& stage, float* data, int64_t n) {
-  const int64_t body = n - n % kLanes;
+// One stage over n floats of output channel `channel`, eight lanes at a time, each lane
+// computing the scalar expression of apply_stage; the tail and Sigmoid (exp has no lane-wise
+// form here) go through apply_stage itself.
+[[gnu::always_inline]] inline void stage_lanes(const EpilogueStage& stage, float* data, int64_t n, int64_t channel) {
+  const int64_t body = stage.kind == Kind::Sigmoid ? 0 : n - n % kLanes;
+  const Floats zero = Floats{}, one = Floats{} + 1.0f;
+  const auto each = [&](auto&& op) {
+    for (int64_t i = 0; i < body; i += kLanes) {
+      Floats v;
+      __builtin_memcpy(&v, data + i, sizeof v);
+      op(v);
+      __builtin_memcpy(data + i, &v, sizeof v);
+    }
+  };
+  const Floats c = Floats{} + stage.constant;
   switch (stage.kind) {
-    case Kind::HardSigmoidProduct: {
-      const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
-      const Floats zero = Floats{}, one = Floats{} + 1.0f;
-      for (int64_t i = 0; i < body; i += kLanes) {
-        Floats v;
-        __builtin_memcpy(&v, data + i, sizeof v);
-        Floats gate = alpha * v + beta;
-        gate = gate < zero ? zero : gate;
-        gate = one < gate ? one : gate;
-        v = v * gate;
-        __builtin_memcpy(data + i, &v, sizeof v);
-      }
+    case Kind::Relu:
+      each([&](Floats& v) { v = zero < v ? v : zero; });
+      break;
+    case Kind::Clip: {
+      const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi;
+      each([&](Floats& v) {
+        v = v < lo ? lo : v;
+        v = hi < v ? hi : v;
+      });
       break;
     }
+    case Kind::Sigmoid:
+      break;
+    case Kind::HardSigmoid: {
+      const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
+      each([&](Floats& v) {
+        Floats g = alpha * v + beta;
+        g = g < zero ? zero : g;
+        v = one < g ? one : g;
+      });
+      break;
+    }
+    case Kind::HardSwish: {
+      const Floats six = Floats{} + 6.0f, half = Floats{} + 0.5f;
+      each([&](Floats& v) {
+        const Floats t = v / six + half;
+        const Floats upper = one < t ? one : t;
+        v = v * (t < zero ? zero : upper);
+      });
+      break;
+    }
+    case Kind::BatchNorm: {
+      const std::size_t p = static_cast<std::size_t>(channel);
+      const Floats m = Floats{} + stage.mean[p], k = Floats{} + stage.factor[p], b = Floats{} + stage.bias[p];
+      each([&](Floats& v) { v = (v - m) * k + b; });
+      break;
+    }
+    case Kind::Add:
+      each([&](Floats& v) { v = v + c; });
+      break;
+    case Kind::Mul:
+      each([&](Floats& v) { v = v * c; });
+      break;
+    case Kind::Sub:
+      each([&](Floats& v) { v = v - c; });
+      break;
+    case Kind::SubFrom:
+      each([&](Floats& v) { v = c - v; });
+      break;
+    case Kind::Div:
+      each([&](Floats& v) { v = v / c; });
+      break;
+    case Kind::DivInto:
+      each([&](Floats& v) { v = c / v; });
+      break;
     case Kind::HardSwishDiamond: {
-      const Floats c = Floats{} + stage.constant, lo = Floats{} + stage.lo, hi = Floats{} + stage.hi;
-      const Floats d = Floats{} + stage.divisor;
-      for (int64_t i = 0; i < body; i += kLanes) {
-        Floats v;
-        __builtin_memcpy(&v, data + i, sizeof v);
+      const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi, d = Floats{} + stage.divisor;
+      each([&](Floats& v) {
         Floats gate = v + c;
         gate = gate < lo ? lo : gate;
         gate = hi < gate ? hi : gate;
         v = v * gate / d;
-        __builtin_memcpy(data + i, &v, sizeof v);
-      }
+      });
       break;
     }
-    default:
-      return false;
+    case Kind::HardSigmoidProduct: {
+      const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
+      each([&](Floats& v) {
+        Floats gate = alpha * v + beta;
+        gate = gate < zero ? zero : gate;
+        gate = one < gate ? one : gate;
+        v = v * gate;
+      });
+      break;
+    }
   }
-  apply_stage(stage, data + body, n - body, -1);
-  return true;
+  apply_stage(stage, data + body, n - body, channel);
 }
 
 // The bodies of finish_rows and clip_floats, inlined into each instruction-set variant.
@@ -136,13 +193,16 @@ constexpr int64_t kLanes = 8;
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = data + r * ld;
-    if (bias) {
-      const float b = bias[r];
-      for (int64_t i = 0; i < n; ++i) row[i] += b;
+    const int64_t row_channel = channel < 0 ? channel : channel + r;
+    for (int64_t at = 0; at < n; at += kBlock) {
+      float* block = data + r * ld + at;
+      const int64_t len = std::min(kBlock, n - at);
+      if (bias) {
+        const float b = bias[r];
+        for (int64_t i = 0; i < len; ++i) block[i] += b;
+      }
+      for (const EpilogueStage& stage : epilogue->stages) stage_lanes(stage, block, len, row_channel);
     }
-    for (const EpilogueStage& stage : epilogue->stages)
-      if (!clipping_stage(stage, row, n)) apply_stage(stage, row, n, channel < 0 ? channel : channel + r);
   }
 }
 

@@ -119,6 +119,10 @@ T power(T base, double exponent) {
     if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
     return static_cast<T>(v);
   } else {
+    // A square (LayerNorm's variance) is the exact double product: pow is accurate to well
+    // under an ulp and the square of a float is representable in double, so both give the
+    // same double. NaN keeps pow's own result.
+    if (exponent == 2.0 && !std::isnan(base)) return static_cast<T>(static_cast<double>(base) * static_cast<double>(base));
     return static_cast<T>(std::pow(static_cast<double>(base), exponent));
   }
 }

@@ -509,11 +509,17 @@ void softmax_row(SoftmaxKind kind, const T* src, T* dst, int64_t len, int64_t st
   T max_value = src[0];
   for (int64_t i = 1; i < len; ++i) max_value = std::max(max_value, src[i * stride]);
   double sum = 0.0;
-  for (int64_t i = 0; i < len; ++i) sum += std::exp(static_cast<double>(src[i * stride] - max_value));
   if (kind == SoftmaxKind::Softmax) {
-    for (int64_t i = 0; i < len; ++i)
-      dst[i * stride] = static_cast<T>(std::exp(static_cast<double>(src[i * stride] - max_value)) / sum);
+    // Each exponential is computed once and kept for the division: exp is most of the cost.
+    thread_local std::vector<double> exps;
+    if (exps.size() < static_cast<std::size_t>(len)) exps.resize(static_cast<std::size_t>(len));
+    for (int64_t i = 0; i < len; ++i) {
+      exps[static_cast<std::size_t>(i)] = std::exp(static_cast<double>(src[i * stride] - max_value));
+      sum += exps[static_cast<std::size_t>(i)];
+    }
+    for (int64_t i = 0; i < len; ++i) dst[i * stride] = static_cast<T>(exps[static_cast<std::size_t>(i)] / sum);
   } else {
+    for (int64_t i = 0; i < len; ++i) sum += std::exp(static_cast<double>(src[i * stride] - max_value));
     const double log_sum = std::log(sum);
     for (int64_t i = 0; i < len; ++i)
       dst[i * stride] = static_cast<T>(static_cast<double>(src[i * stride] - max_value) - log_sum);

@@ -1,6 +1,8 @@
 // Reference kernels for MaxPool, AveragePool, LpPool, their global forms and MaxUnpool, N-d.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "framework/interpreter/kernel_registry.h"
@@ -74,12 +76,35 @@ void visit_window(const ConvGeometry& g, const Window& w, std::vector<int64_t>& 
 // One plane of a 2-D max or average pool without indices: the same windows, taps and
 // arithmetic as the generic loop, with the taps of a window row read straight from the
 // input row instead of through visit_window's index vector.
+// Outputs [first, last) of axis d whose whole window lies inside the image.
+std::pair<int64_t, int64_t> interior(const ConvGeometry& g, std::size_t d) {
+  const int64_t s = g.strides[d], pad = g.pads_begin[d], reach = (g.kernel[d] - 1) * g.dilations[d];
+  const int64_t first = (pad + s - 1) / s;
+  const int64_t last = g.in_spatial[d] - 1 - reach + pad >= 0 ? (g.in_spatial[d] - 1 - reach + pad) / s + 1 : 0;
+  return {std::min(first, g.out_spatial[d]), std::clamp(last, first, g.out_spatial[d])};
+}
+
 template <typename T>
 void pool_plane_2d(const T* in, T* out, const ConvGeometry& g, bool max, bool count_include_pad, Window& w,
                    std::vector<int64_t>& out_pos) {
   const int64_t iw = g.in_spatial[1], dy = g.dilations[0], dx = g.dilations[1];
+  const auto [y_first, y_last] = interior(g, 0);
+  const auto [x_first, x_last] = interior(g, 1);
   for (int64_t oy = 0; oy < g.out_spatial[0]; ++oy) {
     for (int64_t ox = 0; ox < g.out_spatial[1]; ++ox) {
+      if (max && oy >= y_first && oy < y_last && ox >= x_first && ox < x_last) {
+        // A window inside the image: the generic loop's taps in its order, without placing
+        // the window (which cost more than the taps of a 3x3 window).
+        const T* corner = in + (oy * g.strides[0] - g.pads_begin[0]) * iw + ox * g.strides[1] - g.pads_begin[1];
+        T best = corner[0];
+        for (int64_t ty = 0; ty < g.kernel[0]; ++ty) {
+          const T* row = corner + ty * dy * iw;
+          for (int64_t tx = 0; tx < g.kernel[1]; ++tx)
+            if (row[tx * dx] > best) best = row[tx * dx];
+        }
+        *out++ = best;
+        continue;
+      }
       out_pos[0] = oy;
       out_pos[1] = ox;
       place_window(g, out_pos, w);
