@@ -712,7 +712,7 @@ def document(info, bench, elapsed):
 
 # Measured by hand, not by this script: kept as written when the document is regenerated.
 RUNTIME_SECTION = """\
-## The runtime on PP-OCRv4 rec (issue 25)
+## The runtime on PP-OCRv4 rec
 
 Written by hand (tools/bench_perf.py keeps this section as is). The `.hbm` of PP-OCRv4 rec made
 by `pipelines/bpu_ptq.toml` with its defaults (nash; the precision search raised 121 tensors to
