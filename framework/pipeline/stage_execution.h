@@ -88,6 +88,10 @@ struct StageContext {
   const World* world = nullptr;
   // The pipeline's [quantization] table; null means all defaults.
   const QuantConfig* quantization = nullptr;
+  // Observer stages: a calibrator stage that can score tables on the samples (it has the
+  // inputs `model` and `dataset`) reads the statistics, so the observed runs' model outputs
+  // are kept for it (Artifact::outputs).
+  bool keep_outputs = false;
   // Report and compare-calibrators stages only: the stages completed before this one
   // started, in file order (with one worker, every earlier stage of the file; always every
   // stage it depends on); null outside a run.

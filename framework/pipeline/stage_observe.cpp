@@ -94,19 +94,19 @@ Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<st
   observe.threads = context.threads;
   observe.progress = &progress;
   observe.world = context.world;
-  // The model's outputs of the observed runs, for the stages after it that compare with float
-  // on the same samples (the auto calibrator's output cosine). Only in one process, where
-  // every sample is run here, and only up to kKeptOutputBytes in all.
+  // The model's outputs of the observed runs, for a calibrator stage after it that compares
+  // with float on the same samples (the auto calibrator's output cosine). Only in one
+  // process, where every sample is run here, and only up to kKeptOutputBytes in all.
   auto kept = std::make_shared<FloatOutputs>();
   std::atomic<int64_t> kept_bytes{0};
   std::atomic<bool> incomplete{false};
-  if (!context.world || !context.world->distributed()) {
+  if (context.keep_outputs && (!context.world || !context.world->distributed())) {
     kept->samples.resize(static_cast<std::size_t>(dataset.count));
     observe.outputs = [&](int64_t sample, const std::map<std::string, Tensor>& outputs) {
       std::vector<Tensor> ordered;
       for (const Value* out : model.graph->outputs) {
         auto it = outputs.find(out->name());
-        if (it == outputs.end()) {
+        if (it == outputs.end() || it->second.dtype() == DType::String) {
           incomplete = true;  // then later stages run the model themselves
           return;
         }
