@@ -527,9 +527,9 @@ largest logit difference is 4.8e-6 for logits up to 13.9; `tests/unit/test_kerne
 allows 1e-5 of the largest logit. The interpreter's activation loops (Conv/Gemm epilogues,
 Clip) and the runtime's range check run AVX2 or baseline code under the cap too, with the
 same bits on both (no reassociation, no FMA contraction under `-std=c++20`). Not capped: the
-histogram observer's binning (a plugin, which sees only the SDK; GCC `target_clones` picks its
-clone at load time, same bits on both) and SHA-256 hashing of artifacts (SHA-NI), which are
-not model kernels.
+observers' value scan and the histogram observer's binning (plugins, which see only the SDK;
+GCC `target_clones` picks their clones at load time, same bits on both) and SHA-256 hashing
+of artifacts (SHA-NI), which are not model kernels.
 """
 
 

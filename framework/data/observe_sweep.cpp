@@ -66,8 +66,9 @@ std::string error_message(const Status& status) {
 class Sweep {
  public:
   Sweep(const Executor& executor, const InputBinding& binding, const Dataset& dataset, const ObserverFactory& make,
-        ProgressBar* progress)
-      : executor_(executor), binding_(binding), dataset_(dataset), make_(make), progress_(progress) {}
+        const ObserveOptions& options)
+      : executor_(executor), binding_(binding), dataset_(dataset), make_(make), progress_(options.progress),
+        outputs_(options.outputs) {}
 
   Expected<std::shared_ptr<Observer>> make() {
     std::lock_guard<std::mutex> lock(make_mutex_);
@@ -94,6 +95,7 @@ class Sweep {
             return observe(observers, value.name(), tensor, pass);
           });
           status = outputs.status();
+          if (status.is_ok() && pass == 0 && outputs_) outputs_(group + static_cast<int64_t>(i), *outputs);
         }
         if (!status.is_ok()) return status.with_context(sample_location(dataset_, group + static_cast<int64_t>(i)));
       }
@@ -142,6 +144,7 @@ class Sweep {
   const Dataset& dataset_;
   const ObserverFactory& make_;
   ProgressBar* progress_;
+  const std::function<void(int64_t, const std::map<std::string, Tensor>&)>& outputs_;
   std::mutex make_mutex_;  // factories may be plugin code that is not thread-safe
   std::atomic<bool> failed_{false};
 };
@@ -195,7 +198,7 @@ class ShardMerger {
 Expected<ObserverMap> observe_dataset(const Executor& executor, const InputBinding& binding, const Dataset& dataset,
                                       const ObserverFactory& make, const ObserveOptions& options) {
   if (dataset.count <= 0) return invalid_input("the dataset holds no samples");
-  Sweep sweep(executor, binding, dataset, make, options.progress);
+  Sweep sweep(executor, binding, dataset, make, options);
   QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Observer> probe, sweep.make());
   const int passes = std::max(1, probe->passes());
   const int64_t shard_count = (dataset.count + kObserveShardSamples - 1) / kObserveShardSamples;

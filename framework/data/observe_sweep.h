@@ -31,6 +31,9 @@ struct ObserveOptions {
   ProgressBar* progress = nullptr;  // advanced by samples done (count * passes in total)
   // The ranks the shards are split over (docs/distributed.md); null: this process alone.
   const World* world = nullptr;
+  // Called in pass 0 with each sample's index and the model's outputs of that sample (the
+  // run the observers watched), from whichever thread ran it; may be empty.
+  std::function<void(int64_t, const std::map<std::string, Tensor>&)> outputs;
 };
 
 // Feeds every sample to the model's inputs as `binding` says and observes the float32 graph

@@ -418,6 +418,13 @@ class Scheduler {
     stage_context.threads = options_.threads;
     stage_context.world = options_.world;
     stage_context.quantization = &quantization_;
+    if (stage.kind == StageKind::Observer)
+      for (const PipelineStage& other : pipeline_.stages) {
+        auto statistics = other.inputs.find("statistics");
+        if (other.kind == StageKind::Calibrator && statistics != other.inputs.end() &&
+            statistics->second.stage == stage.id && other.inputs.count("model") && other.inputs.count("dataset"))
+          stage_context.keep_outputs = true;
+      }
     if (stage.kind == StageKind::Report || stage.kind == StageKind::CompareCalibrators) stage_context.finished = &finished;
     if (options_.progress)
       stage_context.progress = [this, id = stage.id](const std::string& line) {

@@ -55,7 +55,11 @@ Expected<StageResult> run_calibrator(const PipelineStage& stage, const std::map<
   const Dataset* dataset = nullptr;
   if (auto it = inputs.find("dataset"); it != inputs.end()) dataset = it->second->dataset.get();
   const std::map<std::string, TensorStatistics>* all_statistics = nullptr;
-  if (auto it = inputs.find("statistics"); it != inputs.end()) all_statistics = it->second->statistics.get();
+  std::shared_ptr<const FloatOutputs> observed_outputs;  // the observer stage's runs of its model
+  if (auto it = inputs.find("statistics"); it != inputs.end()) {
+    all_statistics = it->second->statistics.get();
+    observed_outputs = it->second->outputs;
+  }
 
   // Settings per tensor; tensors left float are not handed to the calibrator.
   std::map<std::string, TensorStatistics> statistics;
@@ -71,7 +75,8 @@ Expected<StageResult> run_calibrator(const PipelineStage& stage, const std::map<
   if (dataset && model_artifact) {
     // Calibrators that never ask for the cosine must not fail on a model it cannot evaluate.
     services = std::make_unique<HostCalibrationServices>(
-        registry, OutputCosine::create(model_artifact->bytes, *dataset, context.quantization, context.threads));
+        registry, OutputCosine::create(model_artifact->bytes, *dataset, context.quantization, context.threads,
+                                       std::move(observed_outputs)));
   }
 
   QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Calibrator> calibrator, registry.make_calibrator(stage.component, options_of(stage)));

@@ -9,6 +9,7 @@
 
 #include "framework/data/dataset.h"
 #include "framework/distributed/world.h"
+#include "framework/quant/output_cosine.h"
 #include "framework/quant/precision_search.h"
 #include "framework/pipeline/pass_manager.h"
 #include "framework/pipeline/pipeline.h"
@@ -33,6 +34,10 @@ struct Artifact {
   std::shared_ptr<const QuantTable> qparams;
   // Deployable artifacts: the target's files by role (`bytes` is then the JSON list of them).
   std::shared_ptr<const std::vector<TargetArtifact>> deployables;
+  // Observer stages: the observed model's outputs on every sample, from the runs the
+  // observers watched, so that a later stage on the same model and samples need not run
+  // them again; null when not kept.
+  std::shared_ptr<const FloatOutputs> outputs;
 };
 
 struct StageResult {
@@ -83,6 +88,10 @@ struct StageContext {
   const World* world = nullptr;
   // The pipeline's [quantization] table; null means all defaults.
   const QuantConfig* quantization = nullptr;
+  // Observer stages: a calibrator stage that can score tables on the samples (it has the
+  // inputs `model` and `dataset`) reads the statistics, so the observed runs' model outputs
+  // are kept for it (Artifact::outputs).
+  bool keep_outputs = false;
   // Report and compare-calibrators stages only: the stages completed before this one
   // started, in file order (with one worker, every earlier stage of the file; always every
   // stage it depends on); null outside a run.

@@ -3,14 +3,20 @@
 #include "framework/pipeline/stage_util.h"
 
 #include <algorithm>
+#include <atomic>
 
+#include "framework/core/sha256.h"
 #include "framework/data/observe_sweep.h"
+#include "framework/quant/output_cosine.h"
 #include "framework/plugin/component_registry.h"
 #include "framework/interpreter/executor.h"
 
 namespace qflow {
 
 namespace {
+
+// The outputs kept for later stages: 256 MiB (PP-OCRv4 rec: 1 MiB per sample).
+constexpr int64_t kKeptOutputBytes = int64_t{256} << 20;
 
 std::string hex(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -88,6 +94,29 @@ Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<st
   observe.threads = context.threads;
   observe.progress = &progress;
   observe.world = context.world;
+  // The model's outputs of the observed runs, for a calibrator stage after it that compares
+  // with float on the same samples (the auto calibrator's output cosine). Only in one
+  // process, where every sample is run here, and only up to kKeptOutputBytes in all.
+  auto kept = std::make_shared<FloatOutputs>();
+  std::atomic<int64_t> kept_bytes{0};
+  std::atomic<bool> incomplete{false};
+  if (context.keep_outputs && (!context.world || !context.world->distributed())) {
+    kept->samples.resize(static_cast<std::size_t>(dataset.count));
+    observe.outputs = [&](int64_t sample, const std::map<std::string, Tensor>& outputs) {
+      std::vector<Tensor> ordered;
+      for (const Value* out : model.graph->outputs) {
+        auto it = outputs.find(out->name());
+        if (it == outputs.end() || it->second.dtype() == DType::String) {
+          incomplete = true;  // then later stages run the model themselves
+          return;
+        }
+        ordered.push_back(it->second);
+      }
+      std::vector<float> flat = flatten_sample_outputs(ordered);
+      if ((kept_bytes += static_cast<int64_t>(flat.size() * sizeof(float))) > kKeptOutputBytes) return;
+      kept->samples[static_cast<std::size_t>(sample)] = std::move(flat);
+    };
+  }
   Expected<ObserverMap> observed = observe_dataset(*executor, *binding, dataset, make, observe);
   progress.finish();
   if (!observed) return observed.status().with_context("stage '" + stage.id + "'");
@@ -99,6 +128,11 @@ Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<st
   result.artifact.type = ArtifactType::Statistics;
   result.artifact.bytes = statistics_json(stage.component, dataset.count, merged, *statistics);
   result.artifact.statistics = statistics;
+  if (observe.outputs && kept_bytes <= kKeptOutputBytes && !incomplete) {
+    kept->model_sha256 = sha256_hex(model_artifact.bytes);
+    kept->dataset = inputs.at("dataset")->dataset;
+    result.artifact.outputs = std::move(kept);
+  }
   return result;
 }
 

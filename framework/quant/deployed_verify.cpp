@@ -73,14 +73,36 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
   threads = std::max(1, threads);
 
   DeployedVerification result;
+  ThreadPool pool(threads);
+  // Every thread's copies of the files (decoding and preparing a program takes as long as a
+  // few samples) and the PTQ model's executor are made at once, one per thread.
   std::vector<Loaded> loaded(static_cast<size_t>(threads));
-  for (const RunnableFile& file : files) {
-    for (Loaded& slot : loaded) {
-      Expected<std::unique_ptr<DeployedModel>> model = file.load();
-      if (!model) return model.status().with_context("verify: deployable '" + file.role + "'");
-      slot.models.push_back(std::move(model).value());
+  std::vector<Status> load_status(static_cast<size_t>(threads) * files.size(), Status::ok());
+  Expected<std::unique_ptr<Executor>> ptq = internal_error("the PTQ model's executor was not made");
+  pool.parallel_for(threads + 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      if (t == threads) {
+        ptq = Executor::create(ptq_model);
+        continue;
+      }
+      for (size_t f = 0; f < files.size(); ++f) {
+        Expected<std::unique_ptr<DeployedModel>> model = files[f].load();
+        if (!model) {
+          load_status[f * static_cast<size_t>(threads) + static_cast<size_t>(t)] =
+              model.status().with_context("verify: deployable '" + files[f].role + "'");
+          break;
+        }
+        loaded[static_cast<size_t>(t)].models.push_back(std::move(model).value());
+      }
     }
-    const DeployedModel& first = *loaded[0].models.back();
+  });
+  for (size_t index = 0; index < files.size(); ++index) {
+    const RunnableFile& file = files[index];
+    // Failures and mismatches in file order, as loading one file after the other meets them.
+    for (int t = 0; t < threads; ++t)
+      if (const Status& status = load_status[index * static_cast<size_t>(threads) + static_cast<size_t>(t)]; !status.is_ok())
+        return status;
+    const DeployedModel& first = *loaded[0].models[index];
     for (const DeployedTensor& input : first.inputs())
       if (std::none_of(binding->begin(), binding->end(), [&](const InputFeed& f) { return f.input == input.name; }))
         return invalid_input("verify: the " + first.description() + " reads input '" + input.name +
@@ -91,7 +113,7 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
     result.roles.push_back(file.role);
     result.descriptions.push_back(first.description());
   }
-  QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> ptq, Executor::create(ptq_model));
+  if (!ptq) return ptq.status();
   for (size_t o = 0; o < output_count; ++o) {
     DeployedOutputCheck check;
     check.name = outputs[o]->name();
@@ -113,7 +135,7 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
       const std::vector<DeployedTensor> names = first.inputs();
       for (size_t i = 0; i < names.size() && i < converted.size(); ++i) reference_sample[names[i].name] = converted[i];
     }
-    QFLOW_ASSIGN_OR_RETURN(auto ptq_out, ptq->run(reference_sample));
+    QFLOW_ASSIGN_OR_RETURN(auto ptq_out, (*ptq)->run(reference_sample));
     std::vector<Flat> reference;
     for (const Value* value : outputs) reference.push_back(flatten(ptq_out.at(value->name())));
     out.push_back(std::move(reference));
@@ -128,7 +150,6 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
     return out;
   };
 
-  ThreadPool pool(threads);
   std::vector<std::pair<int64_t, Feeds>> batch;
   auto flush = [&]() -> Status {
     std::vector<Expected<SampleOutputs>> done(batch.size(), internal_error("sample not run"));

@@ -20,19 +20,30 @@ namespace qflow {
 
 class Executor;
 
+// The float model's outputs on every sample of a dataset, each sample's flattened in output order
+// (flatten_sample_outputs), with what they were computed from.
+struct FloatOutputs {
+  std::string model_sha256;                // of the ONNX bytes that ran
+  std::shared_ptr<const Dataset> dataset;  // the samples, in order
+  std::vector<std::vector<float>> samples;
+};
+
 class OutputCosine {
  public:
   // `float_model` is the ONNX bytes of the float model; `config` (may be null) and
-  // `dataset` must outlive the object. `threads` samples run at once.
+  // `dataset` must outlive the object. `threads` samples run at once. `known` (may be null):
+  // the float model's outputs computed elsewhere, taken instead of running the samples
+  // when they are of these bytes and this dataset.
   static Expected<std::unique_ptr<OutputCosine>> create(std::string float_model, const Dataset& dataset,
-                                                         const QuantConfig* config, int threads);
+                                                         const QuantConfig* config, int threads,
+                                                         std::shared_ptr<const FloatOutputs> known = nullptr);
   ~OutputCosine();
 
   // Builds the calibrated model for `table`, runs it on every sample and returns the mean
   // over samples of cos(float outputs, quantized outputs), each side all graph outputs of
   // the sample flattened and concatenated in output order. Per-sample values are combined
   // in sample order in double, so the result does not depend on the thread count. The
-  // float outputs are computed on the first call and kept.
+  // float outputs are computed on the first call (unless known) and kept.
   Expected<double> evaluate(const QuantTable& table) const;
 
  private:

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "framework/core/sha256.h"
+#include "framework/data/input_feeds.h"
 #include "framework/data/npy.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/onnx/onnx_import.h"
@@ -251,6 +253,67 @@ TEST_CASE("calibrate stage: output cosine is ~1 for fine scales, lower for coars
   CHECK(*t_int8 == *c_int8);
   CHECK(*t_coarse == *c_coarse);
   CHECK(*(*one)->evaluate(int8) == *c_int8);
+}
+
+}  // namespace qflow
+
+namespace qflow {
+
+// The observer stage hands its runs' outputs on (Artifact::outputs); the output cosine takes
+// them in place of its own float runs only when they are of its model bytes and dataset.
+TEST_CASE("calibrate stage: output cosine takes the observed float outputs of its own model and samples only") {
+  auto opened = open_dataset(DataSpec{kData});
+  REQUIRE(opened.has_value());
+  const auto dataset = std::make_shared<const Dataset>(std::move(*opened));
+  auto imported = import_onnx_file(kModel);
+  REQUIRE(imported.has_value());
+  auto bytes = export_onnx_bytes(*imported);
+  REQUIRE(bytes.has_value());
+  const QuantTable int8 = observed_table(*imported, *dataset, DType::Int8, 1.0);
+  auto plain = OutputCosine::create(*bytes, *dataset, nullptr, 1);
+  REQUIRE(plain.has_value());
+  auto expected = (*plain)->evaluate(int8);
+  REQUIRE(expected.has_value());
+
+  // The float outputs as an observer's run gives them: with a value hook, node by node.
+  auto model = import_onnx_bytes(*bytes, "float model");
+  REQUIRE(model.has_value());
+  auto executor = Executor::create(*model);
+  REQUIRE(executor.has_value());
+  auto binding = bind_inputs(*model->graph, *dataset);
+  REQUIRE(binding.has_value());
+  auto observed = std::make_shared<FloatOutputs>();
+  observed->dataset = dataset;
+  observed->model_sha256 = sha256_hex(*bytes);
+  REQUIRE(for_each_feed_in(*dataset, *binding, 0, dataset->count, [&](int64_t, const Feeds& feeds) -> Status {
+            auto outputs = (*executor)->run(feeds, [](const Value&, const Tensor&) { return Status::ok(); });
+            if (!outputs) return outputs.status();
+            std::vector<Tensor> ordered;
+            for (const Value* out : model->graph->outputs) ordered.push_back(outputs->at(out->name()));
+            observed->samples.push_back(flatten_sample_outputs(ordered));
+            return Status::ok();
+          }).is_ok());
+  auto reused = OutputCosine::create(*bytes, *dataset, nullptr, 1, observed);
+  REQUIRE(reused.has_value());
+  CHECK(*(*reused)->evaluate(int8) == *expected);
+
+  // Outputs that are not the float model's change the score when taken, and are not taken
+  // for other model bytes or another dataset.
+  auto wrong = std::make_shared<FloatOutputs>(*observed);
+  for (std::vector<float>& sample : wrong->samples)
+    for (float& v : sample) v = -v;
+  auto taken = OutputCosine::create(*bytes, *dataset, nullptr, 1, wrong);
+  REQUIRE(taken.has_value());
+  CHECK(*(*taken)->evaluate(int8) != *expected);
+  auto other_model = std::make_shared<FloatOutputs>(*wrong);
+  other_model->model_sha256 = sha256_hex("other bytes");
+  auto other_dataset = std::make_shared<FloatOutputs>(*wrong);
+  other_dataset->dataset = std::make_shared<const Dataset>(*dataset);
+  for (const auto& known : {other_model, other_dataset}) {
+    auto ignored = OutputCosine::create(*bytes, *dataset, nullptr, 1, known);
+    REQUIRE(ignored.has_value());
+    CHECK(*(*ignored)->evaluate(int8) == *expected);
+  }
 }
 
 }  // namespace qflow
