@@ -1,6 +1,7 @@
 // Output cosine of a calibrated model against the float model, over the calibration samples.
 #include "framework/quant/output_cosine.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "framework/core/sha256.h"
@@ -54,6 +55,40 @@ double cosine_similarity(const std::vector<float>& a, const std::vector<float>& 
     nb += y * y;
   }
   if (a.size() != b.size()) return 0.0;
+  if (na == 0.0 && nb == 0.0) return 1.0;
+  if (na == 0.0 || nb == 0.0) return 0.0;
+  return dot / (std::sqrt(na) * std::sqrt(nb));
+}
+
+double cosine_similarity(const std::vector<float>& a, const std::vector<const Tensor*>& b) {
+  std::size_t size = 0;
+  for (const Tensor* t : b) size += static_cast<std::size_t>(t->numel());
+  // The sums run over the same elements in the same order as the flat overload's loop.
+  double dot = 0.0, na = 0.0, nb = 0.0;
+  const std::size_t n = std::min(a.size(), size);
+  std::size_t i = 0;
+  for (const Tensor* t : b) {
+    if (i >= n) break;
+    const std::size_t count = std::min(static_cast<std::size_t>(t->numel()), n - i);
+    if (t->dtype() == DType::Float32) {
+      const float* y = t->data<float>();
+      for (std::size_t k = 0; k < count; ++k, ++i) {
+        const double x = a[i], v = y[k];
+        dot += x * v;
+        na += x * x;
+        nb += v * v;
+      }
+    } else {
+      const std::vector<double> y = t->to_doubles();
+      for (std::size_t k = 0; k < count; ++k, ++i) {
+        const double x = a[i], v = static_cast<float>(y[k]);
+        dot += x * v;
+        na += x * x;
+        nb += v * v;
+      }
+    }
+  }
+  if (a.size() != size) return 0.0;
   if (na == 0.0 && nb == 0.0) return 1.0;
   if (na == 0.0 || nb == 0.0) return 0.0;
   return dot / (std::sqrt(na) * std::sqrt(nb));

@@ -63,6 +63,11 @@ class OutputCosine {
 // cos(a, b) accumulated in double in index order; 1 when both are zero, 0 when one is.
 double cosine_similarity(const std::vector<float>& a, const std::vector<float>& b);
 
+// cosine_similarity(a, the tensors `b` flattened and concatenated in order, as float), the
+// same value to the last bit, without building the flat copy: the stages that score one
+// model per candidate compare a whole output per sample and run.
+double cosine_similarity(const std::vector<float>& a, const std::vector<const Tensor*>& b);
+
 // One sample's outputs flattened and concatenated in output order, as float (other dtypes
 // converted), the vectors cosine_similarity compares.
 std::vector<float> flatten_sample_outputs(const std::vector<Tensor>& outputs);

@@ -96,8 +96,11 @@ class Evaluator {
       return metric_->evaluate(input);
     }
     double sum = 0.0;  // in sample order: the same for any thread count
-    for (std::size_t k = 0; k < outputs.size(); ++k)
-      sum += cosine_similarity(flat_reference_[k], flatten_sample_outputs(outputs[k]));
+    for (std::size_t k = 0; k < outputs.size(); ++k) {
+      std::vector<const Tensor*> ordered;
+      for (const Tensor& t : outputs[k]) ordered.push_back(&t);
+      sum += cosine_similarity(flat_reference_[k], ordered);
+    }
     return sum / static_cast<double>(outputs.size());
   }
 
@@ -222,13 +225,19 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   result.threshold = options.metric ? result.float_value - options.max_drop : options.target_cosine;
   auto meets = [&](double v) { return v >= result.threshold; };
 
+  // Every model the search builds (one per evaluation and one per placement question) is a
+  // copy of the float model with shapes inferred, as the quantize stage infers them (the
+  // backend's checks need shapes), and quantizes each weight the same way: both are done once.
+  Model shaped = float_model.copy();
+  (void)infer_shapes(shaped);
+  WeightQuantCache weight_cache;
   auto build = [&](const QuantConfig& overrides) -> Expected<Model> {
     const QuantConfig cfg = merge_quant_config(base, overrides);
-    Model model = float_model.copy();
-    (void)infer_shapes(model);  // as the quantize stage: the backend's checks need shapes
+    Model model = shaped.copy();
     QFLOW_ASSIGN_OR_RETURN(const QuantTable adjusted, table_for_config(*model.graph, table, &cfg, options.statistics));
     QdqOptions qdq;
     qdq.weights = true;
+    qdq.weight_cache = &weight_cache;
     QFLOW_RETURN_IF_ERROR(build_qdq_model(model, adjusted, &cfg, qdq));
     return model;
   };

@@ -535,9 +535,26 @@ Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantCo
         return invalid_input(node->op_type() + " '" + node->name() + "': weight type " +
                              std::string(dtype_name(spec.weight_dtype)) + " is not int8 or int16");
       QFLOW_ASSIGN_OR_RETURN(int64_t axis, weight_channel_axis(*node, *w));
-      auto quantized = quantize_weight(*w, spec.per_channel ? axis : -1, spec.weight_dtype, spec.reduce_range, spec.weight_bits);
-      if (!quantized) return quantized.status().with_context(node->op_type() + " '" + node->name() + "'");
-      weights.push_back({node, std::move(*quantized), spec.weight_dtype});
+      const int64_t w_axis = spec.per_channel ? axis : -1;
+      const WeightQuantCache::Key key{node->input(1)->name(), w_axis, spec.weight_dtype, spec.reduce_range, spec.weight_bits};
+      const QuantizedWeight* cached = nullptr;
+      if (options.weight_cache)
+        if (auto it = options.weight_cache->weights.find(key); it != options.weight_cache->weights.end()) cached = &it->second;
+      if (cached) {
+        // Its own values: fitting a bias in int32 rewrites channels in place.
+        QuantizedWeight copy = *cached;
+        copy.values = copy.values.clone();
+        weights.push_back({node, std::move(copy), spec.weight_dtype});
+      } else {
+        auto quantized = quantize_weight(*w, w_axis, spec.weight_dtype, spec.reduce_range, spec.weight_bits);
+        if (!quantized) return quantized.status().with_context(node->op_type() + " '" + node->name() + "'");
+        if (options.weight_cache) {
+          QuantizedWeight kept = *quantized;
+          kept.values = kept.values.clone();
+          options.weight_cache->weights.emplace(key, std::move(kept));
+        }
+        weights.push_back({node, std::move(*quantized), spec.weight_dtype});
+      }
       needs_16_bit = needs_16_bit || is_16bit_quant(spec.weight_dtype);
     }
   }

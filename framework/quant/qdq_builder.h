@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "qflow/core/status.h"
@@ -14,6 +15,22 @@
 
 namespace qflow {
 
+// A weight quantized symmetrically: q = clamp(round_half_even(w / scale[c]), -qmax, qmax).
+struct QuantizedWeight {
+  Tensor values;             // int8 or int16, the weight's shape
+  std::vector<float> scale;  // one per channel along `axis`, or one
+  int64_t axis = -1;         // -1: per tensor
+  double qmax = 127.0;       // the largest |q|: weight_qmax() of the dtype and range
+};
+
+// Quantized weights by weight name and grid, shared by builds from copies of one float model
+// (whose initializers keep their names and values): a search that builds a PTQ model per
+// candidate quantizes each weight once. One build at a time.
+struct WeightQuantCache {
+  using Key = std::tuple<std::string, int64_t, DType, bool, int>;  // name, axis, dtype, reduce_range, bits
+  std::map<Key, QuantizedWeight> weights;
+};
+
 struct QdqOptions {
   // false: activations only (the calibrated model); true: also weights (integer initializers
   // + DequantizeLinear) and biases (int32), the PTQ model.
@@ -21,14 +38,8 @@ struct QdqOptions {
   // Bias correction: per node name, one value per output channel subtracted from the float
   // bias before it is quantized (a zero bias is added when the node has none).
   std::map<std::string, std::vector<double>> bias_shift;
-};
-
-// A weight quantized symmetrically: q = clamp(round_half_even(w / scale[c]), -qmax, qmax).
-struct QuantizedWeight {
-  Tensor values;             // int8 or int16, the weight's shape
-  std::vector<float> scale;  // one per channel along `axis`, or one
-  int64_t axis = -1;         // -1: per tensor
-  double qmax = 127.0;       // the largest |q|: weight_qmax() of the dtype and range
+  // Not owned; null: every weight is quantized by this build.
+  WeightQuantCache* weight_cache = nullptr;
 };
 
 // The axis of a node's weight (input 1) that indexes output channels: Conv 0,

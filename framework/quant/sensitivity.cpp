@@ -142,24 +142,17 @@ Expected<double> variant_cosine(const Executor& executor, const std::vector<std:
     inputs[name] = it->second;
   }
   QFLOW_ASSIGN_OR_RETURN(auto outputs, executor.run(inputs));
-  std::vector<float> flat;
+  std::vector<const Tensor*> ordered;
   for (const std::string& name : output_names) {
-    auto it = outputs.find(name);
-    const Tensor* t = nullptr;
-    if (it != outputs.end()) {
-      t = &it->second;
+    if (auto it = outputs.find(name); it != outputs.end()) {
+      ordered.push_back(&it->second);
     } else if (auto f = values.tensors.find(name); f != values.tensors.end()) {
-      t = &f->second;
+      ordered.push_back(&f->second);
     } else {
       return internal_error("output '" + name + "' was not computed");
     }
-    if (t->dtype() == DType::Float32) {
-      flat.insert(flat.end(), t->data<float>(), t->data<float>() + t->numel());
-    } else {
-      for (double v : t->to_doubles()) flat.push_back(static_cast<float>(v));
-    }
   }
-  return cosine_similarity(values.outputs, flat);
+  return cosine_similarity(values.outputs, ordered);
 }
 
 // The mean over samples (in sample order) of the output cosine of the whole PTQ model,
@@ -319,11 +312,16 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
 
   // Samples go in chunks whose float values (every tensor of the float model) fit in
   // kCacheBytes; each chunk runs the float model once and then, per variant, only the part
-  // of the variant that differs from the float model (suffix_model above).
-  constexpr std::size_t kCacheBytes = std::size_t{1} << 30;
+  // of the variant that differs from the float model (suffix_model above). Every chunk
+  // builds every variant's model and executor again, so the budget holds a precision
+  // search's 16 samples of a mid-sized model in one chunk: PP-OCRv4 rec at 48x320 keeps
+  // 158 MB per sample (2.5 GB for 16), which at 1 GiB took three chunks.
+  constexpr std::size_t kCacheBytes = std::size_t{3} << 30;
   ThrottledProgress reporter(options.progress, std::chrono::seconds(60));
   std::mutex progress_mutex;
   std::vector<double> weight_sum(candidates.size(), 0.0), activation_sum(candidates.size(), 0.0);
+  // The output ranking's cosines per candidate and sample, summed once every chunk is done.
+  std::vector<std::vector<double>> weight_cosines, activation_cosines;
   // The float values of samples [begin, begin + values.size()), `threads` at a time.
   auto run_float = [&](std::size_t begin, std::vector<SampleValues>& values) -> Status {
     std::vector<Status> status(values.size(), Status::ok());
@@ -376,6 +374,10 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       activation_sum[i] = cosines[i].activation * static_cast<double>(samples.size());
     }
   }
+  if (result.method == "output") {
+    weight_cosines.assign(candidates.size(), std::vector<double>(samples.size(), 0.0));
+    activation_cosines.assign(candidates.size(), std::vector<double>(samples.size(), 0.0));
+  }
   // The terminal bar counts one node measured on one sample as one unit: chunks of samples
   // then advance it evenly, whatever their size.
   if (options.bar && result.method == "output")
@@ -384,9 +386,9 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     std::vector<SampleValues> values(std::min(chunk, samples.size() - begin));
     std::atomic<std::size_t> measured{0};
     QFLOW_RETURN_IF_ERROR(run_float(begin, values));
-    // Sum over this chunk's samples, in sample order, of the output cosine of one variant.
+    // The output cosines of one variant on this chunk's samples, into `out` at their sample index.
     auto chunk_cosine = [&](const QuantTable& node_table, const QuantConfig& node_config, bool weights,
-                            const std::string& node, const std::string& what) -> Expected<double> {
+                            const std::string& node, const std::string& what, std::vector<double>& out) -> Status {
       Model model = float_model.copy();
       QdqOptions options;
       options.weights = weights;
@@ -402,33 +404,29 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
           cosines[static_cast<std::size_t>(i)] = variant_cosine(*executor, feeds, output_names, v);
         }
       });
-      double sum = 0.0;
       for (std::size_t k = 0; k < cosines.size(); ++k) {
         if (!cosines[k]) return cosines[k].status().with_context(what + ": " + sample_location(dataset, static_cast<int64_t>(begin + k)));
-        sum += *cosines[k];
+        out[begin + k] = *cosines[k];
       }
-      return sum;
+      return Status::ok();
     };
     auto measure = [&](std::size_t i) -> Status {
       const Candidate& c = candidates[i];
       const QuantConfig node_config = only_node(config, c.row.node);
       const std::string what = "sensitivity: " + c.row.op_type + " '" + c.row.node + "'";
       // Weights only: an empty table quantizes no activation, so the bias stays float.
-      if (c.row.has_weight) {
-        QFLOW_ASSIGN_OR_RETURN(const double sum, chunk_cosine(QuantTable{}, node_config, true, c.row.node, what + " weights"));
-        weight_sum[i] += sum;
-      }
+      if (c.row.has_weight)
+        QFLOW_RETURN_IF_ERROR(chunk_cosine(QuantTable{}, node_config, true, c.row.node, what + " weights", weight_cosines[i]));
       // Activations only: the node's own (aligned) output entries, weights float.
-      if (c.row.has_activation) {
-        QFLOW_ASSIGN_OR_RETURN(const double sum,
-                               chunk_cosine(c.activations, node_config, false, c.row.node, what + " activations"));
-        activation_sum[i] += sum;
-      }
+      if (c.row.has_activation)
+        QFLOW_RETURN_IF_ERROR(
+            chunk_cosine(c.activations, node_config, false, c.row.node, what + " activations", activation_cosines[i]));
       return Status::ok();
     };
-    // The candidates go to the threads as they become free (building a variant's model and
-    // executor is as much work as running it, and early nodes have the longest suffixes);
-    // each candidate's sums keep the sample order, so the thread that ran it does not matter.
+    // The candidates go to the threads as they become free (early nodes have the longest
+    // suffixes, and on small models building a variant's model and executor is as much work
+    // as running it); each cosine lands at its sample's index, so the thread that ran it
+    // does not matter.
     // Its sample runs then go inline. Errors: the first candidate's, as a serial loop gives.
     std::vector<Status> status(candidates.size(), Status::ok());
     std::atomic<std::size_t> next{0};
@@ -444,6 +442,13 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     });
     for (const Status& s : status) QFLOW_RETURN_IF_ERROR(s);
   }
+  // Summed in sample order over all samples: the same values however the samples were chunked.
+  if (result.method == "output")
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      for (std::size_t k = 0; k < samples.size(); ++k) {
+        weight_sum[i] += weight_cosines[i][k];
+        activation_sum[i] += activation_cosines[i][k];
+      }
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     SensitivityRow row = candidates[i].row;
     if (row.has_weight) row.weight_cosine = weight_sum[i] / static_cast<double>(samples.size());

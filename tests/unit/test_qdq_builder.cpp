@@ -339,6 +339,33 @@ TEST_CASE("qdq: a bias int32 cannot hold at s_in * s_w raises that channel's wei
   CHECK(cosine_similarity(run_output(float_model, x), run_output(reread, x)) > 0.999);
 }
 
+TEST_CASE("qdq: builds sharing a weight cache give the models of builds without one") {
+  // With x quantized, conv's channel 1 has its scale raised for the int32 bias, which
+  // rewrites that channel's weights; without x quantized the bias stays float and the weights
+  // keep their own scale, also when the cache saw the raise first.
+  Model model = concat_model();
+  model.graph->set_initializer(model.graph->find_value("W"),
+                               Tensor::from_vector<float>({3, 2, 1, 1}, {0.3f, -1.0f, 1e-15f, -5e-16f, 0.0f, 0.0f}));
+  QuantTable float_x = concat_table();
+  float_x.erase("x");
+  WeightQuantCache cache;
+  QdqOptions cached;
+  cached.weight_cache = &cache;
+  for (const QuantTable& table : {concat_table(), float_x, concat_table()}) {
+    Model with = model.copy(), without = model.copy();
+    REQUIRE(build_qdq_model(with, table, nullptr, cached).is_ok());
+    REQUIRE(build_qdq_model(without, table, nullptr, {}).is_ok());
+    const auto a = export_onnx_bytes(with), b = export_onnx_bytes(without);
+    REQUIRE(a.has_value());
+    REQUIRE(b.has_value());
+    CHECK(*a == *b);
+    const Graph& g = *with.graph;
+    const int8_t w2 = g.initializer(g.find_value("W_quantized"))->data<int8_t>()[2];
+    CHECK((table.count("x") ? w2 == 0 : w2 == 127));
+  }
+  CHECK(cache.weights.size() == 2);  // W and Wg, each quantized once
+}
+
 TEST_CASE("qdq: the calibrated model quantizes activations only") {
   Model model = concat_model();
   QdqOptions options;
