@@ -412,8 +412,8 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
       };
       std::map<std::string, std::string> after;
       QFLOW_ASSIGN_OR_RETURN(change.refusal, refusal_of(trial, after));
-      // A platform may take int16 weights only with 16-bit activations around them (a 16-bit
-      // datapath): raise the node's data input and output with the weight before giving
+      // A platform may take int16 weights only with 16-bit activations around them (the BPU's
+      // 16-bit datapath): raise the node's data input and output with the weight before giving
       // int16 up for float on the CPU.
       const Value* input = node.inputs().empty() ? nullptr : node.input(0);
       if (!change.refusal.empty() && change.weight && input && input->producer() && table.count(input->name())) {
