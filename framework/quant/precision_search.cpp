@@ -395,46 +395,14 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
       if (!differs) return std::optional<PrecisionChange>();
     }
     if (options.oracle) {
-      // The first node the platform places now but would not place with `changes`, and why.
-      auto refusal_of = [&](const std::vector<PrecisionChange>& changes,
-                            std::map<std::string, std::string>& after) -> Expected<std::string> {
-        QFLOW_ASSIGN_OR_RETURN(Model model, build(overrides_of(changes, true)));
-        QFLOW_ASSIGN_OR_RETURN(after, options.oracle(model));
-        std::string refusal;
-        for (const auto& [name, reason] : placement) {
-          if (!reason.empty()) continue;
-          auto it = after.find(name);
-          const std::string now = it == after.end() ? "not placed" : it->second;
-          if (now.empty()) continue;
-          if (refusal.empty() || name == change.node) refusal = name + ": " + now;
-        }
-        return refusal;
-      };
-      std::map<std::string, std::string> after;
-      QFLOW_ASSIGN_OR_RETURN(change.refusal, refusal_of(trial, after));
-      // A platform may take int16 weights only with 16-bit activations around them (the BPU's
-      // 16-bit datapath): raise the node's data input and output with the weight before giving
-      // int16 up for float on the CPU.
-      const Value* input = node.inputs().empty() ? nullptr : node.input(0);
-      if (!change.refusal.empty() && change.weight && input && input->producer() && table.count(input->name())) {
-        PrecisionChange wide = change;
-        wide.activation = true;
-        wide.refusal.clear();
-        wide.from = grid_text(spec.activation_dtype, spec.activation_bits);
-        wide.tensors = activations;
-        wide.tensors.push_back(input->name());
-        if (weight) wide.tensors.push_back(node.input(1)->name());
-        if (std::find(wide.with.begin(), wide.with.end(), input->producer()->name()) == wide.with.end())
-          wide.with.push_back(input->producer()->name());
-        trial.back() = wide;
-        std::map<std::string, std::string> wide_after;
-        if (aligned(overrides_of(trial, false))) {
-          QFLOW_ASSIGN_OR_RETURN(const std::string refusal, refusal_of(trial, wide_after));
-          if (refusal.empty()) {
-            change = wide;
-            after = std::move(wide_after);
-          }
-        }
+      QFLOW_ASSIGN_OR_RETURN(Model model, build(overrides_of(trial, true)));
+      QFLOW_ASSIGN_OR_RETURN(const auto after, options.oracle(model));
+      for (const auto& [name, reason] : placement) {
+        if (!reason.empty()) continue;
+        auto it = after.find(name);
+        const std::string now = it == after.end() ? "not placed" : it->second;
+        if (now.empty()) continue;
+        if (change.refusal.empty() || name == change.node) change.refusal = name + ": " + now;
       }
       if (!change.refusal.empty()) {
         // The platform refuses int16 here: the node runs in float on the CPU instead.
