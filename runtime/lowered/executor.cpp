@@ -60,19 +60,6 @@ Value decode_constant(const Tensor& t) {
   return v;
 }
 
-const char* type_name(ElemType t) {
-  switch (t) {
-    case ElemType::f32: return "f32";
-    case ElemType::i8: return "i8";
-    case ElemType::u8: return "u8";
-    case ElemType::i16: return "i16";
-    case ElemType::u16: return "u16";
-    case ElemType::i32: return "i32";
-    case ElemType::i64: return "i64";
-  }
-  return "?";
-}
-
 // The kernels `requested` names (or QFLOW_RT_KERNELS names, for automatic), checked against the CPU.
 // Automatic selection also honours the instruction-set cap (QFLOW_ISA, qflow/runtime/isa_cap.h):
 // the best kernels under it, and QFLOW_RT_KERNELS may not name kernels above it. An explicit

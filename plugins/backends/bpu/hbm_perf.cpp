@@ -124,19 +124,6 @@ Status bind_files(const lowered::Model& m, const std::vector<std::string>& specs
   return Status::ok();
 }
 
-const char* elem_name(ElemType t) {
-  switch (t) {
-    case ElemType::f32: return "f32";
-    case ElemType::i8: return "i8";
-    case ElemType::u8: return "u8";
-    case ElemType::i16: return "i16";
-    case ElemType::u16: return "u16";
-    case ElemType::i32: return "i32";
-    case ElemType::i64: return "i64";
-  }
-  return "?";
-}
-
 // One line of the per-op table: ops of one type in one segment kind, by their first output's type.
 struct OpGroup {
   std::string kind, type, dtype;
@@ -153,7 +140,7 @@ struct OpTime {
 };
 
 std::string output_type(const lowered::Model& m, const lowered::Op& op) {
-  return op.outputs.empty() || op.outputs[0] < 0 ? "-" : elem_name(m.tensors[static_cast<size_t>(op.outputs[0])].type);
+  return op.outputs.empty() || op.outputs[0] < 0 ? "-" : type_name(m.tensors[static_cast<size_t>(op.outputs[0])].type);
 }
 
 }  // namespace

@@ -134,6 +134,20 @@ inline size_t element_size(ElemType type) {
   return 0;
 }
 
+// "f32", "i8", ...: how messages and profiles name `type`.
+inline const char* type_name(ElemType type) {
+  switch (type) {
+    case ElemType::f32: return "f32";
+    case ElemType::i8: return "i8";
+    case ElemType::u8: return "u8";
+    case ElemType::i16: return "i16";
+    case ElemType::u16: return "u16";
+    case ElemType::i32: return "i32";
+    case ElemType::i64: return "i64";
+  }
+  return "?";
+}
+
 inline bool is_quantized(ElemType type) {
   return type == ElemType::i8 || type == ElemType::u8 || type == ElemType::i16 || type == ElemType::u16;
 }
