@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 
+#include "lowered/cpu_matmul.h"
 #include "lowered/cpu_pointwise.h"
 #include "lowered/cpu_rnn.h"
 #include "lowered/op_common.h"
@@ -923,21 +924,9 @@ Status op_matmul(const Ctx& c) {
   const float* pa = c.in(0)->floats.data();
   const float* pb = c.in(1)->floats.data();
   float* y = c.out().floats.data();
-  std::vector<double> row(static_cast<size_t>(n));
-  for (int64_t t = 0; t < batches; ++t) {
-    const float* ma = pa + ia[static_cast<size_t>(t)] * m * k;
-    const float* mb = pb + ib[static_cast<size_t>(t)] * k * n;
-    float* my = y + t * m * n;
-    for (int64_t i = 0; i < m; ++i) {
-      std::fill(row.begin(), row.end(), 0.0);
-      for (int64_t p = 0; p < k; ++p) {
-        const double av = ma[i * k + p];
-        const float* brow = mb + p * n;
-        for (int64_t j = 0; j < n; ++j) row[static_cast<size_t>(j)] += av * brow[j];
-      }
-      for (int64_t j = 0; j < n; ++j) my[i * n + j] = static_cast<float>(row[static_cast<size_t>(j)]);
-    }
-  }
+  for (int64_t t = 0; t < batches; ++t)
+    detail::matmul_rows(pa + ia[static_cast<size_t>(t)] * m * k, pb + ib[static_cast<size_t>(t)] * k * n, y + t * m * n,
+                        m, k, n);
   return Status::ok();
 }
 

@@ -262,6 +262,38 @@ TEST_CASE("cpu Conv 1x1 and padded, strided ones give the scalar chain's bits un
   }
 }
 
+TEST_CASE("cpu MatMul sums exact double products in k order under every instruction-set cap") {
+  // Column blocks of 4 vectors, of 1 vector and a scalar tail (45 columns), rows of a batch
+  // sharing B: each output is float(sum over p in order of double(a) * double(b)).
+  struct Reset {
+    ~Reset() { qflow::isa::reset_cap(); }
+  } reset;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  const int64_t batch = 2, m = 3, k = 17, n = 45;
+  std::vector<float> a(static_cast<size_t>(batch * m * k)), b(static_cast<size_t>(k * n));
+  for (std::vector<float>* v : {&a, &b})
+    for (float& e : *v) e = dist(rng);
+  std::vector<float> want(static_cast<size_t>(batch * m * n));
+  for (int64_t r = 0; r < batch * m; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        const volatile double product =
+            static_cast<double>(a[static_cast<size_t>(r * k + p)]) * static_cast<double>(b[static_cast<size_t>(p * n + j)]);
+        sum = sum + product;
+      }
+      want[static_cast<size_t>(r * n + j)] = static_cast<float>(sum);
+    }
+  for (const qflow::isa::Level cap : {qflow::isa::Level::portable, qflow::isa::Level::avx2, qflow::isa::Level::avx512}) {
+    if (!qflow::isa::cpu_has(cap)) continue;
+    REQUIRE(qflow::isa::set_cap(qflow::isa::level_name(cap), "QFLOW_ISA").is_ok());
+    CAPTURE(qflow::isa::level_name(cap));
+    const std::vector<float> got = run1("MatMul", {input({batch, m, k}, a), cf32({k, n}, b)}, {batch, m, n});
+    CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("cpu ConvTranspose: strides, pads, output shape") {
   const In x = input({1, 1, 2, 2}, {1, 2, 3, 4});
   const In w = cf32({1, 1, 2, 2}, {1, 1, 1, 1});
