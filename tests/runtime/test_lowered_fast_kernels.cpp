@@ -131,6 +131,28 @@ std::vector<float> run_with(const Model& model, Kernels kernels, const std::vect
   return outputs.at(0);
 }
 
+// Every fast kernel set this CPU has (portable, avx2, the automatic best) gives the reference
+// kernels' outputs on `inputs`.
+void check_fast_equals_reference(const Model& model, const std::vector<std::vector<float>>& inputs) {
+  const std::vector<std::span<const float>> spans(inputs.begin(), inputs.end());
+  auto reference = Executor::create(model, Kernels::reference);
+  REQUIRE_MESSAGE(reference.has_value(), reference.message());
+  std::vector<std::vector<float>> want;
+  const Status s = reference->run(spans, want);
+  REQUIRE_MESSAGE(s.is_ok(), s.message());
+  for (const Kernels k : {Kernels::portable, Kernels::avx2, Kernels::automatic}) {
+    if (k == Kernels::avx2 && !fx::fast::isa_supported(fx::fast::Isa::Avx2)) continue;
+    if (k == Kernels::automatic && !fx::fast::isa_supported(fx::fast::best_isa())) continue;
+    CAPTURE(static_cast<int>(k));
+    auto fast = Executor::create(model, k);
+    REQUIRE_MESSAGE(fast.has_value(), fast.message());
+    std::vector<std::vector<float>> got;
+    const Status st = fast->run(spans, got);
+    REQUIRE_MESSAGE(st.is_ok(), st.message());
+    CHECK(got == want);
+  }
+}
+
 // Values in [-4, 4] for an input of `shape` (N, C, H, W).
 std::vector<float> random_input(std::mt19937& rng, const std::vector<int64_t>& shape) {
   std::vector<float> input(static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
@@ -318,21 +340,7 @@ TEST_CASE("elementwise chains run as tables: hardswish as x * lut(x), shared and
     std::uniform_real_distribution<float> d(-6.0f, 6.0f);
     for (auto& v : in1) v = d(rng);
     for (auto& v : in2) v = d(rng);
-    std::vector<std::vector<float>> want, got;
-    auto reference = Executor::create(b.model, Kernels::reference);
-    REQUIRE_MESSAGE(reference.has_value(), reference.message());
-    REQUIRE(reference->run({std::span<const float>(in1), std::span<const float>(in2)}, want).is_ok());
-    auto fast = Executor::create(b.model, Kernels::portable);
-    REQUIRE_MESSAGE(fast.has_value(), fast.message());
-    const Status st2 = fast->run({std::span<const float>(in1), std::span<const float>(in2)}, got);
-    REQUIRE_MESSAGE(st2.is_ok(), st2.message());
-    CHECK(got == want);
-    if (fx::fast::isa_supported(fx::fast::best_isa())) {
-      auto best = Executor::create(b.model, Kernels::automatic);
-      REQUIRE(best.has_value());
-      REQUIRE(best->run({std::span<const float>(in1), std::span<const float>(in2)}, got).is_ok());
-      CHECK(got == want);
-    }
+    check_fast_equals_reference(b.model, {in1, in2});
   }
 }
 
@@ -378,20 +386,7 @@ TEST_CASE("add, sub and mul with an operand broadcast along runs of the output e
     std::vector<float> in1(120), in2(small_count);
     for (auto& v : in1) v = d(rng);
     for (auto& v : in2) v = d(rng);
-    std::vector<std::vector<float>> want, got;
-    auto reference = Executor::create(b.model, Kernels::reference);
-    REQUIRE_MESSAGE(reference.has_value(), reference.message());
-    REQUIRE(reference->run({std::span<const float>(in1), std::span<const float>(in2)}, want).is_ok());
-    auto fast = Executor::create(b.model, Kernels::portable);
-    REQUIRE_MESSAGE(fast.has_value(), fast.message());
-    REQUIRE(fast->run({std::span<const float>(in1), std::span<const float>(in2)}, got).is_ok());
-    CHECK(got == want);
-    if (fx::fast::isa_supported(fx::fast::Isa::Avx2)) {
-      auto avx2 = Executor::create(b.model, Kernels::avx2);
-      REQUIRE(avx2.has_value());
-      REQUIRE(avx2->run({std::span<const float>(in1), std::span<const float>(in2)}, got).is_ok());
-      CHECK(got == want);
-    }
+    check_fast_equals_reference(b.model, {in1, in2});
   }
 }
 
@@ -432,16 +427,6 @@ TEST_CASE("elementwise chains of 16-bit tensors run as 65536-entry tables with t
     const double lo = q.scale * (fx::range_of(t == ElemType::i16 ? fx::QType::Int16 : fx::QType::UInt16).min - q.zero_point);
     const double hi = q.scale * (fx::range_of(t == ElemType::i16 ? fx::QType::Int16 : fx::QType::UInt16).max - q.zero_point);
     for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(lo + (hi - lo) * static_cast<double>(i) / static_cast<double>(in.size() - 1));
-    std::vector<std::vector<float>> want, got;
-    auto reference = Executor::create(b.model, Kernels::reference);
-    REQUIRE_MESSAGE(reference.has_value(), reference.message());
-    REQUIRE(reference->run({std::span<const float>(in)}, want).is_ok());
-    for (const Kernels k : {Kernels::portable, Kernels::avx2}) {
-      if (k == Kernels::avx2 && !fx::fast::isa_supported(fx::fast::Isa::Avx2)) continue;
-      auto fast = Executor::create(b.model, k);
-      REQUIRE_MESSAGE(fast.has_value(), fast.message());
-      REQUIRE(fast->run({std::span<const float>(in)}, got).is_ok());
-      CHECK(got == want);
-    }
+    check_fast_equals_reference(b.model, {in});
   }
 }
