@@ -103,6 +103,7 @@ Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<st
   if (context.keep_outputs && (!context.world || !context.world->distributed())) {
     kept->samples.resize(static_cast<std::size_t>(dataset.count));
     observe.outputs = [&](int64_t sample, const std::map<std::string, Tensor>& outputs) {
+      if (incomplete || kept_bytes > kKeptOutputBytes) return;  // nothing will be kept: no copies
       std::vector<Tensor> ordered;
       for (const Value* out : model.graph->outputs) {
         auto it = outputs.find(out->name());

@@ -65,6 +65,11 @@ double cosine_similarity(const std::vector<float>& a, const std::vector<const Te
   for (const Tensor* t : b) size += static_cast<std::size_t>(t->numel());
   // The sums run over the same elements in the same order as the flat overload's loop.
   double dot = 0.0, na = 0.0, nb = 0.0;
+  auto add = [&](double x, double v) {
+    dot += x * v;
+    na += x * x;
+    nb += v * v;
+  };
   const std::size_t n = std::min(a.size(), size);
   std::size_t i = 0;
   for (const Tensor* t : b) {
@@ -72,20 +77,10 @@ double cosine_similarity(const std::vector<float>& a, const std::vector<const Te
     const std::size_t count = std::min(static_cast<std::size_t>(t->numel()), n - i);
     if (t->dtype() == DType::Float32) {
       const float* y = t->data<float>();
-      for (std::size_t k = 0; k < count; ++k, ++i) {
-        const double x = a[i], v = y[k];
-        dot += x * v;
-        na += x * x;
-        nb += v * v;
-      }
+      for (std::size_t k = 0; k < count; ++k, ++i) add(a[i], y[k]);
     } else {
       const std::vector<double> y = t->to_doubles();
-      for (std::size_t k = 0; k < count; ++k, ++i) {
-        const double x = a[i], v = static_cast<float>(y[k]);
-        dot += x * v;
-        na += x * x;
-        nb += v * v;
-      }
+      for (std::size_t k = 0; k < count; ++k, ++i) add(a[i], static_cast<float>(y[k]));
     }
   }
   if (a.size() != size) return 0.0;
