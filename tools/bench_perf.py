@@ -491,123 +491,8 @@ def targets(bench):
     return lines if len(lines) > 5 else []
 
 
-ISA_SECTION = """\
-## Instruction sets
-
-Every kernel that picks its vector code at run time obeys one cap: `QFLOW_ISA=NAME` in the
-environment or the global option `qflow --isa NAME` (which wins, and is passed on to the
-processes a run starts). Names, in increasing order:
-
-| cap | float interpreter (sgemm; depthwise conv, QuantizeLinear loops) | integer kernels (runtime `.hbm`/`.bc`, the interpreter's ConvInteger/QLinear*) |
-|---|---|---|
-| `portable` | portable tile (multiply, then add); scalar loops | `portable` |
-| `avx2` | AVX2/FMA 6x16 tile; AVX2 | `avx2` |
-| `avxvnni` | as avx2 | `avxvnni` (AVX-VNNI, 256-bit) |
-| `avx512` | AVX-512 6x32 tile; AVX2 | `avx512vnni` (with VBMI where the CPU has it) |
-| `native` (default) | the best the CPU has | the best the CPU has |
-
-A cap is a ceiling: each kernel family takes the best it has at or below it. A cap whose own
-instructions the CPU lacks (avx2: AVX2 and FMA; avxvnni: AVX-VNNI; avx512: AVX-512F) is an
-error, never a silent clamp: `qflow: error: QFLOW_ISA=avx512: this CPU lacks the instructions
-of avx512 (it has: portable, avx2)`; so is an unknown name. The runtime library reads
-`QFLOW_ISA` too (`Executor::create` with automatic kernels, hence the C API), so a program
-that embeds it gets the same cap. `QFLOW_RT_KERNELS` still picks the runtime's kernels exactly
-(`reference`, `fast`, `portable`, `avx2`, `avxvnni`, `avx512vnni`), but may not name kernels
-above the cap (an error); an explicit `Kernels::` value in the C++ API is an exact request the
-cap does not touch. `qflow bench` reports what ran in its JSON (`"isa": "cap native: float sgemm
-avx512, depthwise avx2; integer avx512vnni"`), and `tools/bench_perf.py` prints those lines,
-records them under Machine, and takes `--isa NAME` to benchmark under a cap.
-
-Results: the integer kernels are bit-identical under every cap (they are exact integer
-arithmetic; `tests/runtime/test_lowered_fast_kernels.cpp` checks each cap against the
-reference kernels). The float interpreter is bit-identical under every cap from `avx2` up: the
-AVX2 and AVX-512 tiles compute the same fused multiply-add chain per element, in the same
-order, and the depthwise and quantize loops are exact. Under `portable` the sgemm tile rounds
-each product before adding it (a fused multiply-add has no fast portable form), so float
-outputs differ in the last bits: on the Fashion-MNIST fixture (200 calibration samples) the
-largest logit difference is 4.8e-6 for logits up to 13.9; `tests/unit/test_kernel_isa.cpp`
-allows 1e-5 of the largest logit. The interpreter's activation loops (Conv/Gemm epilogues,
-Clip) and the runtime's range check run AVX2 or baseline code under the cap too, with the
-same bits on both (no reassociation, no FMA contraction under `-std=c++20`). Not capped: the
-observers' value scan and the histogram observer's binning (plugins, which see only the SDK;
-GCC `target_clones` picks their clones at load time, same bits on both) and SHA-256 hashing
-of artifacts (SHA-NI), which are not model kernels.
-"""
 
 
-FLOAT_KERNELS_SECTION = """\
-## Float interpreter kernels
-
-What the float interpreter does with a model's hot ops (`qflow bench MODEL.onnx --profile`
-prints where a sample's time goes, per operator, a fused chain as one row):
-
-- **Conv as GEMM.** A constant float32 weight is packed once, when the executor is made, into
-  sgemm's 6-row strips. A 1x1 conv multiplies the weights by the image itself (no im2col;
-  sgemm packs the image per block as it goes); a kxk conv writes its im2col columns straight
-  into sgemm's packed 16-column strip layout. Output columns are split into tiles of whole
-  strips across threads; sgemm's bits do not depend on the split, so any thread count gives
-  the same bytes.
-- **sgemm.** Goto blocking (depth blocks of 256, 96 rows of A per block, 2048 columns of B),
-  an AVX2/FMA 6x16 register tile and an AVX-512 6x32 tile that compute the same fused
-  multiply-add chain per element (bit-identical), a portable tile below AVX2.
-- **Depthwise conv** runs without a GEMM: each plane is copied into a zero-padded buffer split
-  by column phase, so every tap reads a contiguous run; 6 vectors of 8 outputs accumulate in
-  registers over all taps (multiply, then add: the same bits on every instruction set).
-- **Epilogues.** The chain of single-consumer nodes after a Conv/Gemm (BatchNormalization,
-  Relu/Clip/Sigmoid/HardSigmoid/HardSwish, Add/Sub/Mul/Div by a scalar, the Add/Clip/Mul/Div
-  and Mul(x, HardSigmoid(x)) spellings of HardSwish) is applied to each output tile while it is
-  in cache. A program runs over blocks of 256 floats that stay in L1, each stage on 8-lane
-  vectors computing the node's own expression (no contraction), so fused and separate runs
-  agree bit for bit. PP-OCRv4 rec's Conv, Mul, Add, HardSwish, Mul, Add chains are 8 nodes.
-- **Softmax** computes each exponential once (in double, as before) and keeps it for the
-  division; **Pow(x, 2)** (LayerNorm's variance) is the exact double product, which is what
-  pow returns; **2-D MaxPool** reads windows inside the image straight from the plane, border
-  windows keep the generic loop. All three give the same bits as before.
-
-Measured at commit ffdd0bb side by side on PP-OCR with real inputs (rendered by
-`tools/render_text.py`: 40 text lines for rec at 1x3x48x320, 100 lines for cls at 1x3x48x192,
-6 pages of several lines for det at 1x3x640x640), 1 thread, on the 2-core Intel Xeon this
-project is built on (AVX2, FMA, AVX-512F, AVX-512 VNNI, AVX-VNNI) while up to four other builds
-ran (load average 15-20). Each round runs every engine in turn: commit e2362d1, before these
-kernels ("before"), commit ffdd0bb ("after"), both also under `--isa avx2` (the AVX2-only
-path of CPUs without AVX-512), and ONNX Runtime 1.30 (onnxruntime-node, CPU EP, 1 intra-op
-thread). On a machine that loaded, wall
-times mostly measure the scheduler, so the table gives CPU time per sample: each bench process
-runs once with 1 timed run and once with 21, and (CPU(21) - CPU(1)) / 20 is the CPU time of
-one sample, loading and the first run cancelled out (user + system time of the process, ONNX
-Runtime's included). Medians over the alternating rounds:
-
-| model | before | after | before, avx2 | after, avx2 | ORT | after / ORT | after / ORT, avx2 |
-|---|---|---|---|---|---|---|---|
-| rec (5 rounds) | 38.40 | 35.26 | 42.76 | 40.80 | 39.25 | 0.90 | 1.04 |
-| det (2 rounds, 5 pages) | 257.7 | 226.1 | 251.2 | 254.4 | 432.0 | 0.52 | 0.59 |
-
-CPU ms per sample. An earlier 3-round run of the same measurement gave rec after / ORT 1.10
-(native) and 1.20 (avx2), before / ORT 1.14 and 1.33: the ratios move by a tenth between runs
-on that machine, the gain over "before" (3 to 10%) held in both. cls takes about a millisecond, too little for the subtraction on that
-machine (node's own background CPU varies by more); whole processes say more:
-
-| whole process, 1 thread (3 rounds) | before | after | after, avx2 | ORT | after / ORT | after / ORT, avx2 |
-|---|---|---|---|---|---|---|
-| cls, 100 lines: CPU s | 0.40 | 0.37 | 0.40 | 0.50 | 0.74 | 0.80 |
-| rec, 40 lines: CPU s | 1.83 | 1.85 | 2.13 | 2.01 | 0.92 | 1.06 |
-
-(`qflow infer MODEL --input X.npy --threads 1` against `tools/ort/run_ort_batch.js MODEL DIR
-X.npy --threads 1`: load, every sample, the outputs written.) Where the time went before, on
-rec (`--profile`, native): Conv 1x1 with its 8-node chain 50%, depthwise 5x5 with its chain
-14%, Softmax 10.5% (two exponentials per element), MatMul 5%, Pow 1.5-2.6%; on cls the one
-MaxPool was 24.5%. After: rec's Softmax 6%, cls's MaxPool no longer among the top rows.
-What remains: rec under the avx2 cap is at about ONNX Runtime's CPU time, not below it; its
-time is the 1x1 convs' GEMM (the 6x16 AVX2 tile, 46% of the samples in `perf`), the depthwise
-convs and the epilogue's division (HardSwish's Div by 6, kept a division for the bits). At 2
-threads wall medians (3 rounds, same load) were rec 71 ms after against 174 ms for ONNX Runtime
-and cls 3.8 against 11.0, which says more about ONNX Runtime's spinning thread pool on a
-saturated machine than about either engine; the figures to trust come from `make bench` on a
-quiet machine. To reproduce one row: `qflow [--isa avx2] bench MODEL.onnx --data X.npy
---threads 1 --runs R --warmup 0` and `node tools/ort/bench_ort.js MODEL.onnx --data X.npy
---threads 1 --runs R --warmup 0` for R = 1 and R = 21, alternating, with the CPU time of each
-process (`/usr/bin/time -f "%U %S"`); `--profile` adds the per-op table.
-"""
 
 
 def document(info, bench, elapsed):
@@ -706,65 +591,12 @@ def document(info, bench, elapsed):
               "Settings of this run: --rounds %d --runs %d --warmup %d (float and ORT), %d timed runs per round "
               "for .bc and .hbm, %d whole-process rounds." % (args.rounds, args.runs, args.warmup, args.lowered_runs,
                                                               args.process_rounds)]
-    lines += [""] + ISA_SECTION.rstrip("\n").split("\n")
-    lines += [""] + FLOAT_KERNELS_SECTION.rstrip("\n").split("\n")
-    lines += [""] + RUNTIME_SECTION.rstrip("\n").split("\n")
+    lines += ["", "The instruction-set cap (`QFLOW_ISA`, `qflow --isa`), what the float interpreter's and the",
+              "runtime's kernels do and where their time went: [kernels.md](kernels.md)."]
     return "\n".join(lines) + "\n"
 
 
 # Measured by hand, not by this script: kept as written when the document is regenerated.
-RUNTIME_SECTION = """\
-## The runtime on PP-OCRv4 rec
-
-Written by hand (tools/bench_perf.py keeps this section as is). The `.hbm` of PP-OCRv4 rec made
-by `pipelines/bpu_ptq.toml` with its defaults (nash; the precision search raised 121 tensors to
-int16 and kept 8 pointwise convolutions in float: 25 BPU and 24 CPU segments) ran about 14x
-slower than the float model on real rendered text lines; the synthetic-input figures above
-came from an `.hbm` without the search. `qflow hbm perf FILE --input X.npy` now times every op
-(docs/deploying.md) and showed where the time went:
-
-| cost | share of a run when found (each after the fixes above it) | cause | change |
-|---|---|---|---|
-| `cpu.Conv` f32, 9 ops | 54 % | a scalar loop with a bounds test per tap | 1x1 convolutions as a register-blocked product (6 outputs x 2 vectors; pixels outside, outputs inside); the general loop computes the in-range columns once per tap. Same additions in the same order, each product rounded (no FMA contraction: `-ffp-contract=off` for that file), so the bits are today's under every cap |
-| `add` i16, 35 ops | 43 % | 16-bit adds ran on the reference (128-bit products, a range scan, a call per multiply) | the fast add takes any operands whose shifted values and rescaled sum stay below 2^31, which every `make_add_params` encoding satisfies, 16-bit included |
-| `conv2d` i16 weights / long int16 x int8 reductions, 4 ops | 11 % | no fast kernel (int32 sums would overflow): the reference tested every tap of every output | the reference adds one tap over an output row at a time (64-bit `vpmuldq` lanes, AVX2 or AVX-512 under the cap), or one tap of all channels with the outputs in registers; same sums, same checks |
-| broadcast `mul` / `add` | 2-5 % | per-channel gates expanded to a full copy first | runs of H x W outputs against a short buffer of the operand's value |
-| `add` / `mul` i16 chains (scale, shift, hardswish) | about 30 % of what remained | one pass over the activation per op | elementwise chains with 16-bit roots become lookups in a 65536-entry table, as 8-bit ones already did (docs/lowered-model.md, "Fused tables"): +0.1 s to make the executor, +9 MiB |
-
-Outputs are byte-identical to before under `native`, `avx2` and `portable` (`qflow hbm run` on 4
-eval lines compared with `cmp`), and the .bc simulator and the runtime are the same executor.
-
-Side by side, one process per measurement, alternating before (the build of e2362d1) /
-after / float, 3 rounds, `qflow [--isa avx2] bench FILE --data rec_eval_10.npy --threads 1`
-(10 rendered 1x3x48x320 text lines, tools/render_text.py as in docs/ocr-accuracy.md, 10 timed runs after 1
-warm-up, 3 for the slow before), medians of the rounds' medians in ms. Machine: 2-core Intel
-Xeon (avx2, fma, avx512f, avx512bw, avx512vbmi, avx512_vnni, avx_vnni), shared with other builds
-(load average 15 to 20 throughout, so absolute times are inflated; the ratios are of neighbouring runs):
-
-| cap | .hbm before | .hbm after | float | .hbm / float before | .hbm / float after |
-|---|---|---|---|---|---|
-| native (integer avx512vnni, float sgemm avx512) | 1264 | 129 | 88.5 | 14.3 | 1.46 |
-| avx2 (integer avx2, float sgemm avx2) | 1386 | 154 | 106 | 13.1 | 1.45 |
-
-The Fashion-MNIST sample (`bpu_ptq.toml`, one BPU segment, no int16, no CPU op) is unchanged:
-0.083 ms against 0.135 ms float natively (0.62), but 0.168 against 0.133 ms under `--isa avx2`
-(1.26: without VNNI its int8 convolutions are slower than the AVX2 float ones), same method,
-200 timed runs per round, 3 rounds.
-
-**Not reached: .hbm / float <= 0.5.** What remains on rec (op table after, 1 line, native,
-loaded machine, 124 ms): the float 1x1 convolutions 30 % (separate multiply and add: the
-blocked loop is at the no-FMA limit; fused multiply-adds would change today's outputs and
-differ between caps), integer `conv2d` 45 %, of which the four int16 convolutions without a
-fast kernel take about 20 % (their per-output 128-bit requantize included), quantize /
-dequantize at the 24 segment boundaries 10 %. Next steps: lower the pointwise convolutions the search keeps in
-float as int16 BPU convolutions (no CPU segments, no boundaries), give int16 x int16 and long
-int16 x int8 convolutions a fast kernel with 64-bit sums, store 8- and 16-bit tensors as
-bytes and halfwords instead of int32, and a faster int8 path on AVX2 without VNNI.
-
-Reproduce: `qflow hbm perf rec.hbm --input line.npy` (per-op tables), `qflow [--isa avx2]
-bench rec.hbm --data X.npy --threads 1` against `qflow [--isa avx2] bench
-rec_optimized_float_model.onnx --data X.npy --threads 1`, alternating.
-"""
 
 
 def main():
