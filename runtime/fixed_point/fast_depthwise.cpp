@@ -266,7 +266,7 @@ void fill_plane(const Conv2DParams& p, Isa isa, const PhasedPlane& plane, const 
 }  // namespace
 
 void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, std::vector<int32_t>& plane,
-                      std::vector<int32_t>& acc) {
+                      std::vector<int32_t>& acc, std::vector<int64_t>& sums) {
   const Conv2DParams& p = k.params;
   const int64_t oh = k.out_h, ow = k.out_w, sy = p.strides[0], sx = p.strides[1];
   const int64_t dy = p.dilations[0], dx = p.dilations[1], kh = p.kernel_h, kw = p.kernel_w;
@@ -286,6 +286,10 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
   const auto plane_size = static_cast<size_t>(layout.size());
   if (plane.size() < plane_size) plane.resize(plane_size);
   if (acc.size() < static_cast<size_t>(pixels)) acc.resize(static_cast<size_t>(pixels));
+  // Chunked: the taps sum in int32 without the bias, once per weight half, and the halves and
+  // the bias add up in int64.
+  const bool chunked = k.chunk_pairs > 0, split = !k.taps_low.empty();
+  if (chunked && sums.size() < static_cast<size_t>(pixels)) sums.resize(static_cast<size_t>(pixels));
   // The padding stays zero for the whole call: only the image part is rewritten per channel.
   std::fill(plane.begin(), plane.begin() + static_cast<std::ptrdiff_t>(plane_size), 0);
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
@@ -311,19 +315,34 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
         fill_plane(p, isa, layout, xc, p.input.zero_point, plane.data());
       for (int64_t r = 0; r < mg; ++r) {
         const int64_t m = g * mg + r;
-        const int32_t* w = k.taps.data() + m * taps;
         const int32_t bias = k.bias[static_cast<size_t>(g * k.group_rows + r)];
+        auto accumulate = [&](const int32_t* w, int32_t init) {
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
-        if (paired) {
-          for (size_t t = 0; t < weights.size(); ++t) weights[t] = weight_pair(w, tp.taps[t]);
-          accumulate_avx2(dot, plane.data(), layout, tp.offsets, weights.data(), sy, oh, ow, bias, acc.data());
-        } else if (isa != Isa::Portable) {
-          accumulate_avx2(Dot::Mullo, plane.data(), layout, offsets, w, sy, oh, ow, bias, acc.data());
-        } else
+          if (paired) {
+            for (size_t t = 0; t < weights.size(); ++t) weights[t] = weight_pair(w, tp.taps[t]);
+            accumulate_avx2(dot, plane.data(), layout, tp.offsets, weights.data(), sy, oh, ow, init, acc.data());
+          } else if (isa != Isa::Portable) {
+            accumulate_avx2(Dot::Mullo, plane.data(), layout, offsets, w, sy, oh, ow, init, acc.data());
+          } else
 #endif
-          accumulate_portable(plane.data(), layout, offsets, w, sy, oh, ow, bias, acc.data());
-        requantize_row(isa, acc.data(), pixels, k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo, k.hi,
-                       y + (n * p.out_channels + m) * pixels, 1);
+            accumulate_portable(plane.data(), layout, offsets, w, sy, oh, ow, init, acc.data());
+        };
+        const Multiplier mult = k.multipliers[static_cast<size_t>(m)];
+        int32_t* ym = y + (n * p.out_channels + m) * pixels;
+        if (!chunked) {
+          accumulate(k.taps.data() + m * taps, bias);
+          requantize_row(isa, acc.data(), pixels, mult, p.output.zero_point, k.lo, k.hi, ym, 1);
+          continue;
+        }
+        accumulate(k.taps.data() + m * taps, 0);
+        const int64_t scale = split ? 256 : 1;
+        for (int64_t i = 0; i < pixels; ++i) sums[static_cast<size_t>(i)] = bias + scale * acc[static_cast<size_t>(i)];
+        if (split) {
+          accumulate(k.taps_low.data() + m * taps, 0);
+          for (int64_t i = 0; i < pixels; ++i) sums[static_cast<size_t>(i)] += acc[static_cast<size_t>(i)];
+        }
+        for (int64_t i = 0; i < pixels; ++i)
+          ym[i] = requantize(sums[static_cast<size_t>(i)], mult, p.output.zero_point, k.lo, k.hi);
       }
     }
 }

@@ -10,10 +10,10 @@
 
 namespace qflow::fx::fast::detail {
 
-// y = conv2d(x) for a packed conv with one input channel per group (k.taps filled); `plane`
-// and `acc` are scratch buffers, grown as needed.
+// y = conv2d(x) for a packed conv with one input channel per group (k.taps filled); `plane`,
+// `acc` and `sums` (chunked: the int64 sums) are scratch buffers, grown as needed.
 void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, std::vector<int32_t>& plane,
-                      std::vector<int32_t>& acc);
+                      std::vector<int32_t>& acc, std::vector<int64_t>& sums);
 
 // dst[i] = uint8(src[i] + add) for i < n, the sums in [0, 255]: the byte planes of the quad
 // conv2d and of the depthwise windows (fast_linear.cpp).

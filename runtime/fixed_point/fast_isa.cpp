@@ -1,4 +1,5 @@
 // Run-time choice of the fast kernels' instruction set (docs/fixed-point.md, "Fast kernels").
+#include <algorithm>
 #include <cstdint>
 
 #include "fixed_point/fast_kernels.h"
@@ -72,6 +73,21 @@ bool supports_conv2d(QType activation, int32_t zero_point, QType weight, int64_t
   const Range r = range_of(activation);
   if (int64_t{r.min} - zero_point < INT16_MIN || int64_t{r.max} - zero_point > INT16_MAX) return false;
   return reduction <= max_reduction(activation, zero_point, weight, max_abs_bias, INT32_MAX);
+}
+
+int64_t chunk_reduction(QType activation, int32_t zero_point, QType weight, int32_t weight_zero_point) {
+  const Range r = range_of(activation);
+  if (int64_t{r.min} - zero_point < INT16_MIN || int64_t{r.max} - zero_point > INT16_MAX) return 0;
+  const Range w = range_of(weight);
+  const int64_t part = is_16bit(weight) ? (weight_zero_point == 0 ? 128 : 0)
+                                        : std::max(int64_t{weight_zero_point} - w.min, int64_t{w.max} - weight_zero_point);
+  if (part == 0) return 0;
+  const int64_t x = std::max(int64_t{zero_point} - r.min, int64_t{r.max} - zero_point);
+  return INT32_MAX / (x * part);
+}
+
+bool supports_matmul(QType a, int32_t a_zero_point, QType b, int32_t b_zero_point) {
+  return supports(a, b) || chunk_reduction(a, a_zero_point, b, b_zero_point) >= 2 * kDepthStep;
 }
 
 }  // namespace qflow::fx::fast

@@ -5,7 +5,8 @@
 // Why they are exact: with 8-bit activations, (x - zp) is in [-255, 255] and an int8 weight
 // (minus a B zero point) too, so both fit int16 and a pair of products fits int32; the reference
 // refuses any reduction whose accumulator could leave int32 (max_reduction), so an int32
-// accumulator never wraps (the VNNI conv2d's lanes may wrap on the way, modulo 2^32, and end on
+// accumulator never wraps; 16-bit operands sum in int32 per chunk and in int64 across chunks
+// (chunk_reduction) (the VNNI conv2d's lanes may wrap on the way, modulo 2^32, and end on
 // the exact sum). The requantize epilogue forms |acc| * mantissa exactly in 64 bits (< 2^62) and
 // rounds half away from zero with one shift, as multiply_by_multiplier does.
 //
@@ -15,7 +16,8 @@
 // input channel per group) run directly on a zero-padded plane instead, or on AVX-512 VBMI
 // CPUs on byte windows with vpdpbusd (DepthwiseWindows). Scratch memory is per
 // thread and reused, so runs allocate nothing once warmed up. 16-bit activations stay on the
-// reference except in conv2d, add / sub and mul (within the bounds each states). Standard library only (plus compiler intrinsics on x86-64,
+// reference except in conv2d (depthwise within the bounds supports_conv2d states), matmul,
+// add / sub and mul (within the bounds each states). Standard library only (plus compiler intrinsics on x86-64,
 // selected at run time).
 #pragma once
 
@@ -38,6 +40,18 @@ bool supports(QType activation, QType weight);
 // and a sum of `reduction` products plus the bias cannot leave int32: the int32 accumulators
 // then hold the exact sums the reference accumulates in 48 bits.
 bool supports_conv2d(QType activation, int32_t zero_point, QType weight, int64_t reduction, int64_t max_abs_bias);
+// Reductions whose int32 sums could wrap (16-bit activations with long reductions or int16
+// weights) run in chunks: each chunk's products summed in int32, the chunk sums added in int64,
+// which is exact because no chunk can leave int32. An int16 weight w is split as
+// 256 * high + low with high, low in [-128, 128] and both halves multiplied (two products per
+// chunk). The most products one chunk may hold, or 0 when the centered activations do not fit
+// int16 (no chunked kernel).
+int64_t chunk_reduction(QType activation, int32_t zero_point, QType weight, int32_t weight_zero_point = 0);
+// True for the matmul type pairs pack_matmul takes: supports(), or a chunked reduction.
+bool supports_matmul(QType a, int32_t a_zero_point, QType b, int32_t b_zero_point);
+// The halves of an int16 weight: w = 256 * weight_high(w) + weight_low(w).
+inline int32_t weight_low(int32_t w) { return ((w + 128) & 255) - 128; }
+inline int32_t weight_high(int32_t w) { return (w - weight_low(w)) / 256; }
 
 // The byte-window layout of a depthwise conv2d with 8-bit activations, for AVX-512 VNNI with
 // VBMI (fast_depthwise_windows.cpp). A vector of 16 output pixels reads, per kernel row, one
@@ -70,7 +84,14 @@ struct PackedConv2D {
   int64_t pairs = 0;       // cg * kH * kW reduction indices, in pairs (the last one zero padded)
   int64_t group_rows = 0;  // out_channels / group rounded up to kRowBlock
   std::vector<int16_t> weights;           // [group][group_rows / kRowBlock][pairs][kRowBlock][2], for gemm_pairs_s16
+  // Chunked (chunk_reduction): pairs per chunk (0: one int32 pass; depthwise: > 0 when the taps
+  // sum in int32 without the bias, added in int64 after), and the weights chunk by
+  // chunk: [group][chunk][group_rows / kRowBlock][pairs of the chunk][kRowBlock][2]; an int16
+  // weight's high halves in `weights`, its low halves in `weights_low` (empty for int8 weights).
+  int64_t chunk_pairs = 0;
+  std::vector<int16_t> weights_low;
   std::vector<int32_t> taps;              // [out_channels][kH * kW] instead, for one input channel per group
+  std::vector<int32_t> taps_low;          // chunked with int16 weights: the low halves (taps: the high ones)
   DepthwiseWindows windows;               // also for those, where the windows fit (weights not empty)
   std::vector<int32_t> bias;              // [group][group_rows]
   // 8-bit activations also pack for gemm_quads_u8s8: the input goes in as x + quad_offset
@@ -101,6 +122,11 @@ struct PackedMatMul {
   int64_t depth = 0;  // K rounded up to kDepthStep
   int64_t rows = 0;   // N rounded up to kRowBlock
   std::vector<int16_t> b;               // [rows][depth]: column j of B minus its zero point
+  // Chunked (chunk_reduction): depth per chunk (a multiple of kDepthStep; 0: one int32 pass),
+  // and B chunk by chunk, [chunk][rows][depth of the chunk]; int16 B's high halves in `b`, its
+  // low halves in `b_low` (empty for 8-bit B).
+  int64_t chunk_depth = 0;
+  std::vector<int16_t> b_low;
   std::vector<int32_t> bias;            // [rows]
   // With `quads` (B without a zero point), also for gemm_quads_u8s8 as conv2d's: A goes in as
   // a + quad_offset, and quad_init[j] is bias[j] - (a's zero point + quad_offset) * (column j's

@@ -27,6 +27,8 @@ struct Scratch {
   std::vector<PixelRun> pixel_runs;
   std::vector<int32_t> acc;
   std::vector<int32_t> plane;
+  std::vector<int64_t> sums;   // chunked reductions: the int64 sums across chunks
+  std::vector<int32_t> zeros;  // their chunks' initial values
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -37,6 +39,12 @@ template <typename T>
 T* sized(std::vector<T>& v, int64_t n) {
   if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
   return v.data();
+}
+
+// sums[r * ld + c] += acc[r * ld + c] * 2^shift for r < rows, c < cols.
+void add_chunk(const int32_t* acc, int64_t rows, int64_t cols, int64_t ld, int shift, int64_t* sums) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) sums[r * ld + c] += int64_t{acc[r * ld + c]} * (int64_t{1} << shift);
 }
 
 // Columns per block: enough to amortize the weight rows, few enough to stay in cache.
@@ -301,8 +309,14 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
   int64_t max_abs_bias = 0;
   for (const int32_t v : bias) max_abs_bias = std::max<int64_t>(max_abs_bias, std::llabs(int64_t{v}));
   const int64_t reduction = p.group > 0 ? p.in_channels / p.group * p.kernel_h * p.kernel_w : 0;
-  if (!supports_conv2d(p.input.type, p.input.zero_point, p.weight_type, reduction, max_abs_bias))
-    return invalid_input("conv2d: no fast kernel for this type pair");
+  const bool depthwise = p.group > 0 && p.in_channels == p.group;
+  // One int32 pass where the sums cannot wrap; else chunks.
+  int64_t chunk = 0;
+  if (!supports_conv2d(p.input.type, p.input.zero_point, p.weight_type, reduction, max_abs_bias)) {
+    chunk = chunk_reduction(p.input.type, p.input.zero_point, p.weight_type) / (depthwise ? 1 : 2);
+    if (depthwise && chunk < reduction) chunk = 0;  // the taps of a depthwise conv are one chunk
+    if (chunk < 1) return invalid_input("conv2d: no fast kernel for this type pair");
+  }
   // Sizes of x and y as the parameters imply them: only their values are checked per run.
   const int64_t oh = conv_out_h(p), ow = conv_out_w(p);
   const auto x_size = static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w);
@@ -316,30 +330,99 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
   const int64_t mg = p.out_channels / p.group, k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
   out.pairs = (k + 1) / 2;
   out.group_rows = round_up(mg, kRowBlock);
-  const bool depthwise = p.in_channels == p.group;
+  out.chunk_pairs = chunk;
+  const bool split = chunk > 0 && is_16bit(p.weight_type);
   if (depthwise) {
     out.taps.assign(w.begin(), w.end());
-    detail::pack_depthwise_windows(p, w, bias, out.windows);
+    if (split) {
+      out.taps_low.resize(out.taps.size());
+      for (size_t i = 0; i < out.taps.size(); ++i) {
+        out.taps_low[i] = weight_low(out.taps[i]);
+        out.taps[i] = weight_high(out.taps[i]);
+      }
+    }
+    if (chunk == 0) detail::pack_depthwise_windows(p, w, bias, out.windows);
   } else {
     out.weights.assign(static_cast<size_t>(p.group * out.group_rows * out.pairs * 2), 0);
+    if (split) out.weights_low.assign(out.weights.size(), 0);
   }
   out.bias.assign(static_cast<size_t>(p.group * out.group_rows), 0);
+  const int64_t chunk_pairs = chunk > 0 ? chunk : out.pairs;
   for (int64_t m = 0; m < p.out_channels; ++m) {
-    const int64_t row = m / mg * out.group_rows + m % mg;
-    // Row `row` sits in block row / kRowBlock at lane row % kRowBlock: [pairs][kRowBlock][2].
-    int16_t* block = out.weights.data() + row / kRowBlock * kRowBlock * out.pairs * 2;
+    const int64_t g = m / mg, row = m % mg;
     if (!depthwise)
-      for (int64_t t = 0; t < k; ++t)
-        block[(t / 2 * kRowBlock + row % kRowBlock) * 2 + t % 2] = static_cast<int16_t>(w[static_cast<size_t>(m * k + t)]);
-    if (!bias.empty()) out.bias[static_cast<size_t>(row)] = bias[static_cast<size_t>(m)];
+      for (int64_t t = 0; t < k; ++t) {
+        // Pair t / 2 lies in the chunk starting at pair c0, which holds `pairs` of them for
+        // group_rows rows: [group_rows / kRowBlock][pairs][kRowBlock][2].
+        const int64_t q = t / 2, c0 = q / chunk_pairs * chunk_pairs, pairs = std::min(chunk_pairs, out.pairs - c0);
+        const auto at = static_cast<size_t>((g * out.group_rows * out.pairs + out.group_rows * c0) * 2 +
+                                            row / kRowBlock * kRowBlock * pairs * 2 +
+                                            ((q - c0) * kRowBlock + row % kRowBlock) * 2 + t % 2);
+        const int32_t v = w[static_cast<size_t>(m * k + t)];
+        out.weights[at] = static_cast<int16_t>(split ? weight_high(v) : v);
+        if (split) out.weights_low[at] = static_cast<int16_t>(weight_low(v));
+      }
+    if (!bias.empty()) out.bias[static_cast<size_t>(g * out.group_rows + row)] = bias[static_cast<size_t>(m)];
   }
-  if (!depthwise && !is_16bit(p.input.type) && padded_plane_fits(p)) pack_quads(p, w, bias, out);
+  if (!depthwise && chunk == 0 && !is_16bit(p.input.type) && padded_plane_fits(p)) pack_quads(p, w, bias, out);
   out.multipliers = expand(p.multipliers, p.out_channels);
   const Range b = bounds(p.output.type, p.clamp);
   out.lo = b.min;
   out.hi = b.max;
   return Status{};
 }
+
+namespace {
+
+// conv2d with a chunked reduction (k.chunk_pairs): per tile of pixels, the int16 pairs of every
+// reduction index, then chunk by chunk one block product per weight half, added into int64
+// sums that start at the bias; the reference's requantize of each sum.
+void conv2d_chunked(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, Scratch& s) {
+  const Conv2DParams& p = k.params;
+  const int64_t plane_in = p.in_channels * p.in_h * p.in_w, pixels = k.out_h * k.out_w;
+  const int64_t mg = p.out_channels / p.group;
+  const int64_t tile = pixel_tile(k.pairs, pixels, kPixelBlock);
+  int16_t* pairs = sized(s.columns, k.pairs * tile * 2);
+  int16_t* even = sized(s.rows, 2 * tile);
+  int16_t* odd = even + tile;
+  int32_t* acc = sized(s.acc, k.group_rows * tile);
+  int64_t* sums = sized(s.sums, k.group_rows * tile);
+  int32_t* zeros = sized(s.zeros, k.group_rows);
+  std::fill(zeros, zeros + k.group_rows, 0);
+  const bool split = !k.weights_low.empty();
+  for (int64_t n = 0; n < p.batch; ++n)
+    for (int64_t g = 0; g < p.group; ++g) {
+      const int32_t* image = x + n * plane_in;
+      const int64_t group_at = g * k.group_rows * k.pairs * 2;
+      for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
+        const int64_t count = std::min(tile, pixels - p0), cols = round_up(count, kPixelBlock);
+        for (int64_t q = 0; q < k.pairs; ++q) {
+          im2col_row(k, isa, image, g, 2 * q, p0, count, cols, even);
+          im2col_row(k, isa, image, g, 2 * q + 1, p0, count, cols, odd);
+          interleave_s16(isa, even, odd, cols, pairs + q * cols * 2);
+        }
+        for (int64_t r = 0; r < k.group_rows; ++r)
+          std::fill(sums + r * tile, sums + r * tile + cols, int64_t{k.bias[static_cast<size_t>(g * k.group_rows + r)]});
+        for (int64_t c0 = 0; c0 < k.pairs; c0 += k.chunk_pairs) {
+          const int64_t chunk = std::min(k.chunk_pairs, k.pairs - c0);
+          const size_t at = static_cast<size_t>(group_at + k.group_rows * c0 * 2);
+          gemm_pairs_s16(isa, k.weights.data() + at, k.group_rows, pairs + c0 * cols * 2, cols, chunk, zeros, acc, tile);
+          add_chunk(acc, k.group_rows, cols, tile, split ? 8 : 0, sums);
+          if (!split) continue;
+          gemm_pairs_s16(isa, k.weights_low.data() + at, k.group_rows, pairs + c0 * cols * 2, cols, chunk, zeros, acc, tile);
+          add_chunk(acc, k.group_rows, cols, tile, 0, sums);
+        }
+        for (int64_t r = 0; r < mg; ++r) {
+          const int64_t m = g * mg + r;
+          const Multiplier mult = k.multipliers[static_cast<size_t>(m)];
+          int32_t* ym = y + (n * p.out_channels + m) * pixels + p0;
+          for (int64_t i = 0; i < count; ++i) ym[i] = requantize(sums[r * tile + i], mult, p.output.zero_point, k.lo, k.hi);
+        }
+      }
+    }
+}
+
+}  // namespace
 
 Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::span<int32_t> y, bool inputs_in_range) {
   const Conv2DParams& p = k.params;
@@ -356,11 +439,15 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
       return Status{};
     }
 #endif
-    detail::depthwise_conv2d(k, isa, x.data(), y.data(), s.plane, s.acc);
+    detail::depthwise_conv2d(k, isa, x.data(), y.data(), s.plane, s.acc, s.sums);
     return Status{};
   }
   if (!k.quad_weights.empty() && quads_supported(isa)) {
     conv2d_quads(k, isa, x.data(), y.data(), s);
+    return Status{};
+  }
+  if (k.chunk_pairs > 0) {
+    conv2d_chunked(k, isa, x.data(), y.data(), s);
     return Status{};
   }
   const int64_t mg = p.out_channels / p.group;
@@ -394,7 +481,8 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
 
 Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<const int32_t> bias,
                    PackedMatMul& out, bool quads) {
-  if (!supports(p.a.type, p.b_type)) return invalid_input("matmul: no fast kernel for this type pair");
+  if (!supports_matmul(p.a.type, p.a.zero_point, p.b_type, p.b_zero_point))
+    return invalid_input("matmul: no fast kernel for this type pair");
   if (Status s = check_matmul(p, static_cast<size_t>(p.m * p.k), nullptr, b, bias, static_cast<size_t>(p.m * p.n));
       !s.is_ok())
     return s;
@@ -403,17 +491,26 @@ Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<
   out.params = p;
   out.depth = round_up(p.k, kDepthStep);
   out.rows = round_up(p.n, kRowBlock);
+  if (!supports(p.a.type, p.b_type))
+    out.chunk_depth = chunk_reduction(p.a.type, p.a.zero_point, p.b_type, p.b_zero_point) / kDepthStep * kDepthStep;
+  const bool split = out.chunk_depth > 0 && is_16bit(p.b_type);
+  const int64_t chunk_depth = out.chunk_depth > 0 ? out.chunk_depth : out.depth;
   out.b.assign(static_cast<size_t>(out.rows * out.depth), 0);
+  if (split) out.b_low.assign(out.b.size(), 0);
   out.bias.assign(static_cast<size_t>(out.rows), 0);
   for (int64_t j = 0; j < p.n; ++j) {
-    int16_t* row = out.b.data() + j * out.depth;
     for (int64_t t = 0; t < p.k; ++t) {
-      const int32_t v = p.b_transposed ? b[static_cast<size_t>(j * p.k + t)] : b[static_cast<size_t>(t * p.n + j)];
-      row[t] = static_cast<int16_t>(v - p.b_zero_point);
+      const int32_t v = (p.b_transposed ? b[static_cast<size_t>(j * p.k + t)] : b[static_cast<size_t>(t * p.n + j)]) -
+                        p.b_zero_point;
+      // Index t lies in the chunk starting at c0, [rows][depth of the chunk].
+      const int64_t c0 = t / chunk_depth * chunk_depth, depth = std::min(chunk_depth, out.depth - c0);
+      const auto at = static_cast<size_t>(out.rows * c0 + j * depth + t - c0);
+      out.b[at] = static_cast<int16_t>(split ? weight_high(v) : v);
+      if (split) out.b_low[at] = static_cast<int16_t>(weight_low(v));
     }
     if (!bias.empty()) out.bias[static_cast<size_t>(j)] = bias[static_cast<size_t>(j)];
   }
-  if (quads && p.b_zero_point == 0) {
+  if (quads && p.b_zero_point == 0 && out.chunk_depth == 0) {
     out.quads = (p.k + 3) / 4;
     out.quad_rows = round_up(p.n, kQuadRowBlock);
     out.quad_offset = p.a.type == QType::Int8 ? 128 : 0;
@@ -466,6 +563,50 @@ void matmul_quads(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y) 
   }
 }
 
+
+// matmul with a chunked reduction (k.chunk_depth): per block of A's rows, chunk by chunk the
+// columns of the chunk and one block product per half of B, added into int64 sums that start
+// at the bias; the reference's requantize of each sum.
+void matmul_chunked(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y) {
+  const MatMulParams& p = k.params;
+  const int64_t block = std::min(column_block(k.chunk_depth), round_up(p.m, kColBlock));
+  Scratch& s = scratch();
+  int16_t* cols = sized(s.columns, block * k.chunk_depth);
+  int32_t* acc = sized(s.acc, k.rows * block);
+  int64_t* sums = sized(s.sums, k.rows * block);
+  int32_t* zeros = sized(s.zeros, k.rows);
+  std::fill(zeros, zeros + k.rows, 0);
+  const bool split = !k.b_low.empty();
+  const int32_t za = p.a.zero_point;
+  for (int64_t i0 = 0; i0 < p.m; i0 += block) {
+    const int64_t count = std::min(block, p.m - i0), padded = round_up(count, kColBlock);
+    for (int64_t j = 0; j < k.rows; ++j) std::fill(sums + j * block, sums + j * block + padded, int64_t{k.bias[static_cast<size_t>(j)]});
+    for (int64_t c0 = 0; c0 < k.depth; c0 += k.chunk_depth) {
+      const int64_t depth = std::min(k.chunk_depth, k.depth - c0), end = std::min(p.k, c0 + depth);
+      for (int64_t c = 0; c < padded; ++c) {
+        int16_t* col = cols + c * depth;
+        int64_t t = c0;
+        if (c < count) {
+          const int32_t* row = a + (i0 + c) * p.k;
+          for (; t < end; ++t) col[t - c0] = static_cast<int16_t>(row[t] - za);
+        }
+        std::fill(col + (t - c0), col + depth, int16_t{0});
+      }
+      const size_t at = static_cast<size_t>(k.rows * c0);
+      gemm_s16(isa, k.b.data() + at, k.rows, cols, padded, depth, zeros, acc, block);
+      add_chunk(acc, k.rows, padded, block, split ? 8 : 0, sums);
+      if (!split) continue;
+      gemm_s16(isa, k.b_low.data() + at, k.rows, cols, padded, depth, zeros, acc, block);
+      add_chunk(acc, k.rows, padded, block, 0, sums);
+    }
+    for (int64_t j = 0; j < p.n; ++j) {
+      const Multiplier mult = k.multipliers[static_cast<size_t>(j)];
+      for (int64_t c = 0; c < count; ++c)
+        y[(i0 + c) * p.n + j] = requantize(sums[j * block + c], mult, p.output.zero_point, k.lo, k.hi);
+    }
+  }
+}
+
 }  // namespace
 
 Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::span<int32_t> y, bool inputs_in_range) {
@@ -476,6 +617,10 @@ Status matmul(const PackedMatMul& k, Isa isa, std::span<const int32_t> a, std::s
     if (Status s = check_range(a, p.a.type, "matmul A"); !s.is_ok()) return s;
   if (k.quads > 0 && quads_supported(isa)) {
     matmul_quads(k, isa, a.data(), y.data());
+    return Status{};
+  }
+  if (k.chunk_depth > 0) {
+    matmul_chunked(k, isa, a.data(), y.data());
     return Status{};
   }
   const int64_t block = std::min(column_block(k.depth), round_up(p.m, kColBlock));

@@ -337,7 +337,7 @@ class IntegerOp {
     // B computed at run time (attention's Q x K^T, P x V) is packed per run; what the fast
     // kernels refuse goes to the reference, for its message.
     thread_local fx::fast::PackedMatMul run_time_b;
-    const bool pack_b = packed_ && !packed_->matmul && fx::fast::supports(p.a.type, p.b_type);
+    const bool pack_b = packed_ && !packed_->matmul && fx::fast::supports_matmul(p.a.type, p.a.zero_point, p.b_type, p.b_zero_point);
     bool b_packed = false;
     for (int64_t i = 0; i < batches; ++i) {
       const auto bi = static_cast<size_t>(i);

@@ -273,6 +273,91 @@ TEST_CASE("fast conv2d takes 16-bit activations only where int16 values and int3
   CHECK_FALSE(fast::supports_conv2d(QType::Int16, 0, QType::Int16, 9, 0));
 }
 
+TEST_CASE("chunked reductions: 16-bit activations with long reductions or int16 weights equal the reference") {
+  CHECK(fast::chunk_reduction(QType::Int16, 0, QType::Int16) == 511);  // 511 * 2^15 * 2^7 < 2^31
+  CHECK(fast::chunk_reduction(QType::Int16, 0, QType::Int8) == 511);
+  CHECK(fast::chunk_reduction(QType::UInt16, 32768, QType::Int16) == 511);
+  CHECK(fast::chunk_reduction(QType::Int16, 5, QType::Int16) == 0);     // x - 5 leaves int16
+  CHECK(fast::chunk_reduction(QType::Int16, 0, QType::Int16, 3) == 0);  // no split with a weight zero point
+  for (const int32_t w : {-32768, -32767, -129, -128, -1, 0, 1, 127, 128, 255, 32767}) {
+    CHECK(fast::weight_high(w) * 256 + fast::weight_low(w) == w);
+    CHECK(std::abs(fast::weight_high(w)) <= 128);
+    CHECK(std::abs(fast::weight_low(w)) <= 128);
+  }
+  std::mt19937 rng(29);
+  int compared = 0;
+  for (int trial = 0; trial < 80; ++trial) {
+    Conv2DParams p;
+    const bool depthwise = trial % 5 == 2;  // one input channel per group
+    p.group = depthwise ? random_in(rng, 1, 6) : trial % 4 == 3 ? 2 : 1;
+    // Reductions past one chunk (511 products) in a third of the trials.
+    const int64_t cg = depthwise ? 1 : trial % 3 == 0 ? random_in(rng, 60, 140) : random_in(rng, 2, 24);
+    p.in_channels = p.group * cg;
+    p.out_channels = p.group * random_in(rng, 1, depthwise ? 2 : 9);
+    p.in_h = random_in(rng, 1, 9);
+    p.in_w = random_in(rng, 1, 9);
+    p.kernel_h = depthwise ? random_in(rng, 3, 5) : trial % 2 ? 1 : random_in(rng, 1, 3);
+    p.kernel_w = depthwise ? p.kernel_h : trial % 2 ? 1 : random_in(rng, 1, 3);
+    p.strides = {random_in(rng, 1, 2), random_in(rng, 1, 2)};
+    p.pads = {random_in(rng, 0, 1), random_in(rng, 0, 1), random_in(rng, 0, 1), random_in(rng, 0, 1)};
+    if (conv_out_h(p) < 1 || conv_out_w(p) < 1) continue;
+    p.input = trial % 5 == 4 ? QParams{0.1, 32768, QType::UInt16} : QParams{0.1, 0, QType::Int16};
+    p.weight_type = trial % 4 == 1 ? QType::Int8 : QType::Int16;
+    p.output = QParams{0.1, random_in(rng, -5, 5), QType::Int16};
+    p.multipliers.push_back(Multiplier{random_in(rng, 1 << 30, INT32_MAX), random_in(rng, 10, 30)});
+    const int64_t k = cg * p.kernel_h * p.kernel_w;
+    std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w), p.input.type);
+    std::vector<int32_t> w = random_values(rng, static_cast<size_t>(p.out_channels * k), p.weight_type);
+    if (trial % 6 == 0) {  // the extremes: the largest products, all of one sign
+      for (auto& v : x) v = range_of(p.input.type).min;
+      for (auto& v : w) v = range_of(p.weight_type).min;
+    }
+    std::vector<int32_t> bias(static_cast<size_t>(p.out_channels));
+    for (auto& v : bias) v = random_in(rng, -(1 << 30), 1 << 30);
+    fast::PackedConv2D packed;
+    const Status packing = fast::pack_conv2d(p, w, bias, packed);
+    REQUIRE_MESSAGE(packing.is_ok(), packing.message());
+    int64_t max_bias = 0;
+    for (const int32_t v : bias) max_bias = std::max<int64_t>(max_bias, std::abs(v));
+    CHECK((packed.chunk_pairs > 0) == !fast::supports_conv2d(p.input.type, p.input.zero_point, p.weight_type, k, max_bias));
+    INFO("trial ", trial, " group ", p.group, " C ", p.in_channels, " M ", p.out_channels, " k ", p.kernel_h, "x",
+         p.kernel_w, " weights ",
+         p.weight_type == QType::Int16 ? "int16" : "int8");
+    compared += fast_conv2d_mismatches(p, x, w, bias) == 0 ? 1 : 0;
+  }
+  CHECK(compared > 60);
+
+  for (int trial = 0; trial < 40; ++trial) {
+    MatMulParams p;
+    p.m = random_in(rng, 1, 60);
+    p.k = trial % 3 == 0 ? random_in(rng, 500, 1400) : random_in(rng, 1, 200);
+    p.n = random_in(rng, 1, 30);
+    p.b_transposed = rng() % 2;
+    p.a = trial % 5 == 4 ? QParams{0.1, 32768, QType::UInt16} : QParams{0.1, 0, QType::Int16};
+    p.b_type = trial % 4 == 1 ? QType::Int8 : QType::Int16;
+    p.output = QParams{0.1, 0, QType::Int16};
+    p.multipliers.push_back(Multiplier{random_in(rng, 1 << 30, INT32_MAX), random_in(rng, 10, 30)});
+    std::vector<int32_t> a = random_values(rng, static_cast<size_t>(p.m * p.k), p.a.type);
+    std::vector<int32_t> b = random_values(rng, static_cast<size_t>(p.k * p.n), p.b_type);
+    if (trial % 6 == 0) {
+      for (auto& v : a) v = range_of(p.a.type).min;
+      for (auto& v : b) v = range_of(p.b_type).min;
+    }
+    std::vector<int32_t> bias(static_cast<size_t>(p.n));
+    for (auto& v : bias) v = random_in(rng, -(1 << 30), 1 << 30);
+    std::vector<int32_t> want(static_cast<size_t>(p.m * p.n));
+    REQUIRE(matmul(p, a, b, bias, want).is_ok());
+    fast::PackedMatMul packed;
+    REQUIRE(fast::pack_matmul(p, b, bias, packed).is_ok());
+    CHECK(packed.chunk_depth > 0);
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(want.size(), -999);
+      REQUIRE(fast::matmul(packed, isa, a, got).is_ok());
+      REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
+    }
+  }
+}
+
 TEST_CASE("fast matmul equals fx::matmul with transposed B, B zero points, bias and clamps") {
   std::mt19937 rng(13);
   for (int trial = 0; trial < 200; ++trial) {
