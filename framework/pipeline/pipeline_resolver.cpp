@@ -125,7 +125,7 @@ const std::vector<HostStage>& host_stages() {
          "reaching prefix of the ranking"},
         {"target", OptionType::String, std::string(),
          "target component asked where each node of a PTQ model may run; \"\" = int16 allowed everywhere"},
-        {"target-cosine", OptionType::Float, 0.99, "without a metric: the output cosine the PTQ model must reach"},
+        {"target-cosine", OptionType::Float, 0.999, "without a metric: the output cosine the PTQ model must reach"},
         {"target-options", OptionType::StringList, std::vector<std::string>{},
          "the target's options as \"key=value\" strings (\"platform=nash\", \"platform-dir=DIR\")"}},
        {}},

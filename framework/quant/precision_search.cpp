@@ -136,6 +136,15 @@ std::string value_text(double v) {
   return buffer;
 }
 
+// Already int16 on the full grid. A narrowed grid in an int16 container (activation-bits
+// 12) can still be raised: the raise sets the dtype alone, which means int16's full range.
+bool activation_at_full16(const QuantSpec& spec) {
+  return spec.activation_dtype == DType::Int16 && grid_bits(DType::Int16, spec.activation_bits) == 0;
+}
+bool weight_at_full16(const QuantSpec& spec) {
+  return spec.weight_dtype == DType::Int16 && (spec.weight_bits == 0 || spec.weight_bits == 16);
+}
+
 // The activation tensors of `node` the PTQ model quantizes (its outputs in the table).
 std::vector<std::string> node_activations(const Graph& graph, const Node& node, const QuantTable& table) {
   std::vector<std::string> names;
@@ -343,13 +352,9 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     // when, with a cosine target, it misses the target on its own.
     const bool weight_worse = row.has_weight && (!row.has_activation || row.weight_cosine < row.activation_cosine);
     const bool cosine_target = !options.metric;
-    // A narrowed grid in an int16 container (activation-bits 12) can still be raised: the
-    // raise sets the dtype alone, which means int16's full range.
-    const bool activation_full16 = spec.activation_dtype == DType::Int16 && grid_bits(DType::Int16, spec.activation_bits) == 0;
-    const bool weight_full16 = spec.weight_dtype == DType::Int16 && (spec.weight_bits == 0 || spec.weight_bits == 16);
-    change.activation = row.has_activation && !activation_full16 &&
+    change.activation = row.has_activation && !activation_at_full16(spec) &&
                         (!weight_worse || (cosine_target && row.activation_cosine < result.threshold));
-    change.weight = row.has_weight && !weight_full16 &&
+    change.weight = row.has_weight && !weight_at_full16(spec) &&
                     (weight_worse || (cosine_target && row.weight_cosine < result.threshold));
     if (!change.activation && !change.weight) return std::optional<PrecisionChange>();
     change.from = change.activation ? grid_text(spec.activation_dtype, spec.activation_bits)
@@ -457,8 +462,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     }
     return v;
   };
-  for (const std::string_view phase : {"int16", "cpu"}) {
-    if (reached || !stop.empty()) break;
+  auto grow = [&](const std::string_view phase) -> Status {
     std::size_t measured = kept.size();  // kept[0, measured) has been measured
     std::size_t batch = 1;
     for (std::size_t r = 0; r <= ranking->rows.size() && !reached && stop.empty(); ++r) {
@@ -512,7 +516,174 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
       measured = kept.size();
       batch *= 2;
     }
+    return Status::ok();
+  };
+
+  // Where the raises along the ranking miss the target, the model with every node the
+  // platform takes at int16 (activations and weights together) may still reach it: raising
+  // one side per node never builds it, and an int16 weight needs its input at 16 bits too.
+  // From there the least sensitive nodes go back to the plain types in growing batches while
+  // the target holds; the batch that breaks it is bisected and the walk ends. Returns whether
+  // it reached the target (then `kept` holds the raises left).
+  auto lower_from_int16 = [&]() -> Expected<bool> {
+    if (options.max_changes > 0) return false;  // a bounded change count is the raise walk's
+    std::vector<PrecisionChange> all;
+    for (const SensitivityRow& row : ranking->rows) {
+      auto it = by_name.find(row.node);
+      if (it == by_name.end()) continue;
+      const Node& node = *it->second;
+      const QuantSpec spec = base.resolve(node.name(), node.op_type());
+      if (!spec.quantize) continue;
+      PrecisionChange change;
+      change.node = row.node;
+      change.op_type = row.op_type;
+      change.sensitivity = row.worst();
+      change.value_after = kUnmeasured;
+      change.to = "int16";
+      const std::vector<std::string> activations = node_activations(graph, node, table);
+      const bool has_weight = quantizable_weight(graph, node, spec) != nullptr;
+      change.activation = !activations.empty() && !activation_at_full16(spec);
+      change.weight = has_weight && !weight_at_full16(spec);
+      if (!change.activation && !change.weight) continue;
+      change.from = change.activation ? grid_text(spec.activation_dtype, spec.activation_bits)
+                                      : grid_text(spec.weight_dtype, spec.weight_bits == 16 ? 0 : spec.weight_bits);
+      if (change.activation) change.tensors = activations;
+      if (change.weight) change.tensors.push_back(node.input(1)->name());
+      all.push_back(std::move(change));
+    }
+    if (all.empty()) return false;
+
+    auto find_change = [](std::vector<PrecisionChange>& changes, const std::string& node) {
+      return std::find_if(changes.begin(), changes.end(), [&](const PrecisionChange& c) { return c.node == node; });
+    };
+    auto drop_activation = [&](std::vector<PrecisionChange>& changes, std::vector<PrecisionChange>::iterator it) {
+      if (!it->weight) {
+        changes.erase(it);
+        return;
+      }
+      it->activation = false;
+      it->tensors = {it->tensors.back()};  // the weight
+    };
+    // Takes back what the platform refuses until every node the plain PTQ model placed on
+    // the accelerator stays there: a refused node loses its weight raise first (an int16
+    // weight behind an 8-bit input), then its own raise, then the raises of the producers
+    // of its inputs (an op the platform runs at 8 bits only). False when that does not settle.
+    auto placeable = [&](std::vector<PrecisionChange>& changes) -> Expected<bool> {
+      if (!options.oracle) return true;
+      for (int round = 0; round < 8; ++round) {
+        QFLOW_ASSIGN_OR_RETURN(Model model, build(overrides_of(changes, true)));
+        QFLOW_ASSIGN_OR_RETURN(const auto after, options.oracle(model));
+        std::vector<std::string> refused;
+        for (const auto& [name, reason] : placement) {
+          if (!reason.empty()) continue;
+          auto it = after.find(name);
+          if (it == after.end() || !it->second.empty()) refused.push_back(name);
+        }
+        if (refused.empty()) return true;
+        for (const std::string& name : refused) {
+          if (auto it = find_change(changes, name); it != changes.end()) {
+            if (it->weight) {
+              it->weight = false;
+              if (!it->activation) changes.erase(it);
+              else it->tensors.pop_back();
+            } else {
+              changes.erase(it);
+            }
+            continue;
+          }
+          auto node_it = by_name.find(name);
+          if (node_it == by_name.end()) continue;
+          for (const Value* in : node_it->second->inputs()) {
+            if (!in || !in->producer()) continue;
+            if (auto p = find_change(changes, in->producer()->name()); p != changes.end() && p->activation)
+              drop_activation(changes, p);
+          }
+        }
+      }
+      return false;
+    };
+    // `changes` without the raises of `nodes`; a node whose output the scale alignment ties
+    // to a raised one (a Concat group) keeps its raise.
+    auto without = [&](const std::vector<PrecisionChange>& changes, const std::vector<std::string>& nodes)
+        -> Expected<std::vector<PrecisionChange>> {
+      std::vector<PrecisionChange> trial = changes;
+      for (const std::string& n : nodes)
+        if (auto it = find_change(trial, n); it != trial.end()) trial.erase(it);
+      if (aligned(overrides_of(trial, false))) return trial;
+      trial = changes;
+      for (const std::string& n : nodes) {
+        std::vector<PrecisionChange> one = trial;
+        if (auto it = find_change(one, n); it != one.end()) one.erase(it);
+        if (aligned(overrides_of(one, false))) trial = std::move(one);
+      }
+      return trial;
+    };
+
+    if (!aligned(overrides_of(all, false))) return false;
+    QFLOW_ASSIGN_OR_RETURN(const bool placed, placeable(all));
+    if (!placed || all.empty() || !budget_left()) return false;
+    QFLOW_ASSIGN_OR_RETURN(const double all_value, measure(all));
+    if (!meets(all_value)) return false;
+
+    // Least sensitive first.
+    std::vector<std::string> order;
+    for (auto it = all.rbegin(); it != all.rend(); ++it) order.push_back(it->node);
+    std::vector<PrecisionChange> current = all;
+    double current_value = all_value;
+    std::size_t pos = 0, batch = 1;
+    auto trial_of = [&](std::size_t n) -> Expected<std::optional<std::vector<PrecisionChange>>> {
+      const std::vector<std::string> nodes(order.begin() + static_cast<std::ptrdiff_t>(pos),
+                                           order.begin() + static_cast<std::ptrdiff_t>(pos + n));
+      QFLOW_ASSIGN_OR_RETURN(std::vector<PrecisionChange> trial, without(current, nodes));
+      QFLOW_ASSIGN_OR_RETURN(const bool ok, placeable(trial));
+      if (!ok) return std::optional<std::vector<PrecisionChange>>();
+      return std::optional<std::vector<PrecisionChange>>(std::move(trial));
+    };
+    while (pos < order.size() && budget_left()) {
+      const std::size_t n = std::min(batch, order.size() - pos);
+      QFLOW_ASSIGN_OR_RETURN(std::optional<std::vector<PrecisionChange>> trial, trial_of(n));
+      if (trial) {
+        QFLOW_ASSIGN_OR_RETURN(const double v, measure(*trial));
+        if (meets(v)) {
+          current = std::move(*trial);
+          current_value = v;
+          pos += n;
+          batch *= 2;
+          continue;
+        }
+      }
+      // The longest prefix of this batch that still holds, then the walk ends.
+      std::size_t lo = 0, hi = n;
+      while (hi - lo > 1 && budget_left()) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        QFLOW_ASSIGN_OR_RETURN(std::optional<std::vector<PrecisionChange>> part, trial_of(mid));
+        double v = -std::numeric_limits<double>::infinity();
+        if (part) {
+          QFLOW_ASSIGN_OR_RETURN(v, measure(*part));
+        }
+        if (part && meets(v)) {
+          lo = mid;
+          current = std::move(*part);
+          current_value = v;
+        } else {
+          hi = mid;
+        }
+      }
+      break;
+    }
+    for (PrecisionChange& c : current) c.value_after = kUnmeasured;
+    current.back().value_after = current_value;
+    kept = std::move(current);
+    value = current_value;
+    reached = true;
+    return true;
+  };
+
+  QFLOW_RETURN_IF_ERROR(grow("int16"));
+  if (!reached && stop.empty()) {
+    QFLOW_ASSIGN_OR_RETURN(result.lowered, lower_from_int16());
   }
+  if (!reached && stop.empty()) QFLOW_RETURN_IF_ERROR(grow("cpu"));
 
   if (!reached) {
     const std::string message = "precision search: " +
@@ -526,7 +697,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
                   value_text(best_value) + " with " + std::to_string(best_kept.size()) + " change(s)";
     kept = best_kept;
     value = best_value;
-  } else if (options.prune) {
+  } else if (options.prune && !result.lowered) {
     // Fewest changes: drop each kept change (latest first) whose removal keeps the target;
     // beyond kPruneSteps changes, blocks of consecutive changes, so that pruning costs at
     // most kPruneSteps models (a large model's search keeps hundreds of changes).
@@ -614,6 +785,7 @@ void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& resul
   json.field("quantized_tensors", result.quantized_tensors);
   json.field("raised_tensors", result.raised_tensors);
   json.field("ranges", result.observed_ranges ? "observed" : "threshold");
+  json.field("walk", result.lowered ? "lower" : "raise");
   json.key("changes").begin_array();
   for (const PrecisionChange& c : result.changes) {
     json.begin_object(true);

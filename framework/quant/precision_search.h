@@ -28,7 +28,7 @@ using PlacementOracle = std::function<Expected<std::map<std::string, std::string
 
 struct PrecisionSearchOptions {
   // Target: output cosine >= target_cosine, or, with a metric, metric(PTQ) >= metric(float) - max_drop.
-  double target_cosine = 0.99;
+  double target_cosine = 0.999;
   const Metric* metric = nullptr;  // not owned; null: output cosine
   std::string metric_name;         // for messages and the artifact
   double max_drop = 0.0;
@@ -94,6 +94,9 @@ struct PrecisionSearchResult {
   // Raised activations took their observed range from statistics: the PTQ model is built
   // with the same statistics (precision.json "ranges": "observed", else "threshold").
   bool observed_ranges = false;
+  // The raises came from lowering the all-int16 model (precision.json "walk": "lower"),
+  // not from raising along the ranking ("raise").
+  bool lowered = false;
   std::string miss;     // when not reached: why, and what was kept instead
   std::vector<PrecisionChange> changes;  // kept, in the order they were made
   QuantConfig overrides;                 // node entries only: what the changes set

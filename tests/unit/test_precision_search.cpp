@@ -354,6 +354,95 @@ TEST_CASE("precision search: when int16 is not enough, nodes move to float on th
     if (c.to == "cpu" && c.activation) CHECK(result->overrides.nodes.at(c.node).activation_dtype == DType::Int16);
 }
 
+namespace {
+
+// A ranking that names every node's output as its sensitive side, so raises along it never
+// touch a weight.
+SensitivityResult activations_first_ranking() {
+  SensitivityResult ranking;
+  for (const auto& [node, op] : std::vector<std::pair<std::string, std::string>>{{"mm1", "MatMul"}, {"add", "Add"}, {"mm2", "MatMul"}}) {
+    SensitivityRow row;
+    row.node = node;
+    row.op_type = op;
+    row.has_activation = true;
+    row.activation_cosine = 0.5;
+    row.has_weight = op == "MatMul";
+    row.weight_cosine = 1.0;
+    ranking.rows.push_back(row);
+  }
+  return ranking;
+}
+
+// The output cosine of the PTQ model with `overrides` (nothing reaches a target of 2, so
+// the search measures the plain model only).
+double cosine_with(Fixture& f, const QuantConfig& overrides) {
+  PrecisionSearchOptions options;
+  options.target_cosine = 2.0;
+  options.max_evaluations = 1;
+  auto result = search_precision(mlp(), table(false), &overrides, f.dataset, options);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  return result->before;
+}
+
+bool int16_weight(const Model& ptq, const std::string& weight) {
+  for (const Value* v : ptq.graph->initializer_order())
+    if (v->name().rfind(weight + "_quantized", 0) == 0 && ptq.graph->initializer(v)->dtype() == DType::Int16) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("precision search: where raises one side at a time miss, the all-int16 model is lowered") {
+  Fixture f;
+  QuantConfig outputs16, all16, all16_but_w2;
+  for (const char* node : {"mm1", "add", "mm2"}) {
+    outputs16.nodes[node].activation_dtype = DType::Int16;
+    all16.nodes[node].activation_dtype = DType::Int16;
+    all16_but_w2.nodes[node].activation_dtype = DType::Int16;
+  }
+  all16.nodes["mm1"].weight_dtype = all16.nodes["mm2"].weight_dtype = DType::Int16;
+  all16_but_w2.nodes["mm1"].weight_dtype = DType::Int16;
+  const double outputs_only = cosine_with(f, outputs16), every = cosine_with(f, all16), but_w2 = cosine_with(f, all16_but_w2);
+  // The weights' int8 grids are what the raise walk cannot repair here.
+  REQUIRE(every > outputs_only);
+  REQUIRE(but_w2 > outputs_only);
+  const SensitivityResult ranking = activations_first_ranking();
+  PrecisionSearchOptions options;
+  options.sensitivity = &ranking;
+  options.target_cosine = (outputs_only + std::min(every, but_w2)) / 2;
+  auto result = search_precision(mlp(), table(false), nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(result.has_value(), result.status().message());
+  CHECK(result->reached);
+  CHECK(result->lowered);
+  CHECK(result->after >= options.target_cosine);
+  bool weight = false;
+  for (const PrecisionChange& c : result->changes) {
+    CHECK(c.to == "int16");
+    weight = weight || c.weight;
+  }
+  CHECK(weight);
+  auto json = precision_json(*result);
+  REQUIRE(json.has_value());
+  CHECK(json->find("\"walk\": \"lower\"") != std::string::npos);
+
+  // A platform that refuses mm2's weight at int16: the lowering starts from the model
+  // without it, and mm2 stays on the accelerator.
+  options.oracle = [&](const Model& ptq) -> Expected<std::map<std::string, std::string>> {
+    return std::map<std::string, std::string>{
+        {"mm1", ""}, {"add", ""}, {"mm2", int16_weight(ptq, "W2") ? "MatMul weight is int16 (allowed: int8)" : ""}};
+  };
+  auto placed = search_precision(mlp(), table(false), nullptr, f.dataset, options);
+  REQUIRE_MESSAGE(placed.has_value(), placed.status().message());
+  CHECK(placed->reached);
+  CHECK(placed->lowered);
+  for (const PrecisionChange& c : placed->changes) {
+    CHECK(c.to == "int16");
+    if (c.node == "mm2") CHECK_FALSE(c.weight);
+  }
+  CHECK_FALSE(placed->overrides.nodes["mm2"].weight_dtype.has_value());
+  CHECK(placed->overrides.nodes["mm1"].weight_dtype == DType::Int16);
+}
+
 TEST_CASE("precision search: without pruning the shortest reaching prefix of the ranking is kept") {
   Fixture f;
   PrecisionSearchOptions options;
