@@ -38,6 +38,7 @@ Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map
   options.when_below = std::get<double>(stage.options.at("when-below").value);
   options.method = std::get<std::string>(stage.options.at("method").value);
   options.progress = context.progress;
+  options.world = context.world;
   ProgressBar bar("stage '" + stage.id + "'", 0);
   options.bar = &bar;
   QFLOW_ASSIGN_OR_RETURN(SensitivityResult result,

@@ -109,6 +109,7 @@ Expected<StageResult> run_precision_search(const PipelineStage& stage, const std
   }
   if (auto it = inputs.find("statistics"); it != inputs.end()) options.statistics = it->second->statistics.get();
   options.progress = context.progress;
+  options.world = context.world;
   ProgressBar bar("stage '" + stage.id + "'", 0);
   options.bar = &bar;
   QFLOW_ASSIGN_OR_RETURN(PrecisionSearchResult result,

@@ -14,6 +14,7 @@
 #include "qflow/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
+#include "framework/distributed/share_slices.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/quant/quantization_settings.h"
 #include "framework/quant/output_cosine.h"
@@ -31,11 +32,19 @@ bool is_graph_output(const Graph& graph, const Value* v) {
   return std::find(graph.outputs.begin(), graph.outputs.end(), v) != graph.outputs.end();
 }
 
-// Runs models on the kept samples and scores them against the float model.
+// Runs models on the kept samples and scores them against the float model. With a cosine
+// target in a distributed world each rank runs its slice of the samples (my_slice) and the
+// per-sample cosines are shared, so every rank sums all of them in sample order; a metric
+// scores all outputs at once, so then every rank runs every sample.
 class Evaluator {
  public:
-  Evaluator(const Model& float_model, std::vector<Feeds> samples, int threads, const Metric* metric)
-      : float_model_(float_model), samples_(std::move(samples)), pool_(std::max(1, threads)), metric_(metric) {}
+  Evaluator(const Model& float_model, std::vector<Feeds> samples, int threads, const Metric* metric, const World* world)
+      : float_model_(float_model),
+        samples_(std::move(samples)),
+        pool_(std::max(1, threads)),
+        metric_(metric),
+        world_(world && world->distributed() && !metric ? world : nullptr),
+        slice_(my_slice(world_, static_cast<int64_t>(samples_.size()))) {}
 
   Status init() {
     QFLOW_ASSIGN_OR_RETURN(reference_, outputs_of(float_model_));
@@ -49,18 +58,31 @@ class Evaluator {
 
   // Mean output cosine over samples, or the metric.
   Expected<double> value(const Model& model) {
-    QFLOW_ASSIGN_OR_RETURN(std::vector<SampleOutputs> outputs, outputs_of(model));
     ++evaluations_;
-    return score(outputs);
+    if (!world_) {
+      QFLOW_ASSIGN_OR_RETURN(std::vector<SampleOutputs> outputs, outputs_of(model));
+      return score(outputs);
+    }
+    std::vector<double> cosines(samples_.size(), 0.0);
+    Expected<std::vector<SampleOutputs>> outputs = outputs_of(model);
+    if (outputs)
+      for (int64_t k = slice_.begin; k < slice_.end; ++k) cosines[static_cast<std::size_t>(k)] = sample_cosine(*outputs, k);
+    QFLOW_RETURN_IF_ERROR(share_slices(*world_, kEvaluationTag, cosines, outputs.status()));
+    double sum = 0.0;  // in sample order, as one process sums
+    for (const double c : cosines) sum += c;
+    return sum / static_cast<double>(cosines.size());
   }
   int64_t evaluations() const { return evaluations_; }
 
  private:
+  static constexpr int kEvaluationTag = 7301;
+
+  // Outputs of the samples of this rank's slice (the others stay empty), in sample order.
   Expected<std::vector<SampleOutputs>> outputs_of(const Model& model) {
     QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(model));
-    std::vector<Expected<SampleOutputs>> results(samples_.size(), internal_error("sample not run"));
-    pool_.parallel_for(static_cast<int64_t>(samples_.size()), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
+    std::vector<Expected<SampleOutputs>> results(samples_.size(), SampleOutputs{});
+    pool_.parallel_for(slice_.end - slice_.begin, [&](int64_t b, int64_t e) {
+      for (int64_t i = slice_.begin + b; i < slice_.begin + e; ++i) {
         const auto k = static_cast<std::size_t>(i);
         auto out = executor->run(samples_[k]);
         if (!out) {
@@ -87,6 +109,12 @@ class Evaluator {
     return outputs;
   }
 
+  double sample_cosine(const std::vector<SampleOutputs>& outputs, int64_t k) const {
+    std::vector<const Tensor*> ordered;
+    for (const Tensor& t : outputs[static_cast<std::size_t>(k)]) ordered.push_back(&t);
+    return cosine_similarity(flat_reference_[static_cast<std::size_t>(k)], ordered);
+  }
+
   Expected<double> score(const std::vector<SampleOutputs>& outputs) const {
     if (metric_) {
       MetricInput input;
@@ -96,11 +124,7 @@ class Evaluator {
       return metric_->evaluate(input);
     }
     double sum = 0.0;  // in sample order: the same for any thread count
-    for (std::size_t k = 0; k < outputs.size(); ++k) {
-      std::vector<const Tensor*> ordered;
-      for (const Tensor& t : outputs[k]) ordered.push_back(&t);
-      sum += cosine_similarity(flat_reference_[k], ordered);
-    }
+    for (std::size_t k = 0; k < outputs.size(); ++k) sum += sample_cosine(outputs, static_cast<int64_t>(k));
     return sum / static_cast<double>(outputs.size());
   }
 
@@ -108,6 +132,8 @@ class Evaluator {
   std::vector<Feeds> samples_;
   ThreadPool pool_;
   const Metric* metric_;
+  const World* world_;  // set only when the samples are split between ranks
+  ShardRange slice_;
   std::vector<SampleOutputs> reference_;
   std::vector<std::vector<float>> flat_reference_;
   double float_value_ = 1.0;
@@ -228,7 +254,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   QFLOW_ASSIGN_OR_RETURN(std::vector<Feeds> samples, read_feeds(dataset, *binding, options.limit));
   if (samples.empty()) return invalid_input("precision search: the dataset has no samples");
   result.samples = static_cast<int64_t>(samples.size());
-  Evaluator evaluator(float_model, std::move(samples), options.threads, options.metric);
+  Evaluator evaluator(float_model, std::move(samples), options.threads, options.metric, options.world);
   QFLOW_RETURN_IF_ERROR(evaluator.init());
   result.float_value = evaluator.float_value();
   result.threshold = options.metric ? result.float_value - options.max_drop : options.target_cosine;
@@ -299,6 +325,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     ranking_options.limit = options.limit;
     ranking_options.progress = options.progress;
     ranking_options.bar = options.bar;
+    ranking_options.world = options.world;
     QFLOW_ASSIGN_OR_RETURN(measured, analyze_sensitivity(float_model, table, &base, dataset, ranking_options));
     ranking = &measured;
     // Back to counting models, on a fresh line, against what is left of the budget.

@@ -60,6 +60,10 @@ struct PrecisionSearchOptions {
   // Not owned; null: none. Counts the models measured (phase "search", up to
   // max_evaluations when that is set), and the ranking's node-samples when the search ranks.
   ProgressBar* bar = nullptr;
+  // Not owned; null or a world of one: this process runs every sample. In a distributed world
+  // with a cosine target each rank runs a slice of the samples of every model measured, and
+  // every rank ends with the same result (every rank must call with the same arguments).
+  const World* world = nullptr;
 };
 
 struct PrecisionChange {

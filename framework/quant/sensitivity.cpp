@@ -1,5 +1,6 @@
 // Sensitivity: two single-node QDQ models per quantized node, each run on the cached samples.
 #include "framework/quant/sensitivity.h"
+#include "framework/quant/sensitivity_ranks.h"
 
 #include <algorithm>
 #include <atomic>
@@ -384,7 +385,13 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   // then advance it evenly, whatever their size.
   if (options.bar && result.method == "output")
     options.bar->restart("ranking", "node-samples", static_cast<int64_t>(candidates.size() * samples.size()));
-  for (std::size_t begin = 0; result.method == "output" && begin < samples.size(); begin += chunk) {
+  // In a distributed run each rank measures its share of the candidates (measures_candidate)
+  // and the cosines are shared once every chunk is done; a failure stops this rank's chunks
+  // but not the exchange, which every rank must reach.
+  const World* world = options.world && options.world->distributed() ? options.world : nullptr;
+  std::vector<Status> status(candidates.size(), Status::ok());
+  bool failed = false;
+  for (std::size_t begin = 0; result.method == "output" && begin < samples.size() && !failed; begin += chunk) {
     std::vector<SampleValues> values(std::min(chunk, samples.size() - begin));
     std::atomic<std::size_t> measured{0};
     QFLOW_RETURN_IF_ERROR(run_float(begin, values));
@@ -430,10 +437,10 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     // as running it); each cosine lands at its sample's index, so the thread that ran it
     // does not matter.
     // Its sample runs then go inline. Errors: the first candidate's, as a serial loop gives.
-    std::vector<Status> status(candidates.size(), Status::ok());
     std::atomic<std::size_t> next{0};
     pool.parallel_for(static_cast<int64_t>(pool.size()), [&](int64_t, int64_t) {
       for (std::size_t i = next++; i < candidates.size(); i = next++) {
+        if (!measures_candidate(world, i)) continue;
         status[i] = measure(i);
         const std::size_t done = ++measured;
         if (options.bar) options.bar->advance(static_cast<int64_t>(values.size()));
@@ -442,8 +449,14 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
           reporter.say(ranked_line(done, candidates.size(), begin, values.size(), samples.size(), reporter.seconds()));
       }
     });
-    for (const Status& s : status) QFLOW_RETURN_IF_ERROR(s);
+    for (const Status& s : status) {
+      if (s.is_ok()) continue;
+      if (!world) return s;
+      failed = true;
+    }
   }
+  if (world && result.method == "output")
+    QFLOW_RETURN_IF_ERROR(share_candidate_cosines(*world, {weight_cosines, activation_cosines, status}));
   // Summed in sample order over all samples: the same values however the samples were chunked.
   if (result.method == "output")
     for (std::size_t i = 0; i < candidates.size(); ++i)

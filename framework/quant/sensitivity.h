@@ -10,6 +10,7 @@
 
 #include "framework/core/progress_line.h"
 #include "framework/data/progress_bar.h"
+#include "framework/distributed/world.h"
 #include "framework/data/dataset.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
@@ -60,6 +61,10 @@ struct SensitivityOptions {
   // Not owned; null: none. The output ranking restarts it as phase "ranking" and advances it
   // per node and sample measured (a terminal's progress line with an ETA).
   ProgressBar* bar = nullptr;
+  // Not owned; null or a world of one: this process measures every node. In a distributed
+  // world each rank measures a share of the output ranking's nodes and all ranks end with the
+  // same result (every rank must call with the same arguments).
+  const World* world = nullptr;
 };
 
 // For every node the QDQ model built from `float_model`, `table` and `config` (may be null:

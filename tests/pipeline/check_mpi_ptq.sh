@@ -1,6 +1,8 @@
 #!/bin/bash
 # `mpirun -np 2` and `-np 4` of pipelines/ptq.toml and bpu_ptq.toml on the Fashion-MNIST fixture
-# must write the statistics, calibration table, QDQ models, .bc and .hbm (every artifact but the
+# (bpu_ptq.toml also with a target that makes the sensitivity ranking and the precision search
+# run) must write the statistics, calibration table, sensitivity and precision results, QDQ
+# models, .bc and .hbm (every artifact but the
 # manifest and the report's wall times) byte-identical to one process (docs/distributed.md), a
 # manifest naming the rank count, a failing run must end every rank instead of hanging, and
 # ranks with different plugin sets are refused at start.
@@ -16,35 +18,43 @@ fail() { echo "FAIL: $*"; failed=1; }
 # report.html carries the stages' wall times, which differ between any two runs.
 sums() { (cd "$1" && sha256sum $(ls | grep -v -e '^manifest.json$' -e '^report.html$' | sort)); }
 artifacts=0
-for pipeline in ptq bpu_ptq; do
-  args=(run pipelines/$pipeline.toml --set model=models/fashion_mnist/fashion_mnist.onnx
+# bpu_search: bpu_ptq.toml with a target the plain PTQ model misses, so the sensitivity
+# ranking (split between the ranks) and the precision search run.
+for pipeline in ptq bpu_ptq bpu_search; do
+  args=(run pipelines/${pipeline/bpu_search/bpu_ptq}.toml --set model=models/fashion_mnist/fashion_mnist.onnx
         --set data=models/fashion_mnist/calib_200.npy --threads 1 --save-intermediate)
+  name=$pipeline.toml
+  [ "$pipeline" = bpu_search ] && args+=(--set target-cosine=0.9999) && name="bpu_ptq.toml (target-cosine 0.9999)"
   start=$(date +%s.%N)
   if ! "$qflow" "${args[@]}" --out "$work/$pipeline.one" >"$work/$pipeline.one.log" 2>&1; then
-    fail "the single-process $pipeline.toml run failed: $(cat "$work/$pipeline.one.log")"
+    fail "the single-process $name run failed: $(cat "$work/$pipeline.one.log")"
     exit 1
   fi
-  echo "$pipeline.toml, one process: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
+  echo "$name, one process: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
   sums "$work/$pipeline.one" >"$work/$pipeline.one.sums"
   grep -q calibration_table.json "$work/$pipeline.one.sums" && grep -q _ptq_model.onnx "$work/$pipeline.one.sums" &&
-    grep -q _calibrated_model.onnx "$work/$pipeline.one.sums" || fail "the single-process $pipeline.toml run wrote no table or QDQ models"
-  [ "$pipeline" = ptq ] || grep -q '\.hbm$' "$work/$pipeline.one.sums" || fail "the single-process bpu_ptq.toml run wrote no .hbm"
+    grep -q _calibrated_model.onnx "$work/$pipeline.one.sums" || fail "the single-process $name run wrote no table or QDQ models"
+  [ "$pipeline" = ptq ] || grep -q '\.hbm$' "$work/$pipeline.one.sums" || fail "the single-process $name run wrote no .hbm"
+  if [ "$pipeline" = bpu_search ]; then
+    grep -q '"node"' "$work/$pipeline.one/sensitivity.json" || fail "bpu_search: the sensitivity stage ranked no node"
+    grep -q '"reached": true' "$work/$pipeline.one/precision.json" || fail "bpu_search: the precision search missed its target"
+  fi
   artifacts=$((artifacts + $(wc -l <"$work/$pipeline.one.sums")))
 
   for ranks in 2 4; do
     out=$work/$pipeline.np$ranks
     start=$(date +%s.%N)
     if ! timeout 600 "${mpi[@]}" "$ranks" "$qflow" "${args[@]}" --out "$out" >"$out.log" 2>&1; then
-      fail "$pipeline.toml under mpirun -np $ranks failed: $(cat "$out.log")"
+      fail "$name under mpirun -np $ranks failed: $(cat "$out.log")"
       continue
     fi
-    echo "$pipeline.toml, mpirun -np $ranks: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
+    echo "$name, mpirun -np $ranks: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
     sums "$out" >"$out.sums"
-    diff -u "$work/$pipeline.one.sums" "$out.sums" || fail "$pipeline.toml, mpirun -np $ranks: artifacts differ from one process"
-    grep -q "\"ranks\": $ranks," "$out/manifest.json" || fail "$pipeline.toml, mpirun -np $ranks: manifest.json does not record $ranks ranks"
+    diff -u "$work/$pipeline.one.sums" "$out.sums" || fail "$name, mpirun -np $ranks: artifacts differ from one process"
+    grep -q "\"ranks\": $ranks," "$out/manifest.json" || fail "$name, mpirun -np $ranks: manifest.json does not record $ranks ranks"
     # Rank 0 alone prints the run's lines: one "wrote" line for the manifest, not one per rank.
     [ "$(grep -c 'wrote .*manifest.json' "$out.log")" = 1 ] ||
-      fail "$pipeline.toml, mpirun -np $ranks: expected one manifest line: $(cat "$out.log")"
+      fail "$name, mpirun -np $ranks: expected one manifest line: $(cat "$out.log")"
   done
 done
 
@@ -75,5 +85,5 @@ else
   fail "no $good to give one rank another plugin set"
 fi
 
-[ "$failed" = 0 ] && echo "PASS: $artifacts artifacts of ptq.toml and bpu_ptq.toml identical for 1, 2 and 4 ranks"
+[ "$failed" = 0 ] && echo "PASS: $artifacts artifacts of ptq.toml and bpu_ptq.toml (plain and searching) identical for 1, 2 and 4 ranks"
 exit "$failed"
