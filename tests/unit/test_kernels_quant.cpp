@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "framework/interpreter/kernel_isa.h"
+#include "qflow/runtime/isa_cap.h"
 #include "tests/unit/node_runner.h"
 
 using namespace qflow;
@@ -376,9 +378,25 @@ TEST_CASE("MatMulInteger over several row and column blocks with zero points on 
     spec.threads = threads;
     CHECK(values_of<int32_t>(run_one(spec)) == expected);
   }
-  // B and its zero point as initializers: packed once when the kernel is made.
+  // B and its zero point as initializers: packed once when the kernel is made, as byte quads
+  // on VNNI CPUs and as int16 rows below them (each cap this CPU has), A also with a batch axis.
   spec.constant_inputs = {false, true, false, true};
-  CHECK(values_of<int32_t>(run_one(spec)) == expected);
+  struct CapGuard {
+    ~CapGuard() { reset_kernel_isa_cap(); }
+  } guard;
+  for (const isa::Level level : {isa::Level::portable, isa::Level::avx2, isa::Level::avxvnni, isa::Level::avx512}) {
+    if (!isa::cpu_has(level)) continue;
+    REQUIRE(set_kernel_isa_cap(isa::level_name(level), "--isa").is_ok());
+    INFO("cap ", isa::level_name(level));
+    spec.inputs[0] = Tensor::from_vector<int8_t>({m, k}, a);
+    CHECK(values_of<int32_t>(run_one(spec)) == expected);
+    std::vector<int8_t> twice = a;
+    twice.insert(twice.end(), a.begin(), a.end());
+    spec.inputs[0] = Tensor::from_vector<int8_t>({2, m, k}, twice);
+    std::vector<int32_t> expected_twice = expected;
+    expected_twice.insert(expected_twice.end(), expected.begin(), expected.end());
+    CHECK(values_of<int32_t>(run_one(spec)) == expected_twice);
+  }
 }
 
 TEST_CASE("MatMulInteger exact int32 accumulation on a larger product") {

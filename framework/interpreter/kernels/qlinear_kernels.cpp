@@ -356,7 +356,82 @@ std::optional<Tensor> matmul_integer_quads(const KernelContext& context, const M
   return out;
 }
 
-Status matmul_integer(KernelContext& context, const QuadB* packed) {
+// B of an 8-bit MatMulInteger packed for the int16 GEMM (fx::fast::gemm_s16) where the CPU has
+// no VNNI: B - zb transposed into rows of K int16 (N rows rounded up to kRowBlock, K up to
+// kDepthStep, zero padded), so that A's rows, centred, are the GEMM's columns as they lie in
+// memory and each row of the product is a column of C. Built once for a constant B.
+struct RowsB {
+  int64_t k = 0, n = 0, rows = 0, depth = 0;
+  std::vector<int16_t> w;  // [rows][depth]
+};
+
+template <typename TB>
+RowsB pack_rows_b(const TB* b, int32_t zb, int64_t k, int64_t n) {
+  RowsB p;
+  p.k = k;
+  p.n = n;
+  p.rows = round_up(n, fx::fast::kRowBlock);
+  p.depth = round_up(k, fx::fast::kDepthStep);
+  p.w.assign(static_cast<std::size_t>(p.rows * p.depth), 0);
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int64_t nn = 0; nn < n; ++nn)
+      p.w[static_cast<std::size_t>(nn * p.depth + kk)] = static_cast<int16_t>(int32_t{b[kk * n + nn]} - zb);
+  return p;
+}
+
+// C[m, n] = (A - za) (B - zb) on the packed rows: blocks of A's rows become int16 columns,
+// threads split B's rows, and each block's product (rows of C's columns) is transposed into C.
+template <typename TA>
+void matmul_rows(const KernelContext& context, const RowsB& p, const TA* a, int32_t za, int32_t* c, int64_t m) {
+  namespace fast = fx::fast;
+  const fast::Isa isa = fast::best_isa();
+  constexpr int64_t kBlock = 64;  // rows of A per GEMM
+  std::vector<int16_t> columns(static_cast<std::size_t>(kBlock * p.depth), 0);
+  const std::vector<int32_t> zeros(static_cast<std::size_t>(p.rows), 0);
+  for (int64_t r0 = 0; r0 < m; r0 += kBlock) {
+    const int64_t count = std::min(kBlock, m - r0), cols = round_up(count, fast::kColBlock);
+    for (int64_t r = 0; r < count; ++r) {
+      const TA* row = a + (r0 + r) * p.k;
+      int16_t* col = columns.data() + r * p.depth;
+      for (int64_t kk = 0; kk < p.k; ++kk) col[kk] = static_cast<int16_t>(int32_t{row[kk]} - za);
+    }
+    std::fill(columns.begin() + count * p.depth, columns.begin() + cols * p.depth, int16_t{0});
+    const int64_t blocks = p.rows / fast::kRowBlock;
+    context.parallel_for(blocks, 2 * fast::kRowBlock * p.depth * cols, [&](int64_t b0, int64_t b1) {
+      const int64_t first = b0 * fast::kRowBlock, rows = (b1 - b0) * fast::kRowBlock;
+      std::vector<int32_t> acc(static_cast<std::size_t>(rows * kBlock));
+      fast::gemm_s16(isa, p.w.data() + first * p.depth, rows, columns.data(), cols, p.depth, zeros.data(), acc.data(),
+                     kBlock);
+      for (int64_t j = first; j < std::min(p.n, first + rows); ++j)
+        for (int64_t r = 0; r < count; ++r) c[(r0 + r) * p.n + j] = acc[static_cast<std::size_t>((j - first) * kBlock + r)];
+    });
+  }
+}
+
+// MatMulInteger on a constant B packed as RowsB (8-bit A with a per-tensor zero point of its
+// type, sums within int32); nullopt where that does not apply.
+std::optional<Tensor> matmul_integer_rows(const KernelContext& context, const MatmulShapes& s, const Tensor& a,
+                                          const Tensor* a_zp, const RowsB& packed) {
+  const int64_t m = s.full_out[s.full_out.size() - 2], n = s.full_out.back(), k = s.a.back();
+  if (!is_8bit(a.dtype()) || !is_per_tensor(a_zp) || (a_zp && a_zp->dtype() != a.dtype()) || k != packed.k ||
+      n != packed.n || s.b.size() != 2 || k > (int64_t{1} << 31) / (255 * 255) - 1)
+    return std::nullopt;
+  auto made = Tensor::make(DType::Int32, s.full_out);
+  if (!made) return std::nullopt;
+  Tensor out = std::move(made).value();
+  const int32_t za = zero_point_of(a_zp);
+  const int64_t batches = out.numel() / std::max<int64_t>(1, m * n);
+  for (int64_t i = 0; i < batches; ++i) {
+    const int64_t ia = s.a.size() > 2 ? i : 0;
+    if (a.dtype() == DType::UInt8)
+      matmul_rows(context, packed, a.data<uint8_t>() + ia * m * k, za, out.data<int32_t>() + i * m * n, m);
+    else
+      matmul_rows(context, packed, a.data<int8_t>() + ia * m * k, za, out.data<int32_t>() + i * m * n, m);
+  }
+  return out;
+}
+
+Status matmul_integer(KernelContext& context, const QuadB* packed, const RowsB* rows) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* a, context.required_input(0));
   QFLOW_ASSIGN_OR_RETURN(const Tensor* b, context.required_input(1));
   QFLOW_ASSIGN_OR_RETURN(const MatmulShapes s, matmul_shapes(context, a->shape(), b->shape()));
@@ -365,6 +440,11 @@ Status matmul_integer(KernelContext& context, const QuadB* packed) {
     context.outputs[0] = fast->reshaped(s.out);
     return Status::ok();
   }
+  if (rows)
+    if (std::optional<Tensor> fast = matmul_integer_rows(context, s, a->reshaped(s.a), context.input(2), *rows)) {
+      context.outputs[0] = fast->reshaped(s.out);
+      return Status::ok();
+    }
   QFLOW_ASSIGN_OR_RETURN(const Tensor a32, subtract_matmul_zero_point(context, a->reshaped(s.a), context.input(2),
                                                                       MatmulSide::A, "a_zero_point"));
   QFLOW_ASSIGN_OR_RETURN(const Tensor b32, subtract_matmul_zero_point(context, b->reshaped(s.b), context.input(3),
@@ -661,16 +741,19 @@ Status qlinear_conv(KernelContext& context) {
   return Status::ok();
 }
 
-// MatMulInteger with its constant 2-D B (and zero point) packed once for the byte-quad GEMM.
+// MatMulInteger with its constant 2-D B (and zero point) packed once: for the byte-quad GEMM
+// on VNNI CPUs, as int16 rows elsewhere.
 class MatMulIntegerKernel final : public Kernel {
  public:
-  explicit MatMulIntegerKernel(std::optional<QuadB> packed) : packed_(std::move(packed)) {}
+  MatMulIntegerKernel(std::optional<QuadB> packed, std::optional<RowsB> rows)
+      : packed_(std::move(packed)), rows_(std::move(rows)) {}
   Status compute(KernelContext& context) const override {
-    return matmul_integer(context, packed_ ? &*packed_ : nullptr);
+    return matmul_integer(context, packed_ ? &*packed_ : nullptr, rows_ ? &*rows_ : nullptr);
   }
 
  private:
   std::optional<QuadB> packed_;
+  std::optional<RowsB> rows_;
 };
 
 Expected<std::unique_ptr<Kernel>> make_matmul_integer(const Node&, int64_t,
@@ -678,12 +761,19 @@ Expected<std::unique_ptr<Kernel>> make_matmul_integer(const Node&, int64_t,
   const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
   const Tensor* b_zp = constants.size() > 3 ? constants[3] : nullptr;
   std::optional<QuadB> packed;
+  std::optional<RowsB> rows;
   // The zero point must be constant too (or absent: then input 3 is not bound at all).
   const bool zp_known = b_zp || constants.size() <= 3;
   if (b && zp_known && b->rank() == 2 && is_8bit(b->dtype()) && is_per_tensor(b_zp) &&
-      (!b_zp || b_zp->dtype() == b->dtype()) && fx::fast::quads_supported(fx::fast::best_isa()))
-    packed = pack_quad_b_any(*b, zero_point_of(b_zp), b->dim(0), b->dim(1));
-  return std::unique_ptr<Kernel>(new MatMulIntegerKernel(std::move(packed)));
+      (!b_zp || b_zp->dtype() == b->dtype())) {
+    const int32_t zb = zero_point_of(b_zp);
+    if (fx::fast::quads_supported(fx::fast::best_isa()))
+      packed = pack_quad_b_any(*b, zb, b->dim(0), b->dim(1));
+    else
+      rows = b->dtype() == DType::Int8 ? pack_rows_b(b->data<int8_t>(), zb, b->dim(0), b->dim(1))
+                                       : pack_rows_b(b->data<uint8_t>(), zb, b->dim(0), b->dim(1));
+  }
+  return std::unique_ptr<Kernel>(new MatMulIntegerKernel(std::move(packed), std::move(rows)));
 }
 
 }  // namespace
