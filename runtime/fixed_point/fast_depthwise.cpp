@@ -341,8 +341,7 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
           accumulate(k.taps_low.data() + m * taps, 0);
           for (int64_t i = 0; i < pixels; ++i) sums[static_cast<size_t>(i)] += acc[static_cast<size_t>(i)];
         }
-        for (int64_t i = 0; i < pixels; ++i)
-          ym[i] = requantize(sums[static_cast<size_t>(i)], mult, p.output.zero_point, k.lo, k.hi);
+        requantize_wide_row(isa, sums.data(), pixels, mult, p.output.zero_point, k.lo, k.hi, ym, 1);
       }
     }
 }

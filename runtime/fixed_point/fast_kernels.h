@@ -34,6 +34,11 @@ namespace qflow::fx::fast {
 void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi,
                     int32_t* y, int64_t stride);
 
+// y[i * stride] = requantize(acc[i], m, zero_point, lo, hi) for 64-bit sums (the chunked
+// reductions'), exactly as fx::requantize.
+void requantize_wide_row(Isa isa, const int64_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo,
+                         int32_t hi, int32_t* y, int64_t stride);
+
 // True for the type pairs these kernels compute: 8-bit activations, int8 weights.
 bool supports(QType activation, QType weight);
 // conv2d also takes 16-bit activations when every centered value x - zero_point fits int16

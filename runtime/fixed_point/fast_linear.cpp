@@ -415,8 +415,8 @@ void conv2d_chunked(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y
         for (int64_t r = 0; r < mg; ++r) {
           const int64_t m = g * mg + r;
           const Multiplier mult = k.multipliers[static_cast<size_t>(m)];
-          int32_t* ym = y + (n * p.out_channels + m) * pixels + p0;
-          for (int64_t i = 0; i < count; ++i) ym[i] = requantize(sums[r * tile + i], mult, p.output.zero_point, k.lo, k.hi);
+          requantize_wide_row(isa, sums + r * tile, count, mult, p.output.zero_point, k.lo, k.hi,
+                              y + (n * p.out_channels + m) * pixels + p0, 1);
         }
       }
     }
@@ -599,11 +599,9 @@ void matmul_chunked(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y
       gemm_s16(isa, k.b_low.data() + at, k.rows, cols, padded, depth, zeros, acc, block);
       add_chunk(acc, k.rows, padded, block, 0, sums);
     }
-    for (int64_t j = 0; j < p.n; ++j) {
-      const Multiplier mult = k.multipliers[static_cast<size_t>(j)];
-      for (int64_t c = 0; c < count; ++c)
-        y[(i0 + c) * p.n + j] = requantize(sums[j * block + c], mult, p.output.zero_point, k.lo, k.hi);
-    }
+    for (int64_t j = 0; j < p.n; ++j)
+      requantize_wide_row(isa, sums + j * block, count, k.multipliers[static_cast<size_t>(j)], p.output.zero_point, k.lo,
+                          k.hi, y + i0 * p.n + j, p.n);
   }
 }
 

@@ -67,6 +67,135 @@ __attribute__((target("avx512f"))) void requantize_avx512(const int32_t* acc, in
 
 }  // namespace
 
+namespace {
+
+// fx::requantize of one 64-bit sum: the reference's steps on a 128-bit product (|acc| *
+// mantissa < 2^94), capped at 2^24 instead of saturated at 2^62 (either way the clamp to
+// [lo, hi] gives the same value).
+int32_t requantize_wide_one(int64_t a, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi) {
+#ifdef __SIZEOF_INT128__
+  using U128 = unsigned __int128;
+  const int s = 31 + m.shift;  // [0, 93]
+  const uint64_t mag = a < 0 ? uint64_t{0} - static_cast<uint64_t>(a) : static_cast<uint64_t>(a);
+  const U128 half = s > 0 ? U128{1} << (s - 1) : 0;
+  const U128 p = (U128{mag} * static_cast<uint32_t>(m.mantissa) + half) >> s;
+  const uint64_t q = p > kCap ? kCap : static_cast<uint64_t>(p);
+  const int64_t v = (a < 0 ? -static_cast<int64_t>(q) : static_cast<int64_t>(q)) + zero_point;
+  return static_cast<int32_t>(std::clamp<int64_t>(v, lo, hi));
+#else
+  return requantize(a, m, zero_point, lo, hi);
+#endif
+}
+
+#ifdef QFLOW_FAST_X86
+// Four sums at a time for |acc| < 2^47 (the reference's bound on 16-bit reductions; a vector
+// with a larger lane goes one by one) and s = 31 + shift in [25, 79]. With mag = h * 2^24 + l
+// (l < 2^24, h < 2^23), mag * mantissa = A * 2^24 + B for A = h * mantissa < 2^54 and
+// B = l * mantissa < 2^55, and since the rounding constant 2^(s-1) is a multiple of 2^24,
+// floor((A * 2^24 + B + 2^(s-1)) / 2^s) = (A + (B >> 24) + 2^(s-25)) >> (s - 24): nested
+// floor divisions by powers of two, every term below 2^56.
+__attribute__((target("avx2"))) void requantize_wide_avx2(const int64_t* acc, int64_t n, Multiplier m,
+                                                          int32_t zero_point, int32_t lo, int32_t hi, int32_t* y,
+                                                          int64_t stride) {
+  const int s = 31 + m.shift;
+  const __m256i mant = _mm256_set1_epi64x(static_cast<uint32_t>(m.mantissa));
+  const __m256i round = _mm256_set1_epi64x(int64_t{1} << (s - 25));
+  const __m128i count = _mm_cvtsi32_si128(s - 24);
+  const __m256i low24 = _mm256_set1_epi64x((int64_t{1} << 24) - 1), limit = _mm256_set1_epi64x((int64_t{1} << 47) - 1);
+  const __m256i cap = _mm256_set1_epi64x(static_cast<int64_t>(kCap)), zp = _mm256_set1_epi64x(zero_point);
+  const __m256i vlo = _mm256_set1_epi64x(lo), vhi = _mm256_set1_epi64x(hi), zero = _mm256_setzero_si256();
+  const __m256i pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + i));
+    const __m256i neg = _mm256_cmpgt_epi64(zero, a);
+    const __m256i mag = _mm256_sub_epi64(_mm256_xor_si256(a, neg), neg);
+    // (INT64_MIN keeps its sign: mag < 0 goes one by one as well.)
+    const __m256i wide = _mm256_or_si256(_mm256_cmpgt_epi64(mag, limit), _mm256_cmpgt_epi64(zero, mag));
+    if (!_mm256_testz_si256(wide, wide)) {
+      for (int64_t j = i; j < i + 4; ++j) y[j * stride] = requantize_wide_one(acc[j], m, zero_point, lo, hi);
+      continue;
+    }
+    const __m256i big = _mm256_mul_epu32(_mm256_srli_epi64(mag, 24), mant);
+    const __m256i small = _mm256_mul_epu32(_mm256_and_si256(mag, low24), mant);
+    __m256i q = _mm256_srl_epi64(_mm256_add_epi64(_mm256_add_epi64(big, _mm256_srli_epi64(small, 24)), round), count);
+    q = _mm256_blendv_epi8(q, cap, _mm256_cmpgt_epi64(q, cap));
+    __m256i v = _mm256_add_epi64(_mm256_sub_epi64(_mm256_xor_si256(q, neg), neg), zp);
+    v = _mm256_blendv_epi8(v, vlo, _mm256_cmpgt_epi64(vlo, v));
+    v = _mm256_blendv_epi8(v, vhi, _mm256_cmpgt_epi64(v, vhi));
+    const __m128i out = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, pick));
+    if (stride == 1) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), out);
+    } else {
+      alignas(16) int32_t lanes[4];
+      _mm_store_si128(reinterpret_cast<__m128i*>(lanes), out);
+      for (int j = 0; j < 4; ++j) y[(i + j) * stride] = lanes[j];
+    }
+  }
+  for (; i < n; ++i) y[i * stride] = requantize_wide_one(acc[i], m, zero_point, lo, hi);
+}
+
+// The same steps on eight sums at a time with AVX-512 (masks instead of blends). Zero-masked
+// forms throughout: GCC 12 warns that the plain ones read an undefined register.
+__attribute__((target("avx512f"))) void requantize_wide_avx512(const int64_t* acc, int64_t n, Multiplier m,
+                                                              int32_t zero_point, int32_t lo, int32_t hi, int32_t* y,
+                                                              int64_t stride) {
+  const int s = 31 + m.shift;
+  const __m512i mant = _mm512_set1_epi64(static_cast<uint32_t>(m.mantissa));
+  const __m512i round = _mm512_set1_epi64(int64_t{1} << (s - 25));
+  const __m128i count = _mm_cvtsi32_si128(s - 24);
+  const __m512i low24 = _mm512_set1_epi64((int64_t{1} << 24) - 1);
+  const __m512i cap = _mm512_set1_epi64(static_cast<int64_t>(kCap)), zp = _mm512_set1_epi64(zero_point);
+  const __m512i vlo = _mm512_set1_epi64(lo), vhi = _mm512_set1_epi64(hi);
+  const __m512i limit = _mm512_set1_epi64((int64_t{1} << 47) - 1);
+  constexpr __mmask8 all = 0xFF;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m512i a = _mm512_maskz_loadu_epi64(all, acc + i);
+    const __m512i mag = _mm512_maskz_abs_epi64(all, a);  // INT64_MIN stays negative: not below the limit
+    if (_mm512_cmpgt_epu64_mask(mag, limit) != 0) {
+      for (int64_t j = i; j < i + 8; ++j) y[j * stride] = requantize_wide_one(acc[j], m, zero_point, lo, hi);
+      continue;
+    }
+    const __m512i big = _mm512_maskz_mul_epu32(all, _mm512_maskz_srli_epi64(all, mag, 24), mant);
+    const __m512i small = _mm512_maskz_mul_epu32(all, _mm512_maskz_and_epi64(all, mag, low24), mant);
+    __m512i q = _mm512_maskz_srl_epi64(
+        all, _mm512_maskz_add_epi64(all, _mm512_maskz_add_epi64(all, big, _mm512_maskz_srli_epi64(all, small, 24)), round),
+        count);
+    q = _mm512_maskz_min_epu64(all, q, cap);
+    const __mmask8 negative = _mm512_cmplt_epi64_mask(a, _mm512_setzero_si512());
+    q = _mm512_mask_sub_epi64(q, negative, _mm512_setzero_si512(), q);
+    const __m512i v =
+        _mm512_maskz_min_epi64(all, _mm512_maskz_max_epi64(all, _mm512_maskz_add_epi64(all, q, zp), vlo), vhi);
+    const __m256i out = _mm512_maskz_cvtepi64_epi32(all, v);
+    if (stride == 1) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), out);
+    } else {
+      alignas(32) int32_t lanes[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), out);
+      for (int j = 0; j < 8; ++j) y[(i + j) * stride] = lanes[j];
+    }
+  }
+  for (; i < n; ++i) y[i * stride] = requantize_wide_one(acc[i], m, zero_point, lo, hi);
+}
+#endif
+
+}  // namespace
+
+void requantize_wide_row(Isa isa, const int64_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo,
+                         int32_t hi, int32_t* y, int64_t stride) {
+  const int s = 31 + m.shift;
+#ifdef QFLOW_FAST_X86
+  if (isa == Isa::Avx512Vnni && m.mantissa != 0 && s >= 25 && s <= 79)
+    return requantize_wide_avx512(acc, n, m, zero_point, lo, hi, y, stride);
+  if (isa != Isa::Portable && m.mantissa != 0 && s >= 25 && s <= 79)
+    return requantize_wide_avx2(acc, n, m, zero_point, lo, hi, y, stride);
+#else
+  (void)isa;
+#endif
+  for (int64_t i = 0; i < n; ++i) y[i * stride] = requantize_wide_one(acc[i], m, zero_point, lo, hi);
+}
+
 void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi,
                     int32_t* y, int64_t stride) {
   const Rounding r = detail::rounding_of(m);

@@ -110,6 +110,34 @@ TEST_CASE("fast requantize equals fx::requantize on extreme and random accumulat
     }
 }
 
+TEST_CASE("wide requantize equals fx::requantize on 64-bit sums up to and past the reference's saturation") {
+  std::mt19937_64 rng(17);
+  std::vector<int64_t> acc = {0, 1, -1, INT32_MAX, -int64_t{INT32_MAX}, int64_t{1} << 47, -(int64_t{1} << 47),
+                              (int64_t{1} << 62) + 5, -(int64_t{1} << 62) - 5, INT64_MAX, -INT64_MAX, INT64_MIN,
+                              (int64_t{1} << 47) - 1, -(int64_t{1} << 47) + 1};
+  for (int i = 0; i < 3000; ++i) acc.push_back(static_cast<int64_t>(rng()) >> (rng() % 63));
+  for (int i = 0; i < 3000; ++i) acc.push_back(static_cast<int64_t>(rng()) >> (17 + rng() % 46));  // below 2^47
+  std::mt19937 small(5);
+  for (int trial = 0; trial < 400; ++trial) {
+    Multiplier m = random_multiplier(small);
+    if (trial % 5 == 0) m = Multiplier{random_in(small, 1 << 30, INT32_MAX), random_in(small, kMinShift, kMaxShift)};
+    const QType type = small() % 3 == 0 ? QType::UInt16 : (small() % 2 ? QType::Int8 : QType::Int16);
+    const Range r = range_of(type);
+    const int32_t zp = random_in(small, r.min, r.max);
+    const int32_t lo = r.min, hi = r.max;
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(acc.size()), strided(2 * acc.size());
+      fast::requantize_wide_row(isa, acc.data(), static_cast<int64_t>(acc.size()), m, zp, lo, hi, got.data(), 1);
+      fast::requantize_wide_row(isa, acc.data(), static_cast<int64_t>(acc.size()), m, zp, lo, hi, strided.data(), 2);
+      for (size_t i = 0; i < acc.size(); ++i) {
+        const int32_t want = requantize(acc[i], m, zp, lo, hi);
+        REQUIRE_MESSAGE(got[i] == want, fast::isa_name(isa) << " acc " << acc[i] << " m " << m.mantissa << "/" << m.shift);
+        REQUIRE(strided[2 * i] == want);
+      }
+    }
+  }
+}
+
 TEST_CASE("fast conv2d equals fx::conv2d on random shapes, strides, pads, dilations and groups") {
   std::mt19937 rng(11);
   int compared = 0;
