@@ -699,7 +699,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
       break;
     }
     for (PrecisionChange& c : current) c.value_after = kUnmeasured;
-    current.back().value_after = current_value;
+    if (!current.empty()) current.back().value_after = current_value;
     kept = std::move(current);
     value = current_value;
     reached = true;

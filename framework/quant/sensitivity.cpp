@@ -1,6 +1,5 @@
 // Sensitivity: two single-node QDQ models per quantized node, each run on the cached samples.
 #include "framework/quant/sensitivity.h"
-#include "framework/quant/sensitivity_ranks.h"
 
 #include <algorithm>
 #include <atomic>
@@ -21,6 +20,7 @@
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/quant/scale_alignment.h"
+#include "framework/quant/sensitivity_ranks.h"
 #include "framework/interpreter/executor.h"
 
 namespace qflow {
@@ -381,14 +381,16 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     weight_cosines.assign(candidates.size(), std::vector<double>(samples.size(), 0.0));
     activation_cosines.assign(candidates.size(), std::vector<double>(samples.size(), 0.0));
   }
-  // The terminal bar counts one node measured on one sample as one unit: chunks of samples
-  // then advance it evenly, whatever their size.
-  if (options.bar && result.method == "output")
-    options.bar->restart("ranking", "node-samples", static_cast<int64_t>(candidates.size() * samples.size()));
   // In a distributed run each rank measures its share of the candidates (measures_candidate)
   // and the cosines are shared once every chunk is done; a failure stops this rank's chunks
   // but not the exchange, which every rank must reach.
   const World* world = options.world && options.world->distributed() ? options.world : nullptr;
+  std::size_t mine = 0;  // the candidates this rank measures: what its progress counts
+  for (std::size_t i = 0; i < candidates.size(); ++i) mine += measures_candidate(world, i) ? 1 : 0;
+  // The terminal bar counts one node measured on one sample as one unit: chunks of samples
+  // then advance it evenly, whatever their size.
+  if (options.bar && result.method == "output")
+    options.bar->restart("ranking", "node-samples", static_cast<int64_t>(mine * samples.size()));
   std::vector<Status> status(candidates.size(), Status::ok());
   bool failed = false;
   for (std::size_t begin = 0; result.method == "output" && begin < samples.size() && !failed; begin += chunk) {
@@ -446,7 +448,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
         if (options.bar) options.bar->advance(static_cast<int64_t>(values.size()));
         std::lock_guard lock(progress_mutex);
         if (reporter.wants_line())
-          reporter.say(ranked_line(done, candidates.size(), begin, values.size(), samples.size(), reporter.seconds()));
+          reporter.say(ranked_line(done, mine, begin, values.size(), samples.size(), reporter.seconds()));
       }
     });
     for (const Status& s : status) {
