@@ -171,6 +171,24 @@ bool weight_at_full16(const QuantSpec& spec) {
   return spec.weight_dtype == DType::Int16 && (spec.weight_bits == 0 || spec.weight_bits == 16);
 }
 
+// What an int16 raise changes from: the activation's grid, or the weight's when only the
+// weight is raised.
+std::string raised_from(const QuantSpec& spec, bool activation) {
+  return activation ? grid_text(spec.activation_dtype, spec.activation_bits)
+                    : grid_text(spec.weight_dtype, spec.weight_bits == 16 ? 0 : spec.weight_bits);
+}
+
+// A change of the ranked node `row` to `to` ("int16" or "cpu"), its value not measured yet.
+PrecisionChange change_of(const SensitivityRow& row, const std::string& to) {
+  PrecisionChange change;
+  change.node = row.node;
+  change.op_type = row.op_type;
+  change.sensitivity = row.worst();
+  change.value_after = kUnmeasured;
+  change.to = to;
+  return change;
+}
+
 // The activation tensors of `node` the PTQ model quantizes (its outputs in the table).
 std::vector<std::string> node_activations(const Graph& graph, const Node& node, const QuantTable& table) {
   std::vector<std::string> names;
@@ -370,11 +388,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
                              const std::vector<PrecisionChange>& kept) -> Expected<std::optional<PrecisionChange>> {
     const QuantSpec spec = merge_quant_config(base, overrides_of(kept, false)).resolve(node.name(), node.op_type());
     if (!spec.quantize) return std::optional<PrecisionChange>();
-    PrecisionChange change;
-    change.node = row.node;
-    change.op_type = row.op_type;
-    change.sensitivity = row.worst();
-    change.value_after = kUnmeasured;
+    PrecisionChange change = change_of(row, "int16");
     // The sensitive side: the one with the lower single-node cosine, and the other one too
     // when, with a cosine target, it misses the target on its own.
     const bool weight_worse = row.has_weight && (!row.has_activation || row.weight_cosine < row.activation_cosine);
@@ -384,9 +398,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     change.weight = row.has_weight && !weight_at_full16(spec) &&
                     (weight_worse || (cosine_target && row.weight_cosine < result.threshold));
     if (!change.activation && !change.weight) return std::optional<PrecisionChange>();
-    change.from = change.activation ? grid_text(spec.activation_dtype, spec.activation_bits)
-                                    : grid_text(spec.weight_dtype, spec.weight_bits == 16 ? 0 : spec.weight_bits);
-    change.to = "int16";
+    change.from = raised_from(spec, change.activation);
     const std::vector<std::string> activations = node_activations(graph, node, table);
     const Tensor* weight = quantizable_weight(graph, node, spec);
     if (change.activation) change.tensors = activations;
@@ -456,12 +468,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
                            const std::vector<PrecisionChange>& kept) -> std::optional<PrecisionChange> {
     const QuantSpec spec = merge_quant_config(base, overrides_of(kept, false)).resolve(node.name(), node.op_type());
     if (!spec.quantize) return std::nullopt;
-    PrecisionChange change;
-    change.node = row.node;
-    change.op_type = row.op_type;
-    change.sensitivity = row.worst();
-    change.value_after = kUnmeasured;
-    change.to = "cpu";
+    PrecisionChange change = change_of(row, "cpu");
     change.from = grid_text(spec.activation_dtype, spec.activation_bits);
     change.refusal = "int16 did not reach the target";
     change.tensors = node_activations(graph, node, table);
@@ -561,19 +568,13 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
       const Node& node = *it->second;
       const QuantSpec spec = base.resolve(node.name(), node.op_type());
       if (!spec.quantize) continue;
-      PrecisionChange change;
-      change.node = row.node;
-      change.op_type = row.op_type;
-      change.sensitivity = row.worst();
-      change.value_after = kUnmeasured;
-      change.to = "int16";
+      PrecisionChange change = change_of(row, "int16");
       const std::vector<std::string> activations = node_activations(graph, node, table);
       const bool has_weight = quantizable_weight(graph, node, spec) != nullptr;
       change.activation = !activations.empty() && !activation_at_full16(spec);
       change.weight = has_weight && !weight_at_full16(spec);
       if (!change.activation && !change.weight) continue;
-      change.from = change.activation ? grid_text(spec.activation_dtype, spec.activation_bits)
-                                      : grid_text(spec.weight_dtype, spec.weight_bits == 16 ? 0 : spec.weight_bits);
+      change.from = raised_from(spec, change.activation);
       if (change.activation) change.tensors = activations;
       if (change.weight) change.tensors.push_back(node.input(1)->name());
       all.push_back(std::move(change));

@@ -374,52 +374,36 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
 
 namespace {
 
-// conv2d with a chunked reduction (k.chunk_pairs): per tile of pixels, the int16 pairs of every
-// reduction index, then chunk by chunk one block product per weight half, added into int64
-// sums that start at the bias; the reference's requantize of each sum.
-void conv2d_chunked(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, Scratch& s) {
+// The pairs product of one tile of a chunked conv2d (k.chunk_pairs): chunk by chunk one block
+// product per weight half, added into int64 sums that start at the bias; then the exact
+// requantize of each sum, output channel m of group g at y + m * pixels (y: the tile's first
+// pixel of the image's output).
+void chunked_tile(const PackedConv2D& k, Isa isa, int64_t g, const int16_t* pairs, int64_t cols, int64_t count,
+                  int64_t tile, Scratch& s, int32_t* y, int64_t pixels) {
   const Conv2DParams& p = k.params;
-  const int64_t plane_in = p.in_channels * p.in_h * p.in_w, pixels = k.out_h * k.out_w;
   const int64_t mg = p.out_channels / p.group;
-  const int64_t tile = pixel_tile(k.pairs, pixels, kPixelBlock);
-  int16_t* pairs = sized(s.columns, k.pairs * tile * 2);
-  int16_t* even = sized(s.rows, 2 * tile);
-  int16_t* odd = even + tile;
   int32_t* acc = sized(s.acc, k.group_rows * tile);
   int64_t* sums = sized(s.sums, k.group_rows * tile);
   int32_t* zeros = sized(s.zeros, k.group_rows);
   std::fill(zeros, zeros + k.group_rows, 0);
   const bool split = !k.weights_low.empty();
-  for (int64_t n = 0; n < p.batch; ++n)
-    for (int64_t g = 0; g < p.group; ++g) {
-      const int32_t* image = x + n * plane_in;
-      const int64_t group_at = g * k.group_rows * k.pairs * 2;
-      for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
-        const int64_t count = std::min(tile, pixels - p0), cols = round_up(count, kPixelBlock);
-        for (int64_t q = 0; q < k.pairs; ++q) {
-          im2col_row(k, isa, image, g, 2 * q, p0, count, cols, even);
-          im2col_row(k, isa, image, g, 2 * q + 1, p0, count, cols, odd);
-          interleave_s16(isa, even, odd, cols, pairs + q * cols * 2);
-        }
-        for (int64_t r = 0; r < k.group_rows; ++r)
-          std::fill(sums + r * tile, sums + r * tile + cols, int64_t{k.bias[static_cast<size_t>(g * k.group_rows + r)]});
-        for (int64_t c0 = 0; c0 < k.pairs; c0 += k.chunk_pairs) {
-          const int64_t chunk = std::min(k.chunk_pairs, k.pairs - c0);
-          const size_t at = static_cast<size_t>(group_at + k.group_rows * c0 * 2);
-          gemm_pairs_s16(isa, k.weights.data() + at, k.group_rows, pairs + c0 * cols * 2, cols, chunk, zeros, acc, tile);
-          add_chunk(acc, k.group_rows, cols, tile, split ? 8 : 0, sums);
-          if (!split) continue;
-          gemm_pairs_s16(isa, k.weights_low.data() + at, k.group_rows, pairs + c0 * cols * 2, cols, chunk, zeros, acc, tile);
-          add_chunk(acc, k.group_rows, cols, tile, 0, sums);
-        }
-        for (int64_t r = 0; r < mg; ++r) {
-          const int64_t m = g * mg + r;
-          const Multiplier mult = k.multipliers[static_cast<size_t>(m)];
-          requantize_wide_row(isa, sums + r * tile, count, mult, p.output.zero_point, k.lo, k.hi,
-                              y + (n * p.out_channels + m) * pixels + p0, 1);
-        }
-      }
-    }
+  for (int64_t r = 0; r < k.group_rows; ++r)
+    std::fill(sums + r * tile, sums + r * tile + cols, int64_t{k.bias[static_cast<size_t>(g * k.group_rows + r)]});
+  const int64_t group_at = g * k.group_rows * k.pairs * 2;
+  for (int64_t c0 = 0; c0 < k.pairs; c0 += k.chunk_pairs) {
+    const int64_t chunk = std::min(k.chunk_pairs, k.pairs - c0);
+    const size_t at = static_cast<size_t>(group_at + k.group_rows * c0 * 2);
+    gemm_pairs_s16(isa, k.weights.data() + at, k.group_rows, pairs + c0 * cols * 2, cols, chunk, zeros, acc, tile);
+    add_chunk(acc, k.group_rows, cols, tile, split ? 8 : 0, sums);
+    if (!split) continue;
+    gemm_pairs_s16(isa, k.weights_low.data() + at, k.group_rows, pairs + c0 * cols * 2, cols, chunk, zeros, acc, tile);
+    add_chunk(acc, k.group_rows, cols, tile, 0, sums);
+  }
+  for (int64_t r = 0; r < mg; ++r) {
+    const int64_t m = g * mg + r;
+    requantize_wide_row(isa, sums + r * tile, count, k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo,
+                        k.hi, y + m * pixels, 1);
+  }
 }
 
 }  // namespace
@@ -446,10 +430,6 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
     conv2d_quads(k, isa, x.data(), y.data(), s);
     return Status{};
   }
-  if (k.chunk_pairs > 0) {
-    conv2d_chunked(k, isa, x.data(), y.data(), s);
-    return Status{};
-  }
   const int64_t mg = p.out_channels / p.group;
   const int64_t tile = pixel_tile(k.pairs, pixels, kPixelBlock);
   int16_t* pairs = sized(s.columns, k.pairs * tile * 2);
@@ -467,6 +447,10 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
           im2col_row(k, isa, image, g, 2 * q, p0, count, cols, even);
           im2col_row(k, isa, image, g, 2 * q + 1, p0, count, cols, odd);
           interleave_s16(isa, even, odd, cols, pairs + q * cols * 2);
+        }
+        if (k.chunk_pairs > 0) {  // int16 weights or a reduction whose int32 sums could wrap
+          chunked_tile(k, isa, g, pairs, cols, count, tile, s, y.data() + n * p.out_channels * pixels + p0, pixels);
+          continue;
         }
         gemm_pairs_s16(isa, wg, k.group_rows, pairs, cols, k.pairs, bg, acc, tile);
         for (int64_t r = 0; r < mg; ++r) {
