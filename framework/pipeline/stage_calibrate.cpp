@@ -76,7 +76,7 @@ Expected<StageResult> run_calibrator(const PipelineStage& stage, const std::map<
     // Calibrators that never ask for the cosine must not fail on a model it cannot evaluate.
     services = std::make_unique<HostCalibrationServices>(
         registry, OutputCosine::create(model_artifact->bytes, *dataset, context.quantization, context.threads,
-                                       std::move(observed_outputs)));
+                                       std::move(observed_outputs), context.world));
   }
 
   QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Calibrator> calibrator, registry.make_calibrator(stage.component, options_of(stage)));

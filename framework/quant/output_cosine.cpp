@@ -89,15 +89,24 @@ double cosine_similarity(const std::vector<float>& a, const std::vector<const Te
   return dot / (std::sqrt(na) * std::sqrt(nb));
 }
 
-OutputCosine::OutputCosine(const Dataset& dataset, const QuantConfig* config, int threads)
-    : dataset_(dataset), config_(config), threads_(std::max(1, threads)) {}
+namespace {
+constexpr int kEvaluationTag = 7401;
+}  // namespace
+
+OutputCosine::OutputCosine(const Dataset& dataset, const QuantConfig* config, int threads, const World* world)
+    : dataset_(dataset),
+      config_(config),
+      threads_(std::max(1, threads)),
+      world_(world && world->distributed() ? world : nullptr),
+      slice_(my_slice(world_, dataset.count)) {}
 
 OutputCosine::~OutputCosine() = default;
 
 Expected<std::unique_ptr<OutputCosine>> OutputCosine::create(std::string float_model, const Dataset& dataset,
                                                              const QuantConfig* config, int threads,
-                                                             std::shared_ptr<const FloatOutputs> known) {
-  std::unique_ptr<OutputCosine> self(new OutputCosine(dataset, config, threads));
+                                                             std::shared_ptr<const FloatOutputs> known,
+                                                             const World* world) {
+  std::unique_ptr<OutputCosine> self(new OutputCosine(dataset, config, threads, world));
   if (known && known->dataset.get() == &dataset && static_cast<int64_t>(known->samples.size()) == dataset.count &&
       known->model_sha256 == sha256_hex(float_model)) {
     self->float_outputs_ = known->samples;
@@ -135,7 +144,7 @@ Status OutputCosine::run_samples(const Executor& executor,
     batch.clear();
     return Status::ok();
   };
-  QFLOW_RETURN_IF_ERROR(for_each_feed_in(dataset_, binding_, 0, dataset_.count, [&](int64_t index, const Feeds& feeds) -> Status {
+  QFLOW_RETURN_IF_ERROR(for_each_feed_in(dataset_, binding_, slice_.begin, slice_.end, [&](int64_t index, const Feeds& feeds) -> Status {
     batch.emplace_back(index, feeds);
     return batch.size() >= batch_size ? flush() : Status::ok();
   }));
@@ -144,32 +153,44 @@ Status OutputCosine::run_samples(const Executor& executor,
 
 Expected<double> OutputCosine::evaluate(const QuantTable& table) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (dataset_.count == 0) return invalid_input("output cosine: the dataset has no samples");
+  std::vector<double> cosines(static_cast<std::size_t>(dataset_.count), 0.0);
+  Expected<double> own = mean_cosine(table, cosines);
+  if (!world_) return own;
+  // Every rank reaches the exchange, also one whose samples failed.
+  QFLOW_RETURN_IF_ERROR(share_slices(*world_, kEvaluationTag, cosines, own.status()));
+  double sum = 0.0;  // in sample order, as one process sums
+  for (const double c : cosines) sum += c;
+  return sum / static_cast<double>(cosines.size());
+}
+
+// Runs this rank's samples of the calibrated model of `table` (the float model's first, once),
+// puts each sample's cosine at its index in `cosines` and returns the mean of this rank's.
+Expected<double> OutputCosine::mean_cosine(const QuantTable& table, std::vector<double>& cosines) const {
   if (!have_float_outputs_) {
     QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(*float_model_));
-    std::vector<std::vector<float>> outputs;
-    QFLOW_RETURN_IF_ERROR(run_samples(*executor, [&](int64_t, std::vector<float> flat) {
-      outputs.push_back(std::move(flat));
+    std::vector<std::vector<float>> outputs(static_cast<std::size_t>(dataset_.count));
+    QFLOW_RETURN_IF_ERROR(run_samples(*executor, [&](int64_t index, std::vector<float> flat) {
+      outputs[static_cast<std::size_t>(index)] = std::move(flat);
       return Status::ok();
     }));
     float_outputs_ = std::move(outputs);
     have_float_outputs_ = true;
   }
-  if (float_outputs_.empty()) return invalid_input("output cosine: the dataset has no samples");
   Model qdq = float_model_->copy();
   QdqOptions options;
   options.weights = false;
   QFLOW_RETURN_IF_ERROR(build_qdq_model(qdq, table, config_, options));
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(qdq));
-  std::vector<double> cosines;
+  double sum = 0.0;
   QFLOW_RETURN_IF_ERROR(run_samples(*executor, [&](int64_t index, std::vector<float> flat) -> Status {
     const auto i = static_cast<std::size_t>(index);
     if (i >= float_outputs_.size()) return internal_error("output cosine: the dataset grew between sweeps");
-    cosines.push_back(cosine_similarity(float_outputs_[i], flat));
+    cosines[i] = cosine_similarity(float_outputs_[i], flat);
+    sum += cosines[i];  // in sample order
     return Status::ok();
   }));
-  double sum = 0.0;
-  for (double c : cosines) sum += c;
-  return sum / static_cast<double>(cosines.size());
+  return sum / static_cast<double>(slice_.end - slice_.begin);
 }
 
 }  // namespace qflow

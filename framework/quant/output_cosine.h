@@ -11,6 +11,7 @@
 
 #include "framework/data/dataset.h"
 #include "framework/data/input_feeds.h"
+#include "framework/distributed/share_slices.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"
@@ -33,10 +34,14 @@ class OutputCosine {
   // `float_model` is the ONNX bytes of the float model; `config` (may be null) and
   // `dataset` must outlive the object. `threads` samples run at once. `known` (may be null):
   // the float model's outputs computed elsewhere, taken instead of running the samples
-  // when they are of these bytes and this dataset.
+  // when they are of these bytes and this dataset. `world` (may be null; must outlive the
+  // object): in a distributed world each rank runs its slice of the samples (my_slice) and
+  // the per-sample cosines are shared, so every rank gets the one-process value; every rank
+  // must then call evaluate with the same tables in the same order.
   static Expected<std::unique_ptr<OutputCosine>> create(std::string float_model, const Dataset& dataset,
                                                          const QuantConfig* config, int threads,
-                                                         std::shared_ptr<const FloatOutputs> known = nullptr);
+                                                         std::shared_ptr<const FloatOutputs> known = nullptr,
+                                                         const World* world = nullptr);
   ~OutputCosine();
 
   // Builds the calibrated model for `table`, runs it on every sample and returns the mean
@@ -47,16 +52,20 @@ class OutputCosine {
   Expected<double> evaluate(const QuantTable& table) const;
 
  private:
-  OutputCosine(const Dataset& dataset, const QuantConfig* config, int threads);
+  OutputCosine(const Dataset& dataset, const QuantConfig* config, int threads, const World* world);
+  // Runs this rank's samples; `done` gets each one's flattened outputs in sample order.
   Status run_samples(const Executor& executor, const std::function<Status(int64_t, std::vector<float>)>& done) const;
+  Expected<double> mean_cosine(const QuantTable& table, std::vector<double>& cosines) const;
 
   const Dataset& dataset_;
   const QuantConfig* config_;
   int threads_;
+  const World* world_;  // set only when the samples are split between ranks
+  ShardRange slice_;
   InputBinding binding_;
   std::shared_ptr<Model> float_model_;
   mutable std::mutex mutex_;
-  mutable std::vector<std::vector<float>> float_outputs_;  // per sample, once computed
+  mutable std::vector<std::vector<float>> float_outputs_;  // per sample (of this rank's slice), once computed
   mutable bool have_float_outputs_ = false;
 };
 
