@@ -157,6 +157,12 @@ struct PackedConvTranspose2D {
   int64_t depth = 0;       // in_channels / group rounded up to kDepthStep
   int64_t group_rows = 0;  // out_channels / group * kH * kW rounded up to kRowBlock
   std::vector<int16_t> weights;         // [group][group_rows][depth]: row (m, tap), column input channel
+  // Chunked (chunk_reduction; 16-bit inputs or int16 weights): input channels per chunk (a
+  // multiple of kDepthStep; 0: one int32 pass), the weights chunk by chunk, [group][chunk]
+  // [group_rows][channels of the chunk], int16 weights' high halves in `weights` and their low
+  // halves in `weights_low`; products and outputs then sum in int64.
+  int64_t chunk_depth = 0;
+  std::vector<int16_t> weights_low;
   std::vector<int32_t> bias;            // [out_channels]
   std::vector<Multiplier> multipliers;  // [out_channels]
   int32_t lo = 0, hi = 0;
