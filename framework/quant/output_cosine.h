@@ -11,7 +11,7 @@
 
 #include "framework/data/dataset.h"
 #include "framework/data/input_feeds.h"
-#include "framework/distributed/share_slices.h"
+#include "framework/distributed/share_units.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"

@@ -14,7 +14,7 @@
 #include "qflow/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
-#include "framework/distributed/share_slices.h"
+#include "framework/distributed/share_units.h"
 #include "framework/onnx/onnx_check.h"
 #include "framework/quant/quantization_settings.h"
 #include "framework/quant/output_cosine.h"

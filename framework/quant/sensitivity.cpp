@@ -15,12 +15,12 @@
 #include "framework/core/memory_limit.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
+#include "framework/distributed/share_units.h"
 #include "framework/ir/model_stats.h"
 #include "framework/quant/local_sensitivity.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/quant/scale_alignment.h"
-#include "framework/quant/sensitivity_ranks.h"
 #include "framework/interpreter/executor.h"
 
 namespace qflow {
@@ -220,6 +220,9 @@ Expected<double> output_ranking_gmacs(const Model& float_model, const SampleValu
 }
 
 // "ranked 120 of 370 nodes (samples 1-16 of 16) in 312 s"
+// The tag of the ranking's exchange between ranks.
+constexpr int kSensitivityTag = 7201;
+
 std::string ranked_line(std::size_t done, std::size_t nodes, std::size_t first_sample, std::size_t chunk,
                         std::size_t samples, double seconds) {
   std::string line = "ranked " + std::to_string(done) + " of " + std::to_string(nodes) + " nodes";
@@ -381,12 +384,16 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     weight_cosines.assign(candidates.size(), std::vector<double>(samples.size(), 0.0));
     activation_cosines.assign(candidates.size(), std::vector<double>(samples.size(), 0.0));
   }
-  // In a distributed run each rank measures its share of the candidates (measures_candidate)
-  // and the cosines are shared once every chunk is done; a failure stops this rank's chunks
+  // In a distributed run each rank measures the candidates it owns and the cosines are
+  // shared (share_units) once every chunk is done; a failure stops this rank's chunks
   // but not the exchange, which every rank must reach.
+  // Node i goes to rank i mod N: early nodes have the longest suffixes, so dealing them out
+  // round-robin keeps the shares close.
   const World* world = options.world && options.world->distributed() ? options.world : nullptr;
+  const auto owner = [&](std::size_t i) { return world ? static_cast<int>(i % static_cast<std::size_t>(world->size())) : 0; };
+  const int me = world ? world->rank() : 0;
   std::size_t mine = 0;  // the candidates this rank measures: what its progress counts
-  for (std::size_t i = 0; i < candidates.size(); ++i) mine += measures_candidate(world, i) ? 1 : 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) mine += owner(i) == me ? 1 : 0;
   // The terminal bar counts one node measured on one sample as one unit: chunks of samples
   // then advance it evenly, whatever their size.
   if (options.bar && result.method == "output")
@@ -442,7 +449,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     std::atomic<std::size_t> next{0};
     pool.parallel_for(static_cast<int64_t>(pool.size()), [&](int64_t, int64_t) {
       for (std::size_t i = next++; i < candidates.size(); i = next++) {
-        if (!measures_candidate(world, i)) continue;
+        if (owner(i) != me) continue;
         status[i] = measure(i);
         const std::size_t done = ++measured;
         if (options.bar) options.bar->advance(static_cast<int64_t>(values.size()));
@@ -457,8 +464,20 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       failed = true;
     }
   }
-  if (world && result.method == "output")
-    QFLOW_RETURN_IF_ERROR(share_candidate_cosines(*world, {weight_cosines, activation_cosines, status}));
+  if (world && result.method == "output") {
+    // Per node, its weight cosines then its activation cosines, one unit.
+    const std::size_t n = samples.size();
+    std::vector<double> units(candidates.size() * 2 * n);
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      std::copy(weight_cosines[i].begin(), weight_cosines[i].end(), units.begin() + static_cast<std::ptrdiff_t>(2 * i * n));
+      std::copy(activation_cosines[i].begin(), activation_cosines[i].end(), units.begin() + static_cast<std::ptrdiff_t>((2 * i + 1) * n));
+    }
+    QFLOW_RETURN_IF_ERROR(share_units(*world, kSensitivityTag, 2 * n, owner, units, status));
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      std::copy_n(units.begin() + static_cast<std::ptrdiff_t>(2 * i * n), n, weight_cosines[i].begin());
+      std::copy_n(units.begin() + static_cast<std::ptrdiff_t>((2 * i + 1) * n), n, activation_cosines[i].begin());
+    }
+  }
   // Summed in sample order over all samples: the same values however the samples were chunked.
   if (result.method == "output")
     for (std::size_t i = 0; i < candidates.size(); ++i)

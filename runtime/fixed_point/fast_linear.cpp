@@ -28,7 +28,7 @@ struct Scratch {
   std::vector<int32_t> acc;
   std::vector<int32_t> plane;
   std::vector<int64_t> sums;   // chunked reductions: the int64 sums across chunks
-  std::vector<int32_t> zeros;  // their chunks' initial values
+  std::vector<int32_t> zeros;  // their chunks' initial values: only grown (new elements are 0), never written
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -384,8 +384,7 @@ void chunked_tile(const PackedConv2D& k, Isa isa, int64_t g, const int16_t* pair
   const int64_t mg = p.out_channels / p.group;
   int32_t* acc = sized(s.acc, k.group_rows * tile);
   int64_t* sums = sized(s.sums, k.group_rows * tile);
-  int32_t* zeros = sized(s.zeros, k.group_rows);
-  std::fill(zeros, zeros + k.group_rows, 0);
+  const int32_t* zeros = sized(s.zeros, k.group_rows);
   const bool split = !k.weights_low.empty();
   for (int64_t r = 0; r < k.group_rows; ++r)
     std::fill(sums + r * tile, sums + r * tile + cols, int64_t{k.bias[static_cast<size_t>(g * k.group_rows + r)]});
@@ -558,8 +557,7 @@ void matmul_chunked(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y
   int16_t* cols = sized(s.columns, block * k.chunk_depth);
   int32_t* acc = sized(s.acc, k.rows * block);
   int64_t* sums = sized(s.sums, k.rows * block);
-  int32_t* zeros = sized(s.zeros, k.rows);
-  std::fill(zeros, zeros + k.rows, 0);
+  const int32_t* zeros = sized(s.zeros, k.rows);
   const bool split = !k.b_low.empty();
   const int32_t za = p.a.zero_point;
   for (int64_t i0 = 0; i0 < p.m; i0 += block) {

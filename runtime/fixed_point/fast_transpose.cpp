@@ -21,7 +21,8 @@ int64_t round_up(int64_t v, int64_t step) { return (v + step - 1) / step * step;
 
 struct TransposeScratch {
   std::vector<int16_t> columns;
-  std::vector<int32_t> products, acc, zeros;
+  std::vector<int32_t> products, acc;
+  std::vector<int32_t> zeros;  // the products' initial values: only grown (new elements are 0), never written
   std::vector<int64_t> wide_products, wide_acc;  // chunked
 };
 TransposeScratch& transpose_scratch() {
@@ -162,7 +163,6 @@ Status conv_transpose2d(const PackedConvTranspose2D& k, Isa isa, std::span<const
   int64_t* wide_products = chunked ? sized(s.wide_products, k.group_rows * block) : nullptr;
   int64_t* wide_acc = chunked ? sized(s.wide_acc, mg * plane_out) : nullptr;
   const int32_t* zeros = sized(s.zeros, k.group_rows);
-  std::fill(s.zeros.begin(), s.zeros.begin() + k.group_rows, 0);
   const int32_t zp = p.input.zero_point;
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t g = 0; g < p.group; ++g) {

@@ -217,28 +217,36 @@ __attribute__((target("avx2"))) void channels_avx2(int64_t* acc, const int32_t* 
 }
 #endif
 
+// The widest of the three versions of a loop that this CPU runs and the cap allows.
+template <typename F>
+F widest_allowed([[maybe_unused]] F avx512, [[maybe_unused]] F avx2, F baseline) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has_avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  static const bool has_avx512 = __builtin_cpu_supports("avx512f");
+  if (has_avx512 && isa::allows(isa::Level::avx512)) return avx512;
+  if (has_avx2 && isa::allows(isa::Level::avx2)) return avx2;
+#endif
+  return baseline;
+}
+
 using Channels = void (*)(int64_t*, const int32_t*, int64_t, const int32_t*, int64_t, int64_t, int64_t, int32_t);
 
 Channels channels_fn() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512 && isa::allows(isa::Level::avx512)) return channels_avx512;
-  if (avx2 && isa::allows(isa::Level::avx2)) return channels_avx2;
-#endif
+  return widest_allowed<Channels>(channels_avx512, channels_avx2, channels_baseline);
+#else
   return channels_baseline;
+#endif
 }
 
 using TapRow = void (*)(int64_t*, const int32_t*, int64_t, int64_t, int32_t, int32_t);
 
 TapRow tap_row() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx2 = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512 && isa::allows(isa::Level::avx512)) return tap_row_avx512;
-  if (avx2 && isa::allows(isa::Level::avx2)) return tap_row_avx2;
-#endif
+  return widest_allowed<TapRow>(tap_row_avx512, tap_row_avx2, tap_row_baseline);
+#else
   return tap_row_baseline;
+#endif
 }
 
 }  // namespace

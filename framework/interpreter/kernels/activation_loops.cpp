@@ -98,6 +98,14 @@ constexpr int64_t kBlock = 256;
     }
   };
   const Floats c = Floats{} + stage.constant;
+  // g = min(max(alpha * g + beta, 0), 1) in place (vectors by reference: no vector-ABI
+  // arguments in this baseline-compiled function), as apply_stage's HardSigmoid computes it.
+  const auto hard_sigmoid = [&](Floats& g) {
+    const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
+    g = alpha * g + beta;
+    g = g < zero ? zero : g;
+    g = one < g ? one : g;
+  };
   switch (stage.kind) {
     case Kind::Relu:
       each([&](Floats& v) { v = zero < v ? v : zero; });
@@ -112,15 +120,9 @@ constexpr int64_t kBlock = 256;
     }
     case Kind::Sigmoid:
       break;
-    case Kind::HardSigmoid: {
-      const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
-      each([&](Floats& v) {
-        Floats g = alpha * v + beta;
-        g = g < zero ? zero : g;
-        v = one < g ? one : g;
-      });
+    case Kind::HardSigmoid:
+      each(hard_sigmoid);
       break;
-    }
     case Kind::HardSwish: {
       const Floats six = Floats{} + 6.0f, half = Floats{} + 0.5f;
       each([&](Floats& v) {
@@ -164,16 +166,13 @@ constexpr int64_t kBlock = 256;
       });
       break;
     }
-    case Kind::HardSigmoidProduct: {
-      const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
+    case Kind::HardSigmoidProduct:
       each([&](Floats& v) {
-        Floats gate = alpha * v + beta;
-        gate = gate < zero ? zero : gate;
-        gate = one < gate ? one : gate;
+        Floats gate = v;
+        hard_sigmoid(gate);
         v = v * gate;
       });
       break;
-    }
   }
   apply_stage(stage, data + body, n - body, channel);
 }

@@ -356,13 +356,13 @@ std::optional<Tensor> matmul_integer_quads(const KernelContext& context, const M
   return out;
 }
 
-// B of an 8-bit MatMulInteger packed for the int16 GEMM (fx::fast::gemm_s16) where the CPU has
-// no VNNI: B - zb transposed into rows of K int16 (N rows rounded up to kRowBlock, K up to
-// kDepthStep, zero padded), so that A's rows, centred, are the GEMM's columns as they lie in
-// memory and each row of the product is a column of C. Built once for a constant B.
+// B of an 8-bit MatMulInteger packed for the int16 GEMM where the CPU has no VNNI: B - zb
+// transposed into columns of K int16 (K rounded up to kDepthStep, zero padded), the layout
+// gemm_s16_columns gathers its columns in, so a run copies them instead of gathering B's
+// strided columns from an int32 copy. Built once for a constant B.
 struct RowsB {
-  int64_t k = 0, n = 0, rows = 0, depth = 0;
-  std::vector<int16_t> w;  // [rows][depth]
+  int64_t k = 0, n = 0, depth = 0;
+  std::vector<int16_t> columns;  // [n][depth]
 };
 
 template <typename TB>
@@ -370,42 +370,26 @@ RowsB pack_rows_b(const TB* b, int32_t zb, int64_t k, int64_t n) {
   RowsB p;
   p.k = k;
   p.n = n;
-  p.rows = round_up(n, fx::fast::kRowBlock);
   p.depth = round_up(k, fx::fast::kDepthStep);
-  p.w.assign(static_cast<std::size_t>(p.rows * p.depth), 0);
+  p.columns.assign(static_cast<std::size_t>(n * p.depth), 0);
   for (int64_t kk = 0; kk < k; ++kk)
     for (int64_t nn = 0; nn < n; ++nn)
-      p.w[static_cast<std::size_t>(nn * p.depth + kk)] = static_cast<int16_t>(int32_t{b[kk * n + nn]} - zb);
+      p.columns[static_cast<std::size_t>(nn * p.depth + kk)] = static_cast<int16_t>(int32_t{b[kk * n + nn]} - zb);
   return p;
 }
 
-// C[m, n] = (A - za) (B - zb) on the packed rows: blocks of A's rows become int16 columns,
-// threads split B's rows, and each block's product (rows of C's columns) is transposed into C.
+// C[m, n] = (A - za) (B - zb): A's rows, centred, are the GEMM's weight rows, B's packed
+// columns its columns (gemm_s16_columns, as gemm_s16_exact).
 template <typename TA>
 void matmul_rows(const KernelContext& context, const RowsB& p, const TA* a, int32_t za, int32_t* c, int64_t m) {
-  namespace fast = fx::fast;
-  const fast::Isa isa = fast::best_isa();
-  constexpr int64_t kBlock = 64;  // rows of A per GEMM
-  std::vector<int16_t> columns(static_cast<std::size_t>(kBlock * p.depth), 0);
-  const std::vector<int32_t> zeros(static_cast<std::size_t>(p.rows), 0);
-  for (int64_t r0 = 0; r0 < m; r0 += kBlock) {
-    const int64_t count = std::min(kBlock, m - r0), cols = round_up(count, fast::kColBlock);
-    for (int64_t r = 0; r < count; ++r) {
-      const TA* row = a + (r0 + r) * p.k;
-      int16_t* col = columns.data() + r * p.depth;
-      for (int64_t kk = 0; kk < p.k; ++kk) col[kk] = static_cast<int16_t>(int32_t{row[kk]} - za);
-    }
-    std::fill(columns.begin() + count * p.depth, columns.begin() + cols * p.depth, int16_t{0});
-    const int64_t blocks = p.rows / fast::kRowBlock;
-    context.parallel_for(blocks, 2 * fast::kRowBlock * p.depth * cols, [&](int64_t b0, int64_t b1) {
-      const int64_t first = b0 * fast::kRowBlock, rows = (b1 - b0) * fast::kRowBlock;
-      std::vector<int32_t> acc(static_cast<std::size_t>(rows * kBlock));
-      fast::gemm_s16(isa, p.w.data() + first * p.depth, rows, columns.data(), cols, p.depth, zeros.data(), acc.data(),
-                     kBlock);
-      for (int64_t j = first; j < std::min(p.n, first + rows); ++j)
-        for (int64_t r = 0; r < count; ++r) c[(r0 + r) * p.n + j] = acc[static_cast<std::size_t>((j - first) * kBlock + r)];
-    });
-  }
+  const int64_t rows = round_up(m, fx::fast::kRowBlock);
+  std::vector<int16_t> a16(static_cast<std::size_t>(rows * p.depth), 0);
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t kk = 0; kk < p.k; ++kk)
+      a16[static_cast<std::size_t>(r * p.depth + kk)] = static_cast<int16_t>(int32_t{a[r * p.k + kk]} - za);
+  gemm_s16_columns(context, a16.data(), m, rows, p.depth, p.k, p.n, c, p.n, [&](int64_t c0, int64_t count, int16_t* columns) {
+    std::copy_n(p.columns.data() + c0 * p.depth, count * p.depth, columns);
+  });
 }
 
 // MatMulInteger on a constant B packed as RowsB (8-bit A with a per-tensor zero point of its
