@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <cstdio>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,7 +18,30 @@ namespace {
 std::string os_error(const std::string& what, const std::string& path) {
   return what + " '" + path + "': " + std::strerror(errno);
 }
+
+// The temp file being written, for remove_temp_in_flight: `owner` claims the slot (0 free,
+// 1 being set, 2 set); the name is written before 2 is published.
+char temp_in_flight[4096];
+std::atomic<int> temp_state{0};
+
+struct TempInFlight {
+  bool claimed = false;
+  explicit TempInFlight(const std::string& tmp) {
+    int free = 0;
+    if (tmp.size() >= sizeof(temp_in_flight) || !temp_state.compare_exchange_strong(free, 1)) return;
+    std::memcpy(temp_in_flight, tmp.c_str(), tmp.size() + 1);
+    temp_state.store(2);
+    claimed = true;
+  }
+  ~TempInFlight() {
+    if (claimed) temp_state.store(0);
+  }
+};
 }  // namespace
+
+void remove_temp_in_flight() noexcept {
+  if (temp_state.load() == 2) ::unlink(temp_in_flight);
+}
 
 namespace {
 
@@ -63,6 +87,7 @@ Expected<std::string> read_file_prefix(const std::string& path, int64_t max_byte
 Status write_file_atomic(const std::string& path, std::string_view bytes, Durability durability) {
   const bool synced = durability == Durability::Synced;
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const TempInFlight in_flight(tmp);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return io_error(os_error("cannot write", path));
   std::size_t done = 0;

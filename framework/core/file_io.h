@@ -25,6 +25,11 @@ Status write_file_atomic(const std::string& path, std::string_view bytes, Durabi
 // Flushes everything written to the filesystem that holds `folder` (syncfs): one flush for a
 // batch of Deferred writes instead of two fsyncs per file.
 Status sync_filesystem(const std::string& folder);
+// Removes the temporary file a write_file_atomic of this process is writing, if any; safe
+// in a signal handler (a process ended by a signal leaves no half-written file). One write
+// at a time is tracked: another thread's concurrent write is left to remove_stale_temp_files.
+void remove_temp_in_flight() noexcept;
+
 // True for names write_file_atomic uses for its temporary files ("<name>.tmp.<digits>").
 bool is_atomic_temp_name(std::string_view file_name);
 // Removes the temporary files of atomic writes in `folder` left by other processes (a

@@ -2,8 +2,17 @@
 // launched by mpirun/srun; a world of one otherwise.
 #include "framework/distributed/world.h"
 
+#include <atomic>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <algorithm>
 #include <memory>
+
+#include <unistd.h>
+
+#include "framework/core/file_io.h"
 
 #if QFLOW_HAVE_MPI
 #include <boost/mpi/collectives/broadcast.hpp>
@@ -39,6 +48,35 @@ bool launched_by_mpi() {
     if (std::getenv(name)) return true;
   return false;
 }
+
+// mpirun ends the other ranks with SIGTERM when one rank ends without finishing (killed,
+// crashed, or an error that called abort). A rank so ended says so in one line, unless it
+// called abort itself (its own error is the line), removes the file it was writing and exits.
+char ended_line[256];
+std::size_t ended_line_size = 0;
+std::atomic<bool> error_reported{false};
+
+extern "C" void on_ended_by_launcher(int signal) {
+  if (!error_reported.load() && ended_line_size > 0) {
+    const ssize_t written = ::write(STDERR_FILENO, ended_line, ended_line_size);
+    (void)written;
+  }
+  remove_temp_in_flight();
+  ::_exit(128 + signal);
+}
+
+void handle_ended_by_launcher(int rank, int size) {
+  const int n = std::snprintf(ended_line, sizeof(ended_line),
+                              "qflow: error: rank %d of %d stopped: mpirun ended the job because another rank "
+                              "stopped first (an error it printed, or killed or crashed)\n",
+                              rank, size);
+  ended_line_size = n > 0 ? std::min(static_cast<std::size_t>(n), sizeof(ended_line) - 1) : 0;
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_handler = on_ended_by_launcher;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGTERM, &action, nullptr);
+}
 #endif
 
 }  // namespace
@@ -52,6 +90,7 @@ World::Session::Session(int& argc, char**& argv) {
   communicator() = std::make_unique<boost::mpi::communicator>();
   the_world().rank_ = communicator()->rank();
   the_world().size_ = communicator()->size();
+  if (the_world().size_ > 1) handle_ended_by_launcher(the_world().rank_, the_world().size_);
 #else
   (void)argc;
   (void)argv;
@@ -95,7 +134,10 @@ void World::broadcast_from_root(std::string& bytes) const {
 
 void World::abort(int code) const {
 #if QFLOW_HAVE_MPI
-  if (communicator() && size_ > 1) communicator()->abort(code);
+  if (communicator() && size_ > 1) {
+    error_reported = true;
+    communicator()->abort(code);
+  }
 #else
   (void)code;
 #endif

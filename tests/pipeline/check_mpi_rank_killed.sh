@@ -1,7 +1,7 @@
 #!/bin/bash
-# A rank of `mpirun -np 2 qflow run` killed (SIGKILL) while observing: every rank must be gone
-# and mpirun must exit non-zero within 30 s, and the output folder must hold no half-written
-# file (no `.tmp.PID` left, a manifest that says the run is not complete). The run observes
+# A rank of `mpirun --quiet -np 2 qflow run` killed (SIGKILL) while observing: every rank must be
+# gone and mpirun must exit non-zero within 30 s, stderr must hold one line (the surviving
+# rank's), and the output folder must hold no half-written file (no `.tmp.PID` left, a manifest that says the run is not complete). The run observes
 # 20 000 generated samples on the MobileNet fixture, long enough (about 15 s on two ranks) to
 # be killed in the middle.
 # Skips (exit 77) with the reason when qflow was built without QFLOW_MPI or mpirun is missing.
@@ -17,8 +17,9 @@ py=python3
   "$work/samples.npy" || fail "cannot write the samples"
 
 out=$work/out
-"${mpi[@]}" 2 "$qflow" run pipelines/ptq.toml --set model=models/mobilenet_fashion/mobilenet_fashion.onnx \
-  --set data="$work/samples.npy" --set method=max --threads 1 --out "$out" >"$work/run.log" 2>&1 &
+# --quiet: without Open MPI's own banners, what is printed on stderr is qflow's.
+"${mpi[0]}" --quiet "${mpi[@]:1}" 2 "$qflow" run pipelines/ptq.toml --set model=models/mobilenet_fashion/mobilenet_fashion.onnx \
+  --set data="$work/samples.npy" --set method=max --threads 1 --out "$out" >"$work/run.log" 2>"$work/run.err" &
 launcher=$!
 # Both ranks running, then one second into the run.
 for _ in $(seq 1 300); do
@@ -28,8 +29,8 @@ done
 sleep 1
 # A rank of this job only (its output folder names it), never mpirun itself.
 victim=$(pgrep -f -- "--out $out" | grep -vx "$launcher" | sort -n | tail -1)
-[ -n "$victim" ] || fail "no rank to kill: $(cat "$work/run.log")"
-kill -0 "$launcher" 2>/dev/null || fail "the run ended before a rank could be killed: $(cat "$work/run.log")"
+[ -n "$victim" ] || fail "no rank to kill: $(cat "$work/run.log" "$work/run.err")"
+kill -0 "$launcher" 2>/dev/null || fail "the run ended before a rank could be killed: $(cat "$work/run.log" "$work/run.err")"
 start=$(date +%s.%N)
 kill -9 "$victim"
 code=0
@@ -54,4 +55,9 @@ if [ -d "$out" ]; then
     grep -q '"complete": false' "$out/manifest.json" || fail "the manifest of a killed run does not say it is incomplete"
   fi
 fi
-echo "PASS: rank $victim killed; mpirun exited $code after $seconds s, no half-written file"
+# One line: the surviving rank's, naming why it stopped.
+lines=$(grep -c . "$work/run.err")
+[ "$lines" = 1 ] || fail "expected one error line, got $lines: $(cat "$work/run.err")"
+grep -q '^qflow: error: rank [01] of 2 stopped: mpirun ended the job because another rank stopped first' "$work/run.err" ||
+  fail "the error line does not say why the rank stopped: $(cat "$work/run.err")"
+echo "PASS: rank $victim killed; mpirun exited $code after $seconds s with one error line, no half-written file"
