@@ -124,19 +124,26 @@ Status share_units(const World& world, int tag, std::size_t width, const std::fu
   return Status::ok();
 }
 
+Status share_sample_rows(const World& world, int tag, std::size_t width, std::vector<double>& values,
+                         std::vector<Status>& failures) {
+  const auto n = static_cast<int64_t>(failures.size());
+  std::vector<int> owners(failures.size(), 0);
+  if (world.distributed())
+    for (int rank = 0; rank < world.size(); ++rank) {
+      const ShardRange slice = shard_range(n, rank, world.size());
+      for (int64_t i = slice.begin; i < slice.end; ++i) owners[static_cast<std::size_t>(i)] = rank;
+    }
+  return share_units(world, tag, width, [&](std::size_t i) { return owners[i]; }, values, failures);
+}
+
 Status share_slices(const World& world, int tag, std::vector<double>& values, const Status& own) {
   if (!world.distributed()) return own;
   const auto n = static_cast<int64_t>(values.size());
-  std::vector<int> owners(values.size(), 0);
-  for (int rank = 0; rank < world.size(); ++rank) {
-    const ShardRange slice = shard_range(n, rank, world.size());
-    for (int64_t i = slice.begin; i < slice.end; ++i) owners[static_cast<std::size_t>(i)] = rank;
-  }
   std::vector<Status> failures(values.size(), Status::ok());
   const ShardRange mine = my_slice(&world, n);
   // A rank without samples has run nothing that could fail on its own.
   if (!own.is_ok() && mine.begin < mine.end) failures[static_cast<std::size_t>(mine.begin)] = own;
-  return share_units(world, tag, 1, [&](std::size_t i) { return owners[i]; }, values, failures);
+  return share_sample_rows(world, tag, 1, values, failures);
 }
 
 }  // namespace qflow

@@ -32,4 +32,9 @@ inline ShardRange my_slice(const World* world, int64_t n) {
 // failure (it counts as that of its slice's first sample; a rank without samples has none).
 Status share_slices(const World& world, int tag, std::vector<double>& values, const Status& own);
 
+// share_units over `width` values per sample (failures.size() samples), each rank owning its
+// my_slice.
+Status share_sample_rows(const World& world, int tag, std::size_t width, std::vector<double>& values,
+                         std::vector<Status>& failures);
+
 }  // namespace qflow

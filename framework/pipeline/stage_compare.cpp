@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "framework/data/progress_bar.h"
+#include "framework/distributed/share_units.h"
 #include "framework/quant/layer_compare.h"
 #include "framework/quant/sensitivity.h"
 
@@ -17,9 +18,10 @@ Expected<StageResult> run_compare(const PipelineStage& stage, const std::map<std
                          import_onnx_bytes(inputs.at("quantized")->bytes, "input 'quantized' of stage '" + stage.id + "'"));
   const int64_t limit = std::get<int64_t>(stage.options.at("limit").value);
   const Dataset& dataset = *inputs.at("dataset")->dataset;
-  ProgressBar progress("stage '" + stage.id + "'", limit > 0 ? std::min(limit, dataset.count) : dataset.count);
+  const ShardRange mine = my_slice(context.world, limit > 0 ? std::min(limit, dataset.count) : dataset.count);
+  ProgressBar progress("stage '" + stage.id + "'", mine.end - mine.begin);
   QFLOW_ASSIGN_OR_RETURN(LayerComparison result,
-                         compare_layers(float_model, quantized, dataset, context.threads, limit, &progress));
+                         compare_layers(float_model, quantized, dataset, context.threads, limit, &progress, context.world));
   progress.finish();
   StageResult out;
   out.artifact.type = ArtifactType::Report;

@@ -55,6 +55,7 @@ Expected<StageResult> run_report(const PipelineStage& stage, const std::map<std:
   if (const Artifact* artifact = input("precision")) sources.precision = artifact->bytes;
   sources.samples = std::get<int64_t>(stage.options.at("samples").value);
   sources.threads = context.threads;
+  sources.world = context.world;
   sources.progress_label = "stage '" + stage.id + "'";
   Expected<report::ReportInput> report = report::build_report(sources);
   if (!report) return report.status().with_context("stage '" + stage.id + "'");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "framework/pipeline/stage_util.h"
+#include "framework/distributed/share_units.h"
 #include "framework/quant/deployed_verify.h"
 
 namespace qflow {
@@ -23,9 +24,10 @@ Expected<StageResult> run_target_verify(const PipelineStage& stage, const std::m
   }
   const int64_t limit = std::get<int64_t>(stage.options.at("limit").value);
   const Dataset& dataset = *inputs.at("dataset")->dataset;
-  ProgressBar progress("stage '" + stage.id + "'", limit > 0 ? std::min(limit, dataset.count) : dataset.count);
+  const ShardRange mine = my_slice(context.world, limit > 0 ? std::min(limit, dataset.count) : dataset.count);
+  ProgressBar progress("stage '" + stage.id + "'", mine.end - mine.begin);
   QFLOW_ASSIGN_OR_RETURN(DeployedVerification verification,
-                         verify_deployed(model, files, dataset, context.threads, limit, &progress));
+                         verify_deployed(model, files, dataset, context.threads, limit, &progress, context.world));
   progress.finish();
   StageResult result;
   result.artifact.type = ArtifactType::Report;

@@ -9,6 +9,7 @@
 #include "qflow/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
+#include "framework/distributed/share_units.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/interpreter/executor.h"
 
@@ -17,6 +18,8 @@ namespace qflow {
 namespace {
 
 using Flat = std::vector<float>;
+
+constexpr int kVerifyTag = 7501;
 
 // The results of one sample: [0] the PTQ model, then each file; each output flattened.
 using SampleOutputs = std::vector<std::vector<Flat>>;
@@ -64,7 +67,7 @@ bool DeployedVerification::bit_identical() const {
 
 Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std::vector<RunnableFile>& files,
                                                const Dataset& dataset, int threads, int64_t limit,
-                                               ProgressBar* progress) {
+                                               ProgressBar* progress, const World* world) {
   if (files.empty()) return invalid_input("verify: the target runs none of the deployable files on the host");
   Expected<InputBinding> binding = bind_inputs(*ptq_model.graph, dataset);
   if (!binding) return binding.status().with_context("verify");
@@ -120,7 +123,15 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
     check.files.resize(files.size());
     result.outputs.push_back(check);
   }
-  std::vector<std::vector<double>> cosine_sum(output_count, std::vector<double>(files.size(), 0.0));
+  const int64_t count = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
+  if (count == 0) return invalid_input("verify: the dataset has no samples");
+  // Per sample, per output: its elements, then per file the cosine, the largest absolute
+  // difference and the elements not bit for bit the first file's. A distributed run computes
+  // its slice of the samples and shares the rows; every rank sums them in sample order.
+  const size_t per_output = 1 + 3 * files.size(), width = output_count * per_output;
+  std::vector<double> rows(static_cast<size_t>(count) * width, 0.0);
+  std::vector<Status> failures(static_cast<size_t>(count), Status::ok());
+  const ShardRange slice = my_slice(world, count);
 
   auto run_one = [&](const Feeds& sample, Loaded& slot) -> Expected<SampleOutputs> {
     SampleOutputs out;
@@ -150,7 +161,31 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
     return out;
   };
 
+  // The row of sample `index` from its outputs, or the failure.
+  auto measure = [&](int64_t index, const SampleOutputs& s) -> Status {
+    double* row = rows.data() + static_cast<size_t>(index) * width;
+    for (size_t o = 0; o < output_count; ++o, row += per_output) {
+      const Flat& ptq_values = s[0][o];
+      row[0] = static_cast<double>(ptq_values.size());
+      for (size_t f = 0; f < files.size(); ++f) {
+        const std::vector<Flat>& produced = s[f + 1];
+        if (o >= produced.size() || produced[o].size() != ptq_values.size())
+          return invalid_input("verify: output '" + result.outputs[o].name + "' has " +
+                               std::to_string(ptq_values.size()) + " elements in the PTQ model, " +
+                               std::to_string(o < produced.size() ? produced[o].size() : 0) + " in the " +
+                               result.descriptions[f]);
+        double* cell = row + 1 + 3 * f;
+        cell[0] = cosine_similarity(ptq_values, produced[o]);
+        cell[1] = max_abs_difference(ptq_values, produced[o]);
+        cell[2] = f > 0 ? static_cast<double>(static_cast<int64_t>(produced[o].size()) - bitwise_equal(s[1][o], produced[o])) : 0.0;
+      }
+    }
+    return Status::ok();
+  };
+
   std::vector<std::pair<int64_t, Feeds>> batch;
+  Status own = Status::ok();        // this rank's first failure: it measures nothing after it
+  int64_t unmeasured = slice.begin;  // the first sample of the slice not measured yet
   auto flush = [&]() -> Status {
     std::vector<Expected<SampleOutputs>> done(batch.size(), internal_error("sample not run"));
     pool.parallel_for(static_cast<int64_t>(batch.size()), [&](int64_t begin, int64_t end) {
@@ -158,40 +193,50 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
         done[static_cast<size_t>(i)] = run_one(batch[static_cast<size_t>(i)].second, loaded[static_cast<size_t>(i)]);
     });
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (!done[i]) return done[i].status().with_context("verify: " + sample_location(dataset, batch[i].first));
-      const SampleOutputs& s = *done[i];
-      for (size_t o = 0; o < output_count; ++o) {
-        DeployedOutputCheck& check = result.outputs[o];
-        const Flat& ptq_values = s[0][o];
-        for (size_t f = 0; f < files.size(); ++f) {
-          const std::vector<Flat>& produced = s[f + 1];
-          if (o >= produced.size() || produced[o].size() != ptq_values.size())
-            return invalid_input("verify: output '" + check.name + "' has " + std::to_string(ptq_values.size()) +
-                                 " elements in the PTQ model, " +
-                                 std::to_string(o < produced.size() ? produced[o].size() : 0) + " in the " +
-                                 result.descriptions[f]);
-          FileCheck& file = check.files[f];
-          const double cosine = cosine_similarity(ptq_values, produced[o]);
-          cosine_sum[o][f] += cosine;
-          file.cosine_min = std::min(file.cosine_min, cosine);
-          file.max_abs_error = std::max(file.max_abs_error, max_abs_difference(ptq_values, produced[o]));
-          if (f > 0) file.differing += static_cast<int64_t>(produced[o].size()) - bitwise_equal(s[1][o], produced[o]);
-        }
-        check.elements = static_cast<int64_t>(ptq_values.size());
+      const int64_t index = batch[i].first;
+      Status s = done[i] ? measure(index, *done[i])
+                         : done[i].status().with_context("verify: " + sample_location(dataset, index));
+      if (!s.is_ok()) {
+        failures[static_cast<size_t>(index)] = s;
+        own = s;
+        break;
       }
-      ++result.samples;
+      unmeasured = index + 1;
     }
     if (progress) progress->advance(static_cast<int64_t>(batch.size()));
     batch.clear();
-    return Status::ok();
+    return own;
   };
-  const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
-  QFLOW_RETURN_IF_ERROR(for_each_feed_in(dataset, *binding, 0, end, [&](int64_t index, const Feeds& sample) -> Status {
+  Status swept = for_each_feed_in(dataset, *binding, slice.begin, slice.end, [&](int64_t index, const Feeds& sample) -> Status {
     batch.emplace_back(index, sample);
     return batch.size() >= static_cast<size_t>(threads) ? flush() : Status::ok();
-  }));
-  QFLOW_RETURN_IF_ERROR(flush());
-  if (result.samples == 0) return invalid_input("verify: the dataset has no samples");
+  });
+  if (swept.is_ok()) swept = flush();
+  // A failure reading the samples belongs to the first sample this rank did not measure.
+  if (!swept.is_ok() && own.is_ok() && unmeasured < slice.end) failures[static_cast<size_t>(unmeasured)] = swept;
+  if (world && world->distributed()) {
+    QFLOW_RETURN_IF_ERROR(share_sample_rows(*world, kVerifyTag, width, rows, failures));
+  } else {
+    QFLOW_RETURN_IF_ERROR(swept);
+  }
+
+  std::vector<std::vector<double>> cosine_sum(output_count, std::vector<double>(files.size(), 0.0));
+  for (int64_t i = 0; i < count; ++i) {  // in sample order, as one process sums
+    const double* row = rows.data() + static_cast<size_t>(i) * width;
+    for (size_t o = 0; o < output_count; ++o, row += per_output) {
+      DeployedOutputCheck& check = result.outputs[o];
+      check.elements = static_cast<int64_t>(row[0]);
+      for (size_t f = 0; f < files.size(); ++f) {
+        const double* cell = row + 1 + 3 * f;
+        FileCheck& file = check.files[f];
+        cosine_sum[o][f] += cell[0];
+        file.cosine_min = std::min(file.cosine_min, cell[0]);
+        file.max_abs_error = std::max(file.max_abs_error, cell[1]);
+        file.differing += static_cast<int64_t>(cell[2]);
+      }
+    }
+  }
+  result.samples = count;
   for (size_t o = 0; o < output_count; ++o)
     for (size_t f = 0; f < files.size(); ++f)
       result.outputs[o].files[f].cosine_mean = cosine_sum[o][f] / static_cast<double>(result.samples);

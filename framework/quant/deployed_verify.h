@@ -12,6 +12,7 @@
 
 #include "framework/data/dataset.h"
 #include "framework/data/progress_bar.h"
+#include "framework/distributed/world.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/target.h"
@@ -50,10 +51,13 @@ struct DeployedVerification {
 // Runs every sample of `dataset` (the first `limit` when limit > 0) through the PTQ model and
 // each file; the dataset feeds every input of the PTQ model, and the files read inputs of
 // those names (as float32) and give outputs of the PTQ model's names and sizes. `progress`
-// (not owned; may be null) advances by one per sample verified.
+// (not owned; may be null) advances by one per sample this process verifies. `world` (not
+// owned; may be null): in a distributed world each rank verifies its slice of the samples
+// (my_slice) and the per-sample results are shared, so every rank returns the one-process
+// result (every rank must call it).
 Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std::vector<RunnableFile>& files,
                                                const Dataset& dataset, int threads, int64_t limit,
-                                               ProgressBar* progress = nullptr);
+                                               ProgressBar* progress = nullptr, const World* world = nullptr);
 
 std::string verification_text(const DeployedVerification& result);
 // "samples", "bit_identical", "roles" and per output "name", "elements", "exact_matches",

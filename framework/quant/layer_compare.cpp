@@ -18,6 +18,7 @@
 #include "qflow/core/json_writer.h"
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
+#include "framework/distributed/share_units.h"
 #include "framework/quant/lockstep_pairs.h"
 #include "framework/interpreter/executor.h"
 #include "qflow/quant/quant_math.h"
@@ -25,6 +26,8 @@
 namespace qflow {
 
 namespace {
+
+constexpr int kCompareTag = 7601;
 
 bool is_default_domain(const Node& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
 bool is_op(const Node* node, const char* op) { return node && node->op_type() == op && is_default_domain(*node); }
@@ -277,7 +280,7 @@ ErrorMetrics error_metrics(const ErrorSums& s) {
 }
 
 Expected<LayerComparison> compare_layers(const Model& float_model, const Model& qdq_model, const Dataset& dataset,
-                                         int threads, int64_t limit, ProgressBar* progress) {
+                                         int threads, int64_t limit, ProgressBar* progress, const World* world) {
   const Graph& fg = *float_model.graph;
   const Graph& qg = *qdq_model.graph;
   Expected<InputBinding> float_binding = bind_inputs(fg, dataset);
@@ -445,7 +448,19 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
   // Each sample runs two threads (its float and QDQ runs).
   const int at_once = std::max(1, threads / 2);
   ThreadPool pool(at_once);
-  std::vector<ErrorSums> total(2 * rows);
+  const std::size_t total_sums = 2 * rows;
+  const int64_t count = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
+  if (count == 0) return invalid_input("compare: the dataset has no samples");
+  // Per sample, the sums of every row as doubles (ErrorSums' six fields): a distributed run
+  // computes its slice of the samples and shares them; every rank merges them in sample
+  // order, as one process does.
+  constexpr std::size_t kFields = 6;
+  const std::size_t width = total_sums * kFields;
+  std::vector<double> per_sample(static_cast<std::size_t>(count) * width, 0.0);
+  std::vector<Status> failures(static_cast<std::size_t>(count), Status::ok());
+  const ShardRange slice = my_slice(world, count);
+  Status own = Status::ok();         // this rank's first failure: it compares nothing after it
+  int64_t uncompared = slice.begin;  // the first sample of the slice not compared yet
   std::vector<std::pair<int64_t, std::vector<Tensor>>> batch;
   auto flush = [&]() -> Status {
     std::vector<Expected<std::vector<ErrorSums>>> done(batch.size(), internal_error("sample not run"));
@@ -454,21 +469,55 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
         done[static_cast<std::size_t>(i)] = run_one(batch[static_cast<std::size_t>(i)].second);
     });
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (!done[i]) return done[i].status().with_context("compare: " + sample_location(dataset, batch[i].first));
-      for (std::size_t k = 0; k < total.size(); ++k) total[k].merge((*done[i])[k]);
-      ++result.samples;
+      const int64_t index = batch[i].first;
+      if (!done[i]) {
+        own = done[i].status().with_context("compare: " + sample_location(dataset, index));
+        failures[static_cast<std::size_t>(index)] = own;
+        break;
+      }
+      double* row = per_sample.data() + static_cast<std::size_t>(index) * width;
+      for (const ErrorSums& sums : *done[i]) {
+        *row++ = sums.dot;
+        *row++ = sums.float_sq;
+        *row++ = sums.quant_sq;
+        *row++ = sums.error_sq;
+        *row++ = sums.max_abs;
+        *row++ = static_cast<double>(sums.count);
+      }
+      uncompared = index + 1;
     }
     if (progress) progress->advance(static_cast<int64_t>(batch.size()));
     batch.clear();
-    return Status::ok();
+    return own;
   };
-  const int64_t end = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
-  QFLOW_RETURN_IF_ERROR(for_each_sample_in(dataset, 0, end, [&](int64_t index, const std::vector<Tensor>& sample) -> Status {
+  Status swept = for_each_sample_in(dataset, slice.begin, slice.end, [&](int64_t index, const std::vector<Tensor>& sample) -> Status {
     batch.emplace_back(index, sample);
     return static_cast<int>(batch.size()) >= at_once ? flush() : Status::ok();
-  }));
-  QFLOW_RETURN_IF_ERROR(flush());
-  if (result.samples == 0) return invalid_input("compare: the dataset has no samples");
+  });
+  if (swept.is_ok()) swept = flush();
+  // A failure reading the samples belongs to the first sample this rank did not compare.
+  if (!swept.is_ok() && own.is_ok() && uncompared < slice.end) failures[static_cast<std::size_t>(uncompared)] = swept;
+  if (world && world->distributed()) {
+    QFLOW_RETURN_IF_ERROR(share_sample_rows(*world, kCompareTag, width, per_sample, failures));
+  } else {
+    QFLOW_RETURN_IF_ERROR(swept);
+  }
+  std::vector<ErrorSums> total(total_sums);
+  for (int64_t i = 0; i < count; ++i) {  // in sample order
+    const double* row = per_sample.data() + static_cast<std::size_t>(i) * width;
+    for (ErrorSums& sums : total) {
+      ErrorSums one;
+      one.dot = row[0];
+      one.float_sq = row[1];
+      one.quant_sq = row[2];
+      one.error_sq = row[3];
+      one.max_abs = row[4];
+      one.count = static_cast<int64_t>(row[5]);
+      sums.merge(one);
+      row += kFields;
+    }
+  }
+  result.samples = count;
 
   for (std::size_t r = 0; r < rows; ++r) {
     LayerRow& row = result.rows[r];

@@ -9,6 +9,7 @@
 
 #include "framework/data/dataset.h"
 #include "framework/data/progress_bar.h"
+#include "framework/distributed/world.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 
@@ -56,9 +57,13 @@ struct LayerComparison {
 // pair on a non-constant tensor) with the same tensor of `float_model` over the first
 // `limit` samples of `dataset` (all when limit <= 0), `threads` samples at a time. Results
 // do not depend on the thread count. The dataset feeds every input of both models.
-// `progress` (not owned; may be null) advances by one per sample compared.
+// `progress` (not owned; may be null) advances by one per sample this process compares.
+// `world` (not owned; may be null): in a distributed world each rank compares its slice of
+// the samples (my_slice) and the per-sample sums are shared, so every rank returns the
+// one-process result (every rank must call it).
 Expected<LayerComparison> compare_layers(const Model& float_model, const Model& qdq_model, const Dataset& dataset,
-                                         int threads, int64_t limit, ProgressBar* progress = nullptr);
+                                         int threads, int64_t limit, ProgressBar* progress = nullptr,
+                                         const World* world = nullptr);
 
 // "inf" / "-inf" / "nan" or the value with `precision` decimals.
 std::string format_db(double db, int precision = 2);

@@ -3,6 +3,7 @@
 // (docs/report.md).
 #pragma once
 
+#include "framework/distributed/world.h"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -155,6 +156,9 @@ struct ReportSources {
   int64_t samples = 16;  // compared samples (the first N); <= 0: all
   std::string progress_label = "report";  // of the comparison's progress line on a terminal
   int threads = 1;
+  // Not owned; may be null: in a distributed world the ranks split the layer comparison's
+  // samples (compare_layers).
+  const World* world = nullptr;
   const std::map<std::string, TensorStatistics>* statistics = nullptr;  // histograms
   const QuantTable* qparams = nullptr;                                  // the chosen thresholds
   std::optional<std::string> check;   // the target's check section (JSON)

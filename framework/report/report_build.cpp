@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "framework/distributed/share_units.h"
 #include "framework/report/report.h"
 
 namespace qflow::report {
@@ -61,10 +62,10 @@ Expected<ReportInput> build_report(const ReportSources& sources) {
   }
   if (sources.float_model && sources.ptq_model && sources.dataset) {
     const int64_t count = sources.dataset->count;
-    ProgressBar progress(sources.progress_label + ": layer comparison",
-                         sources.samples > 0 ? std::min(sources.samples, count) : count);
+    const ShardRange mine = my_slice(sources.world, sources.samples > 0 ? std::min(sources.samples, count) : count);
+    ProgressBar progress(sources.progress_label + ": layer comparison", mine.end - mine.begin);
     Expected<LayerComparison> comparison = compare_layers(*sources.float_model, *sources.ptq_model, *sources.dataset,
-                                                          sources.threads, sources.samples, &progress);
+                                                          sources.threads, sources.samples, &progress, sources.world);
     progress.finish();
     if (comparison)
       input.comparison = std::move(*comparison);

@@ -1,8 +1,9 @@
 #!/bin/bash
 # `mpirun -np 2` and `-np 4` of pipelines/ptq.toml and bpu_ptq.toml on the Fashion-MNIST fixture
 # (bpu_ptq.toml also with a target that makes the sensitivity ranking and the precision search
-# run) must write the statistics, calibration table, sensitivity and precision results, QDQ
-# models, .bc and .hbm (every artifact but the
+# run) and a pipeline with the compare stage must write the statistics, calibration table,
+# sensitivity, precision and per-layer results, QDQ models, verify result, .bc and .hbm
+# (every artifact but the
 # manifest and the report's wall times) byte-identical to one process (docs/distributed.md), a
 # manifest naming the rank count, a failing run must end every rank instead of hanging, and
 # ranks with different plugin sets are refused at start.
@@ -20,11 +21,13 @@ sums() { (cd "$1" && sha256sum $(ls | grep -v -e '^manifest.json$' -e '^report.h
 artifacts=0
 # bpu_search: bpu_ptq.toml with a target the plain PTQ model misses, so the sensitivity
 # ranking (split between the ranks) and the precision search run.
-for pipeline in ptq bpu_ptq bpu_search; do
+# compare: the compare and sensitivity stages on the sample CNN (its samples split too).
+for pipeline in ptq bpu_ptq bpu_search compare; do
   args=(run pipelines/${pipeline/bpu_search/bpu_ptq}.toml --set model=models/fashion_mnist/fashion_mnist.onnx
         --set data=models/fashion_mnist/calib_200.npy --threads 1 --save-intermediate)
   name=$pipeline.toml
   [ "$pipeline" = bpu_search ] && args+=(--set target-cosine=0.9999) && name="bpu_ptq.toml (target-cosine 0.9999)"
+  [ "$pipeline" = compare ] && args=(run tests/pipeline/data/compare_stages.toml --threads 1) && name=compare_stages.toml
   start=$(date +%s.%N)
   if ! "$qflow" "${args[@]}" --out "$work/$pipeline.one" >"$work/$pipeline.one.log" 2>&1; then
     fail "the single-process $name run failed: $(cat "$work/$pipeline.one.log")"
@@ -32,9 +35,14 @@ for pipeline in ptq bpu_ptq bpu_search; do
   fi
   echo "$name, one process: $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }") s"
   sums "$work/$pipeline.one" >"$work/$pipeline.one.sums"
-  grep -q calibration_table.json "$work/$pipeline.one.sums" && grep -q _ptq_model.onnx "$work/$pipeline.one.sums" &&
-    grep -q _calibrated_model.onnx "$work/$pipeline.one.sums" || fail "the single-process $name run wrote no table or QDQ models"
-  [ "$pipeline" = ptq ] || grep -q '\.hbm$' "$work/$pipeline.one.sums" || fail "the single-process $name run wrote no .hbm"
+  if [ "$pipeline" = compare ]; then
+    grep -q compare_per_layer.json "$work/$pipeline.one.sums" || fail "the single-process $name run wrote no comparison"
+  else
+    grep -q calibration_table.json "$work/$pipeline.one.sums" && grep -q _ptq_model.onnx "$work/$pipeline.one.sums" &&
+      grep -q _calibrated_model.onnx "$work/$pipeline.one.sums" || fail "the single-process $name run wrote no table or QDQ models"
+  fi
+  [ "$pipeline" = ptq ] || [ "$pipeline" = compare ] || grep -q '\.hbm$' "$work/$pipeline.one.sums" ||
+    fail "the single-process $name run wrote no .hbm"
   if [ "$pipeline" = bpu_search ]; then
     grep -q '"node"' "$work/$pipeline.one/sensitivity.json" || fail "bpu_search: the sensitivity stage ranked no node"
     grep -q '"reached": true' "$work/$pipeline.one/precision.json" || fail "bpu_search: the precision search missed its target"
@@ -85,5 +93,5 @@ else
   fail "no $good to give one rank another plugin set"
 fi
 
-[ "$failed" = 0 ] && echo "PASS: $artifacts artifacts of ptq.toml and bpu_ptq.toml (plain and searching) identical for 1, 2 and 4 ranks"
+[ "$failed" = 0 ] && echo "PASS: $artifacts artifacts of ptq.toml and bpu_ptq.toml (plain and searching) and compare_stages.toml identical for 1, 2 and 4 ranks"
 exit "$failed"
