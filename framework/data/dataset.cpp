@@ -6,13 +6,16 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <optional>
+#include <utility>
 
 #include "qflow/core/json_writer.h"
 #include "framework/core/memory_limit.h"
 #include "framework/data/image_decode.h"
 #include "framework/data/npy_stream.h"
 #include "framework/data/preprocess.h"
+#include "framework/distributed/share_units.h"
 
 namespace qflow {
 
@@ -261,7 +264,125 @@ Expected<std::vector<InputPath>> split_input_paths(const std::string& path) {
   return named;
 }
 
-Expected<Dataset> open_dataset(const DataSpec& spec) {
+namespace {
+
+// The dataset, or the error of one without usable samples.
+Expected<Dataset> checked_count(Dataset& dataset, bool several) {
+  const std::string where = several ? std::string("the inputs") : dataset.first().path;
+  if (dataset.count == 0) {
+    if (!dataset.skipped.empty())
+      return invalid_input(where + ": all " + std::to_string(dataset.skipped.size()) +
+                           " samples hold NaN or Inf values; none is left to use");
+    return invalid_input(where + ": " + (several ? "hold" : "holds") + " no samples");
+  }
+  return std::move(dataset);
+}
+
+// Rows of `source` described so far.
+int64_t described_rows(const SampleSource& source) {
+  int64_t rows = 0;
+  for (const DatasetFile& file : source.files) rows += file.samples;
+  return rows;
+}
+
+// Describes listed files of every source until each holds `rows` rows or has none left;
+// returns the rows every source then holds (the smallest).
+Expected<int64_t> describe_until(Dataset& dataset, std::vector<SourceScan>& scans, const DataSpec& spec, int64_t rows) {
+  int64_t covered = std::numeric_limits<int64_t>::max();
+  for (std::size_t s = 0; s < dataset.sources.size(); ++s) {
+    SampleSource& source = dataset.sources[s];
+    int64_t have = described_rows(source);
+    while (have < rows && source.files.size() < scans[s].listed.size()) {
+      QFLOW_RETURN_IF_ERROR(describe_file(source, spec, scans[s].listed[source.files.size()]));
+      have += source.files.back().samples;
+    }
+    covered = std::min(covered, have);
+  }
+  return covered;
+}
+
+// The file of `source` holding row `position` and the row within it (position < its rows).
+std::pair<std::size_t, int64_t> locate(const SampleSource& source, int64_t position) {
+  std::size_t file = 0;
+  while (position >= source.files[file].samples) position -= source.files[file++].samples;
+  return {file, position};
+}
+
+constexpr int kScanTag = 7001;
+
+// open_dataset's sweep in a distributed world: the rows are scanned in windows, each split
+// between the ranks in contiguous slices (every rank reads only its slice's rows); per row a
+// rank shares the first source holding NaN or Inf and its counts, and every rank derives the
+// same skipped rows, count and limit as the one-process sweep. A window asks for the rows
+// the limit still needs, so one window covers a dataset without skipped rows. Without
+// skip-nonfinite such a row is the failure of its position, so every rank reports the
+// first one, as one process does.
+Status scan_in_slices(Dataset& dataset, std::vector<SourceScan>& scans, const DataSpec& spec, const World& world) {
+  std::vector<SampleReader> readers;
+  for (const SampleSource& source : dataset.sources) readers.emplace_back(source, spec);
+  int64_t begin = 0;
+  while (!(spec.limit > 0 && dataset.count == spec.limit)) {
+    const int64_t wanted = spec.limit > 0 ? spec.limit - dataset.count : std::numeric_limits<int64_t>::max() - begin;
+    QFLOW_ASSIGN_OR_RETURN(const int64_t rows, describe_until(dataset, scans, spec, begin + wanted));
+    const int64_t end = std::min(rows, begin + wanted);
+    if (end <= begin) break;
+    const auto n = static_cast<std::size_t>(end - begin);
+    constexpr std::size_t kWidth = 3;  // the source at fault + 1 (0: none), NaN count, Inf count
+    std::vector<double> found(n * kWidth, 0.0);
+    std::vector<Status> failures(n, Status::ok());
+    const ShardRange mine = my_slice(&world, end - begin);
+    for (int64_t i = mine.begin; i < mine.end; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      Status status = Status::ok();
+      for (std::size_t s = 0; s < dataset.sources.size(); ++s) {
+        const auto [file, row] = locate(dataset.sources[s], begin + i);
+        Expected<Tensor> sample = readers[s].read(file, row);
+        if (!sample) {
+          status = sample.status();
+          break;
+        }
+        const NonFinite bad = count_nonfinite(*sample);
+        if (bad.nan == 0 && bad.inf == 0) continue;
+        if (!spec.skip_nonfinite)
+          status = invalid_input(nonfinite_text(dataset.sources[s].files[file].path, row, {bad.nan, bad.inf}) +
+                                 " (set load-data option skip-nonfinite = true to skip such samples)");
+        found[k * kWidth] = static_cast<double>(s + 1);
+        found[k * kWidth + 1] = static_cast<double>(bad.nan);
+        found[k * kWidth + 2] = static_cast<double>(bad.inf);
+        break;
+      }
+      if (!status.is_ok()) {
+        failures[k] = status;
+        break;  // this rank reads no further
+      }
+    }
+    QFLOW_RETURN_IF_ERROR(share_sample_rows(world, kScanTag, kWidth, found, failures));
+    for (std::size_t k = 0; k < n; ++k) {
+      if (found[k * kWidth] == 0.0) {
+        ++dataset.count;
+        continue;
+      }
+      const auto s = static_cast<std::size_t>(found[k * kWidth]) - 1;
+      const int64_t position = begin + static_cast<int64_t>(k);
+      const auto [file, row] = locate(dataset.sources[s], position);
+      dataset.skipped.push_back(SkippedSample{position, s, file, row, static_cast<int64_t>(found[k * kWidth + 1]),
+                                              static_cast<int64_t>(found[k * kWidth + 2])});
+    }
+    begin = end;
+  }
+  // A limit ends the dataset at the last row read, as the one-process sweep ends it.
+  if (spec.limit > 0 && dataset.count == spec.limit)
+    for (SampleSource& source : dataset.sources) {
+      const auto [file, row] = locate(source, begin - 1);
+      source.files[file].samples = row + 1;
+      source.files.resize(file + 1);
+    }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<Dataset> open_dataset(const DataSpec& spec, const World* world) {
   QFLOW_ASSIGN_OR_RETURN(const std::vector<InputPath> paths, split_input_paths(spec.path));
   Dataset dataset;
   dataset.spec = spec;
@@ -297,6 +418,10 @@ Expected<Dataset> open_dataset(const DataSpec& spec) {
     }
   }
 
+  if (world && world->distributed()) {
+    QFLOW_RETURN_IF_ERROR(scan_in_slices(dataset, scans, spec, *world));
+    return checked_count(dataset, several);
+  }
   // One sweep over the samples, all sources in step: NaN/Inf policy and the limit.
   std::vector<SampleReader> readers;
   for (const SampleSource& source : dataset.sources) readers.emplace_back(source, spec);
@@ -344,14 +469,7 @@ Expected<Dataset> open_dataset(const DataSpec& spec) {
       source.files.resize(scan.row > 0 ? scan.file + 1 : scan.file);
     }
   }
-  const std::string where = several ? std::string("the inputs") : dataset.first().path;
-  if (dataset.count == 0) {
-    if (!dataset.skipped.empty())
-      return invalid_input(where + ": all " + std::to_string(dataset.skipped.size()) +
-                           " samples hold NaN or Inf values; none is left to use");
-    return invalid_input(where + ": " + (several ? "hold" : "holds") + " no samples");
-  }
-  return dataset;
+  return checked_count(dataset, several);
 }
 
 namespace {

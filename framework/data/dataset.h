@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/distributed/world.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/ir/tensor.h"
@@ -90,8 +91,10 @@ Expected<std::vector<InputPath>> split_input_paths(const std::string& path);
 // Scans every path of `spec.path`: lists the files, checks that every sample of a source has
 // the same dtype and shape and that the sources hold the same number of samples, reads every
 // sample once to find NaN and Inf (an error, or skipped with spec.skip_nonfinite), applies
-// spec.limit, counts samples. No sample data is kept.
-Expected<Dataset> open_dataset(const DataSpec& spec);
+// spec.limit, counts samples. No sample data is kept. `world` (not owned; may be null): in a
+// distributed world each rank reads only its slice of the rows and every rank returns the
+// one-process dataset (every rank must call it).
+Expected<Dataset> open_dataset(const DataSpec& spec, const World* world = nullptr);
 
 // The dataset description as JSON (the load-data artifact): source kind, preprocessing,
 // files, skipped samples.

@@ -7,7 +7,7 @@ Expected<StageResult> execute_stage(const PipelineStage& stage, const std::map<s
                                     const ComponentRegistry& registry, const StageContext& context) {
   switch (stage.kind) {
     case StageKind::ImportOnnx: return run_import(stage, inputs);
-    case StageKind::LoadData: return run_load_data(stage);
+    case StageKind::LoadData: return run_load_data(stage, context);
     case StageKind::Observer: return run_observer(stage, inputs, registry, context);
     case StageKind::Calibrator: return run_calibrator(stage, inputs, registry, context);
     case StageKind::Quantize: return run_quantize(stage, inputs, context);

@@ -5,9 +5,9 @@
 
 namespace qflow {
 
-Expected<StageResult> run_load_data(const PipelineStage& stage) {
+Expected<StageResult> run_load_data(const PipelineStage& stage, const StageContext& context) {
   QFLOW_ASSIGN_OR_RETURN(DataSpec spec, data_spec_from_options(options_of(stage)));
-  QFLOW_ASSIGN_OR_RETURN(Dataset dataset, open_dataset(spec));
+  QFLOW_ASSIGN_OR_RETURN(Dataset dataset, open_dataset(spec, context.world));
   StageResult result;
   result.warnings = dataset_warnings(dataset);
   result.artifact.type = ArtifactType::Dataset;

@@ -44,7 +44,7 @@ void write_numbers(JsonWriter& json, const std::vector<T>& numbers) {
 
 // One function per stage kind, each in its own stage_<kind>.cpp.
 Expected<StageResult> run_import(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs);
-Expected<StageResult> run_load_data(const PipelineStage& stage);
+Expected<StageResult> run_load_data(const PipelineStage& stage, const StageContext& context);
 Expected<StageResult> run_observer(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,
                                    const ComponentRegistry& registry, const StageContext& context);
 Expected<StageResult> run_calibrator(const PipelineStage& stage, const std::map<std::string, const Artifact*>& inputs,

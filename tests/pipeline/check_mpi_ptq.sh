@@ -66,6 +66,39 @@ for pipeline in ptq bpu_ptq bpu_search compare; do
   done
 done
 
+# load-data scanned in slices: a folder of three files (one empty), NaN rows to skip, and a
+# limit the first window of rows misses by the skipped rows, so a second window is read. The
+# dataset description and everything after it must be those of one process; without
+# skip-nonfinite every rank must stop at the first NaN row, with one process's message.
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+folder=$work/nan_folder
+mkdir -p "$folder"
+"$py" - "$folder" <<'PY' || fail "cannot write the NaN folder"
+import sys, numpy as np
+x = np.load("models/fashion_mnist/calib_200.npy")[:20].copy()
+x[[2, 5, 12]] = np.nan
+np.save(sys.argv[1] + "/a.npy", x[:9])
+np.save(sys.argv[1] + "/b.npy", x[:0])
+np.save(sys.argv[1] + "/c.npy", x[9:])
+PY
+scan=(run pipelines/ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx --set data="$folder"
+      --set method=max --threads 1 --save-intermediate)
+for ranks in 1 2 4; do
+  out=$work/scan.np$ranks
+  launch=("${mpi[@]}" "$ranks")
+  [ "$ranks" = 1 ] && launch=()
+  timeout 300 "${launch[@]}" "$qflow" "${scan[@]}" --set data.skip-nonfinite=true --set data.limit=14 --out "$out" \
+    >"$out.log" 2>&1 || fail "load-data with NaN rows, $ranks rank(s), failed: $(cat "$out.log")"
+  sums "$out" >"$out.sums"
+  [ "$ranks" = 1 ] || diff -u "$work/scan.np1.sums" "$out.sums" || fail "load-data with NaN rows, -np $ranks: artifacts differ"
+  timeout 120 "${launch[@]}" "$qflow" "${scan[@]}" --out "$out.nan" >"$out.nan.log" 2>&1 &&
+    fail "load-data without skip-nonfinite, $ranks rank(s), accepted NaN rows"
+  grep -q "a.npy: sample 2 holds 784 NaN" "$out.nan.log" || fail "the NaN error, $ranks rank(s), does not name a.npy sample 2: $(cat "$out.nan.log")"
+done
+grep -q '"count": 14' "$work/scan.np1/"*dataset*.json 2>/dev/null || grep -rq '"count": 14' "$work/scan.np1" ||
+  fail "the limited dataset does not hold 14 samples"
+
 # One bad input fails the run on every rank; the job must end (non-zero), not hang.
 if timeout 120 "${mpi[@]}" 2 "$qflow" run pipelines/ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx \
      --set data="$work/missing.npy" --threads 1 --out "$work/bad" >"$work/bad.log" 2>&1; then
@@ -93,5 +126,5 @@ else
   fail "no $good to give one rank another plugin set"
 fi
 
-[ "$failed" = 0 ] && echo "PASS: $artifacts artifacts of ptq.toml and bpu_ptq.toml (plain and searching) and compare_stages.toml identical for 1, 2 and 4 ranks"
+[ "$failed" = 0 ] && echo "PASS: $artifacts artifacts of ptq.toml and bpu_ptq.toml (plain and searching) and compare_stages.toml, and a load-data scan with NaN rows, identical for 1, 2 and 4 ranks"
 exit "$failed"
