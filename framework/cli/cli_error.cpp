@@ -1,7 +1,11 @@
 // Error reporting for the qflow CLI.
 #include "framework/cli/cli_error.h"
 
+#include <chrono>
 #include <iostream>
+#include <thread>
+
+#include "framework/distributed/world.h"
 
 namespace qflow::cli {
 
@@ -37,6 +41,14 @@ std::string one_line(const std::string& message) {
 }
 
 int report_error(const Status& status) {
+  const World& world = World::get();
+  if (world.distributed()) {
+    world.note_error_reported();
+    // The ranks mostly meet the same failure (the exchanges share it): rank 0 reports it and
+    // ends the job, which ends this rank before it repeats the line. A failure of this rank
+    // alone is still reported, a moment later.
+    if (!world.is_root()) std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
   std::cerr << "qflow: error: " << one_line(status.message()) << std::endl;
   return exit_code_for(status);
 }

@@ -132,6 +132,12 @@ void World::broadcast_from_root(std::string& bytes) const {
 #endif
 }
 
+void World::note_error_reported() const {
+#if QFLOW_HAVE_MPI
+  error_reported = true;
+#endif
+}
+
 void World::abort(int code) const {
 #if QFLOW_HAVE_MPI
   if (communicator() && size_ > 1) {

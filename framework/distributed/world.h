@@ -33,6 +33,9 @@ class World {
   std::string receive(int from, int tag) const;
   // `bytes` of rank 0 reaches every rank.
   void broadcast_from_root(std::string& bytes) const;
+  // This rank reports an error of its own: if mpirun then ends it (another rank ended the
+  // job too), it stays quiet instead of saying why it stopped.
+  void note_error_reported() const;
   // Ends every rank of the job with `code` (a rank that failed alone must not leave the
   // others waiting for it forever). Returns only in a world of one.
   void abort(int code) const;

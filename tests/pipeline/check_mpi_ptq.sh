@@ -99,14 +99,17 @@ done
 grep -q '"count": 14' "$work/scan.np1/"*dataset*.json 2>/dev/null || grep -rq '"count": 14' "$work/scan.np1" ||
   fail "the limited dataset does not hold 14 samples"
 
-# One bad input fails the run on every rank; the job must end (non-zero), not hang.
-if timeout 120 "${mpi[@]}" 2 "$qflow" run pipelines/ptq.toml --set model=models/fashion_mnist/fashion_mnist.onnx \
-     --set data="$work/missing.npy" --threads 1 --out "$work/bad" >"$work/bad.log" 2>&1; then
+# One bad input fails the run on every rank; the job must end (non-zero), not hang, and
+# (mpirun --quiet) print one error line, rank 0's.
+if timeout 120 "${mpi[0]}" --quiet "${mpi[@]:1}" 2 "$qflow" run pipelines/ptq.toml \
+     --set model=models/fashion_mnist/fashion_mnist.onnx --set data="$work/missing.npy" --threads 1 \
+     --out "$work/bad" >"$work/bad.log" 2>"$work/bad.err"; then
   fail "mpirun with a missing data file succeeded"
 else
   code=$?
   [ "$code" = 124 ] && fail "mpirun with a missing data file hung (killed after 120 s)"
-  grep -q "missing.npy" "$work/bad.log" || fail "the error does not name the missing file: $(cat "$work/bad.log")"
+  grep -q "missing.npy" "$work/bad.err" || fail "the error does not name the missing file: $(cat "$work/bad.err")"
+  [ "$(grep -c . "$work/bad.err")" = 1 ] || fail "expected one error line: $(cat "$work/bad.err")"
 fi
 
 # A rank with another plugin set (here one more plugin) is refused before anything runs.
