@@ -3,6 +3,7 @@
 #include "cross_layer_equalization.h"
 #include "dead_code_elimination.h"
 #include "eliminate_identity.h"
+#include "flush_denormals.h"
 #include "float16_to_float32.h"
 #include "fuse_gelu.h"
 #include "fuse_hardsigmoid.h"
@@ -34,14 +35,18 @@ qflow::Status register_passes(qflow::ComponentRegistrar& registrar) {
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::Float16ToFloat32::info(), &qflow::Float16ToFloat32::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::StripQdq::info(), &qflow::StripQdq::create));
   QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::IntegerToFloat::info(), &qflow::IntegerToFloat::create));
+  QFLOW_RETURN_IF_ERROR(registrar.add_pass(qflow::FlushDenormals::info(), &qflow::FlushDenormals::create));
   // What every shipped pipeline runs on the float model before calibration, in this order:
   // float16 and integer models back to float32 first (the later passes see float ops only),
-  // folding before the fusions (their patterns match constants), dead code last.
+  // folding before the fusions (their patterns match constants), subnormal constants flushed
+  // after every pass that computes constants, dead code last.
   QFLOW_RETURN_IF_ERROR(registrar.add_pass_pipeline(
       {"float-optimize", "the float model ready for calibration: float32, constants and shapes folded, BatchNorm and "
-                         "MatMul+Add folded, activations and LayerNorm/GELU fused, dead code removed",
+                         "MatMul+Add folded, activations and LayerNorm/GELU fused, subnormal constants flushed to "
+                         "zero, dead code removed",
        "float16-to-float32,integer-to-float,constant-folding,shape-folding,eliminate-identity,fold-batchnorm,"
-       "fuse-matmul-add,fuse-hardswish,fuse-hardsigmoid,fuse-layernorm,fuse-gelu,dead-code-elimination"}));
+       "fuse-matmul-add,fuse-hardswish,fuse-hardsigmoid,fuse-layernorm,fuse-gelu,flush-denormals,"
+       "dead-code-elimination"}));
   return qflow::Status::ok();
 }
 
