@@ -19,8 +19,9 @@ DEB_PACKAGES := cmake g++ make ccache pkg-config \
 all: build
 
 # What the benchmarks need on top: the training/peer framework and the datasets (the
-# PP-OCR part also uses node and npm, skipped with a message when they are missing).
-BENCH_PACKAGES := python3-torch python3-onnx python3-pil fonts-dejavu-core fonts-noto-cjk
+# PP-OCR part also uses node and npm, skipped with a message when they are missing), and GNU
+# time for the peak RSS of a process alone.
+BENCH_PACKAGES := python3-torch python3-onnx python3-pil fonts-dejavu-core fonts-noto-cjk time
 
 # What `make fuzz` needs on top: clang and its libFuzzer/sanitizer runtimes.
 FUZZ_PACKAGES := clang libclang-rt-14-dev

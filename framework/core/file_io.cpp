@@ -19,8 +19,9 @@ std::string os_error(const std::string& what, const std::string& path) {
   return what + " '" + path + "': " + std::strerror(errno);
 }
 
-// The temp file being written, for remove_temp_in_flight: `owner` claims the slot (0 free,
-// 1 being set, 2 set); the name is written before 2 is published.
+// The temp file being written, for remove_temp_in_flight. A write claims the slot by moving
+// temp_state from 0 (free) to 1, copies the name, then publishes 2; a handler reads the name
+// only at 2. A write that finds the slot taken is not tracked.
 char temp_in_flight[4096];
 std::atomic<int> temp_state{0};
 

@@ -2,12 +2,12 @@
 // launched by mpirun/srun; a world of one otherwise.
 #include "framework/distributed/world.h"
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <memory>
 
 #include <unistd.h>
@@ -51,7 +51,7 @@ bool launched_by_mpi() {
 
 // mpirun ends the other ranks with SIGTERM when one rank ends without finishing (killed,
 // crashed, or an error that called abort). A rank so ended says so in one line, unless it
-// called abort itself (its own error is the line), removes the file it was writing and exits.
+// reports an error of its own (that is its line), removes the file it was writing and exits.
 char ended_line[256];
 std::size_t ended_line_size = 0;
 std::atomic<bool> error_reported{false};

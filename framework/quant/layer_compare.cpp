@@ -451,13 +451,16 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
   const std::size_t total_sums = 2 * rows;
   const int64_t count = limit > 0 ? std::min(limit, dataset.count) : dataset.count;
   if (count == 0) return invalid_input("compare: the dataset has no samples");
-  // Per sample, the sums of every row as doubles (ErrorSums' six fields): a distributed run
-  // computes its slice of the samples and shares them; every rank merges them in sample
-  // order, as one process does.
+  // One process merges each sample's sums into the totals as it goes, in sample order. A
+  // distributed run keeps each sample's sums as a row of doubles (ErrorSums' six fields) for
+  // its slice, shares the rows, and every rank merges them in sample order, as one process
+  // does (partial sums per rank would round differently).
+  const bool distributed = world && world->distributed();
   constexpr std::size_t kFields = 6;
   const std::size_t width = total_sums * kFields;
-  std::vector<double> per_sample(static_cast<std::size_t>(count) * width, 0.0);
-  std::vector<Status> failures(static_cast<std::size_t>(count), Status::ok());
+  std::vector<ErrorSums> total(total_sums);
+  std::vector<double> per_sample(distributed ? static_cast<std::size_t>(count) * width : 0, 0.0);
+  std::vector<Status> failures(distributed ? static_cast<std::size_t>(count) : 0, Status::ok());
   const ShardRange slice = my_slice(world, count);
   Status own = Status::ok();         // this rank's first failure: it compares nothing after it
   int64_t uncompared = slice.begin;  // the first sample of the slice not compared yet
@@ -472,17 +475,21 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
       const int64_t index = batch[i].first;
       if (!done[i]) {
         own = done[i].status().with_context("compare: " + sample_location(dataset, index));
-        failures[static_cast<std::size_t>(index)] = own;
+        if (distributed) failures[static_cast<std::size_t>(index)] = own;
         break;
       }
-      double* row = per_sample.data() + static_cast<std::size_t>(index) * width;
-      for (const ErrorSums& sums : *done[i]) {
-        *row++ = sums.dot;
-        *row++ = sums.float_sq;
-        *row++ = sums.quant_sq;
-        *row++ = sums.error_sq;
-        *row++ = sums.max_abs;
-        *row++ = static_cast<double>(sums.count);
+      if (!distributed) {
+        for (std::size_t k = 0; k < total.size(); ++k) total[k].merge((*done[i])[k]);
+      } else {
+        double* row = per_sample.data() + static_cast<std::size_t>(index) * width;
+        for (const ErrorSums& sums : *done[i]) {
+          *row++ = sums.dot;
+          *row++ = sums.float_sq;
+          *row++ = sums.quant_sq;
+          *row++ = sums.error_sq;
+          *row++ = sums.max_abs;
+          *row++ = static_cast<double>(sums.count);
+        }
       }
       uncompared = index + 1;
     }
@@ -495,26 +502,25 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
     return static_cast<int>(batch.size()) >= at_once ? flush() : Status::ok();
   });
   if (swept.is_ok()) swept = flush();
-  // A failure reading the samples belongs to the first sample this rank did not compare.
-  if (!swept.is_ok() && own.is_ok() && uncompared < slice.end) failures[static_cast<std::size_t>(uncompared)] = swept;
-  if (world && world->distributed()) {
-    QFLOW_RETURN_IF_ERROR(share_sample_rows(*world, kCompareTag, width, per_sample, failures));
-  } else {
+  if (!distributed) {
     QFLOW_RETURN_IF_ERROR(swept);
-  }
-  std::vector<ErrorSums> total(total_sums);
-  for (int64_t i = 0; i < count; ++i) {  // in sample order
-    const double* row = per_sample.data() + static_cast<std::size_t>(i) * width;
-    for (ErrorSums& sums : total) {
-      ErrorSums one;
-      one.dot = row[0];
-      one.float_sq = row[1];
-      one.quant_sq = row[2];
-      one.error_sq = row[3];
-      one.max_abs = row[4];
-      one.count = static_cast<int64_t>(row[5]);
-      sums.merge(one);
-      row += kFields;
+  } else {
+    // A failure reading the samples belongs to the first sample this rank did not compare.
+    if (!swept.is_ok() && own.is_ok() && uncompared < slice.end) failures[static_cast<std::size_t>(uncompared)] = swept;
+    QFLOW_RETURN_IF_ERROR(share_sample_rows(*world, kCompareTag, width, per_sample, failures));
+    for (int64_t i = 0; i < count; ++i) {  // in sample order
+      const double* row = per_sample.data() + static_cast<std::size_t>(i) * width;
+      for (ErrorSums& sums : total) {
+        ErrorSums one;
+        one.dot = row[0];
+        one.float_sq = row[1];
+        one.quant_sq = row[2];
+        one.error_sq = row[3];
+        one.max_abs = row[4];
+        one.count = static_cast<int64_t>(row[5]);
+        sums.merge(one);
+        row += kFields;
+      }
     }
   }
   result.samples = count;
