@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+import process_peak
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3"
 FASHION_MODEL = os.path.join(ROOT, "models/fashion_mnist/fashion_mnist.onnx")
@@ -49,15 +51,11 @@ def run(cmd, **kwargs):
 
 def run_measured(cmd):
     """Runs a command and returns (wall seconds, peak RSS in MiB) of that process alone."""
-    start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.monotonic() - start
-    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
+    code, out, err, seconds, rss = process_peak.run_with_peak(cmd)
+    if code != 0:
         sys.stderr.write("command failed: %s\n%s%s" % (" ".join(cmd), out, err))
         sys.exit(1)
-    return seconds, usage.ru_maxrss / 1024.0
+    return seconds, rss
 
 
 # Cross-layer equalization after the float optimizations, in the optimize stage's pass list.

@@ -35,6 +35,8 @@ import subprocess
 import sys
 import time
 
+import process_peak
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 FASHION_MODEL = os.path.join(ROOT, "models/fashion_mnist/fashion_mnist.onnx")
@@ -80,38 +82,12 @@ def run_measured(cmd, cwd=None):
     return out.decode(), seconds
 
 
-GNU_TIME = "/usr/bin/time"
-PEAK_MARK = "bench-peak-rss-kib "
-
-
 def run_with_peak(cmd, cwd=None):
-    """Runs a command; returns (stdout, wall seconds, peak RSS in MiB of that process alone).
-
-    A child forked from this (large) Python process starts with its RSS high-water mark, which
-    Linux keeps across exec, so the child's own ru_maxrss overstates a small process (the
-    Fashion-MNIST pipeline read 1019 MiB that way, 33 MiB alone). GNU time forks the command
-    from its own small process and reports the command's peak; without it, ru_maxrss."""
-    timed = os.access(GNU_TIME, os.X_OK)
-    full = [GNU_TIME, "-f", PEAK_MARK + "%M"] + list(cmd) if timed else list(cmd)
-    start = time.monotonic()
-    proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
-    # wait4 gives this child's own rusage; read the pipes first so a chatty child cannot block.
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.monotonic() - start
-    err_text = err.decode()
-    peak_kib = usage.ru_maxrss
-    if timed:
-        marks = [line for line in err_text.splitlines() if line.startswith(PEAK_MARK)]
-        if marks:
-            peak_kib = int(marks[-1][len(PEAK_MARK):])
-            err_text = "\n".join(line for line in err_text.splitlines() if not line.startswith(PEAK_MARK))
-    if proc.returncode != 0:
-        raise Failure("%s failed (%d):\n%s%s" % (" ".join(cmd), proc.returncode, out.decode()[-2000:],
-                                                 err_text[-2000:]))
-    return out.decode(), seconds, peak_kib / 1024.0
+    """Runs a command; returns (stdout, wall seconds, peak RSS in MiB of that process alone)."""
+    code, out, err, seconds, rss = process_peak.run_with_peak(cmd, cwd=cwd)
+    if code != 0:
+        raise Failure("%s failed (%d):\n%s%s" % (" ".join(cmd), code, out[-2000:], err[-2000:]))
+    return out, seconds, rss
 
 
 def median(values):
