@@ -329,9 +329,8 @@ Status scan_in_slices(Dataset& dataset, std::vector<SourceScan>& scans, const Da
     const auto n = static_cast<std::size_t>(end - begin);
     constexpr std::size_t kWidth = 3;  // the source at fault + 1 (0: none), NaN count, Inf count
     std::vector<double> found(n * kWidth, 0.0);
-    std::vector<Status> failures(n, Status::ok());
-    const ShardRange mine = my_slice(&world, end - begin);
-    for (int64_t i = mine.begin; i < mine.end; ++i) {
+    SliceSweep sweep(&world, end - begin);
+    for (int64_t i = sweep.slice().begin; i < sweep.slice().end && sweep.status().is_ok(); ++i) {
       const auto k = static_cast<std::size_t>(i);
       Status status = Status::ok();
       for (std::size_t s = 0; s < dataset.sources.size(); ++s) {
@@ -351,12 +350,10 @@ Status scan_in_slices(Dataset& dataset, std::vector<SourceScan>& scans, const Da
         found[k * kWidth + 2] = static_cast<double>(bad.inf);
         break;
       }
-      if (!status.is_ok()) {
-        failures[k] = status;
-        break;  // this rank reads no further
-      }
+      if (status.is_ok()) sweep.measured(i);
+      else sweep.failed(i, std::move(status));  // this rank reads no further
     }
-    QFLOW_RETURN_IF_ERROR(share_sample_rows(world, kScanTag, kWidth, found, failures));
+    QFLOW_RETURN_IF_ERROR(sweep.finish(Status::ok(), kScanTag, kWidth, found));
     for (std::size_t k = 0; k < n; ++k) {
       if (found[k * kWidth] == 0.0) {
         ++dataset.count;

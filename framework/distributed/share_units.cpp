@@ -124,6 +124,10 @@ Status share_units(const World& world, int tag, std::size_t width, const std::fu
   return Status::ok();
 }
 
+namespace {
+
+// share_units over `width` values per sample (failures.size() samples), each rank owning its
+// my_slice.
 Status share_sample_rows(const World& world, int tag, std::size_t width, std::vector<double>& values,
                          std::vector<Status>& failures) {
   const auto n = static_cast<int64_t>(failures.size());
@@ -136,6 +140,8 @@ Status share_sample_rows(const World& world, int tag, std::size_t width, std::ve
   return share_units(world, tag, width, [&](std::size_t i) { return owners[i]; }, values, failures);
 }
 
+}  // namespace
+
 Status share_slices(const World& world, int tag, std::vector<double>& values, const Status& own) {
   if (!world.distributed()) return own;
   const auto n = static_cast<int64_t>(values.size());
@@ -144,6 +150,24 @@ Status share_slices(const World& world, int tag, std::vector<double>& values, co
   // A rank without samples has run nothing that could fail on its own.
   if (!own.is_ok() && mine.begin < mine.end) failures[static_cast<std::size_t>(mine.begin)] = own;
   return share_sample_rows(world, tag, 1, values, failures);
+}
+
+SliceSweep::SliceSweep(const World* world, int64_t count)
+    : world_(world && world->distributed() ? world : nullptr),
+      slice_(my_slice(world_, count)),
+      next_(slice_.begin),
+      failures_(world_ ? static_cast<std::size_t>(count) : 0, Status::ok()) {}
+
+void SliceSweep::failed(int64_t index, Status failure) {
+  if (!own_.is_ok()) return;
+  own_ = std::move(failure);
+  if (world_) failures_[static_cast<std::size_t>(index)] = own_;
+}
+
+Status SliceSweep::finish(const Status& swept, int tag, std::size_t width, std::vector<double>& rows) {
+  if (!world_) return own_.is_ok() ? swept : own_;
+  if (!swept.is_ok() && own_.is_ok() && next_ < slice_.end) failed(next_, swept);
+  return share_sample_rows(*world_, tag, width, rows, failures_);
 }
 
 }  // namespace qflow

@@ -130,8 +130,7 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
   // its slice of the samples and shares the rows; every rank sums them in sample order.
   const size_t per_output = 1 + 3 * files.size(), width = output_count * per_output;
   std::vector<double> rows(static_cast<size_t>(count) * width, 0.0);
-  std::vector<Status> failures(static_cast<size_t>(count), Status::ok());
-  const ShardRange slice = my_slice(world, count);
+  SliceSweep sweep(world, count);
 
   auto run_one = [&](const Feeds& sample, Loaded& slot) -> Expected<SampleOutputs> {
     SampleOutputs out;
@@ -184,41 +183,30 @@ Expected<DeployedVerification> verify_deployed(const Model& ptq_model, const std
   };
 
   std::vector<std::pair<int64_t, Feeds>> batch;
-  Status own = Status::ok();        // this rank's first failure: it measures nothing after it
-  int64_t unmeasured = slice.begin;  // the first sample of the slice not measured yet
   auto flush = [&]() -> Status {
     std::vector<Expected<SampleOutputs>> done(batch.size(), internal_error("sample not run"));
     pool.parallel_for(static_cast<int64_t>(batch.size()), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
         done[static_cast<size_t>(i)] = run_one(batch[static_cast<size_t>(i)].second, loaded[static_cast<size_t>(i)]);
     });
-    for (size_t i = 0; i < batch.size(); ++i) {
+    for (size_t i = 0; i < batch.size() && sweep.status().is_ok(); ++i) {
       const int64_t index = batch[i].first;
       Status s = done[i] ? measure(index, *done[i])
                          : done[i].status().with_context("verify: " + sample_location(dataset, index));
-      if (!s.is_ok()) {
-        failures[static_cast<size_t>(index)] = s;
-        own = s;
-        break;
-      }
-      unmeasured = index + 1;
+      if (s.is_ok()) sweep.measured(index);
+      else sweep.failed(index, std::move(s));
     }
     if (progress) progress->advance(static_cast<int64_t>(batch.size()));
     batch.clear();
-    return own;
+    return sweep.status();
   };
-  Status swept = for_each_feed_in(dataset, *binding, slice.begin, slice.end, [&](int64_t index, const Feeds& sample) -> Status {
-    batch.emplace_back(index, sample);
-    return batch.size() >= static_cast<size_t>(threads) ? flush() : Status::ok();
-  });
+  Status swept = for_each_feed_in(dataset, *binding, sweep.slice().begin, sweep.slice().end,
+                                  [&](int64_t index, const Feeds& sample) -> Status {
+                                    batch.emplace_back(index, sample);
+                                    return batch.size() >= static_cast<size_t>(threads) ? flush() : Status::ok();
+                                  });
   if (swept.is_ok()) swept = flush();
-  // A failure reading the samples belongs to the first sample this rank did not measure.
-  if (!swept.is_ok() && own.is_ok() && unmeasured < slice.end) failures[static_cast<size_t>(unmeasured)] = swept;
-  if (world && world->distributed()) {
-    QFLOW_RETURN_IF_ERROR(share_sample_rows(*world, kVerifyTag, width, rows, failures));
-  } else {
-    QFLOW_RETURN_IF_ERROR(swept);
-  }
+  QFLOW_RETURN_IF_ERROR(sweep.finish(swept, kVerifyTag, width, rows));
 
   std::vector<std::vector<double>> cosine_sum(output_count, std::vector<double>(files.size(), 0.0));
   for (int64_t i = 0; i < count; ++i) {  // in sample order, as one process sums

@@ -455,15 +455,11 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
   // distributed run keeps each sample's sums as a row of doubles (ErrorSums' six fields) for
   // its slice, shares the rows, and every rank merges them in sample order, as one process
   // does (partial sums per rank would round differently).
-  const bool distributed = world && world->distributed();
+  SliceSweep sweep(world, count);
   constexpr std::size_t kFields = 6;
   const std::size_t width = total_sums * kFields;
   std::vector<ErrorSums> total(total_sums);
-  std::vector<double> per_sample(distributed ? static_cast<std::size_t>(count) * width : 0, 0.0);
-  std::vector<Status> failures(distributed ? static_cast<std::size_t>(count) : 0, Status::ok());
-  const ShardRange slice = my_slice(world, count);
-  Status own = Status::ok();         // this rank's first failure: it compares nothing after it
-  int64_t uncompared = slice.begin;  // the first sample of the slice not compared yet
+  std::vector<double> per_sample(sweep.distributed() ? static_cast<std::size_t>(count) * width : 0, 0.0);
   std::vector<std::pair<int64_t, std::vector<Tensor>>> batch;
   auto flush = [&]() -> Status {
     std::vector<Expected<std::vector<ErrorSums>>> done(batch.size(), internal_error("sample not run"));
@@ -471,14 +467,13 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
       for (int64_t i = begin; i < end; ++i)
         done[static_cast<std::size_t>(i)] = run_one(batch[static_cast<std::size_t>(i)].second);
     });
-    for (std::size_t i = 0; i < batch.size(); ++i) {
+    for (std::size_t i = 0; i < batch.size() && sweep.status().is_ok(); ++i) {
       const int64_t index = batch[i].first;
       if (!done[i]) {
-        own = done[i].status().with_context("compare: " + sample_location(dataset, index));
-        if (distributed) failures[static_cast<std::size_t>(index)] = own;
+        sweep.failed(index, done[i].status().with_context("compare: " + sample_location(dataset, index)));
         break;
       }
-      if (!distributed) {
+      if (!sweep.distributed()) {
         for (std::size_t k = 0; k < total.size(); ++k) total[k].merge((*done[i])[k]);
       } else {
         double* row = per_sample.data() + static_cast<std::size_t>(index) * width;
@@ -491,36 +486,31 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
           *row++ = static_cast<double>(sums.count);
         }
       }
-      uncompared = index + 1;
+      sweep.measured(index);
     }
     if (progress) progress->advance(static_cast<int64_t>(batch.size()));
     batch.clear();
-    return own;
+    return sweep.status();
   };
-  Status swept = for_each_sample_in(dataset, slice.begin, slice.end, [&](int64_t index, const std::vector<Tensor>& sample) -> Status {
-    batch.emplace_back(index, sample);
-    return static_cast<int>(batch.size()) >= at_once ? flush() : Status::ok();
-  });
+  Status swept = for_each_sample_in(dataset, sweep.slice().begin, sweep.slice().end,
+                                    [&](int64_t index, const std::vector<Tensor>& sample) -> Status {
+                                      batch.emplace_back(index, sample);
+                                      return static_cast<int>(batch.size()) >= at_once ? flush() : Status::ok();
+                                    });
   if (swept.is_ok()) swept = flush();
-  if (!distributed) {
-    QFLOW_RETURN_IF_ERROR(swept);
-  } else {
-    // A failure reading the samples belongs to the first sample this rank did not compare.
-    if (!swept.is_ok() && own.is_ok() && uncompared < slice.end) failures[static_cast<std::size_t>(uncompared)] = swept;
-    QFLOW_RETURN_IF_ERROR(share_sample_rows(*world, kCompareTag, width, per_sample, failures));
-    for (int64_t i = 0; i < count; ++i) {  // in sample order
-      const double* row = per_sample.data() + static_cast<std::size_t>(i) * width;
-      for (ErrorSums& sums : total) {
-        ErrorSums one;
-        one.dot = row[0];
-        one.float_sq = row[1];
-        one.quant_sq = row[2];
-        one.error_sq = row[3];
-        one.max_abs = row[4];
-        one.count = static_cast<int64_t>(row[5]);
-        sums.merge(one);
-        row += kFields;
-      }
+  QFLOW_RETURN_IF_ERROR(sweep.finish(swept, kCompareTag, width, per_sample));
+  for (int64_t i = 0; sweep.distributed() && i < count; ++i) {  // the shared rows, in sample order
+    const double* row = per_sample.data() + static_cast<std::size_t>(i) * width;
+    for (ErrorSums& sums : total) {
+      ErrorSums one;
+      one.dot = row[0];
+      one.float_sq = row[1];
+      one.quant_sq = row[2];
+      one.error_sq = row[3];
+      one.max_abs = row[4];
+      one.count = static_cast<int64_t>(row[5]);
+      sums.merge(one);
+      row += kFields;
     }
   }
   result.samples = count;
