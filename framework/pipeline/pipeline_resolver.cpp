@@ -91,7 +91,10 @@ const std::vector<HostStage>& host_stages() {
          "0 = always"},
         {"method", OptionType::String, std::string("auto"),
          "output (the model's output cosine per node), local (the node's own outputs, one float run), or auto: "
-         "output unless it would run more than 50000 GMAC"}},
+         "output unless it would run more than 50000 GMAC"},
+        {"ranking-gmacs", OptionType::Float, 0.0,
+         "> 0: the output ranking measures as many of the samples as this many GMAC allow (at least 4); "
+         "0 = all of them"}},
        {}},
       {"compare-calibrators",
        StageKind::CompareCalibrators,

@@ -39,6 +39,7 @@ Expected<StageResult> run_sensitivity(const PipelineStage& stage, const std::map
   options.limit = std::get<int64_t>(stage.options.at("limit").value);
   options.when_below = std::get<double>(stage.options.at("when-below").value);
   options.method = std::get<std::string>(stage.options.at("method").value);
+  options.ranking_gmacs = std::get<double>(stage.options.at("ranking-gmacs").value);
   options.progress = context.progress;
   options.world = context.world;
   ProgressBar bar("stage '" + stage.id + "'", 0);

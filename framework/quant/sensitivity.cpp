@@ -246,6 +246,8 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
                                                 const SensitivityOptions& options) {
   if (options.method != "auto" && options.method != "output" && options.method != "local")
     return invalid_input("sensitivity: method '" + options.method + "' is none of auto, output, local");
+  if (!(options.ranking_gmacs >= 0.0) || !std::isfinite(options.ranking_gmacs))
+    return invalid_input("sensitivity: ranking-gmacs must be a finite number >= 0, got " + std::to_string(options.ranking_gmacs));
   const Graph& graph = *float_model.graph;
   Expected<InputBinding> binding = bind_inputs(graph, dataset);
   if (!binding) return binding.status().with_context("sensitivity");
@@ -295,7 +297,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   }
 
   // Samples are read once and kept: every model below runs on all of them.
-  QFLOW_ASSIGN_OR_RETURN(const std::vector<Feeds> samples, read_feeds(dataset, *binding, options.limit));
+  QFLOW_ASSIGN_OR_RETURN(std::vector<Feeds> samples, read_feeds(dataset, *binding, options.limit));
   if (samples.empty()) return invalid_input("sensitivity: the dataset has no samples");
   result.samples = static_cast<int64_t>(samples.size());
 
@@ -343,6 +345,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     return Status::ok();
   };
   std::size_t chunk = 1;
+  double gmacs_per_sample = 0.0;  // what the output ranking costs per sample
   {
     std::vector<SampleValues> first(1);
     QFLOW_RETURN_IF_ERROR(run_float(0, first));
@@ -351,12 +354,21 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     for (const Candidate& c : candidates) variants.push_back(int{c.row.has_weight} + int{c.row.has_activation});
     std::vector<std::string> names;
     for (const Candidate& c : candidates) names.push_back(c.row.node);
-    QFLOW_ASSIGN_OR_RETURN(const double per_sample, output_ranking_gmacs(float_model, first[0], names, variants));
-    result.output_gmacs = per_sample * static_cast<double>(samples.size());
+    QFLOW_ASSIGN_OR_RETURN(gmacs_per_sample, output_ranking_gmacs(float_model, first[0], names, variants));
   }
+  std::size_t ranked = samples.size();  // the samples an output ranking measures
+  if (options.ranking_gmacs > 0.0 && gmacs_per_sample > 0.0) {
+    const double fit = std::max(static_cast<double>(kMinRankingSamples), std::floor(options.ranking_gmacs / gmacs_per_sample));
+    ranked = std::min(samples.size(), static_cast<std::size_t>(fit));
+  }
+  result.output_gmacs = gmacs_per_sample * static_cast<double>(ranked);
   result.method = options.method != "auto" ? options.method
                   : result.output_gmacs > kAutoOutputBudgetGmacs ? "local"
                                                                   : "output";
+  if (result.method == "output" && ranked < samples.size()) {
+    samples.resize(ranked);
+    result.samples = static_cast<int64_t>(ranked);
+  }
   if (result.method == "local") {
     std::vector<LocalProbe> probes;
     for (const Candidate& c : candidates) {

@@ -31,7 +31,7 @@ struct SensitivityRow {
 };
 
 struct SensitivityResult {
-  int64_t samples = 0;
+  int64_t samples = 0;  // the samples the rows were measured on
   // How the rows were measured: "output" (the model's output cosine with only that node
   // quantized) or "local" (the node's own outputs: see local_sensitivity.h); "" when not ranked.
   std::string method;
@@ -50,6 +50,12 @@ struct SensitivityResult {
 // two cores of the interpreter.
 constexpr double kAutoOutputBudgetGmacs = 50000.0;
 
+// The fewest samples an output ranking bounded by `ranking_gmacs` measures. The ranking
+// orders nodes; it needs fewer samples than a precision search's acceptance test. On
+// PP-OCRv4 rec and det (16-sample search) a ranking of 4 samples gave the held-out accuracy
+// of a 16-sample one within a line or page (docs/accuracy-debugging.md).
+constexpr int64_t kMinRankingSamples = 4;
+
 struct SensitivityOptions {
   int threads = 1;     // samples (or nodes) measured at once; results do not depend on it
   int64_t limit = 0;   // the first N samples; <= 0: all
@@ -57,6 +63,11 @@ struct SensitivityOptions {
   double when_below = 0.0;
   // "output", "local", or "auto": output unless that costs more than kAutoOutputBudgetGmacs.
   std::string method = "auto";
+  // > 0: the output ranking measures only as many of the samples as its estimated cost
+  // allows, floor(ranking_gmacs / GMAC per sample), but at least kMinRankingSamples (and at
+  // most all); the `when_below` measurement and the local ranking use every sample.
+  // 0: every sample.
+  double ranking_gmacs = 0.0;
   ProgressLine progress;  // how many nodes are ranked, about once a minute
   // Not owned; null: none. The output ranking restarts it as phase "ranking" and advances it
   // per node and sample measured (a terminal's progress line with an ETA).

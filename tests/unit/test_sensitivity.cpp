@@ -332,4 +332,55 @@ TEST_CASE("sensitivity: the local method measures each node's own outputs in one
   CHECK(bad.status().message().find("'global'") != std::string::npos);
 }
 
+TEST_CASE("sensitivity: ranking-gmacs bounds the output ranking's samples, never below four") {
+  const int64_t n = 10;
+  const ClippedMlp mlp(n, "sensitivity_ranking_gmacs");
+  auto all = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(1, 0));
+  REQUIRE_MESSAGE(all.has_value(), all.status().message());
+  REQUIRE(all->samples == n);
+  const double per_sample = all->output_gmacs / static_cast<double>(n);
+  REQUIRE(per_sample > 0.0);
+
+  // The ranking on the first k samples is the ranking of a run limited to k samples.
+  const auto bounded = [&](double gmacs) {
+    SensitivityOptions o = ranking_options(2, 0, 0.0);
+    o.ranking_gmacs = gmacs;
+    auto result = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, o);
+    REQUIRE_MESSAGE(result.has_value(), result.status().message());
+    return *result;
+  };
+  const SensitivityResult six = bounded(per_sample * 6.5);
+  CHECK(six.samples == 6);
+  CHECK(six.output_gmacs == doctest::Approx(per_sample * 6));
+  auto limited = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(1, 6));
+  REQUIRE(limited.has_value());
+  CHECK(sensitivity_text(six) == sensitivity_text(*limited));
+  CHECK(sensitivity_text(six) != sensitivity_text(*all));
+
+  CHECK(bounded(per_sample * 0.5).samples == kMinRankingSamples);  // a budget below one sample
+  CHECK(bounded(per_sample * 100).samples == n);                    // more than the data holds
+
+  // A when-below measurement still uses every sample; the local ranking too.
+  SensitivityOptions bound = ranking_options(1, 0, 0.999999);
+  bound.ranking_gmacs = per_sample;
+  auto measured = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, bound);
+  REQUIRE(measured.has_value());
+  auto whole = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, ranking_options(1, 0, 0.999999));
+  REQUIRE(whole.has_value());
+  REQUIRE(measured->ptq_cosine.has_value());
+  CHECK(*measured->ptq_cosine == *whole->ptq_cosine);
+  CHECK(measured->samples == kMinRankingSamples);
+  SensitivityOptions local = ranking_options(1, 0, 0.0, "local");
+  local.ranking_gmacs = per_sample;
+  auto local_result = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, local);
+  REQUIRE(local_result.has_value());
+  CHECK(local_result->samples == n);
+
+  SensitivityOptions negative = ranking_options(1, 0);
+  negative.ranking_gmacs = -1.0;
+  auto refused = analyze_sensitivity(mlp.model, mlp.table, nullptr, mlp.dataset, negative);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.status().message().find("ranking-gmacs") != std::string::npos);
+}
+
 }  // namespace qflow
