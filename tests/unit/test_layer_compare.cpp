@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "framework/onnx/onnx_import.h"
 #include "framework/quant/layer_compare.h"
 #include "framework/quant/qdq_builder.h"
+#include "qflow/runtime/isa_cap.h"
 #include "test_dataset_util.h"
 
 #include "test_model_util.h"
@@ -202,6 +204,55 @@ TEST_CASE("layer compare: equal values give SQNR +inf, shown as inf in text and 
   auto json = layer_comparison_json(*result);
   REQUIRE(json.has_value());
   CHECK(json->find("\"sqnr_db\": \"inf\"") != std::string::npos);
+}
+
+TEST_CASE("layer compare: error sums are the same bits under every instruction-set cap") {
+  // Odd lengths exercise the tail; a NaN error leaves the maximum as std::max does.
+  for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{1000}, int64_t{1001}}) {
+    std::vector<float> x(static_cast<std::size_t>(n)), q(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      x[static_cast<std::size_t>(i)] = static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3.0);
+      q[static_cast<std::size_t>(i)] = x[static_cast<std::size_t>(i)] + static_cast<float>(std::cos(1.3 * static_cast<double>(i)) * 0.01);
+    }
+    if (n == 1001) q[5] = std::numeric_limits<float>::quiet_NaN();
+    struct Reset {
+      ~Reset() { isa::reset_cap(); }
+    } reset;
+    std::vector<ErrorSums> under;
+    for (const char* cap : {"portable", "avx2", "native"}) {
+      REQUIRE(isa::set_cap(cap, "test").is_ok());
+      ErrorSums sums;
+      sums.add(x.data(), q.data(), n);
+      under.push_back(sums);
+    }
+    const auto same_bits = [](double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+    for (const ErrorSums& s : under) {
+      CHECK(same_bits(s.dot, under[0].dot));
+      CHECK(same_bits(s.float_sq, under[0].float_sq));
+      CHECK(same_bits(s.quant_sq, under[0].quant_sq));
+      CHECK(same_bits(s.error_sq, under[0].error_sq));
+      CHECK(same_bits(s.max_abs, under[0].max_abs));
+      CHECK(s.count == n);
+    }
+    if (n == 1001) {
+      CHECK(std::isnan(under[0].dot));
+      CHECK(std::isfinite(under[0].max_abs));  // the NaN error is skipped by the maximum
+      continue;
+    }
+    // Against one sequential sum of doubles: the lanes only reorder the additions.
+    double dot = 0.0, fsq = 0.0, err = 0.0, mx = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double a = x[static_cast<std::size_t>(i)], b = q[static_cast<std::size_t>(i)];
+      dot += a * b;
+      fsq += a * a;
+      err += (a - b) * (a - b);
+      mx = std::max(mx, std::fabs(a - b));
+    }
+    CHECK(under[0].dot == doctest::Approx(dot).epsilon(1e-14));
+    CHECK(under[0].float_sq == doctest::Approx(fsq).epsilon(1e-14));
+    CHECK(under[0].error_sq == doctest::Approx(err).epsilon(1e-14));
+    CHECK(under[0].max_abs == mx);
+  }
 }
 
 TEST_CASE("layer compare: rows sort by accumulated cosine, then by name") {
