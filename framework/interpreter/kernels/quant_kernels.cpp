@@ -213,8 +213,7 @@ Status dequantize_linear(KernelContext& context) {
     const T* in = x->data<T>();
     // Both operands go to float32 before subtracting, as the reference does.
     for_each_channel_run(context, params, [&](int64_t b, int64_t e, float s, int32_t zp) {
-      const float zpf = static_cast<float>(zp);
-      for (int64_t i = b; i < e; ++i) out[i] = (static_cast<float>(in[i]) - zpf) * s;
+      quant_detail::dequantize_run<T>(in + b, out + b, e - b, s, zp);
     });
     return Status::ok();
   };

@@ -1,4 +1,4 @@
-// The float32 loops of QuantizeLinear and DynamicQuantizeLinear, scalar and AVX2 (chosen at run time).
+// The float32 loops of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, scalar and AVX2 (chosen at run time).
 #include "framework/interpreter/kernels/quantize_run.h"
 
 #include <algorithm>
@@ -16,6 +16,12 @@
 namespace qflow::quant_detail {
 
 namespace {
+
+template <typename T>
+[[gnu::always_inline]] inline void dequantize_body(const T* in, float* out, int64_t n, float scale, int32_t zero_point) {
+  const float zpf = static_cast<float>(zero_point);
+  for (int64_t i = 0; i < n; ++i) out[i] = (static_cast<float>(in[i]) - zpf) * scale;
+}
 
 #ifdef QFLOW_QUANTIZE_AVX2
 bool cpu_has_avx2() {
@@ -78,6 +84,23 @@ __attribute__((target("avx2"))) int64_t quantize_8bit_avx2(const float* in, Q* o
   return i;
 }
 
+// int16 outputs, 16 values at a time, the same way (the pack interleaves 64-bit halves).
+__attribute__((target("avx2"))) int64_t quantize_int16_avx2(const float* in, int16_t* out, int64_t n, float scale,
+                                                            int32_t zero_point) {
+  const VectorQuantizer<int16_t> quantize(scale, zero_point);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i words = _mm256_packs_epi32(quantize(in + i), quantize(in + i + 8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_permute4x64_epi64(words, 0xD8));
+  }
+  return i;
+}
+
+template <typename T>
+__attribute__((target("avx2"))) void dequantize_avx2(const T* in, float* out, int64_t n, float scale, int32_t zero_point) {
+  dequantize_body(in, out, n, scale, zero_point);
+}
+
 __attribute__((target("avx2"))) int64_t float_range_avx2(const float* in, int64_t n, float& lo, float& hi) {
   // minps/maxps return their second operand when the first is NaN: NaNs never enter.
   __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
@@ -107,10 +130,20 @@ void quantize_float_run(const float* in, Q* out, int64_t n, float scale, int32_t
   static const bool avx2 = cpu_has_avx2();
   if (avx2 && isa::allows(isa::Level::avx2)) {
     if constexpr (sizeof(Q) == 1) i = quantize_8bit_avx2(in, out, n, scale, zero_point);
+    if constexpr (std::is_same_v<Q, int16_t>) i = quantize_int16_avx2(in, out, n, scale, zero_point);
     i += quantize_avx2(in + i, out + i, n - i, scale, zero_point);
   }
 #endif
   for (; i < n; ++i) out[i] = saturate_round<Q>(in[i] / scale, zero_point);
+}
+
+template <typename T>
+void dequantize_run(const T* in, float* out, int64_t n, float scale, int32_t zero_point) {
+#ifdef QFLOW_QUANTIZE_AVX2
+  static const bool avx2 = cpu_has_avx2();
+  if (avx2 && isa::allows(isa::Level::avx2)) return dequantize_avx2(in, out, n, scale, zero_point);
+#endif
+  dequantize_body(in, out, n, scale, zero_point);
 }
 
 void float_range_run(const float* in, int64_t n, float& lo, float& hi) {
@@ -129,5 +162,10 @@ template void quantize_float_run<int8_t>(const float*, int8_t*, int64_t, float, 
 template void quantize_float_run<uint8_t>(const float*, uint8_t*, int64_t, float, int32_t);
 template void quantize_float_run<int16_t>(const float*, int16_t*, int64_t, float, int32_t);
 template void quantize_float_run<uint16_t>(const float*, uint16_t*, int64_t, float, int32_t);
+template void dequantize_run<int8_t>(const int8_t*, float*, int64_t, float, int32_t);
+template void dequantize_run<uint8_t>(const uint8_t*, float*, int64_t, float, int32_t);
+template void dequantize_run<int16_t>(const int16_t*, float*, int64_t, float, int32_t);
+template void dequantize_run<uint16_t>(const uint16_t*, float*, int64_t, float, int32_t);
+template void dequantize_run<int32_t>(const int32_t*, float*, int64_t, float, int32_t);
 
 }  // namespace qflow::quant_detail
