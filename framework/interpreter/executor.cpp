@@ -147,6 +147,48 @@ std::optional<EpilogueStage> binary_stage(const ConstantOf& constant_of, const N
   return e;
 }
 
+// The one value of a one-element constant of an integer type a QuantizeLinear produces.
+std::optional<int64_t> scalar_zero_point(const Tensor* t) {
+  if (!t || t->numel() != 1) return std::nullopt;
+  const DType d = t->dtype();
+  if (d != DType::Int8 && d != DType::UInt8 && d != DType::Int16 && d != DType::UInt16) return std::nullopt;
+  return t->to_int64s()[0];
+}
+
+// QuantizeLinear `q` of x (its sole use, input 0) followed by DequantizeLinear `dq` of its
+// output with the same one scale and zero point, as one FakeQuant stage: what a QDQ model
+// puts after every activation. Block and axis attributes mean nothing for one scale.
+std::optional<EpilogueStage> fake_quant_stage(const ConstantOf& constant_of, const Node& q, const Node& dq) {
+  if (q.op_type() != "QuantizeLinear" || dq.op_type() != "DequantizeLinear") return std::nullopt;
+  if (q.inputs().size() != 3 || dq.inputs().size() != 3 || !q.inputs()[1] || !q.inputs()[2] || !dq.inputs()[1] ||
+      !dq.inputs()[2])
+    return std::nullopt;
+  const Tensor* scale = constant_of(q.inputs()[1]);
+  const Tensor* dq_scale = constant_of(dq.inputs()[1]);
+  if (!scale || !dq_scale || scale->dtype() != DType::Float32 || dq_scale->dtype() != DType::Float32 ||
+      scale->numel() != 1 || dq_scale->numel() != 1)
+    return std::nullopt;
+  const float s = scale->data<float>()[0];
+  if (!(s > 0.0f) || !std::isfinite(s) || dq_scale->data<float>()[0] != s) return std::nullopt;
+  const Tensor* zp = constant_of(q.inputs()[2]);
+  const Tensor* dq_zp = constant_of(dq.inputs()[2]);
+  const auto z = scalar_zero_point(zp), dz = scalar_zero_point(dq_zp);
+  if (!z || !dz || *z != *dz || zp->dtype() != dq_zp->dtype()) return std::nullopt;
+  int64_t lo = 0, hi = 0;
+  switch (zp->dtype()) {
+    case DType::Int8: lo = -128, hi = 127; break;
+    case DType::UInt8: lo = 0, hi = 255; break;
+    case DType::Int16: lo = -32768, hi = 32767; break;
+    default: lo = 0, hi = 65535; break;
+  }
+  EpilogueStage e;
+  e.kind = EpilogueStage::Kind::FakeQuant;
+  e.constant = s;
+  e.lo = static_cast<float>(lo - *z);
+  e.hi = static_cast<float>(hi - *z);
+  return e;
+}
+
 // Inference BatchNormalization with per-channel float32 constants of shape [C] as a stage
 // with its factors k = scale / sqrt(var + epsilon) computed once, as the kernel computes
 // them (in float). Sets `channels` to C.
@@ -464,6 +506,19 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
       if (!at) break;
       const int64_t opset = model_.opset(next.domain());
       const bool first_input = x->uses()[0].second == 0;
+      // A Q/DQ pair: the QuantizeLinear's integer output must go to the DequantizeLinear only.
+      if (first_input && next.op_type() == "QuantizeLinear") {
+        const Value* integers = next.outputs()[0];
+        const Node* dq = !kept(integers) ? sole_use(integers, 0) : nullptr;
+        const auto dq_at = dq ? absorbable(*dq) : std::nullopt;
+        const auto pair = dq_at ? fake_quant_stage(constant_of, next, *dq) : std::nullopt;
+        if (!pair) break;
+        program.stages.push_back(*pair);
+        fusion.steps.push_back(*at);
+        fusion.steps.push_back(*dq_at);
+        x = dq->outputs()[0];
+        continue;
+      }
       std::optional<EpilogueStage> stage;
       if (first_input) stage = activation_stage(constant_of, next, opset);
       if (!stage) stage = binary_stage(constant_of, next, opset, x, program.min_rank);

@@ -23,4 +23,13 @@ std::string kernel_isa_summary() {
          depthwise + "; integer " + fx::fast::isa_name(fx::fast::best_isa());
 }
 
+bool kernel_isa_allows_avx2() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool cpu = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  return cpu && isa::allows(isa::Level::avx2);
+#else
+  return false;
+#endif
+}
+
 }  // namespace qflow

@@ -22,8 +22,8 @@
 #include "framework/distributed/share_units.h"
 #include "framework/quant/lockstep_pairs.h"
 #include "framework/interpreter/executor.h"
+#include "framework/interpreter/kernel_isa.h"
 #include "qflow/quant/quant_math.h"
-#include "qflow/runtime/isa_cap.h"
 
 namespace qflow {
 
@@ -304,10 +304,6 @@ __attribute__((target("avx2"))) void lane_sums_avx2(const float* x, const float*
   lane_sums_body(x, q, n, s);
 }
 
-bool use_avx2() {
-  static const bool cpu = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
-  return cpu && isa::allows(isa::Level::avx2);
-}
 #endif
 
 double lane_tree(const double* v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
@@ -317,7 +313,7 @@ double lane_tree(const double* v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v
 void ErrorSums::add(const float* x, const float* q, int64_t n) {
   LaneSums s;
 #ifdef QFLOW_LAYER_COMPARE_AVX2
-  if (use_avx2()) lane_sums_avx2(x, q, n, s);
+  if (kernel_isa_allows_avx2()) lane_sums_avx2(x, q, n, s);
   else lane_sums_baseline(x, q, n, s);
 #else
   lane_sums_baseline(x, q, n, s);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "framework/onnx/onnx_import.h"
 #include "framework/interpreter/executor.h"
 #include "qflow/ir/graph.h"
+#include "qflow/runtime/isa_cap.h"
 
 namespace qflow {
 namespace {
@@ -232,6 +234,79 @@ TEST_CASE("Epilogue: every Conv chain gives the bytes of the separate nodes") {
                                     chain.absorbed);
       }
     }
+  }
+}
+
+// QuantizeLinear then DequantizeLinear of x with one scale and zero point `zp` (its type is
+// the integer type), `dq_scale` (default: the same) for the DequantizeLinear.
+Value* qdq(Net& n, Value* x, float scale, Tensor zp, float dq_scale = 0.0f) {
+  Value* z = n.constant(std::move(zp));
+  Value* q = n.apply("QuantizeLinear", {x, n.scalar(scale), z});
+  return n.apply("DequantizeLinear", {q, n.scalar(dq_scale > 0.0f ? dq_scale : scale), z});
+}
+
+TEST_CASE("Epilogue: a Q/DQ pair gives the bytes of the two nodes under every cap") {
+  struct Case {
+    std::string name;
+    float scale;
+    Tensor zp;
+  };
+  const std::vector<Case> cases = {
+      {"int8", 0.02f, Tensor::from_vector<int8_t>({}, {3})},      // saturates at both ends
+      {"uint8", 0.05f, Tensor::from_vector<uint8_t>({}, {128})},
+      {"uint8 zero 0", 0.01f, Tensor::from_vector<uint8_t>({}, {0})},  // every negative clips to 0
+      {"int16", 0.0004f, Tensor::from_vector<int16_t>({}, {0})},
+      {"int16 offset", 0.00007f, Tensor::from_vector<int16_t>({}, {-1200})},
+      {"uint16", 0.0003f, Tensor::from_vector<uint16_t>({}, {30000})},
+      {"exact halves", 0.125f, Tensor::from_vector<int8_t>({}, {0})},  // many v / s on .5
+  };
+  struct Reset {
+    ~Reset() { isa::reset_cap(); }
+  } reset;
+  for (const char* cap : {"portable", "avx2", "native"}) {
+    if (!isa::set_cap(cap, "test").is_ok()) continue;  // a level this CPU lacks
+    for (const Case& c : cases) {
+      CAPTURE(cap);
+      CAPTURE(c.name);
+      Net net(13);
+      Value* y = conv(net, net.input("x"), {1, 4, 6, 1, 3, 1, 1, 9, 11, true});
+      y = qdq(net, net.apply("Relu", {qdq(net, y, c.scale, c.zp)}), c.scale, c.zp);
+      net.graph().outputs = {y};
+      std::vector<float> x = noise(4 * 9 * 11, 11, 3.0f);
+      x[40] = std::numeric_limits<float>::quiet_NaN();  // NaN outputs quantize to the zero point
+      x[200] = 1e30f;                                      // and these saturate
+      x[300] = -1e30f;
+      // Two pairs and the Relu between them.
+      check_fused_equals_separate(net.model(), {{"x", Tensor::from_vector<float>({1, 4, 9, 11}, x)}}, 5);
+    }
+  }
+}
+
+TEST_CASE("Epilogue: Q/DQ pairs that are not one rounding stay nodes") {
+  const auto build = [](Net& net) { return conv(net, net.input("x"), {1, 3, 4, 1, 3, 1, 1, 7, 9, true}); };
+  const std::map<std::string, Tensor> feeds = {{"x", Tensor::from_vector<float>({1, 3, 7, 9}, noise(189, 5))}};
+  SUBCASE("another scale in the DequantizeLinear") {
+    Net net(13);
+    net.graph().outputs = {qdq(net, build(net), 0.02f, Tensor::from_vector<int8_t>({}, {0}), 0.03f)};
+    check_fused_equals_separate(net.model(), feeds, 0);
+  }
+  SUBCASE("the integers are an output too") {
+    Net net(13);
+    Value* y = qdq(net, build(net), 0.02f, Tensor::from_vector<int8_t>({}, {0}));
+    net.graph().outputs = {y, y->producer()->inputs()[0]};
+    check_fused_equals_separate(net.model(), feeds, 0);
+  }
+  SUBCASE("per-channel parameters") {
+    Net net(13);
+    Value* c = build(net);
+    Value* s = net.constant(Tensor::from_vector<float>({4}, {0.01f, 0.02f, 0.03f, 0.04f}));
+    Value* z = net.constant(Tensor::from_vector<int8_t>({4}, {0, 0, 0, 0}));
+    Node* q = net.node("QuantizeLinear", {c, s, z});
+    q->set_attribute(Attribute::make_int("axis", 1));
+    Node* dq = net.node("DequantizeLinear", {q->outputs()[0], s, z});
+    dq->set_attribute(Attribute::make_int("axis", 1));
+    net.graph().outputs = {dq->outputs()[0]};
+    check_fused_equals_separate(net.model(), feeds, 0);
   }
 }
 

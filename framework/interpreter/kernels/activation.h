@@ -43,6 +43,16 @@ T hard_swish(T v) {
   return v * std::clamp(v / T(6) + T(0.5), T(0), T(1));
 }
 
+// QuantizeLinear then DequantizeLinear of v (scale s, integer range minus the zero point
+// [lo, hi]): QuantizeLinear rounds v / s half to even, NaN to 0, and saturates; clipping
+// first gives the same integer, as lo and hi are integers. DequantizeLinear's (q - z) * s
+// is that integer times s; + 0.0f makes a -0 the +0 the integer had.
+inline float fake_quant(float v, float s, float lo, float hi) {
+  float t = v / s;
+  t = t == t ? clip(t, lo, hi) : 0.0f;
+  return (std::nearbyint(t) + 0.0f) * s;
+}
+
 // Applies one stage to n floats of output channel `channel` in place. Each loop is the
 // expression of the node's own kernel (binary kernels compute `a op b` in float, BatchNorm
 // `(x - mean) * k + b`), and this header is never compiled inside an FMA-enabled function,
@@ -107,6 +117,9 @@ inline void apply_stage(const EpilogueStage& stage, float* data, int64_t n, int6
       for (int64_t i = 0; i < n; ++i) data[i] = data[i] * hard_sigmoid(data[i], alpha, beta);
       return;
     }
+    case Kind::FakeQuant:
+      for (int64_t i = 0; i < n; ++i) data[i] = fake_quant(data[i], c, stage.lo, stage.hi);
+      return;
   }
 }
 

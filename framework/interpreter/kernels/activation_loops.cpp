@@ -173,6 +173,19 @@ constexpr int64_t kBlock = 256;
         v = v * gate;
       });
       break;
+    case Kind::FakeQuant: {
+      // fake_quant's steps; |t| <= 2^17 after the clip, so adding and removing 1.5 * 2^23
+      // rounds it half to even (the float spacing there is 1) and turns -0 into +0.
+      const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi, magic = Floats{} + 12582912.0f;
+      each([&](Floats& v) {
+        Floats t = v / c;
+        t = t == t ? t : zero;
+        t = t < lo ? lo : t;
+        t = hi < t ? hi : t;
+        v = ((t + magic) - magic) * c;
+      });
+      break;
+    }
   }
   apply_stage(stage, data + body, n - body, channel);
 }
