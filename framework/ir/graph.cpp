@@ -2,6 +2,7 @@
 #include "qflow/ir/graph.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace qflow {
 
@@ -179,6 +180,13 @@ void Graph::replace_all_uses(Value* from, Value* to) {
 void Graph::move_node_to_end(Node* node) {
   auto it = std::find_if(nodes_.begin(), nodes_.end(), [node](const std::unique_ptr<Node>& n) { return n.get() == node; });
   if (it != nodes_.end()) nodes_.splice(nodes_.end(), nodes_, it);
+}
+
+void Graph::move_nodes_to_end(const std::vector<Node*>& nodes) {
+  std::unordered_map<const Node*, std::list<std::unique_ptr<Node>>::iterator> where;
+  for (auto it = nodes_.begin(); it != nodes_.end(); ++it) where.emplace(it->get(), it);
+  for (Node* node : nodes)
+    if (auto it = where.find(node); it != where.end()) nodes_.splice(nodes_.end(), nodes_, it->second);
 }
 
 void Graph::prune_unused_values() {

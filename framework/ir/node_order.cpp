@@ -21,7 +21,7 @@ void NodeOrder::erase(Node* node) {
 }
 
 void NodeOrder::apply(Graph& graph) const {
-  for (Node* n : order_) graph.move_node_to_end(n);
+  graph.move_nodes_to_end(std::vector<Node*>(order_.begin(), order_.end()));
 }
 
 }  // namespace qflow

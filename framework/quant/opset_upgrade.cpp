@@ -447,7 +447,7 @@ Status upgrade_opset(Model& model, int64_t target) {
     // Adapters append the nodes they add; ONNX wants execution order.
     if (graph.node_count() != nodes.size())
       if (auto order = graph.topological_order())
-        for (Node* node : *order) graph.move_node_to_end(node);
+        graph.move_nodes_to_end(*order);
   });
   for (OpsetImport& import : model.opset_imports)
     if (import.domain.empty() || import.domain == "ai.onnx") import.version = target;

@@ -584,7 +584,7 @@ Status build_qdq_model(Model& model, const QuantTable& calibrated, const QuantCo
 
   // ONNX wants nodes in execution order; the insertions above appended at the end.
   QFLOW_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
-  for (Node* node : order) graph.move_node_to_end(node);
+  graph.move_nodes_to_end(order);
   return graph.validate();
 }
 

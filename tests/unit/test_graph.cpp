@@ -1,6 +1,8 @@
 // IR graph utilities: def-use maintenance, topological order, cycle and dangling detection.
 #include <doctest/doctest.h>
 
+#include <vector>
+
 #include "qflow/ir/graph.h"
 
 using namespace qflow;
@@ -49,6 +51,19 @@ TEST_CASE("topological order is dependency-respecting and stable") {
   CHECK((*order)[0] == c.relu);
   CHECK((*order)[1] == c.neg);
   CHECK((*order)[2] == c.add);
+}
+
+TEST_CASE("move_nodes_to_end puts the listed nodes last, in the listed order") {
+  Chain c;
+  Chain other;  // a node of another graph is skipped
+  c.g.move_nodes_to_end({c.neg, other.relu, c.add});
+  std::vector<const Node*> listed;
+  for (const auto& n : c.g.nodes()) listed.push_back(n.get());
+  CHECK(listed == std::vector<const Node*>{c.relu, c.neg, c.add});
+  c.g.move_nodes_to_end({c.relu});
+  listed.clear();
+  for (const auto& n : c.g.nodes()) listed.push_back(n.get());
+  CHECK(listed == std::vector<const Node*>{c.neg, c.add, c.relu});
 }
 
 TEST_CASE("a cycle is reported with the nodes on it") {

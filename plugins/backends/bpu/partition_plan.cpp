@@ -98,8 +98,10 @@ Adjacency adjacency(const std::vector<Node*>& order, const std::unordered_map<co
 // merge is made only when it keeps it one.
 class Units {
  public:
-  explicit Units(const Adjacency& adj) : adj_(adj), sets_(adj.producers.size()), members_(adj.producers.size()) {
-    for (std::size_t i = 0; i < members_.size(); ++i) members_[i] = {i};
+  explicit Units(const Adjacency& adj)
+      : adj_(adj), sets_(adj.producers.size()), members_(adj.producers.size()), last_(adj.producers.size()),
+        seen_(adj.producers.size(), 0) {
+    for (std::size_t i = 0; i < members_.size(); ++i) members_[i] = {i}, last_[i] = i;
   }
   std::size_t find(std::size_t node) { return sets_.find(node); }
 
@@ -113,37 +115,52 @@ class Units {
     const std::size_t root = find(ua), other = root == ua ? ub : ua;
     members_[root].insert(members_[root].end(), members_[other].begin(), members_[other].end());
     members_[other].clear();
+    last_[root] = std::max(last_[root], last_[other]);
     return true;
   }
 
  private:
-  // Depth-first search over units from `from`'s successors other than `to` itself.
+  // Depth-first search over units from `from`'s successors other than `to` itself. Node
+  // edges go forward in topological order and a unit's root is its earliest node, so a unit
+  // whose root comes after `to`'s last node cannot reach `to`: the search skips it (the
+  // greedy growth asks about the node being placed, so most of the graph lies beyond).
   bool reaches_through_other(std::size_t from, std::size_t to) {
-    std::vector<std::size_t> work;
-    std::vector<char> seen(members_.size(), 0);
-    seen[from] = 1;
+    const std::size_t limit = last_[to];
+    work_.clear();
+    touched_.clear();
+    const auto mark = [&](std::size_t u) {
+      seen_[u] = 1;
+      touched_.push_back(u);
+    };
+    mark(from);
     auto push_successors = [&](std::size_t unit, bool skip_target) {
       for (std::size_t n : members_[unit])
         for (std::size_t c : adj_.consumers[n]) {
           const std::size_t u = find(c);
-          if (u == unit || seen[u] || (skip_target && u == to)) continue;
-          seen[u] = 1;
-          work.push_back(u);
+          if (u == unit || u > limit || seen_[u] || (skip_target && u == to)) continue;
+          mark(u);
+          work_.push_back(u);
         }
     };
     push_successors(from, true);
-    while (!work.empty()) {
-      const std::size_t u = work.back();
-      work.pop_back();
-      if (u == to) return true;
-      push_successors(u, false);
+    bool reached = false;
+    while (!work_.empty() && !reached) {
+      const std::size_t u = work_.back();
+      work_.pop_back();
+      if (u == to) reached = true;
+      else push_successors(u, false);
     }
-    return false;
+    for (std::size_t u : touched_) seen_[u] = 0;
+    return reached;
   }
 
   const Adjacency& adj_;
   DisjointSets sets_;
   std::vector<std::vector<std::size_t>> members_;
+  std::vector<std::size_t> last_;  // per unit root: the position of its last node
+  // The search's state, kept between calls (seen_ is all zero outside one).
+  std::vector<char> seen_;
+  std::vector<std::size_t> work_, touched_;
 };
 
 }  // namespace

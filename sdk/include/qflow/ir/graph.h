@@ -155,6 +155,9 @@ class Graph {
   void replace_all_uses(Value* from, Value* to);
   // Moves the node to the end of the insertion order (after nodes it now depends on).
   void move_node_to_end(Node* node);
+  // Moves the listed nodes, in that order, to the end of the insertion order: one pass, where
+  // move_node_to_end per node searches the list each time. Nodes not in the graph are skipped.
+  void move_nodes_to_end(const std::vector<Node*>& nodes);
 
   // Analyses -----------------------------------------------------------------------------------
   // Execution order (stable: ties follow insertion order). Fails naming a node on a cycle.
