@@ -193,6 +193,26 @@ TEST_CASE("histogram: the blocked pass 1 equals per-value binning across block e
   }
 }
 
+TEST_CASE("histogram: values on and beside bin edges go where the division puts them") {
+  // Every float within a few ulps of k * top / bins: where indexing by a multiplication with
+  // 1 / top can round across the edge, the observer must index by the division.
+  for (const float top : {3.7f, 6.0f, 0.1f, 1000.3f}) {
+    for (int64_t bins : {int64_t{7}, int64_t{2048}, int64_t{3000}}) {
+      CAPTURE(top);
+      CAPTURE(bins);
+      std::vector<float> v = {top, -top};
+      for (int64_t k = 1; k < bins; k += std::max<int64_t>(1, bins / 97)) {
+        float edge = static_cast<float>(static_cast<double>(top) * static_cast<double>(k) / static_cast<double>(bins));
+        for (int step = 0; step < 3; ++step) edge = std::nextafter(edge, 0.0f);
+        for (int step = 0; step < 7; ++step, edge = std::nextafter(edge, top)) v.push_back(step % 2 ? -edge : edge);
+      }
+      const HistogramObserver obs = run_whole({floats(v)}, bins);
+      const TensorStatistics s = obs.statistics();
+      CHECK(s.histogram == reference_bins(v, s.histogram_range, bins));
+    }
+  }
+}
+
 // Pass 1 starting from a state whose range is `top` (not necessarily a float).
 HistogramObserver pass1_with_range(double top) {
   HistogramObserver seed = make(4);
