@@ -303,7 +303,6 @@ void lane_sums_baseline(const float* x, const float* q, int64_t n, LaneSums& s) 
 __attribute__((target("avx2"))) void lane_sums_avx2(const float* x, const float* q, int64_t n, LaneSums& s) {
   lane_sums_body(x, q, n, s);
 }
-
 #endif
 
 double lane_tree(const double* v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
