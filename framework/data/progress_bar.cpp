@@ -105,7 +105,9 @@ void ProgressBar::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (finished_) return;
   finished_ = true;
-  if (!sink_) return;
+  // A bar that was given nothing to count (a calibrate stage whose calibrator scored no
+  // table) leaves no line behind.
+  if (!sink_ || (!drawn_ && done_ == 0 && total_ <= 0)) return;
   draw(Clock::now());
   sink_("\n");
 }

@@ -1,6 +1,7 @@
 // calibrator stages: statistics (and the model) in, the calibration table out. The host side
 // of calibration: per-tensor quantization settings, filtering of tensors left float, and the
 // services meta-calibrators use (other calibrators, output cosine of a calibrated model).
+#include "framework/data/progress_bar.h"
 #include "framework/pipeline/stage_util.h"
 
 #include "framework/plugin/component_registry.h"
@@ -72,11 +73,14 @@ Expected<StageResult> run_calibrator(const PipelineStage& stage, const std::map<
   }
 
   std::unique_ptr<HostCalibrationServices> services;
+  // What `auto` (or any calibrator scoring tables) runs: a phase per table on a terminal.
+  ProgressBar progress("stage '" + stage.id + "'", 0);
   if (dataset && model_artifact) {
     // Calibrators that never ask for the cosine must not fail on a model it cannot evaluate.
-    services = std::make_unique<HostCalibrationServices>(
-        registry, OutputCosine::create(model_artifact->bytes, *dataset, context.quantization, context.threads,
-                                       std::move(observed_outputs), context.world));
+    Expected<std::unique_ptr<OutputCosine>> cosine = OutputCosine::create(
+        model_artifact->bytes, *dataset, context.quantization, context.threads, std::move(observed_outputs), context.world);
+    if (cosine) (*cosine)->set_progress(&progress);
+    services = std::make_unique<HostCalibrationServices>(registry, std::move(cosine));
   }
 
   QFLOW_ASSIGN_OR_RETURN(std::shared_ptr<Calibrator> calibrator, registry.make_calibrator(stage.component, options_of(stage)));

@@ -141,6 +141,7 @@ Status OutputCosine::run_samples(const Executor& executor,
       if (!results[i]) return results[i].status().with_context("sample " + std::to_string(batch[i].first));
       QFLOW_RETURN_IF_ERROR(done(batch[i].first, std::move(*results[i])));
     }
+    if (bar_) bar_->advance(static_cast<int64_t>(batch.size()));
     batch.clear();
     return Status::ok();
   };
@@ -167,7 +168,9 @@ Expected<double> OutputCosine::evaluate(const QuantTable& table) const {
 // Runs this rank's samples of the calibrated model of `table` (the float model's first, once),
 // puts each sample's cosine at its index in `cosines` and returns the mean of this rank's.
 Expected<double> OutputCosine::mean_cosine(const QuantTable& table, std::vector<double>& cosines) const {
+  const int64_t mine = slice_.end - slice_.begin;
   if (!have_float_outputs_) {
+    if (bar_) bar_->restart("float outputs", "samples", mine);
     QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(*float_model_));
     std::vector<std::vector<float>> outputs(static_cast<std::size_t>(dataset_.count));
     QFLOW_RETURN_IF_ERROR(run_samples(*executor, [&](int64_t index, std::vector<float> flat) {
@@ -182,6 +185,7 @@ Expected<double> OutputCosine::mean_cosine(const QuantTable& table, std::vector<
   options.weights = false;
   QFLOW_RETURN_IF_ERROR(build_qdq_model(qdq, table, config_, options));
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(qdq));
+  if (bar_) bar_->restart("table " + std::to_string(++tables_), "samples", mine);
   double sum = 0.0;
   QFLOW_RETURN_IF_ERROR(run_samples(*executor, [&](int64_t index, std::vector<float> flat) -> Status {
     const auto i = static_cast<std::size_t>(index);

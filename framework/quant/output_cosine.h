@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "framework/data/dataset.h"
+#include "framework/data/progress_bar.h"
 #include "framework/data/input_feeds.h"
 #include "framework/distributed/share_units.h"
 #include "qflow/core/status.h"
@@ -50,6 +51,9 @@ class OutputCosine {
   // in sample order in double, so the result does not depend on the thread count. The
   // float outputs are computed on the first call (unless known) and kept.
   Expected<double> evaluate(const QuantTable& table) const;
+  // Not owned; null: none. Each sweep over the samples restarts it as a phase ("float
+  // outputs", "table 1", "table 2", ...) and advances it per sample (a terminal's line).
+  void set_progress(ProgressBar* bar) { bar_ = bar; }
 
  private:
   OutputCosine(const Dataset& dataset, const QuantConfig* config, int threads, const World* world);
@@ -67,6 +71,8 @@ class OutputCosine {
   mutable std::mutex mutex_;
   mutable std::vector<std::vector<float>> float_outputs_;  // per sample (of this rank's slice), once computed
   mutable bool have_float_outputs_ = false;
+  ProgressBar* bar_ = nullptr;
+  mutable int tables_ = 0;  // tables evaluated: the phases' numbers
 };
 
 // cos(a, b) accumulated in double in index order; 1 when both are zero, 0 when one is.

@@ -276,6 +276,15 @@ TEST_CASE("progress bar: other units, an unknown total and phases on fresh lines
   CHECK(out.find("\n\rstage 'p' search  1 models") != std::string::npos);
   CHECK(std::count(out.begin(), out.end(), '\n') == 2);
   CHECK(out.back() == '\n');
+
+  // A bar given nothing to count (a calibrate stage whose calibrator scores no table) leaves
+  // no line; one with a total draws its final state.
+  std::string idle;
+  { ProgressBar bar("stage 'calibrate'", 0, [&](std::string_view text) { idle += text; }); }
+  CHECK(idle.empty());
+  { ProgressBar bar("stage 'v'", 3, [&](std::string_view text) { idle += text; }); }
+  CHECK(idle.rfind("\rstage 'v'  0/3 samples", 0) == 0);
+  CHECK(idle.back() == '\n');
 }
 
 }  // namespace qflow

@@ -9,6 +9,7 @@
 
 #include "framework/data/input_feeds.h"
 #include "framework/data/observe_sweep.h"
+#include "framework/data/progress_bar.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/onnx/onnx_export.h"
 #include "framework/quant/sensitivity.h"
@@ -264,10 +265,20 @@ TEST_CASE("sensitivity and output cosine run a two-input model") {
   REQUIRE(bytes.has_value());
   auto cosine = OutputCosine::create(*bytes, *dataset, nullptr, 2);
   REQUIRE_MESSAGE(cosine.has_value(), cosine.status().message());
+  std::string progress;
+  ProgressBar bar("stage 'calibrate'", 0, [&](std::string_view text) { progress += text; });
+  (*cosine)->set_progress(&bar);
   Expected<double> value = (*cosine)->evaluate(table);
   REQUIRE_MESSAGE(value.has_value(), value.status().message());
   CHECK(*value > 0.999);
   CHECK(*value < 1.0);  // quantization changed something: the QDQ model really ran
+  // A phase per sweep, each counting every sample.
+  REQUIRE((*cosine)->evaluate(table).has_value());
+  bar.finish();
+  const std::string all = std::to_string(dataset->count) + "/" + std::to_string(dataset->count) + " samples";
+  CHECK(progress.find("stage 'calibrate' float outputs  " + all) != std::string::npos);
+  CHECK(progress.find("stage 'calibrate' table 1  " + all) != std::string::npos);
+  CHECK(progress.find("stage 'calibrate' table 2  " + all) != std::string::npos);
 }
 
 }  // namespace qflow
