@@ -34,9 +34,10 @@ inline ShardRange my_slice(const World* world, int64_t n) {
 Status share_slices(const World& world, int tag, std::vector<double>& values, const Status& own);
 
 // One rank's sweep over its slice (my_slice) of `count` samples whose per-sample results (rows
-// of `width` doubles) are then shared with share_units, each rank owning its slice. It keeps this rank's first failure at the sample it
-// belongs to, so that every rank ends with the first failure in sample order, as one process
-// would report it. Samples are measured in order; after a failure the rank measures no more.
+// of `width` doubles) are then shared with share_units, each rank owning its slice. It keeps
+// this rank's first failure at the sample it belongs to, so that every rank ends with the
+// first failure in sample order, as one process would report it. Samples are measured in
+// order; after a failure the rank measures no more.
 class SliceSweep {
  public:
   SliceSweep(const World* world, int64_t count);

@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "framework/core/thread_pool.h"
 #include "framework/interpreter/half_precision.h"
 #include "framework/interpreter/kernels/control_flow.h"
+#include "framework/interpreter/kernels/quant_util.h"
 #include "framework/interpreter/tensor_arena.h"
 #include "qflow/ir/captured_values.h"
 #include "qflow/ir/constants.h"
@@ -147,14 +149,6 @@ std::optional<EpilogueStage> binary_stage(const ConstantOf& constant_of, const N
   return e;
 }
 
-// The one value of a one-element constant of an integer type a QuantizeLinear produces.
-std::optional<int64_t> scalar_zero_point(const Tensor* t) {
-  if (!t || t->numel() != 1) return std::nullopt;
-  const DType d = t->dtype();
-  if (d != DType::Int8 && d != DType::UInt8 && d != DType::Int16 && d != DType::UInt16) return std::nullopt;
-  return t->to_int64s()[0];
-}
-
 // QuantizeLinear `q` of x (its sole use, input 0) followed by DequantizeLinear `dq` of its
 // output with the same one scale and zero point, as one FakeQuant stage: what a QDQ model
 // puts after every activation. Block and axis attributes mean nothing for one scale.
@@ -172,20 +166,22 @@ std::optional<EpilogueStage> fake_quant_stage(const ConstantOf& constant_of, con
   if (!(s > 0.0f) || !std::isfinite(s) || dq_scale->data<float>()[0] != s) return std::nullopt;
   const Tensor* zp = constant_of(q.inputs()[2]);
   const Tensor* dq_zp = constant_of(dq.inputs()[2]);
-  const auto z = scalar_zero_point(zp), dz = scalar_zero_point(dq_zp);
-  if (!z || !dz || *z != *dz || zp->dtype() != dq_zp->dtype()) return std::nullopt;
+  if (!zp || !dq_zp || zp->numel() != 1 || dq_zp->numel() != 1 || zp->dtype() != dq_zp->dtype()) return std::nullopt;
+  // The integer type's range, for the types QuantizeLinear's kernel produces.
   int64_t lo = 0, hi = 0;
-  switch (zp->dtype()) {
-    case DType::Int8: lo = -128, hi = 127; break;
-    case DType::UInt8: lo = 0, hi = 255; break;
-    case DType::Int16: lo = -32768, hi = 32767; break;
-    default: lo = 0, hi = 65535; break;
-  }
+  const Status integer = quant_detail::dispatch_quantized(zp->dtype(), [&]<typename T>() {
+    lo = std::numeric_limits<T>::lowest();
+    hi = std::numeric_limits<T>::max();
+    return Status::ok();
+  });
+  if (!integer.is_ok()) return std::nullopt;
+  const int64_t z = zp->to_int64s()[0];
+  if (dq_zp->to_int64s()[0] != z) return std::nullopt;
   EpilogueStage e;
   e.kind = EpilogueStage::Kind::FakeQuant;
   e.constant = s;
-  e.lo = static_cast<float>(lo - *z);
-  e.hi = static_cast<float>(hi - *z);
+  e.lo = static_cast<float>(lo - z);
+  e.hi = static_cast<float>(hi - z);
   return e;
 }
 

@@ -24,12 +24,8 @@ std::string kernel_isa_summary() {
 }
 
 bool kernel_isa_allows_avx2() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const bool cpu = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+  static const bool cpu = isa::cpu_has(isa::Level::avx2);
   return cpu && isa::allows(isa::Level::avx2);
-#else
-  return false;
-#endif
 }
 
 }  // namespace qflow

@@ -18,8 +18,8 @@ Status kernel_isa_cap_status();
 void reset_kernel_isa_cap();
 // What runs: "cap native: float sgemm avx512, depthwise avx2; integer avx512vnni".
 std::string kernel_isa_summary();
-// Whether the CPU has AVX2 and the cap admits it: for the vector loops of layers above the
-// interpreter (the layer comparison's sums).
+// Whether the CPU has AVX2 (and FMA) and the cap admits it: what picks the AVX2 copies of the
+// interpreter's element loops (activations, Q/DQ) and of the layer comparison's sums.
 bool kernel_isa_allows_avx2();
 
 }  // namespace qflow

@@ -219,10 +219,10 @@ Expected<double> output_ranking_gmacs(const Model& float_model, const SampleValu
   return macs / 1e9;
 }
 
-// "ranked 120 of 370 nodes (samples 1-16 of 16) in 312 s"
 // The tag of the ranking's exchange between ranks.
 constexpr int kSensitivityTag = 7201;
 
+// "ranked 120 of 370 nodes (samples 1-16 of 16) in 312 s"
 std::string ranked_line(std::size_t done, std::size_t nodes, std::size_t first_sample, std::size_t chunk,
                         std::size_t samples, double seconds) {
   std::string line = "ranked " + std::to_string(done) + " of " + std::to_string(nodes) + " nodes";
@@ -328,8 +328,12 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   ThrottledProgress reporter(options.progress, std::chrono::seconds(60));
   std::mutex progress_mutex;
   std::vector<double> weight_sum(candidates.size(), 0.0), activation_sum(candidates.size(), 0.0);
-  // The output ranking's cosines per candidate and sample, summed once every chunk is done.
-  std::vector<std::vector<double>> weight_cosines, activation_cosines;
+  // The output ranking's cosines, per candidate its weight cosines then its activation
+  // cosines, one per sample: candidate i's unit of 2 * samples values at 2 * i * samples (the
+  // layout share_units exchanges). Summed once every chunk is done.
+  std::vector<double> ranking_cosines;
+  const auto weight_cosines = [&](std::size_t i) { return ranking_cosines.data() + 2 * i * samples.size(); };
+  const auto activation_cosines = [&](std::size_t i) { return weight_cosines(i) + samples.size(); };
   // The float values of samples [begin, begin + values.size()), `threads` at a time.
   auto run_float = [&](std::size_t begin, std::vector<SampleValues>& values) -> Status {
     std::vector<Status> status(values.size(), Status::ok());
@@ -393,8 +397,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     }
   }
   if (result.method == "output") {
-    weight_cosines.assign(candidates.size(), std::vector<double>(samples.size(), 0.0));
-    activation_cosines.assign(candidates.size(), std::vector<double>(samples.size(), 0.0));
+    ranking_cosines.assign(candidates.size() * 2 * samples.size(), 0.0);
   }
   // In a distributed run each rank measures the candidates it owns and the cosines are
   // shared (share_units) once every chunk is done; a failure stops this rank's chunks
@@ -418,7 +421,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     QFLOW_RETURN_IF_ERROR(run_float(begin, values));
     // The output cosines of one variant on this chunk's samples, into `out` at their sample index.
     auto chunk_cosine = [&](const QuantTable& node_table, const QuantConfig& node_config, bool weights,
-                            const std::string& node, const std::string& what, std::vector<double>& out) -> Status {
+                            const std::string& node, const std::string& what, double* out) -> Status {
       Model model = float_model.copy();
       QdqOptions options;
       options.weights = weights;
@@ -446,11 +449,11 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       const std::string what = "sensitivity: " + c.row.op_type + " '" + c.row.node + "'";
       // Weights only: an empty table quantizes no activation, so the bias stays float.
       if (c.row.has_weight)
-        QFLOW_RETURN_IF_ERROR(chunk_cosine(QuantTable{}, node_config, true, c.row.node, what + " weights", weight_cosines[i]));
+        QFLOW_RETURN_IF_ERROR(chunk_cosine(QuantTable{}, node_config, true, c.row.node, what + " weights", weight_cosines(i)));
       // Activations only: the node's own (aligned) output entries, weights float.
       if (c.row.has_activation)
         QFLOW_RETURN_IF_ERROR(
-            chunk_cosine(c.activations, node_config, false, c.row.node, what + " activations", activation_cosines[i]));
+            chunk_cosine(c.activations, node_config, false, c.row.node, what + " activations", activation_cosines(i)));
       return Status::ok();
     };
     // The candidates go to the threads as they become free (early nodes have the longest
@@ -476,26 +479,14 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       failed = true;
     }
   }
-  if (world && result.method == "output") {
-    // Per node, its weight cosines then its activation cosines, one unit.
-    const std::size_t n = samples.size();
-    std::vector<double> units(candidates.size() * 2 * n);
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      std::copy(weight_cosines[i].begin(), weight_cosines[i].end(), units.begin() + static_cast<std::ptrdiff_t>(2 * i * n));
-      std::copy(activation_cosines[i].begin(), activation_cosines[i].end(), units.begin() + static_cast<std::ptrdiff_t>((2 * i + 1) * n));
-    }
-    QFLOW_RETURN_IF_ERROR(share_units(*world, kSensitivityTag, 2 * n, owner, units, status));
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      std::copy_n(units.begin() + static_cast<std::ptrdiff_t>(2 * i * n), n, weight_cosines[i].begin());
-      std::copy_n(units.begin() + static_cast<std::ptrdiff_t>((2 * i + 1) * n), n, activation_cosines[i].begin());
-    }
-  }
+  if (world && result.method == "output")
+    QFLOW_RETURN_IF_ERROR(share_units(*world, kSensitivityTag, 2 * samples.size(), owner, ranking_cosines, status));
   // Summed in sample order over all samples: the same values however the samples were chunked.
   if (result.method == "output")
     for (std::size_t i = 0; i < candidates.size(); ++i)
       for (std::size_t k = 0; k < samples.size(); ++k) {
-        weight_sum[i] += weight_cosines[i][k];
-        activation_sum[i] += activation_cosines[i][k];
+        weight_sum[i] += weight_cosines(i)[k];
+        activation_sum[i] += activation_cosines(i)[k];
       }
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     SensitivityRow row = candidates[i].row;

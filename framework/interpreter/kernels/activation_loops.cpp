@@ -7,7 +7,7 @@
 // lanes at a time; Clip on its own is one loop.
 #include "framework/interpreter/kernels/activation.h"
 
-#include "qflow/runtime/isa_cap.h"
+#include "framework/interpreter/kernel_isa.h"
 
 namespace qflow::activation {
 
@@ -242,10 +242,6 @@ __attribute__((target("avx2"))) void clip_floats_avx2(const float* in, float* ou
   clip_floats_body(in, out, n, lo, hi);
 }
 
-bool use_avx2() {
-  static const bool cpu = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
-  return cpu && isa::allows(isa::Level::avx2);
-}
 #endif
 
 }  // namespace
@@ -253,14 +249,14 @@ bool use_avx2() {
 void finish_rows(const Epilogue* epilogue, float* data, int64_t rows, int64_t n, int64_t ld, int64_t channel,
                  const float* bias) {
 #ifdef QFLOW_ACTIVATION_AVX2
-  if (use_avx2()) return finish_rows_avx2(epilogue, data, rows, n, ld, channel, bias);
+  if (kernel_isa_allows_avx2()) return finish_rows_avx2(epilogue, data, rows, n, ld, channel, bias);
 #endif
   finish_rows_baseline(epilogue, data, rows, n, ld, channel, bias);
 }
 
 void clip_floats(const float* in, float* out, int64_t n, float lo, float hi) {
 #ifdef QFLOW_ACTIVATION_AVX2
-  if (use_avx2()) return clip_floats_avx2(in, out, n, lo, hi);
+  if (kernel_isa_allows_avx2()) return clip_floats_avx2(in, out, n, lo, hi);
 #endif
   clip_floats_baseline(in, out, n, lo, hi);
 }

@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "framework/interpreter/kernels/quant_util.h"
-#include "qflow/runtime/isa_cap.h"
+#include "framework/interpreter/kernel_isa.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -24,11 +24,6 @@ template <typename T>
 }
 
 #ifdef QFLOW_QUANTIZE_AVX2
-bool cpu_has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
-
 // The vector form of the scalar path, eight values at a time. The scalar path adds the zero
 // point in double and clamps to the type's range; here the rounded quotient is clamped to
 // [lo - zp, hi - zp] first, so adding the zero point stays within +-2^17 where float32
@@ -127,8 +122,7 @@ template <typename Q>
 void quantize_float_run(const float* in, Q* out, int64_t n, float scale, int32_t zero_point) {
   int64_t i = 0;
 #ifdef QFLOW_QUANTIZE_AVX2
-  static const bool avx2 = cpu_has_avx2();
-  if (avx2 && isa::allows(isa::Level::avx2)) {
+  if (kernel_isa_allows_avx2()) {
     if constexpr (sizeof(Q) == 1) i = quantize_8bit_avx2(in, out, n, scale, zero_point);
     if constexpr (std::is_same_v<Q, int16_t>) i = quantize_int16_avx2(in, out, n, scale, zero_point);
     i += quantize_avx2(in + i, out + i, n - i, scale, zero_point);
@@ -140,8 +134,7 @@ void quantize_float_run(const float* in, Q* out, int64_t n, float scale, int32_t
 template <typename T>
 void dequantize_run(const T* in, float* out, int64_t n, float scale, int32_t zero_point) {
 #ifdef QFLOW_QUANTIZE_AVX2
-  static const bool avx2 = cpu_has_avx2();
-  if (avx2 && isa::allows(isa::Level::avx2)) return dequantize_avx2(in, out, n, scale, zero_point);
+  if (kernel_isa_allows_avx2()) return dequantize_avx2(in, out, n, scale, zero_point);
 #endif
   dequantize_body(in, out, n, scale, zero_point);
 }
@@ -149,8 +142,7 @@ void dequantize_run(const T* in, float* out, int64_t n, float scale, int32_t zer
 void float_range_run(const float* in, int64_t n, float& lo, float& hi) {
   int64_t i = 0;
 #ifdef QFLOW_QUANTIZE_AVX2
-  static const bool avx2 = cpu_has_avx2();
-  if (avx2 && isa::allows(isa::Level::avx2)) i = float_range_avx2(in, n, lo, hi);
+  if (kernel_isa_allows_avx2()) i = float_range_avx2(in, n, lo, hi);
 #endif
   for (; i < n; ++i) {
     lo = std::min(lo, in[i]);  // false for NaN: lo stays
