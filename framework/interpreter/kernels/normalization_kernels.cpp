@@ -9,6 +9,7 @@
 #include "framework/interpreter/kernel_registry.h"
 #include "framework/interpreter/kernel_util.h"
 #include "framework/interpreter/kernels/bound_kernel.h"
+#include "framework/interpreter/kernels/softmax_exp.h"
 
 namespace qflow {
 namespace {
@@ -494,10 +495,11 @@ Status mean_variance_normalization(KernelContext& context) {
 
 enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
 
-// One row of `len` elements spaced `stride` apart.
-template <typename T>
-void softmax_row(SoftmaxKind kind, const T* src, T* dst, int64_t len, int64_t stride) {
-  if (len <= 0) return;
+// One row of `len` elements spaced `stride` apart; kContiguous: stride is 1, which lets the
+// compiler vectorize the loops around the exponentials.
+template <typename T, bool kContiguous>
+void softmax_row_of(SoftmaxKind kind, const T* src, T* dst, int64_t len, int64_t row_stride) {
+  const int64_t stride = kContiguous ? 1 : row_stride;
   if (kind == SoftmaxKind::Hardmax) {
     int64_t best = 0;
     for (int64_t i = 1; i < len; ++i)
@@ -505,25 +507,28 @@ void softmax_row(SoftmaxKind kind, const T* src, T* dst, int64_t len, int64_t st
     for (int64_t i = 0; i < len; ++i) dst[i * stride] = i == best ? T(1) : T(0);
     return;
   }
-  // Subtracting the maximum keeps exp() from overflowing on large logits.
+  // Subtracting the maximum keeps exp() from overflowing on large logits. Each exponential is
+  // computed once, in double, and kept for the division.
   T max_value = src[0];
   for (int64_t i = 1; i < len; ++i) max_value = std::max(max_value, src[i * stride]);
-  double sum = 0.0;
+  thread_local std::vector<double> exps;
+  if (exps.size() < static_cast<std::size_t>(len)) exps.resize(static_cast<std::size_t>(len));
+  for (int64_t i = 0; i < len; ++i) exps[static_cast<std::size_t>(i)] = static_cast<double>(src[i * stride] - max_value);
+  const double sum = exp_in_place_sum(exps.data(), len);
   if (kind == SoftmaxKind::Softmax) {
-    // Each exponential is computed once and kept for the division: exp is most of the cost.
-    thread_local std::vector<double> exps;
-    if (exps.size() < static_cast<std::size_t>(len)) exps.resize(static_cast<std::size_t>(len));
-    for (int64_t i = 0; i < len; ++i) {
-      exps[static_cast<std::size_t>(i)] = std::exp(static_cast<double>(src[i * stride] - max_value));
-      sum += exps[static_cast<std::size_t>(i)];
-    }
     for (int64_t i = 0; i < len; ++i) dst[i * stride] = static_cast<T>(exps[static_cast<std::size_t>(i)] / sum);
   } else {
-    for (int64_t i = 0; i < len; ++i) sum += std::exp(static_cast<double>(src[i * stride] - max_value));
     const double log_sum = std::log(sum);
     for (int64_t i = 0; i < len; ++i)
       dst[i * stride] = static_cast<T>(static_cast<double>(src[i * stride] - max_value) - log_sum);
   }
+}
+
+template <typename T>
+void softmax_row(SoftmaxKind kind, const T* src, T* dst, int64_t len, int64_t stride) {
+  if (len <= 0) return;
+  if (stride == 1) softmax_row_of<T, true>(kind, src, dst, len, 1);
+  else softmax_row_of<T, false>(kind, src, dst, len, stride);
 }
 
 Status softmax_family(KernelContext& context, SoftmaxKind kind, int64_t axis_attr) {
