@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -496,10 +497,16 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     }
     return v;
   };
-  auto grow = [&](const std::string_view phase) -> Status {
+  // `halfway` (may be empty) runs once, when the walk has gone through half the ranking
+  // without reaching the target; when it reaches the target itself, the walk ends there.
+  auto grow = [&](const std::string_view phase, const std::function<Expected<bool>()>& halfway) -> Status {
     std::size_t measured = kept.size();  // kept[0, measured) has been measured
     std::size_t batch = 1;
     for (std::size_t r = 0; r <= ranking->rows.size() && !reached && stop.empty(); ++r) {
+      if (halfway && r == ranking->rows.size() / 2 && r >= kPruneSteps) {
+        QFLOW_ASSIGN_OR_RETURN(const bool done, halfway());
+        if (done) break;
+      }
       const bool last = r == ranking->rows.size();
       if (!last) {
         if (options.max_changes > 0 && static_cast<int64_t>(kept.size()) >= options.max_changes) {
@@ -707,11 +714,19 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     return true;
   };
 
-  QFLOW_RETURN_IF_ERROR(grow("int16"));
-  if (!reached && stop.empty()) {
+  // On a ranking of at least 2 * kPruneSteps nodes the lowering walk is tried once the raises
+  // have gone through half of it without reaching the target: a raise walk that needs more
+  // than half the nodes costs more placement questions and models than lowering the
+  // all-int16 model. Otherwise it is tried after them.
+  bool tried_lowering = false;
+  auto try_lowering = [&]() -> Expected<bool> {
+    tried_lowering = true;
     QFLOW_ASSIGN_OR_RETURN(result.lowered, lower_from_int16());
-  }
-  if (!reached && stop.empty()) QFLOW_RETURN_IF_ERROR(grow("cpu"));
+    return result.lowered;
+  };
+  QFLOW_RETURN_IF_ERROR(grow("int16", try_lowering));
+  if (!reached && stop.empty() && !tried_lowering) QFLOW_RETURN_IF_ERROR(try_lowering().status());
+  if (!reached && stop.empty()) QFLOW_RETURN_IF_ERROR(grow("cpu", {}));
 
   if (!reached) {
     const std::string message = "precision search: " +
