@@ -28,4 +28,9 @@ bool kernel_isa_allows_avx2() {
   return cpu && isa::allows(isa::Level::avx2);
 }
 
+bool kernel_isa_allows_avx512() {
+  static const bool cpu = isa::cpu_has(isa::Level::avx512);
+  return cpu && isa::allows(isa::Level::avx512);
+}
+
 }  // namespace qflow

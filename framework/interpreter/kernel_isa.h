@@ -21,5 +21,8 @@ std::string kernel_isa_summary();
 // Whether the CPU has AVX2 (and FMA) and the cap admits it: what picks the AVX2 copies of the
 // interpreter's element loops (activations, Q/DQ) and of the layer comparison's sums.
 bool kernel_isa_allows_avx2();
+// Whether the CPU has AVX-512 (the avx512 level) and the cap admits it: the layer
+// comparison's sums.
+bool kernel_isa_allows_avx512();
 
 }  // namespace qflow

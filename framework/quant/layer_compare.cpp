@@ -251,40 +251,45 @@ namespace {
 
 // Element i goes to lane i % kLanes, and the lanes are added in a fixed tree at the end:
 // independent chains the compiler vectorizes (one dependent addition per element was most
-// of a report's layer comparison). The AVX2 copy has no FMA to contract into, so both give
-// the same figures on every machine.
+// of a report's layer comparison). The file is compiled without FMA contraction (AVX-512F
+// implies FMA), so the baseline, AVX2 and AVX-512 copies give the same figures everywhere.
 constexpr int64_t kLanes = 8;
 struct LaneSums {
   double dot[kLanes] = {}, float_sq[kLanes] = {}, quant_sq[kLanes] = {}, error_sq[kLanes] = {}, max_abs[kLanes] = {};
 };
 
-// GCC vector types: SSE2 pairs in the baseline copy, whole registers in the AVX2 one.
+// GCC vector types: SSE2 pairs in the baseline copy, whole registers in the others. The
+// eight lanes are kLanes / W vectors of W doubles.
 typedef double Doubles4 __attribute__((vector_size(32)));
 typedef float Floats4 __attribute__((vector_size(16)));
+typedef double Doubles8 __attribute__((vector_size(64)));
+typedef float Floats8 __attribute__((vector_size(32)));
 
+template <typename Doubles, typename Floats>
 [[gnu::always_inline]] inline void lane_sums_body(const float* x, const float* q, int64_t n, LaneSums& out) {
-  // Lanes 0-3 in the first vector of each pair, 4-7 in the second.
-  Doubles4 dot[2] = {}, fsq[2] = {}, qsq[2] = {}, esq[2] = {}, mx[2] = {};
+  constexpr int64_t W = sizeof(Doubles) / sizeof(double), H = kLanes / W;
+  // Lanes hW .. hW + W - 1 in vector h.
+  Doubles dot[H] = {}, fsq[H] = {}, qsq[H] = {}, esq[H] = {}, mx[H] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int h = 0; h < 2; ++h) {
-      Floats4 fa, fb;  // loaded in place: a function returning a vector changes the ABI
-      std::memcpy(&fa, x + i + 4 * h, sizeof fa);
-      std::memcpy(&fb, q + i + 4 * h, sizeof fb);
-      const Doubles4 a = __builtin_convertvector(fa, Doubles4), b = __builtin_convertvector(fb, Doubles4), e = a - b;
+    for (int64_t h = 0; h < H; ++h) {
+      Floats fa, fb;  // loaded in place: a function returning a vector changes the ABI
+      std::memcpy(&fa, x + i + W * h, sizeof fa);
+      std::memcpy(&fb, q + i + W * h, sizeof fb);
+      const Doubles a = __builtin_convertvector(fa, Doubles), b = __builtin_convertvector(fb, Doubles), e = a - b;
       dot[h] += a * b;
       fsq[h] += a * a;
       qsq[h] += b * b;
       esq[h] += e * e;
-      const Doubles4 abs_e = e < 0.0 ? -e : e;
+      const Doubles abs_e = e < 0.0 ? -e : e;
       mx[h] = mx[h] < abs_e ? abs_e : mx[h];  // as std::max: a NaN error leaves the maximum
     }
   for (int64_t l = 0; l < kLanes; ++l) {
-    out.dot[l] = dot[l / 4][l % 4];
-    out.float_sq[l] = fsq[l / 4][l % 4];
-    out.quant_sq[l] = qsq[l / 4][l % 4];
-    out.error_sq[l] = esq[l / 4][l % 4];
-    out.max_abs[l] = mx[l / 4][l % 4];
+    out.dot[l] = dot[l / W][l % W];
+    out.float_sq[l] = fsq[l / W][l % W];
+    out.quant_sq[l] = qsq[l / W][l % W];
+    out.error_sq[l] = esq[l / W][l % W];
+    out.max_abs[l] = mx[l / W][l % W];
   }
   for (int64_t l = 0; i + l < n; ++l) {
     const double a = x[i + l], b = q[i + l], e = a - b;
@@ -296,12 +301,17 @@ typedef float Floats4 __attribute__((vector_size(16)));
   }
 }
 
-void lane_sums_baseline(const float* x, const float* q, int64_t n, LaneSums& s) { lane_sums_body(x, q, n, s); }
+void lane_sums_baseline(const float* x, const float* q, int64_t n, LaneSums& s) {
+  lane_sums_body<Doubles4, Floats4>(x, q, n, s);
+}
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define QFLOW_LAYER_COMPARE_AVX2 1
+#define QFLOW_LAYER_COMPARE_X86 1
 __attribute__((target("avx2"))) void lane_sums_avx2(const float* x, const float* q, int64_t n, LaneSums& s) {
-  lane_sums_body(x, q, n, s);
+  lane_sums_body<Doubles4, Floats4>(x, q, n, s);
+}
+__attribute__((target("avx512f"))) void lane_sums_avx512(const float* x, const float* q, int64_t n, LaneSums& s) {
+  lane_sums_body<Doubles8, Floats8>(x, q, n, s);
 }
 #endif
 
@@ -311,8 +321,9 @@ double lane_tree(const double* v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v
 
 void ErrorSums::add(const float* x, const float* q, int64_t n) {
   LaneSums s;
-#ifdef QFLOW_LAYER_COMPARE_AVX2
-  if (kernel_isa_allows_avx2()) lane_sums_avx2(x, q, n, s);
+#ifdef QFLOW_LAYER_COMPARE_X86
+  if (kernel_isa_allows_avx512()) lane_sums_avx512(x, q, n, s);
+  else if (kernel_isa_allows_avx2()) lane_sums_avx2(x, q, n, s);
   else lane_sums_baseline(x, q, n, s);
 #else
   lane_sums_baseline(x, q, n, s);

@@ -219,7 +219,7 @@ TEST_CASE("layer compare: error sums are the same bits under every instruction-s
       ~Reset() { reset_kernel_isa_cap(); }
     } reset;
     std::vector<ErrorSums> under;
-    for (const char* cap : {"portable", "avx2", "native"}) {
+    for (const char* cap : {"portable", "avx2", "avx512", "native"}) {
       if (!set_kernel_isa_cap(cap, "test").is_ok()) continue;  // a level this CPU lacks
       ErrorSums sums;
       sums.add(x.data(), q.data(), n);
