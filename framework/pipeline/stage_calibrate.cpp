@@ -91,6 +91,7 @@ Expected<StageResult> run_calibrator(const PipelineStage& stage, const std::map<
   request.specs = all_statistics ? &specs : nullptr;
   request.services = services.get();
   request.report = &report;
+  request.threads = context.threads;
   auto calibrated = calibrator->calibrate(request);
   if (!calibrated) return calibrated.status().with_context(head);
   QuantTable table = std::move(*calibrated);

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "qflow/quant/quant_math.h"
 
@@ -230,8 +233,13 @@ double error_qmax(const QuantSpec& spec, const TensorStatistics& stats) {
 Expected<QuantTable> calibrate_from_histograms(const CalibrationRequest& request, const std::string& method,
                                                const HistogramThreshold& threshold) {
   if (!request.statistics) return invalid_input(method + " calibrator: the request carries no statistics");
-  QuantTable table;
-  for (const auto& [name, stats] : *request.statistics) {
+  std::vector<const std::pair<const std::string, TensorStatistics>*> entries;
+  for (const auto& entry : *request.statistics) entries.push_back(&entry);
+  // Each tensor on its own (an mse search over 2048 bins is quadratic in them): contiguous
+  // slices per thread, the results and the first error taken in name order.
+  std::vector<Expected<QuantParams>> params(entries.size(), QuantParams{});
+  auto calibrate_one = [&](std::size_t i) -> Expected<QuantParams> {
+    const auto& [name, stats] = *entries[i];
     QFLOW_RETURN_IF_ERROR(check_observed(stats, method, name));
     QFLOW_RETURN_IF_ERROR(check_histogram(stats, method, name));
     const QuantSpec spec = request.spec_for(name);
@@ -239,8 +247,20 @@ Expected<QuantTable> calibrate_from_histograms(const CalibrationRequest& request
     if (!is_16bit_quant(spec.activation_dtype)) {
       QFLOW_ASSIGN_OR_RETURN(t, threshold(name, stats, spec));
     }
-    QFLOW_ASSIGN_OR_RETURN(QuantParams params, activation_params(spec, stats, t, method, name));
-    table.emplace(name, std::move(params));
+    return activation_params(spec, stats, t, method, name);
+  };
+  const std::size_t workers = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, request.threads)), entries.size());
+  auto run_slice = [&](std::size_t w) {
+    for (std::size_t i = entries.size() * w / workers; i < entries.size() * (w + 1) / workers; ++i) params[i] = calibrate_one(i);
+  };
+  std::vector<std::thread> helpers;
+  for (std::size_t w = 1; w < workers; ++w) helpers.emplace_back(run_slice, w);
+  if (workers > 0) run_slice(0);
+  for (std::thread& t : helpers) t.join();
+  QuantTable table;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (!params[i]) return params[i].status();
+    table.emplace(entries[i]->first, std::move(params[i]).value());
   }
   return table;
 }

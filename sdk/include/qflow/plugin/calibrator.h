@@ -62,6 +62,9 @@ struct CalibrationRequest {
   const std::map<std::string, QuantSpec>* specs = nullptr;
   const CalibrationServices* services = nullptr;
   CalibrationReport* report = nullptr;  // may be null
+  // Threads the calibrator may use for its own work (the tensors of a table are independent);
+  // the host gives the stage's thread count. A table must not depend on it.
+  int threads = 1;
 
   QuantSpec spec_for(const std::string& tensor) const {
     if (specs)
