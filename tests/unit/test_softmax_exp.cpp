@@ -124,3 +124,44 @@ TEST_CASE("Softmax exponentials and the Softmax node give the same bits under ev
   }
   CHECK(differing < steps * classes / 1000);
 }
+
+TEST_CASE("Softmax: a contiguous row gives the bits of the same row laid out with a stride") {
+  CapReset reset;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::vector<std::vector<float>> rows = {
+      {0.5f},
+      {1.0f, -2.0f, 3.0f},
+      {nan, 1.0f, 2.0f, 3.0f, 4.0f},                   // NaN first: every output NaN
+      {1.0f, nan, 7.0f, 2.0f, 5.0f, 0.0f, -1.0f},       // NaN inside: skipped by the maximum
+      {-inf, -inf, 0.0f, -0.0f, 2.5f, -inf, 1.0f, 2.5f, 2.5f},
+      {inf, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f},
+      {-0.0f, 0.0f, -0.0f, 0.0f, -0.0f},
+  };
+  std::vector<float> wide(997);
+  for (std::size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<float>(std::cos(0.05 * static_cast<double>(i)) * 40.0);
+  rows.push_back(wide);
+  for (const char* cap : {"portable", "avx2", "native"}) {
+    if (!set_kernel_isa_cap(cap, "test").is_ok()) continue;
+    for (const std::vector<float>& row : rows) {
+      const auto n = static_cast<int64_t>(row.size());
+      INFO(cap << ", row of " << n);
+      testing::SingleNode contiguous;
+      contiguous.op_type = "Softmax";
+      contiguous.inputs = {test::floats({1, n}, row)};
+      // The same values down axis 1 of [1, n, 2] (stride 2), the other column zeros.
+      std::vector<float> strided(static_cast<std::size_t>(2 * n), 0.0f);
+      for (int64_t i = 0; i < n; ++i) strided[static_cast<std::size_t>(2 * i)] = row[static_cast<std::size_t>(i)];
+      testing::SingleNode spaced;
+      spaced.op_type = "Softmax";
+      spaced.inputs = {test::floats({1, n, 2}, strided)};
+      spaced.attributes = {Attribute::make_int("axis", 1)};
+      auto a = testing::run_single_node(contiguous);
+      auto b = testing::run_single_node(spaced);
+      REQUIRE(a.has_value());
+      REQUIRE(b.has_value());
+      const float* x = a->at(0).data<float>();
+      const float* y = b->at(0).data<float>();
+      for (int64_t i = 0; i < n; ++i) CHECK(std::memcmp(x + i, y + 2 * i, sizeof(float)) == 0);
+    }
+  }
+}

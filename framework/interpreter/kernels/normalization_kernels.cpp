@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "framework/interpreter/kernel_registry.h"
@@ -495,8 +496,8 @@ Status mean_variance_normalization(KernelContext& context) {
 
 enum class SoftmaxKind { Softmax, LogSoftmax, Hardmax };
 
-// One row of `len` elements spaced `stride` apart; kContiguous: stride is 1, which lets the
-// compiler vectorize the loops around the exponentials.
+// One row of `len` elements spaced `stride` apart; kContiguous: stride is 1 (a float Softmax
+// row then goes to the vector loops of softmax_float_row, with the same bits).
 template <typename T, bool kContiguous>
 void softmax_row_of(SoftmaxKind kind, const T* src, T* dst, int64_t len, int64_t row_stride) {
   const int64_t stride = kContiguous ? 1 : row_stride;
@@ -507,12 +508,15 @@ void softmax_row_of(SoftmaxKind kind, const T* src, T* dst, int64_t len, int64_t
     for (int64_t i = 0; i < len; ++i) dst[i * stride] = i == best ? T(1) : T(0);
     return;
   }
+  thread_local std::vector<double> exps;
+  if (exps.size() < static_cast<std::size_t>(len)) exps.resize(static_cast<std::size_t>(len));
+  if constexpr (kContiguous && std::is_same_v<T, float>) {
+    if (kind == SoftmaxKind::Softmax) return softmax_float_row(src, dst, len, exps.data());
+  }
   // Subtracting the maximum keeps exp() from overflowing on large logits. Each exponential is
   // computed once, in double, and kept for the division.
   T max_value = src[0];
   for (int64_t i = 1; i < len; ++i) max_value = std::max(max_value, src[i * stride]);
-  thread_local std::vector<double> exps;
-  if (exps.size() < static_cast<std::size_t>(len)) exps.resize(static_cast<std::size_t>(len));
   for (int64_t i = 0; i < len; ++i) exps[static_cast<std::size_t>(i)] = static_cast<double>(src[i * stride] - max_value);
   const double sum = exp_in_place_sum(exps.data(), len);
   if (kind == SoftmaxKind::Softmax) {

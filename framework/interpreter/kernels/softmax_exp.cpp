@@ -71,14 +71,60 @@ constexpr double kZeroBelow = -700.0;
   return (sum[0] + sum[1]) + (sum[2] + sum[3]);
 }
 
+typedef float Floats4 __attribute__((vector_size(16)));
+
+// The largest value that is not NaN (-inf when there is none). The sequential
+// std::max from src[0] differs only when src[0] is NaN, and then the NaN's exponential makes
+// every output NaN either way; which of two equal zeros is kept changes no result.
+[[gnu::always_inline]] inline float row_max(const float* src, int64_t n) {
+  Floats4 lanes = Floats4{} - __builtin_inff();
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    Floats4 x;
+    std::memcpy(&x, src + i, sizeof x);
+    lanes = lanes < x ? x : lanes;
+  }
+  float m = lanes[0];
+  for (int l = 1; l < 4; ++l) m = m < lanes[l] ? lanes[l] : m;
+  for (; i < n; ++i) m = m < src[i] ? src[i] : m;
+  return m;
+}
+
+[[gnu::always_inline]] inline void softmax_body(const float* src, float* dst, int64_t n, double* e) {
+  const float m = row_max(src, n);
+  for (int64_t i = 0; i < n; ++i) e[i] = static_cast<double>(src[i] - m);
+  const double sum = exp_sum_body(e, n);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    Doubles4 d;
+    std::memcpy(&d, e + i, sizeof d);
+    d = d / sum;
+    const Floats4 f = __builtin_convertvector(d, Floats4);
+    std::memcpy(dst + i, &f, sizeof f);
+  }
+  for (; i < n; ++i) dst[i] = static_cast<float>(e[i] / sum);
+}
+
 double exp_sum_baseline(double* v, int64_t n) { return exp_sum_body(v, n); }
+void softmax_baseline(const float* src, float* dst, int64_t n, double* e) { softmax_body(src, dst, n, e); }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define QFLOW_SOFTMAX_EXP_AVX2 1
 __attribute__((target("avx2"))) double exp_sum_avx2(double* v, int64_t n) { return exp_sum_body(v, n); }
+__attribute__((target("avx2"))) void softmax_avx2(const float* src, float* dst, int64_t n, double* e) {
+  softmax_body(src, dst, n, e);
+}
 #endif
 
 }  // namespace
+
+void softmax_float_row(const float* src, float* dst, int64_t n, double* scratch) {
+  if (n <= 0) return;
+#ifdef QFLOW_SOFTMAX_EXP_AVX2
+  if (kernel_isa_allows_avx2()) return softmax_avx2(src, dst, n, scratch);
+#endif
+  softmax_baseline(src, dst, n, scratch);
+}
 
 double exp_in_place_sum(double* v, int64_t n) {
 #ifdef QFLOW_SOFTMAX_EXP_AVX2
