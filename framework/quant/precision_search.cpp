@@ -497,13 +497,18 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
     }
     return v;
   };
-  // `halfway` (may be empty) runs once, when the walk has gone through half the ranking
-  // without reaching the target; when it reaches the target itself, the walk ends there.
+  // `halfway` (may be empty) runs once, as soon as the walk cannot measure its next batch
+  // before it has gone through half the ranking (each row adds at most one change): a
+  // batch that large is not built. When `halfway` reaches the target, the walk ends there.
   auto grow = [&](const std::string_view phase, const std::function<Expected<bool>()>& halfway) -> Status {
     std::size_t measured = kept.size();  // kept[0, measured) has been measured
     std::size_t batch = 1;
+    const std::size_t half = ranking->rows.size() / 2;
+    bool halfway_tried = !halfway || half < kPruneSteps;
     for (std::size_t r = 0; r <= ranking->rows.size() && !reached && stop.empty(); ++r) {
-      if (halfway && r == ranking->rows.size() / 2 && r >= kPruneSteps) {
+      const std::size_t waiting = kept.size() - measured;
+      if (!halfway_tried && r + batch - std::min(batch, waiting) > half) {
+        halfway_tried = true;
         QFLOW_ASSIGN_OR_RETURN(const bool done, halfway());
         if (done) break;
       }
@@ -715,8 +720,8 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   };
 
   // On a ranking of at least 2 * kPruneSteps nodes the lowering walk is tried once the raises
-  // have gone through half of it without reaching the target: a raise walk that needs more
-  // than half the nodes costs more placement questions and models than lowering the
+  // would need more than half of it to measure their next batch: a raise walk that needs
+  // more than half the nodes costs more placement questions and models than lowering the
   // all-int16 model. Otherwise it is tried after them.
   bool tried_lowering = false;
   auto try_lowering = [&]() -> Expected<bool> {
