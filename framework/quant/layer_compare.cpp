@@ -20,9 +20,9 @@
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
 #include "framework/distributed/share_units.h"
+#include "framework/quant/lane_sums.h"
 #include "framework/quant/lockstep_pairs.h"
 #include "framework/interpreter/executor.h"
-#include "framework/interpreter/kernel_isa.h"
 #include "qflow/quant/quant_math.h"
 
 namespace qflow {
@@ -247,92 +247,14 @@ Status compare_into(ErrorSums& sums, const std::string& name, const Tensor& expe
 
 }  // namespace
 
-namespace {
-
-// Element i goes to lane i % kLanes, and the lanes are added in a fixed tree at the end:
-// independent chains the compiler vectorizes (one dependent addition per element was most
-// of a report's layer comparison). The file is compiled without FMA contraction (AVX-512F
-// implies FMA), so the baseline, AVX2 and AVX-512 copies give the same figures everywhere.
-constexpr int64_t kLanes = 8;
-struct LaneSums {
-  double dot[kLanes] = {}, float_sq[kLanes] = {}, quant_sq[kLanes] = {}, error_sq[kLanes] = {}, max_abs[kLanes] = {};
-};
-
-// GCC vector types: SSE2 pairs in the baseline copy, whole registers in the others. The
-// eight lanes are kLanes / W vectors of W doubles.
-typedef double Doubles4 __attribute__((vector_size(32)));
-typedef float Floats4 __attribute__((vector_size(16)));
-typedef double Doubles8 __attribute__((vector_size(64)));
-typedef float Floats8 __attribute__((vector_size(32)));
-
-template <typename Doubles, typename Floats>
-[[gnu::always_inline]] inline void lane_sums_body(const float* x, const float* q, int64_t n, LaneSums& out) {
-  constexpr int64_t W = sizeof(Doubles) / sizeof(double), H = kLanes / W;
-  // Lanes hW .. hW + W - 1 in vector h.
-  Doubles dot[H] = {}, fsq[H] = {}, qsq[H] = {}, esq[H] = {}, mx[H] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int64_t h = 0; h < H; ++h) {
-      Floats fa, fb;  // loaded in place: a function returning a vector changes the ABI
-      std::memcpy(&fa, x + i + W * h, sizeof fa);
-      std::memcpy(&fb, q + i + W * h, sizeof fb);
-      const Doubles a = __builtin_convertvector(fa, Doubles), b = __builtin_convertvector(fb, Doubles), e = a - b;
-      dot[h] += a * b;
-      fsq[h] += a * a;
-      qsq[h] += b * b;
-      esq[h] += e * e;
-      const Doubles abs_e = e < 0.0 ? -e : e;
-      mx[h] = mx[h] < abs_e ? abs_e : mx[h];  // as std::max: a NaN error leaves the maximum
-    }
-  for (int64_t l = 0; l < kLanes; ++l) {
-    out.dot[l] = dot[l / W][l % W];
-    out.float_sq[l] = fsq[l / W][l % W];
-    out.quant_sq[l] = qsq[l / W][l % W];
-    out.error_sq[l] = esq[l / W][l % W];
-    out.max_abs[l] = mx[l / W][l % W];
-  }
-  for (int64_t l = 0; i + l < n; ++l) {
-    const double a = x[i + l], b = q[i + l], e = a - b;
-    out.dot[l] += a * b;
-    out.float_sq[l] += a * a;
-    out.quant_sq[l] += b * b;
-    out.error_sq[l] += e * e;
-    out.max_abs[l] = std::max(out.max_abs[l], std::fabs(e));
-  }
-}
-
-void lane_sums_baseline(const float* x, const float* q, int64_t n, LaneSums& s) {
-  lane_sums_body<Doubles4, Floats4>(x, q, n, s);
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define QFLOW_LAYER_COMPARE_X86 1
-__attribute__((target("avx2"))) void lane_sums_avx2(const float* x, const float* q, int64_t n, LaneSums& s) {
-  lane_sums_body<Doubles4, Floats4>(x, q, n, s);
-}
-__attribute__((target("avx512f"))) void lane_sums_avx512(const float* x, const float* q, int64_t n, LaneSums& s) {
-  lane_sums_body<Doubles8, Floats8>(x, q, n, s);
-}
-#endif
-
-double lane_tree(const double* v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
-
-}  // namespace
-
 void ErrorSums::add(const float* x, const float* q, int64_t n) {
   LaneSums s;
-#ifdef QFLOW_LAYER_COMPARE_X86
-  if (kernel_isa_allows_avx512()) lane_sums_avx512(x, q, n, s);
-  else if (kernel_isa_allows_avx2()) lane_sums_avx2(x, q, n, s);
-  else lane_sums_baseline(x, q, n, s);
-#else
-  lane_sums_baseline(x, q, n, s);
-#endif
+  add_lane_sums(x, q, n, 0, true, s);
   dot += lane_tree(s.dot);
   float_sq += lane_tree(s.float_sq);
   quant_sq += lane_tree(s.quant_sq);
   error_sq += lane_tree(s.error_sq);
-  for (int64_t l = 0; l < kLanes; ++l) max_abs = std::max(max_abs, s.max_abs[l]);
+  for (int64_t l = 0; l < LaneSums::kLanes; ++l) max_abs = std::max(max_abs, s.max_abs[l]);
   count += n;
 }
 

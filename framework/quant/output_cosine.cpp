@@ -8,6 +8,7 @@
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
 #include "framework/onnx/onnx_import.h"
+#include "framework/quant/lane_sums.h"
 #include "framework/quant/qdq_builder.h"
 #include "framework/interpreter/executor.h"
 
@@ -45,48 +46,43 @@ std::vector<float> flatten_sample_outputs(const std::vector<Tensor>& outputs) {
   return flat;
 }
 
-double cosine_similarity(const std::vector<float>& a, const std::vector<float>& b) {
-  double dot = 0.0, na = 0.0, nb = 0.0;
-  const std::size_t n = std::min(a.size(), b.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = a[i], y = b[i];
-    dot += x * y;
-    na += x * x;
-    nb += y * y;
-  }
-  if (a.size() != b.size()) return 0.0;
+namespace {
+
+double cosine_of(const LaneSums& s) {
+  const double dot = lane_tree(s.dot), na = lane_tree(s.float_sq), nb = lane_tree(s.quant_sq);
   if (na == 0.0 && nb == 0.0) return 1.0;
   if (na == 0.0 || nb == 0.0) return 0.0;
   return dot / (std::sqrt(na) * std::sqrt(nb));
 }
 
+}  // namespace
+
+double cosine_similarity(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 0.0;
+  LaneSums s;
+  add_lane_sums(a.data(), b.data(), static_cast<int64_t>(a.size()), 0, false, s);
+  return cosine_of(s);
+}
+
 double cosine_similarity(const std::vector<float>& a, const std::vector<const Tensor*>& b) {
   std::size_t size = 0;
   for (const Tensor* t : b) size += static_cast<std::size_t>(t->numel());
-  // The sums run over the same elements in the same order as the flat overload's loop.
-  double dot = 0.0, na = 0.0, nb = 0.0;
-  auto add = [&](double x, double v) {
-    dot += x * v;
-    na += x * x;
-    nb += v * v;
-  };
-  const std::size_t n = std::min(a.size(), size);
+  if (a.size() != size) return 0.0;
+  // Piece by piece into the lanes of one sequence: the flat overload's sums to the last bit.
+  LaneSums s;
   std::size_t i = 0;
   for (const Tensor* t : b) {
-    if (i >= n) break;
-    const std::size_t count = std::min(static_cast<std::size_t>(t->numel()), n - i);
+    const auto count = static_cast<std::size_t>(t->numel());
     if (t->dtype() == DType::Float32) {
-      const float* y = t->data<float>();
-      for (std::size_t k = 0; k < count; ++k, ++i) add(a[i], y[k]);
+      add_lane_sums(a.data() + i, t->data<float>(), static_cast<int64_t>(count), static_cast<int64_t>(i), false, s);
     } else {
-      const std::vector<double> y = t->to_doubles();
-      for (std::size_t k = 0; k < count; ++k, ++i) add(a[i], static_cast<float>(y[k]));
+      std::vector<float> y;
+      for (const double v : t->to_doubles()) y.push_back(static_cast<float>(v));
+      add_lane_sums(a.data() + i, y.data(), static_cast<int64_t>(count), static_cast<int64_t>(i), false, s);
     }
+    i += count;
   }
-  if (a.size() != size) return 0.0;
-  if (na == 0.0 && nb == 0.0) return 1.0;
-  if (na == 0.0 || nb == 0.0) return 0.0;
-  return dot / (std::sqrt(na) * std::sqrt(nb));
+  return cosine_of(s);
 }
 
 namespace {

@@ -75,7 +75,8 @@ class OutputCosine {
   mutable int tables_ = 0;  // tables evaluated: the phases' numbers
 };
 
-// cos(a, b) accumulated in double in index order; 1 when both are zero, 0 when one is.
+// cos(a, b) accumulated in double in eight lanes (lane_sums.h); 1 when both are zero, 0 when
+// one is, 0 when the sizes differ.
 double cosine_similarity(const std::vector<float>& a, const std::vector<float>& b);
 
 // cosine_similarity(a, the tensors `b` flattened and concatenated in order, as float), the

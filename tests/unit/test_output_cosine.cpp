@@ -2,8 +2,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "framework/interpreter/kernel_isa.h"
 #include "framework/quant/output_cosine.h"
 
 namespace qflow {
@@ -36,6 +38,33 @@ TEST_CASE("output cosine: the tensor form equals the flat form to the last bit")
   const Tensor zeros = Tensor::from_vector<float>({4}, {0.0f, 0.0f, 0.0f, 0.0f});
   CHECK(cosine_similarity(std::vector<float>(4, 0.0f), Tensors{&zeros}) == 1.0);
   CHECK(cosine_similarity(std::vector<float>{1.0f, 0.0f, 0.0f, 0.0f}, Tensors{&zeros}) == 0.0);
+}
+
+TEST_CASE("output cosine: the same bits under every instruction-set cap, close to one sequential sum") {
+  struct Reset {
+    ~Reset() { reset_kernel_isa_cap(); }
+  } reset;
+  const std::vector<float> a = wave(1017, 0.23, 0.4);
+  const Tensor p1 = Tensor::from_vector<float>({1}, wave(1, 0.5, 0.2));
+  const Tensor p3 = Tensor::from_vector<float>({3}, wave(3, 0.5, 0.9));
+  const Tensor p13 = Tensor::from_vector<float>({13}, wave(13, 0.31, 0.7));
+  const Tensor rest = Tensor::from_vector<float>({1000}, wave(1000, 0.19, 2.0));
+  const std::vector<float> b = flatten_sample_outputs({p1, p3, p13, rest});
+  std::vector<double> under;
+  for (const char* cap : {"portable", "avx2", "avx512", "native"}) {
+    if (!set_kernel_isa_cap(cap, "test").is_ok()) continue;  // a level this CPU lacks
+    under.push_back(cosine_similarity(a, b));
+    CHECK(cosine_similarity(a, Tensors{&p1, &p3, &p13, &rest}) == under.back());
+  }
+  REQUIRE(!under.empty());
+  for (const double c : under) CHECK(std::memcmp(&c, &under[0], sizeof c) == 0);
+  double dot = 0.0, na = 0.0, nb = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    dot += static_cast<double>(a[i]) * b[i];
+    na += static_cast<double>(a[i]) * a[i];
+    nb += static_cast<double>(b[i]) * b[i];
+  }
+  CHECK(under[0] == doctest::Approx(dot / (std::sqrt(na) * std::sqrt(nb))).epsilon(1e-12));
 }
 
 }  // namespace qflow
