@@ -19,10 +19,11 @@ void reset_kernel_isa_cap();
 // What runs: "cap native: float sgemm avx512, depthwise avx2; integer avx512vnni".
 std::string kernel_isa_summary();
 // Whether the CPU has AVX2 (and FMA) and the cap admits it: what picks the AVX2 copies of the
-// interpreter's element loops (activations, Q/DQ) and of the layer comparison's sums.
+// interpreter's element loops (activations, Q/DQ, Softmax) and of the lane sums (layer
+// comparison, output cosine).
 bool kernel_isa_allows_avx2();
-// Whether the CPU has AVX-512 (the avx512 level) and the cap admits it: the layer
-// comparison's sums.
+// Whether the CPU has AVX-512 (the avx512 level) and the cap admits it: the AVX-512 copies
+// of the lane sums and of the Conv/Gemm epilogue.
 bool kernel_isa_allows_avx512();
 
 }  // namespace qflow

@@ -263,7 +263,7 @@ TEST_CASE("Epilogue: a Q/DQ pair gives the bytes of the two nodes under every ca
   struct Reset {
     ~Reset() { isa::reset_cap(); }
   } reset;
-  for (const char* cap : {"portable", "avx2", "native"}) {
+  for (const char* cap : {"portable", "avx2", "avx512", "native"}) {
     if (!isa::set_cap(cap, "test").is_ok()) continue;  // a level this CPU lacks
     for (const Case& c : cases) {
       CAPTURE(cap);

@@ -1,10 +1,10 @@
-// Activation loops over float32 values, compiled twice (AVX2 and the baseline, picked at run
-// time within the instruction-set cap, QFLOW_ISA): the same per-element operations at twice
-// the vector width. Neither clone enables
-// FMA, so nothing is contracted and both give the bits of the separate nodes. The Conv/Gemm
-// epilogue runs the common programs of CNNs (bias, then BatchNorm, then Clip or Relu, each
-// optional) as one loop per row, others stage by stage over L1-sized blocks of a row, eight
-// lanes at a time; Clip on its own is one loop.
+// Activation loops over float32 values, compiled for the baseline, AVX2 and (the Conv/Gemm
+// epilogue) AVX-512, picked at run time within the instruction-set cap, QFLOW_ISA: the same
+// per-element operations at other vector widths. The file is compiled with -ffp-contract=off
+// (AVX-512F implies FMA), so nothing is contracted and every copy gives the bits of the
+// separate nodes. The epilogue runs the common programs of CNNs (bias, then BatchNorm, then
+// Clip or Relu, each optional) as one loop per row, others stage by stage over L1-sized
+// blocks of a row, 8 or 16 lanes at a time; Clip on its own is one loop.
 #include "framework/interpreter/kernels/activation.h"
 
 #include "framework/interpreter/kernel_isa.h"
@@ -77,16 +77,18 @@ template <bool kBias, bool kBatchNorm>
 // the scalar's NaN behaviour (std::max(a, b) is `a < b ? b : a`, std::min(a, b) `b < a ? b :
 // a`, std::clamp(v, lo, hi) `v < lo ? lo : hi < v ? hi : v`). Passed by reference only: a
 // function taking or returning one by value would change the ABI between the clones.
-using Floats = float __attribute__((vector_size(32)));
-constexpr int64_t kLanes = 8;
+using Floats8 = float __attribute__((vector_size(32)));
+using Floats16 = float __attribute__((vector_size(64)));
 // A program runs stage by stage over blocks this long, so a block stays in L1 between stages
 // however long the output row is (a 48x320 plane is 60 KiB).
 constexpr int64_t kBlock = 256;
 
-// One stage over n floats of output channel `channel`, eight lanes at a time, each lane
-// computing the scalar expression of apply_stage; the tail and Sigmoid (exp has no lane-wise
-// form here) go through apply_stage itself.
+// One stage over n floats of output channel `channel`, a vector of Floats at a time (8 or 16
+// lanes), each lane computing the scalar expression of apply_stage; the tail and Sigmoid (exp
+// has no lane-wise form here) go through apply_stage itself.
+template <typename Floats>
 [[gnu::always_inline]] inline void stage_lanes(const EpilogueStage& stage, float* data, int64_t n, int64_t channel) {
+  constexpr int64_t kLanes = sizeof(Floats) / sizeof(float);
   const int64_t body = stage.kind == Kind::Sigmoid ? 0 : n - n % kLanes;
   const Floats zero = Floats{}, one = Floats{} + 1.0f;
   const auto each = [&](auto&& op) {
@@ -191,6 +193,7 @@ constexpr int64_t kBlock = 256;
 }
 
 // The bodies of finish_rows and clip_floats, inlined into each instruction-set variant.
+template <typename Floats>
 [[gnu::always_inline]] inline void finish_rows_body(const Epilogue* epilogue, float* data, int64_t rows, int64_t n,
                                                     int64_t ld, int64_t channel, const float* bias) {
   const Fused f = fused_form(epilogue);
@@ -213,7 +216,7 @@ constexpr int64_t kBlock = 256;
         const float b = bias[r];
         for (int64_t i = 0; i < len; ++i) block[i] += b;
       }
-      for (const EpilogueStage& stage : epilogue->stages) stage_lanes(stage, block, len, row_channel);
+      for (const EpilogueStage& stage : epilogue->stages) stage_lanes<Floats>(stage, block, len, row_channel);
     }
   }
 }
@@ -224,7 +227,7 @@ constexpr int64_t kBlock = 256;
 
 void finish_rows_baseline(const Epilogue* epilogue, float* data, int64_t rows, int64_t n, int64_t ld, int64_t channel,
                           const float* bias) {
-  finish_rows_body(epilogue, data, rows, n, ld, channel, bias);
+  finish_rows_body<Floats8>(epilogue, data, rows, n, ld, channel, bias);
 }
 
 void clip_floats_baseline(const float* in, float* out, int64_t n, float lo, float hi) {
@@ -235,7 +238,12 @@ void clip_floats_baseline(const float* in, float* out, int64_t n, float lo, floa
 #define QFLOW_ACTIVATION_AVX2 1
 __attribute__((target("avx2"))) void finish_rows_avx2(const Epilogue* epilogue, float* data, int64_t rows, int64_t n,
                                                       int64_t ld, int64_t channel, const float* bias) {
-  finish_rows_body(epilogue, data, rows, n, ld, channel, bias);
+  finish_rows_body<Floats8>(epilogue, data, rows, n, ld, channel, bias);
+}
+
+__attribute__((target("avx512f"))) void finish_rows_avx512(const Epilogue* epilogue, float* data, int64_t rows,
+                                                           int64_t n, int64_t ld, int64_t channel, const float* bias) {
+  finish_rows_body<Floats16>(epilogue, data, rows, n, ld, channel, bias);
 }
 
 __attribute__((target("avx2"))) void clip_floats_avx2(const float* in, float* out, int64_t n, float lo, float hi) {
@@ -249,6 +257,7 @@ __attribute__((target("avx2"))) void clip_floats_avx2(const float* in, float* ou
 void finish_rows(const Epilogue* epilogue, float* data, int64_t rows, int64_t n, int64_t ld, int64_t channel,
                  const float* bias) {
 #ifdef QFLOW_ACTIVATION_AVX2
+  if (kernel_isa_allows_avx512()) return finish_rows_avx512(epilogue, data, rows, n, ld, channel, bias);
   if (kernel_isa_allows_avx2()) return finish_rows_avx2(epilogue, data, rows, n, ld, channel, bias);
 #endif
   finish_rows_baseline(epilogue, data, rows, n, ld, channel, bias);
