@@ -18,7 +18,8 @@ void reset_kernel_isa_cap() { isa::reset_cap(); }
 std::string kernel_isa_summary() {
   const SgemmIsa sgemm = sgemm_isa();
   const char* sgemm_name = sgemm == SgemmIsa::Avx512 ? "avx512" : sgemm == SgemmIsa::Avx2 ? "avx2" : "portable";
-  const char* depthwise = depthwise_best_isa() == DepthwiseIsa::Avx2 ? "avx2" : "portable";
+  const DepthwiseIsa dw = depthwise_best_isa();
+  const char* depthwise = dw == DepthwiseIsa::Avx512 ? "avx512" : dw == DepthwiseIsa::Avx2 ? "avx2" : "portable";
   return std::string("cap ") + isa::level_name(isa::cap()) + ": float sgemm " + sgemm_name + ", depthwise " +
          depthwise + "; integer " + fx::fast::isa_name(fx::fast::best_isa());
 }

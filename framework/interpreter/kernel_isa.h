@@ -16,7 +16,7 @@ Status set_kernel_isa_cap(std::string_view name, std::string_view source);
 Status kernel_isa_cap_status();
 // Back to QFLOW_ISA's cap (tests).
 void reset_kernel_isa_cap();
-// What runs: "cap native: float sgemm avx512, depthwise avx2; integer avx512vnni".
+// What runs: "cap native: float sgemm avx512, depthwise avx512; integer avx512vnni".
 std::string kernel_isa_summary();
 // Whether the CPU has AVX2 (and FMA) and the cap admits it: what picks the AVX2 copies of the
 // interpreter's element loops (activations, Q/DQ, Softmax) and of the lane sums (layer

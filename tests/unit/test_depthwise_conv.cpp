@@ -82,7 +82,7 @@ void check_all_isas() {
     const ConvGeometry g = geometry(c);
     const std::vector<T> x = noise<T>(c.ih * c.iw, ++seed), w = noise<T>(c.kh * c.kw, ++seed);
     const std::vector<T> want = direct(x, w, g);
-    for (const DepthwiseIsa isa : {DepthwiseIsa::Portable, DepthwiseIsa::Avx2}) {
+    for (const DepthwiseIsa isa : {DepthwiseIsa::Portable, DepthwiseIsa::Avx2, DepthwiseIsa::Avx512}) {
       if (!depthwise_isa_supported(isa)) continue;
       // The padding clear() wrote must survive a plane of other values; nothing may be
       // written around the output.
@@ -94,7 +94,7 @@ void check_all_isas() {
       plan.plane(other.data(), w.data(), got.data(), scratch.data(), isa);
       plan.plane(x.data(), w.data(), got.data(), scratch.data(), isa);
       INFO("case ", c.ih, "x", c.iw, " k ", c.kh, "x", c.kw, " s ", c.sh, ",", c.sw, " d ", c.dh, ",", c.dw,
-           " isa ", isa == DepthwiseIsa::Avx2 ? "avx2" : "portable");
+           " isa ", isa == DepthwiseIsa::Avx512 ? "avx512" : isa == DepthwiseIsa::Avx2 ? "avx2" : "portable");
       CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(T)) == 0);
       for (std::size_t i = want.size(); i < got.size(); ++i) CHECK(got[i] == T(-7));
     }
@@ -111,7 +111,7 @@ TEST_CASE("depthwise plane: the portable loop always runs; the padded plane stay
   CHECK(depthwise_isa_supported(DepthwiseIsa::Portable));
   CHECK(depthwise_isa_supported(depthwise_best_isa()));
   const ConvGeometry common = geometry(kCases[0]);
-  CHECK(DepthwisePlan(common).scratch_size() == 16 * 16 + 8);
+  CHECK(DepthwisePlan(common).scratch_size() == 16 * 16 + 16);
   const ConvGeometry far = geometry(kCases[std::size(kCases) - 2]);
   CHECK(far.out_spatial == Shape{3, 3});
   CHECK(DepthwisePlan(far).scratch_size() == 0);

@@ -21,7 +21,7 @@ namespace qflow {
 namespace {
 
 // Elements after the last phase row that a vector load at a row's end may read.
-constexpr int64_t kOverRead = 8;
+constexpr int64_t kOverRead = 16;
 
 #ifdef QFLOW_DEPTHWISE_AVX2
 
@@ -81,6 +81,55 @@ void accumulate_avx2(const float* q, const float* weights, const std::vector<int
   }
 }
 
+// vectors_avx2 with 16 outputs a vector. The file is compiled with -ffp-contract=off
+// (AVX-512F implies FMA), so each product is rounded before the add here too: the same bits.
+template <int N>
+__attribute__((target("avx512f"))) void vectors_avx512(const float* q, const float* weights, const int64_t* taps,
+                                                       int64_t tap_count, float* out, const int64_t* at,
+                                                       const int64_t* dst, const int* lanes) {
+  __m512 acc[N];
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < tap_count; ++t) {
+    const __m512 w = _mm512_set1_ps(weights[t]);
+    const float* src = q + taps[t];
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i) acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(w, _mm512_loadu_ps(src + at[i])));
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    if (lanes[i] == 16) _mm512_storeu_ps(out + dst[i], acc[i]);
+    else _mm512_mask_storeu_ps(out + dst[i], static_cast<__mmask16>((1u << lanes[i]) - 1u), acc[i]);
+  }
+}
+
+void accumulate_avx512(const float* q, const float* weights, const std::vector<int64_t>& taps, int64_t oh, int64_t ow,
+                       int64_t row_step, float* out) {
+  constexpr int kGroup = 6;
+  const int64_t total = oh * ((ow + 15) / 16), tap_count = static_cast<int64_t>(taps.size());
+  int64_t oy = 0, ox = 0;  // the next vector's first output
+  for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
+    const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
+    int64_t at[kGroup], dst[kGroup];
+    int lanes[kGroup];
+    for (int i = 0; i < n; ++i) {
+      at[i] = oy * row_step + ox;
+      dst[i] = oy * ow + ox;
+      lanes[i] = static_cast<int>(std::min<int64_t>(16, ow - ox));
+      ox += 16;
+      if (ox >= ow) ox = 0, ++oy;
+    }
+    switch (n) {
+      case 6: vectors_avx512<6>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
+      case 5: vectors_avx512<5>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
+      case 4: vectors_avx512<4>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
+      case 3: vectors_avx512<3>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
+      case 2: vectors_avx512<2>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
+      default: vectors_avx512<1>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
+    }
+  }
+}
+
 // rows x len floats from src (row pitch src_pitch) to dst (pitch dst_pitch): whole vectors,
 // then one masked vector, so a short row costs a few instructions and nothing outside the
 // rows is read or written.
@@ -100,6 +149,11 @@ bool cpu_has_avx2() {
   return __builtin_cpu_supports("avx2");
 }
 
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f");
+}
+
 #endif
 
 }  // namespace
@@ -107,14 +161,15 @@ bool cpu_has_avx2() {
 bool depthwise_isa_supported(DepthwiseIsa isa) {
   if (isa == DepthwiseIsa::Portable) return true;
 #ifdef QFLOW_DEPTHWISE_AVX2
-  static const bool avx2 = cpu_has_avx2();
-  return avx2;
+  static const bool avx2 = cpu_has_avx2(), avx512 = cpu_has_avx512();
+  return isa == DepthwiseIsa::Avx512 ? avx512 : avx2;
 #else
   return false;
 #endif
 }
 
 DepthwiseIsa depthwise_best_isa() {
+  if (depthwise_isa_supported(DepthwiseIsa::Avx512) && isa::allows(isa::Level::avx512)) return DepthwiseIsa::Avx512;
   return depthwise_isa_supported(DepthwiseIsa::Avx2) && isa::allows(isa::Level::avx2) ? DepthwiseIsa::Avx2
                                                                                       : DepthwiseIsa::Portable;
 }
@@ -236,13 +291,15 @@ void DepthwisePlan::run(const T* image, const T* weights, T* out, T* scratch, De
     direct(image, weights, out);
     return;
   }
-  // The AVX2 loops, for float, only where the CPU has them, whatever the caller asked.
-  const bool avx2 = std::is_same_v<T, float> && isa == DepthwiseIsa::Avx2 && depthwise_isa_supported(isa);
-  fill(image, scratch, avx2);
+  // The vector loops, for float, only where the CPU has them, whatever the caller asked
+  // (the AVX-512 level includes AVX2, whose copy loop the fill takes).
+  const bool vectors = std::is_same_v<T, float> && isa != DepthwiseIsa::Portable && depthwise_isa_supported(isa);
+  fill(image, scratch, vectors);
 #ifdef QFLOW_DEPTHWISE_AVX2
   if constexpr (std::is_same_v<T, float>) {
-    if (avx2) {
-      accumulate_avx2(scratch, weights, taps_, g_.out_spatial[0], g_.out_spatial[1], g_.strides[0] * width_, out);
+    if (vectors) {
+      const auto accumulate = isa == DepthwiseIsa::Avx512 ? accumulate_avx512 : accumulate_avx2;
+      accumulate(scratch, weights, taps_, g_.out_spatial[0], g_.out_spatial[1], g_.strides[0] * width_, out);
       return;
     }
   }

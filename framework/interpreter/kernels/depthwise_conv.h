@@ -10,10 +10,10 @@
 
 namespace qflow {
 
-enum class DepthwiseIsa { Portable, Avx2 };
+enum class DepthwiseIsa { Portable, Avx2, Avx512 };
 
 bool depthwise_isa_supported(DepthwiseIsa isa);
-// Avx2 where the CPU has it.
+// The widest of Avx512, Avx2 the CPU has and the cap (QFLOW_ISA) admits.
 DepthwiseIsa depthwise_best_isa();
 
 // What a 2-D geometry's planes share: the padded buffer's layout and the tap offsets in it,
