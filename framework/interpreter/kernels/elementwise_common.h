@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/interpreter/kernel_isa.h"
 #include "framework/interpreter/kernel_registry.h"
 #include "framework/interpreter/kernel_util.h"
 
@@ -23,16 +24,32 @@ namespace elementwise {
 // Below this many elements a loop is not worth handing to the pool.
 inline constexpr int64_t kParallelGrain = 1 << 15;
 
-// Runs body(begin, end) over [0, n), split across the pool when n is large. Every element
-// is written by exactly one chunk, so results do not depend on the thread count.
+// body(begin, end) inlined into a copy compiled for AVX2 (a body marked always_inline: the
+// loops of unary_map and binary_broadcast). Each element is one operator application whose
+// IEEE operations the avx2 target (which has no FMA to contract into) computes as the baseline
+// does, so both copies give the same bits.
+template <typename Body>
+__attribute__((target("avx2"))) void run_chunk_avx2(Body& body, int64_t begin, int64_t end) {
+  body(begin, end);
+}
+
+template <typename Body>
+void run_chunk(Body& body, int64_t begin, int64_t end) {
+  if (kernel_isa_allows_avx2()) run_chunk_avx2(body, begin, end);
+  else body(begin, end);
+}
+
+// Runs body(begin, end) over [0, n), split across the pool when n is large, in the AVX2 copy
+// where the cap admits it. Every element is written by exactly one chunk, so results do not
+// depend on the thread count.
 template <typename Body>
 void chunked(const KernelContext& context, int64_t n, Body&& body) {
   if (n <= 0) return;
   if (n < kParallelGrain || !context.threads) {
-    body(int64_t{0}, n);
+    run_chunk(body, int64_t{0}, n);
     return;
   }
-  context.parallel_for(n, [&body](int64_t begin, int64_t end) { body(begin, end); });
+  context.parallel_for(n, [&body](int64_t begin, int64_t end) { run_chunk(body, begin, end); });
 }
 
 // K inputs broadcast to one output, with adjacent dimensions merged whenever every input
@@ -116,7 +133,7 @@ void binary_broadcast(const KernelContext& context, const TA* a, const Shape& a_
   if (a_shape == b_shape) {
     // Pointers and the functor are copied into the chunk so the compiler knows stores to
     // out cannot change them, which lets it vectorise.
-    chunked(context, n, [a, b, out, op](int64_t begin, int64_t end) {
+    chunked(context, n, [a, b, out, op](int64_t begin, int64_t end) __attribute__((always_inline)) {
       for (int64_t i = begin; i < end; ++i) out[i] = op(a[i], b[i]);
     });
     return;
@@ -146,7 +163,7 @@ void binary_broadcast(const KernelContext& context, const TA* a, const Shape& a_
 // out[i] = op(in[i]) over all elements.
 template <typename TI, typename TO, typename Op>
 void unary_map(const KernelContext& context, const TI* in, TO* out, int64_t n, Op op) {
-  chunked(context, n, [in, out, op](int64_t begin, int64_t end) {
+  chunked(context, n, [in, out, op](int64_t begin, int64_t end) __attribute__((always_inline)) {
     for (int64_t i = begin; i < end; ++i) out[i] = op(in[i]);
   });
 }
