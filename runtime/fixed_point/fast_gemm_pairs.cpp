@@ -81,43 +81,47 @@ __attribute__((target("avx2,avxvnni"))) void pairs_avxvnni(const int16_t* w, int
   QFLOW_PAIRS_BODY(QFLOW_PAIR_AVXVNNI)
 }
 
-// With AVX-512VL's 32 vector registers: 8 weight rows x 16 pixels, 16 accumulators, enough
-// independent sums to hide vpdpwssd's latency (8 leave the unit idle about half the time);
-// the last 4 rows of a row count that is not a multiple of 8 take the 4-row body.
-__attribute__((target("avx2,avx512vl,avx512vnni"))) void pairs_avx512vnni(const int16_t* w, int64_t rows,
-                                                                          const int16_t* x, int64_t cols,
-                                                                          int64_t pairs, const int32_t* init,
-                                                                          int32_t* out, int64_t ld) {
-  const int64_t eight = rows / 8 * 8;
-  for (int64_t r = 0; r < eight; r += 8) {
-    // Rows r..r+3 and r+4..r+7 are two blocks of kRowBlock rows: [pairs][4][2] each.
-    const int32_t* wa = reinterpret_cast<const int32_t*>(w + r * pairs * 2);
-    const int32_t* wb = reinterpret_cast<const int32_t*>(w + (r + 4) * pairs * 2);
-    for (int64_t c = 0; c < cols; c += 16) {
-      __m256i acc[8][2];
-      for (auto& row : acc) row[0] = row[1] = _mm256_setzero_si256();
-      const int16_t* xc = x + c * 2;
-      for (int64_t k = 0; k < pairs; ++k) {
-        const __m256i v0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xc + k * cols * 2));
-        const __m256i v1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xc + k * cols * 2 + 16));
-        for (int j = 0; j < 4; ++j) {
-          const __m256i u = _mm256_set1_epi32(wa[k * 4 + j]);
-          acc[j][0] = _mm256_dpwssd_epi32(acc[j][0], u, v0);
-          acc[j][1] = _mm256_dpwssd_epi32(acc[j][1], u, v1);
-        }
-        for (int j = 0; j < 4; ++j) {
-          const __m256i u = _mm256_set1_epi32(wb[k * 4 + j]);
-          acc[4 + j][0] = _mm256_dpwssd_epi32(acc[4 + j][0], u, v0);
-          acc[4 + j][1] = _mm256_dpwssd_epi32(acc[4 + j][1], u, v1);
-        }
-      }
-      for (int j = 0; j < 8; ++j) {
-        const __m256i b = _mm256_set1_epi32(init[r + j]);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (r + j) * ld + c), _mm256_add_epi32(acc[j][0], b));
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (r + j) * ld + c + 8), _mm256_add_epi32(acc[j][1], b));
-      }
+// 8 weight rows x kVecs * 16 pixels of AVX-512 (kVecs zmm per row) at columns [c, c + kVecs * 16),
+// rows r..r+7: two blocks of kRowBlock rows, [pairs][4][2] each.
+template <int kVecs>
+__attribute__((target("avx512f,avx512vnni"))) inline void pairs_block_avx512(const int16_t* w, const int16_t* x,
+                                                                              int64_t cols, int64_t pairs,
+                                                                              const int32_t* init, int32_t* out,
+                                                                              int64_t ld, int64_t r, int64_t c) {
+  const int32_t* wa = reinterpret_cast<const int32_t*>(w + r * pairs * 2);
+  const int32_t* wb = reinterpret_cast<const int32_t*>(w + (r + 4) * pairs * 2);
+  const int16_t* xc = x + c * 2;
+  __m512i acc[8][kVecs];
+  for (auto& row : acc)
+    for (auto& a : row) a = _mm512_setzero_si512();
+  for (int64_t k = 0; k < pairs; ++k) {
+    __m512i v[kVecs];
+    for (int i = 0; i < kVecs; ++i) v[i] = _mm512_loadu_si512(xc + k * cols * 2 + i * 32);
+    for (int j = 0; j < 8; ++j) {
+      const __m512i u = _mm512_set1_epi32(j < 4 ? wa[k * 4 + j] : wb[k * 4 + j - 4]);
+      for (int i = 0; i < kVecs; ++i) acc[j][i] = _mm512_dpwssd_epi32(acc[j][i], u, v[i]);
     }
   }
+  for (int j = 0; j < 8; ++j) {
+    const __m512i b = _mm512_set1_epi32(init[r + j]);
+    for (int i = 0; i < kVecs; ++i) _mm512_storeu_si512(out + (r + j) * ld + c + i * 16, _mm512_add_epi32(acc[j][i], b));
+  }
+}
+
+// AVX-512 VNNI: vpdpwssd on zmm issues at nearly the rate of the ymm form, so twice the products
+// per cycle. 8 weight rows x 32 pixels, 16 accumulators (enough independent sums to hide the
+// latency), with the column blocks outside so that a block of x (pairs x 32 pixels) stays in
+// L1 while the weight rows stream past; a last block of 16 pixels takes one zmm per row, the
+// last 4 rows of a row count that is not a multiple of 8 the 4-row ymm body.
+__attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) void pairs_avx512vnni(const int16_t* w, int64_t rows,
+                                                                                  const int16_t* x, int64_t cols,
+                                                                                  int64_t pairs, const int32_t* init,
+                                                                                  int32_t* out, int64_t ld) {
+  const int64_t eight = rows / 8 * 8, wide = cols / 32 * 32;
+  for (int64_t c = 0; c < wide; c += 32)
+    for (int64_t r = 0; r < eight; r += 8) pairs_block_avx512<2>(w, x, cols, pairs, init, out, ld, r, c);
+  if (wide < cols)
+    for (int64_t r = 0; r < eight; r += 8) pairs_block_avx512<1>(w, x, cols, pairs, init, out, ld, r, wide);
   if (eight == rows) return;
   w += eight * pairs * 2;
   init += eight;
