@@ -204,8 +204,9 @@ Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inn
 Status apply_lut(const Lut& lut, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
                  bool inputs_in_range = false);
 
-// fx::softmax with the exponentials of 8-bit inputs tabulated once per call and the vector
-// requantize epilogue; 16-bit inputs and what the reference refuses go to the reference.
+// fx::softmax with the exponentials tabulated once per call and the vector requantize epilogue
+// (16-bit inputs: tables of entries in [0, 2^30] with a positive last one); what the reference
+// refuses, and other tables of 16-bit inputs, go to the reference.
 Status softmax(const SoftmaxParams& p, Isa isa, int64_t row, std::span<const int32_t> x, std::span<int32_t> y,
                bool inputs_in_range = false);
 

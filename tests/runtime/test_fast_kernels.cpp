@@ -861,7 +861,7 @@ TEST_CASE("fast concat equals fx::concat with copied and rescaled inputs of ever
   }
 }
 
-TEST_CASE("fast softmax equals fx::softmax on 8-bit rows of any scale, and defers the rest to it") {
+TEST_CASE("fast softmax equals fx::softmax on 8-bit rows of any scale, and on what it defers") {
   std::mt19937 rng(29);
   for (int trial = 0; trial < 200; ++trial) {
     const QType it = trial % 7 == 6 ? QType::Int16 : random_8bit(rng);
@@ -886,4 +886,50 @@ TEST_CASE("fast softmax equals fx::softmax on 8-bit rows of any scale, and defer
       if (ws.is_ok()) REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
     }
   }
+}
+
+TEST_CASE("fast softmax equals fx::softmax on 16-bit rows: wide, clustered, past the table, other tables") {
+  std::mt19937 rng(31);
+  const auto compare = [](const SoftmaxParams& p, int64_t row, const std::vector<int32_t>& x, int trial) {
+    std::vector<int32_t> want(x.size());
+    const Status ws = softmax(p, row, x, want);
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(x.size(), -999);
+      REQUIRE(fast::softmax(p, isa, row, x, got).message() == ws.message());
+      if (ws.is_ok()) REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
+    }
+  };
+  for (int trial = 0; trial < 120; ++trial) {
+    const QType it = rng() % 2 ? QType::Int16 : QType::UInt16;
+    const QType ot = trial % 3 == 0 ? random_8bit(rng) : (rng() % 2 ? QType::Int16 : QType::UInt16);
+    const Range ri = range_of(it);
+    const QParams qi{std::pow(10.0, -4.0 + 4.0 * std::uniform_real_distribution<double>(0, 1)(rng)),
+                     random_in(rng, ri.min, ri.max), it};
+    const QParams qo{is_16bit(ot) ? 1.0 / 32767.0 : 1.0 / 255.0, ot == QType::Int8 ? -128 : 0, ot};
+    SoftmaxParams p;
+    REQUIRE(make_softmax_params(qi, qo, p).is_ok());
+    if (trial % 2) p.segment_bits = random_in(rng, 0, 4);
+    if (trial % 9 == 4)  // any table the division takes: entries in [0, 2^30], not monotonic
+      for (auto& e : p.exp_table) e = random_in(rng, 0, 1 << 30);
+    if (trial % 13 == 6) p.exp_table[static_cast<size_t>(random_in(rng, 0, kSoftmaxEntries - 1))] = -1;  // the reference's
+    const int64_t row = trial % 10 == 0 ? random_in(rng, 2000, 7000) : random_in(rng, 1, 90);
+    std::vector<int32_t> x = random_values(rng, static_cast<size_t>(row * random_in(rng, 1, 3)), it);
+    if (trial % 4 == 1) {  // clustered: spans inside the table
+      const int32_t base = random_in(rng, ri.min, ri.max - 3000), width = random_in(rng, 0, 3000);
+      for (auto& v : x) v = base + random_in(rng, 0, width);
+    }
+    if (trial % 5 == 0) std::fill(x.begin(), x.end(), ri.max);
+    if (trial % 11 == 0) x[0] = ri.max + 1;
+    compare(p, row, x, trial);
+  }
+  // Ties of the division: a sum of 2^31 with odd entries (half-way quotients round up).
+  SoftmaxParams p;
+  REQUIRE(make_softmax_params(QParams{0.01, 0, QType::Int16}, QParams{1.0 / 32767.0, 0, QType::Int16}, p).is_ok());
+  p.segment_bits = 0;
+  std::fill(p.exp_table.begin(), p.exp_table.end(), 0);
+  p.exp_table[kSoftmaxEntries - 1] = 1 << 30;
+  p.exp_table[kSoftmaxEntries - 2] = (1 << 30) - 1;
+  p.exp_table[kSoftmaxEntries - 3] = 1;
+  p.output_multiplier = Multiplier{1 << 30, -14};
+  compare(p, 3, {500, 499, 498}, -1);
 }
