@@ -81,9 +81,29 @@ __attribute__((target("avx2,avxvnni"))) void pairs_avxvnni(const int16_t* w, int
   QFLOW_PAIRS_BODY(QFLOW_PAIR_AVXVNNI)
 }
 
-// 8 weight rows x kVecs * 16 pixels of AVX-512 (kVecs zmm per row) at columns [c, c + kVecs * 16),
-// rows r..r+7: two blocks of kRowBlock rows, [pairs][4][2] each.
-template <int kVecs>
+// 8 weight rows x 32 pixels of AVX-512 at columns [c, c + 32), rows r..r+7: two blocks of
+// kRowBlock rows, [pairs][4][2] each.
+#define QFLOW_ROW_AVX512(j, weight)              \
+  {                                              \
+    const __m512i u = _mm512_set1_epi32(weight); \
+    dpwssd_avx512(a##j##0, u, v0);               \
+    dpwssd_avx512(a##j##1, u, v1);               \
+  }
+#define QFLOW_STORE_AVX512(j)                                                              \
+  {                                                                                        \
+    const __m512i b = _mm512_set1_epi32(init[r + j]);                                      \
+    _mm512_storeu_si512(out + (r + j) * ld + c, _mm512_add_epi32(a##j##0, b));             \
+    if (kWide) _mm512_storeu_si512(out + (r + j) * ld + c + 16, _mm512_add_epi32(a##j##1, b)); \
+  }
+
+// acc += the pairwise products of a and b. In assembly: GCC 12 keeps the intrinsic's
+// accumulators in rotating registers, with a copy per product that halves the rate.
+__attribute__((target("avx512f,avx512vnni"))) inline void dpwssd_avx512(__m512i& acc, __m512i a, __m512i b) {
+  __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+}
+
+// kWide: 32 pixels (two zmm per row); else 16, the second accumulators unused.
+template <bool kWide>
 __attribute__((target("avx512f,avx512vnni"))) inline void pairs_block_avx512(const int16_t* w, const int16_t* x,
                                                                               int64_t cols, int64_t pairs,
                                                                               const int32_t* init, int32_t* out,
@@ -91,22 +111,31 @@ __attribute__((target("avx512f,avx512vnni"))) inline void pairs_block_avx512(con
   const int32_t* wa = reinterpret_cast<const int32_t*>(w + r * pairs * 2);
   const int32_t* wb = reinterpret_cast<const int32_t*>(w + (r + 4) * pairs * 2);
   const int16_t* xc = x + c * 2;
-  __m512i acc[8][kVecs];
-  for (auto& row : acc)
-    for (auto& a : row) a = _mm512_setzero_si512();
+  __m512i a00 = _mm512_setzero_si512(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00,
+          a40 = a00, a41 = a00, a50 = a00, a51 = a00, a60 = a00, a61 = a00, a70 = a00, a71 = a00;
   for (int64_t k = 0; k < pairs; ++k) {
-    __m512i v[kVecs];
-    for (int i = 0; i < kVecs; ++i) v[i] = _mm512_loadu_si512(xc + k * cols * 2 + i * 32);
-    for (int j = 0; j < 8; ++j) {
-      const __m512i u = _mm512_set1_epi32(j < 4 ? wa[k * 4 + j] : wb[k * 4 + j - 4]);
-      for (int i = 0; i < kVecs; ++i) acc[j][i] = _mm512_dpwssd_epi32(acc[j][i], u, v[i]);
-    }
+    const __m512i v0 = _mm512_loadu_si512(xc + k * cols * 2);
+    const __m512i v1 = kWide ? _mm512_loadu_si512(xc + k * cols * 2 + 32) : v0;
+    QFLOW_ROW_AVX512(0, wa[k * 4])
+    QFLOW_ROW_AVX512(1, wa[k * 4 + 1])
+    QFLOW_ROW_AVX512(2, wa[k * 4 + 2])
+    QFLOW_ROW_AVX512(3, wa[k * 4 + 3])
+    QFLOW_ROW_AVX512(4, wb[k * 4])
+    QFLOW_ROW_AVX512(5, wb[k * 4 + 1])
+    QFLOW_ROW_AVX512(6, wb[k * 4 + 2])
+    QFLOW_ROW_AVX512(7, wb[k * 4 + 3])
   }
-  for (int j = 0; j < 8; ++j) {
-    const __m512i b = _mm512_set1_epi32(init[r + j]);
-    for (int i = 0; i < kVecs; ++i) _mm512_storeu_si512(out + (r + j) * ld + c + i * 16, _mm512_add_epi32(acc[j][i], b));
-  }
+  QFLOW_STORE_AVX512(0)
+  QFLOW_STORE_AVX512(1)
+  QFLOW_STORE_AVX512(2)
+  QFLOW_STORE_AVX512(3)
+  QFLOW_STORE_AVX512(4)
+  QFLOW_STORE_AVX512(5)
+  QFLOW_STORE_AVX512(6)
+  QFLOW_STORE_AVX512(7)
 }
+#undef QFLOW_ROW_AVX512
+#undef QFLOW_STORE_AVX512
 
 // AVX-512 VNNI: vpdpwssd on zmm issues at nearly the rate of the ymm form, so twice the products
 // per cycle. 8 weight rows x 32 pixels, 16 accumulators (enough independent sums to hide the
@@ -119,9 +148,9 @@ __attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) void pairs_avx512vnn
                                                                                   int32_t* out, int64_t ld) {
   const int64_t eight = rows / 8 * 8, wide = cols / 32 * 32;
   for (int64_t c = 0; c < wide; c += 32)
-    for (int64_t r = 0; r < eight; r += 8) pairs_block_avx512<2>(w, x, cols, pairs, init, out, ld, r, c);
+    for (int64_t r = 0; r < eight; r += 8) pairs_block_avx512<true>(w, x, cols, pairs, init, out, ld, r, c);
   if (wide < cols)
-    for (int64_t r = 0; r < eight; r += 8) pairs_block_avx512<1>(w, x, cols, pairs, init, out, ld, r, wide);
+    for (int64_t r = 0; r < eight; r += 8) pairs_block_avx512<false>(w, x, cols, pairs, init, out, ld, r, wide);
   if (eight == rows) return;
   w += eight * pairs * 2;
   init += eight;
