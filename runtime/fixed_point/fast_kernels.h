@@ -39,6 +39,11 @@ void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_
 void requantize_wide_row(Isa isa, const int64_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo,
                          int32_t hi, int32_t* y, int64_t stride);
 
+// y[i] = requantize(bias + 256 * high[i] + low[i], m, zero_point, lo, hi) for i < n: a reduction
+// of int16 weights split into halves (weight_high, weight_low) that fits one chunk.
+void requantize_halves_row(Isa isa, const int32_t* high, const int32_t* low, int64_t bias, int64_t n, Multiplier m,
+                           int32_t zero_point, int32_t lo, int32_t hi, int32_t* y);
+
 // True for the type pairs these kernels compute: 8-bit activations, int8 weights.
 bool supports(QType activation, QType weight);
 // conv2d also takes 16-bit activations when every centered value x - zero_point fits int16

@@ -382,10 +382,25 @@ void chunked_tile(const PackedConv2D& k, Isa isa, int64_t g, const int16_t* pair
                   int64_t tile, Scratch& s, int32_t* y, int64_t pixels) {
   const Conv2DParams& p = k.params;
   const int64_t mg = p.out_channels / p.group;
-  int32_t* acc = sized(s.acc, k.group_rows * tile);
-  int64_t* sums = sized(s.sums, k.group_rows * tile);
   const int32_t* zeros = sized(s.zeros, k.group_rows);
   const bool split = !k.weights_low.empty();
+  if (split && k.pairs <= k.chunk_pairs) {
+    // One chunk: each half's int32 products, then the two combined row by row in the epilogue
+    // (no 64-bit sums for the whole tile, which leave L1).
+    int32_t* high = sized(s.acc, 2 * k.group_rows * tile);
+    int32_t* low = high + k.group_rows * tile;
+    const size_t at = static_cast<size_t>(g * k.group_rows * k.pairs * 2);
+    gemm_pairs_s16(isa, k.weights.data() + at, k.group_rows, pairs, cols, k.pairs, zeros, high, tile);
+    gemm_pairs_s16(isa, k.weights_low.data() + at, k.group_rows, pairs, cols, k.pairs, zeros, low, tile);
+    for (int64_t r = 0; r < mg; ++r) {
+      const int64_t m = g * mg + r;
+      requantize_halves_row(isa, high + r * tile, low + r * tile, k.bias[static_cast<size_t>(g * k.group_rows + r)], count,
+                            k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo, k.hi, y + m * pixels);
+    }
+    return;
+  }
+  int32_t* acc = sized(s.acc, k.group_rows * tile);
+  int64_t* sums = sized(s.sums, k.group_rows * tile);
   for (int64_t r = 0; r < k.group_rows; ++r)
     std::fill(sums + r * tile, sums + r * tile + cols, int64_t{k.bias[static_cast<size_t>(g * k.group_rows + r)]});
   const int64_t group_at = g * k.group_rows * k.pairs * 2;

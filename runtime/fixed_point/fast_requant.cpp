@@ -196,6 +196,18 @@ void requantize_wide_row(Isa isa, const int64_t* acc, int64_t n, Multiplier m, i
   for (int64_t i = 0; i < n; ++i) y[i * stride] = requantize_wide_one(acc[i], m, zero_point, lo, hi);
 }
 
+void requantize_halves_row(Isa isa, const int32_t* high, const int32_t* low, int64_t bias, int64_t n, Multiplier m,
+                           int32_t zero_point, int32_t lo, int32_t hi, int32_t* y) {
+  // In pieces that stay in L1, through the 64-bit epilogue.
+  constexpr int64_t kPiece = 256;
+  int64_t sums[kPiece];
+  for (int64_t i0 = 0; i0 < n; i0 += kPiece) {
+    const int64_t count = std::min(kPiece, n - i0);
+    for (int64_t i = 0; i < count; ++i) sums[i] = bias + int64_t{high[i0 + i]} * 256 + low[i0 + i];
+    requantize_wide_row(isa, sums, count, m, zero_point, lo, hi, y + i0, 1);
+  }
+}
+
 void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo, int32_t hi,
                     int32_t* y, int64_t stride) {
   const Rounding r = detail::rounding_of(m);
