@@ -285,11 +285,12 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
     }
   const auto plane_size = static_cast<size_t>(layout.size());
   if (plane.size() < plane_size) plane.resize(plane_size);
-  if (acc.size() < static_cast<size_t>(pixels)) acc.resize(static_cast<size_t>(pixels));
-  // Chunked: the taps sum in int32 without the bias, once per weight half, and the halves and
-  // the bias add up in int64.
+  // Chunked: the taps sum in int32 without the bias, once per weight half (each into its own
+  // half of acc), and the halves and the bias add up in int64.
   const bool chunked = k.chunk_pairs > 0, split = !k.taps_low.empty();
-  if (chunked && sums.size() < static_cast<size_t>(pixels)) sums.resize(static_cast<size_t>(pixels));
+  const auto acc_size = static_cast<size_t>(split ? 2 * pixels : pixels);
+  if (acc.size() < acc_size) acc.resize(acc_size);
+  if (chunked && !split && sums.size() < static_cast<size_t>(pixels)) sums.resize(static_cast<size_t>(pixels));
   // The padding stays zero for the whole call: only the image part is rewritten per channel.
   std::fill(plane.begin(), plane.begin() + static_cast<std::ptrdiff_t>(plane_size), 0);
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
@@ -316,31 +317,32 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
       for (int64_t r = 0; r < mg; ++r) {
         const int64_t m = g * mg + r;
         const int32_t bias = k.bias[static_cast<size_t>(g * k.group_rows + r)];
-        auto accumulate = [&](const int32_t* w, int32_t init) {
+        auto accumulate = [&](const int32_t* w, int32_t init, int32_t* out) {
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
           if (paired) {
             for (size_t t = 0; t < weights.size(); ++t) weights[t] = weight_pair(w, tp.taps[t]);
-            accumulate_avx2(dot, plane.data(), layout, tp.offsets, weights.data(), sy, oh, ow, init, acc.data());
+            accumulate_avx2(dot, plane.data(), layout, tp.offsets, weights.data(), sy, oh, ow, init, out);
           } else if (isa != Isa::Portable) {
-            accumulate_avx2(Dot::Mullo, plane.data(), layout, offsets, w, sy, oh, ow, init, acc.data());
+            accumulate_avx2(Dot::Mullo, plane.data(), layout, offsets, w, sy, oh, ow, init, out);
           } else
 #endif
-            accumulate_portable(plane.data(), layout, offsets, w, sy, oh, ow, init, acc.data());
+            accumulate_portable(plane.data(), layout, offsets, w, sy, oh, ow, init, out);
         };
         const Multiplier mult = k.multipliers[static_cast<size_t>(m)];
         int32_t* ym = y + (n * p.out_channels + m) * pixels;
         if (!chunked) {
-          accumulate(k.taps.data() + m * taps, bias);
+          accumulate(k.taps.data() + m * taps, bias, acc.data());
           requantize_row(isa, acc.data(), pixels, mult, p.output.zero_point, k.lo, k.hi, ym, 1);
           continue;
         }
-        accumulate(k.taps.data() + m * taps, 0);
-        const int64_t scale = split ? 256 : 1;
-        for (int64_t i = 0; i < pixels; ++i) sums[static_cast<size_t>(i)] = bias + scale * acc[static_cast<size_t>(i)];
-        if (split) {
-          accumulate(k.taps_low.data() + m * taps, 0);
-          for (int64_t i = 0; i < pixels; ++i) sums[static_cast<size_t>(i)] += acc[static_cast<size_t>(i)];
+        accumulate(k.taps.data() + m * taps, 0, acc.data());
+        if (split) {  // the halves combine in the epilogue
+          accumulate(k.taps_low.data() + m * taps, 0, acc.data() + pixels);
+          requantize_halves_row(isa, acc.data(), acc.data() + pixels, bias, pixels, mult, p.output.zero_point, k.lo, k.hi,
+                                ym);
+          continue;
         }
+        for (int64_t i = 0; i < pixels; ++i) sums[static_cast<size_t>(i)] = bias + int64_t{acc[static_cast<size_t>(i)]};
         requantize_wide_row(isa, sums.data(), pixels, mult, p.output.zero_point, k.lo, k.hi, ym, 1);
       }
     }

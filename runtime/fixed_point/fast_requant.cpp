@@ -137,37 +137,53 @@ __attribute__((target("avx2"))) void requantize_wide_avx2(const int64_t* acc, in
 
 // The same steps on eight sums at a time with AVX-512 (masks instead of blends). Zero-masked
 // forms throughout: GCC 12 warns that the plain ones read an undefined register.
+struct Wide8 {
+  __m512i mant, round, low24, cap, zp, lo, hi, limit;
+  __m128i count;
+};
+
+__attribute__((target("avx512f"))) inline Wide8 wide8_setup(Multiplier m, int32_t zero_point, int32_t lo, int32_t hi) {
+  const int s = 31 + m.shift;
+  return Wide8{_mm512_set1_epi64(static_cast<uint32_t>(m.mantissa)),
+               _mm512_set1_epi64(int64_t{1} << (s - 25)),
+               _mm512_set1_epi64((int64_t{1} << 24) - 1),
+               _mm512_set1_epi64(static_cast<int64_t>(kCap)),
+               _mm512_set1_epi64(zero_point),
+               _mm512_set1_epi64(lo),
+               _mm512_set1_epi64(hi),
+               _mm512_set1_epi64((int64_t{1} << 47) - 1),
+               _mm_cvtsi32_si128(s - 24)};
+}
+
+// The eight requantized sums of `a`, or false when a lane is past 2^47 (those go one by one).
+__attribute__((target("avx512f"))) inline bool requantize_wide8(const Wide8& c, __m512i a, __m256i& out) {
+  constexpr __mmask8 all = 0xFF;
+  const __m512i mag = _mm512_maskz_abs_epi64(all, a);  // INT64_MIN stays negative: not below the limit
+  if (_mm512_cmpgt_epu64_mask(mag, c.limit) != 0) return false;
+  const __m512i big = _mm512_maskz_mul_epu32(all, _mm512_maskz_srli_epi64(all, mag, 24), c.mant);
+  const __m512i small = _mm512_maskz_mul_epu32(all, _mm512_maskz_and_epi64(all, mag, c.low24), c.mant);
+  __m512i q = _mm512_maskz_srl_epi64(
+      all, _mm512_maskz_add_epi64(all, _mm512_maskz_add_epi64(all, big, _mm512_maskz_srli_epi64(all, small, 24)), c.round),
+      c.count);
+  q = _mm512_maskz_min_epu64(all, q, c.cap);
+  const __mmask8 negative = _mm512_cmplt_epi64_mask(a, _mm512_setzero_si512());
+  q = _mm512_mask_sub_epi64(q, negative, _mm512_setzero_si512(), q);
+  const __m512i v = _mm512_maskz_min_epi64(all, _mm512_maskz_max_epi64(all, _mm512_maskz_add_epi64(all, q, c.zp), c.lo), c.hi);
+  out = _mm512_maskz_cvtepi64_epi32(all, v);
+  return true;
+}
+
 __attribute__((target("avx512f"))) void requantize_wide_avx512(const int64_t* acc, int64_t n, Multiplier m,
                                                               int32_t zero_point, int32_t lo, int32_t hi, int32_t* y,
                                                               int64_t stride) {
-  const int s = 31 + m.shift;
-  const __m512i mant = _mm512_set1_epi64(static_cast<uint32_t>(m.mantissa));
-  const __m512i round = _mm512_set1_epi64(int64_t{1} << (s - 25));
-  const __m128i count = _mm_cvtsi32_si128(s - 24);
-  const __m512i low24 = _mm512_set1_epi64((int64_t{1} << 24) - 1);
-  const __m512i cap = _mm512_set1_epi64(static_cast<int64_t>(kCap)), zp = _mm512_set1_epi64(zero_point);
-  const __m512i vlo = _mm512_set1_epi64(lo), vhi = _mm512_set1_epi64(hi);
-  const __m512i limit = _mm512_set1_epi64((int64_t{1} << 47) - 1);
-  constexpr __mmask8 all = 0xFF;
+  const Wide8 c = wide8_setup(m, zero_point, lo, hi);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m512i a = _mm512_maskz_loadu_epi64(all, acc + i);
-    const __m512i mag = _mm512_maskz_abs_epi64(all, a);  // INT64_MIN stays negative: not below the limit
-    if (_mm512_cmpgt_epu64_mask(mag, limit) != 0) {
+    __m256i out;
+    if (!requantize_wide8(c, _mm512_maskz_loadu_epi64(0xFF, acc + i), out)) {
       for (int64_t j = i; j < i + 8; ++j) y[j * stride] = requantize_wide_one(acc[j], m, zero_point, lo, hi);
       continue;
     }
-    const __m512i big = _mm512_maskz_mul_epu32(all, _mm512_maskz_srli_epi64(all, mag, 24), mant);
-    const __m512i small = _mm512_maskz_mul_epu32(all, _mm512_maskz_and_epi64(all, mag, low24), mant);
-    __m512i q = _mm512_maskz_srl_epi64(
-        all, _mm512_maskz_add_epi64(all, _mm512_maskz_add_epi64(all, big, _mm512_maskz_srli_epi64(all, small, 24)), round),
-        count);
-    q = _mm512_maskz_min_epu64(all, q, cap);
-    const __mmask8 negative = _mm512_cmplt_epi64_mask(a, _mm512_setzero_si512());
-    q = _mm512_mask_sub_epi64(q, negative, _mm512_setzero_si512(), q);
-    const __m512i v =
-        _mm512_maskz_min_epi64(all, _mm512_maskz_max_epi64(all, _mm512_maskz_add_epi64(all, q, zp), vlo), vhi);
-    const __m256i out = _mm512_maskz_cvtepi64_epi32(all, v);
     if (stride == 1) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), out);
     } else {
@@ -177,6 +193,29 @@ __attribute__((target("avx512f"))) void requantize_wide_avx512(const int64_t* ac
     }
   }
   for (; i < n; ++i) y[i * stride] = requantize_wide_one(acc[i], m, zero_point, lo, hi);
+}
+
+// requantize_halves_row's sums formed in registers: |bias + 256 * high + low| < 2^31 + 2^39 + 2^31.
+__attribute__((target("avx512f"))) void requantize_halves_avx512(const int32_t* high, const int32_t* low, int64_t bias,
+                                                                int64_t n, Multiplier m, int32_t zero_point, int32_t lo,
+                                                                int32_t hi, int32_t* y) {
+  const Wide8 c = wide8_setup(m, zero_point, lo, hi);
+  constexpr __mmask8 all = 0xFF;
+  const __m512i b = _mm512_set1_epi64(bias);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m512i h = _mm512_maskz_cvtepi32_epi64(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + i)));
+    const __m512i l = _mm512_maskz_cvtepi32_epi64(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + i)));
+    const __m512i sum = _mm512_maskz_add_epi64(all, _mm512_maskz_add_epi64(all, _mm512_maskz_slli_epi64(all, h, 8), l), b);
+    __m256i out;
+    if (requantize_wide8(c, sum, out)) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), out);
+      continue;
+    }
+    for (int64_t j = i; j < i + 8; ++j)
+      y[j] = requantize_wide_one(bias + int64_t{high[j]} * 256 + low[j], m, zero_point, lo, hi);
+  }
+  for (; i < n; ++i) y[i] = requantize_wide_one(bias + int64_t{high[i]} * 256 + low[i], m, zero_point, lo, hi);
 }
 #endif
 
@@ -198,7 +237,12 @@ void requantize_wide_row(Isa isa, const int64_t* acc, int64_t n, Multiplier m, i
 
 void requantize_halves_row(Isa isa, const int32_t* high, const int32_t* low, int64_t bias, int64_t n, Multiplier m,
                            int32_t zero_point, int32_t lo, int32_t hi, int32_t* y) {
-  // In pieces that stay in L1, through the 64-bit epilogue.
+#ifdef QFLOW_FAST_X86
+  const int s = 31 + m.shift;
+  if (isa == Isa::Avx512Vnni && m.mantissa != 0 && s >= 25 && s <= 79)
+    return requantize_halves_avx512(high, low, bias, n, m, zero_point, lo, hi, y);
+#endif
+  // Elsewhere in pieces that stay in L1, through the 64-bit epilogue.
   constexpr int64_t kPiece = 256;
   int64_t sums[kPiece];
   for (int64_t i0 = 0; i0 < n; i0 += kPiece) {

@@ -138,6 +138,35 @@ TEST_CASE("wide requantize equals fx::requantize on 64-bit sums up to and past t
   }
 }
 
+TEST_CASE("halves requantize equals fx::requantize of bias + 256 * high + low") {
+  std::mt19937 rng(23);
+  std::vector<int32_t> high = {0, 1, -1, INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 12345};
+  std::vector<int32_t> low = {0, -1, 1, INT32_MAX, INT32_MIN, INT32_MIN, INT32_MAX, -54321};
+  for (int i = 0; i < 1000; ++i) {
+    const int bits = random_in(rng, 0, 31);
+    high.push_back(static_cast<int32_t>(rng()) >> bits);
+    low.push_back(static_cast<int32_t>(rng()) >> random_in(rng, 0, 31));
+  }
+  for (int trial = 0; trial < 300; ++trial) {
+    Multiplier m = random_multiplier(rng);
+    if (trial % 5 == 0) m = Multiplier{random_in(rng, 1 << 30, INT32_MAX), random_in(rng, kMinShift, kMaxShift)};
+    const int64_t bias = trial % 7 == 0 ? (trial % 2 ? INT32_MIN : INT32_MAX) : random_in(rng, -(1 << 30), 1 << 30);
+    const QType type = rng() % 3 == 0 ? QType::UInt16 : (rng() % 2 ? QType::Int8 : QType::Int16);
+    const Range r = range_of(type);
+    const int32_t zp = random_in(rng, r.min, r.max);
+    const auto n = static_cast<int64_t>(high.size()) - random_in(rng, 0, 7);  // vector tails
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(high.size(), -999);
+      fast::requantize_halves_row(isa, high.data(), low.data(), bias, n, m, zp, r.min, r.max, got.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t sum = bias + int64_t{high[static_cast<size_t>(i)]} * 256 + low[static_cast<size_t>(i)];
+        REQUIRE_MESSAGE(got[static_cast<size_t>(i)] == requantize(sum, m, zp, r.min, r.max),
+                        fast::isa_name(isa) << " sum " << sum << " m " << m.mantissa << "/" << m.shift);
+      }
+    }
+  }
+}
+
 TEST_CASE("fast conv2d equals fx::conv2d on random shapes, strides, pads, dilations and groups") {
   std::mt19937 rng(11);
   int compared = 0;
