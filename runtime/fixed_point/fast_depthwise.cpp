@@ -339,7 +339,7 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
         if (split) {  // the halves combine in the epilogue
           accumulate(k.taps_low.data() + m * taps, 0, acc.data() + pixels);
           requantize_halves_row(isa, acc.data(), acc.data() + pixels, bias, pixels, mult, p.output.zero_point, k.lo, k.hi,
-                                ym);
+                                ym, 1);
           continue;
         }
         for (int64_t i = 0; i < pixels; ++i) sums[static_cast<size_t>(i)] = bias + int64_t{acc[static_cast<size_t>(i)]};

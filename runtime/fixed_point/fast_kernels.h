@@ -39,10 +39,10 @@ void requantize_row(Isa isa, const int32_t* acc, int64_t n, Multiplier m, int32_
 void requantize_wide_row(Isa isa, const int64_t* acc, int64_t n, Multiplier m, int32_t zero_point, int32_t lo,
                          int32_t hi, int32_t* y, int64_t stride);
 
-// y[i] = requantize(bias + 256 * high[i] + low[i], m, zero_point, lo, hi) for i < n: a reduction
-// of int16 weights split into halves (weight_high, weight_low) that fits one chunk.
+// y[i * stride] = requantize(bias + 256 * high[i] + low[i], m, zero_point, lo, hi) for i < n: a
+// reduction of int16 weights split into halves (weight_high, weight_low) that fits one chunk.
 void requantize_halves_row(Isa isa, const int32_t* high, const int32_t* low, int64_t bias, int64_t n, Multiplier m,
-                           int32_t zero_point, int32_t lo, int32_t hi, int32_t* y);
+                           int32_t zero_point, int32_t lo, int32_t hi, int32_t* y, int64_t stride);
 
 // True for the type pairs these kernels compute: 8-bit activations, int8 weights.
 bool supports(QType activation, QType weight);
@@ -133,8 +133,8 @@ struct PackedMatMul {
   int64_t rows = 0;   // N rounded up to kRowBlock
   std::vector<int16_t> b;               // [rows][depth]: column j of B minus its zero point
   // Chunked (chunk_reduction): depth per chunk (a multiple of kDepthStep; 0: one int32 pass),
-  // and B chunk by chunk, [chunk][rows][depth of the chunk]; int16 B's high halves in `b`, its
-  // low halves in `b_low` (empty for 8-bit B).
+  // and B chunk by chunk for gemm_pairs_s16, [chunk][rows / kRowBlock][pairs of the chunk]
+  // [kRowBlock][2]; int16 B's high halves in `b`, its low halves in `b_low` (empty for 8-bit B).
   int64_t chunk_depth = 0;
   std::vector<int16_t> b_low;
   std::vector<int32_t> bias;            // [rows]

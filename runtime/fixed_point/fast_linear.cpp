@@ -395,7 +395,7 @@ void chunked_tile(const PackedConv2D& k, Isa isa, int64_t g, const int16_t* pair
     for (int64_t r = 0; r < mg; ++r) {
       const int64_t m = g * mg + r;
       requantize_halves_row(isa, high + r * tile, low + r * tile, k.bias[static_cast<size_t>(g * k.group_rows + r)], count,
-                            k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo, k.hi, y + m * pixels);
+                            k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo, k.hi, y + m * pixels, 1);
     }
     return;
   }
@@ -500,9 +500,12 @@ Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<
     for (int64_t t = 0; t < p.k; ++t) {
       const int32_t v = (p.b_transposed ? b[static_cast<size_t>(j * p.k + t)] : b[static_cast<size_t>(t * p.n + j)]) -
                         p.b_zero_point;
-      // Index t lies in the chunk starting at c0, [rows][depth of the chunk].
+      // Index t lies in the chunk starting at c0: [rows][depth of the chunk], or chunked
+      // [rows / kRowBlock][pairs of the chunk][kRowBlock][2].
       const int64_t c0 = t / chunk_depth * chunk_depth, depth = std::min(chunk_depth, out.depth - c0);
-      const auto at = static_cast<size_t>(out.rows * c0 + j * depth + t - c0);
+      const auto at = static_cast<size_t>(
+          out.rows * c0 + (out.chunk_depth > 0 ? j / kRowBlock * kRowBlock * depth + ((t - c0) / 2 * kRowBlock + j % kRowBlock) * 2 + t % 2
+                                               : j * depth + t - c0));
       out.b[at] = static_cast<int16_t>(split ? weight_high(v) : v);
       if (split) out.b_low[at] = static_cast<int16_t>(weight_low(v));
     }
@@ -562,42 +565,50 @@ void matmul_quads(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y) 
 }
 
 
-// matmul with a chunked reduction (k.chunk_depth): per block of A's rows, chunk by chunk the
-// columns of the chunk and one block product per half of B, added into int64 sums that start
-// at the bias; the reference's requantize of each sum.
+// matmul with a chunked reduction (k.chunk_depth) on the pairs product of conv2d: B's columns
+// are the weight rows, a block of A's rows the pixels ([pairs][rows of A][2]). Chunk by chunk
+// one block product per half of B, added into int64 sums that start at the bias; then the
+// reference's requantize of each sum. One chunk of split halves: the halves combine in the
+// requantize instead.
 void matmul_chunked(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y) {
   const MatMulParams& p = k.params;
-  const int64_t block = std::min(column_block(k.chunk_depth), round_up(p.m, kColBlock));
+  const int64_t pairs = k.depth / 2, chunk_pairs = k.chunk_depth / 2;
+  const int64_t tile = pixel_tile(pairs, p.m, kPixelBlock);
   Scratch& s = scratch();
-  int16_t* cols = sized(s.columns, block * k.chunk_depth);
-  int32_t* acc = sized(s.acc, k.rows * block);
-  int64_t* sums = sized(s.sums, k.rows * block);
+  int16_t* x = sized(s.columns, pairs * tile * 2);
+  const bool split = !k.b_low.empty(), halves = split && pairs <= chunk_pairs;
+  int32_t* acc = sized(s.acc, (halves ? 2 : 1) * k.rows * tile);
+  int64_t* sums = halves ? nullptr : sized(s.sums, k.rows * tile);
   const int32_t* zeros = sized(s.zeros, k.rows);
-  const bool split = !k.b_low.empty();
   const int32_t za = p.a.zero_point;
-  for (int64_t i0 = 0; i0 < p.m; i0 += block) {
-    const int64_t count = std::min(block, p.m - i0), padded = round_up(count, kColBlock);
-    for (int64_t j = 0; j < k.rows; ++j) std::fill(sums + j * block, sums + j * block + padded, int64_t{k.bias[static_cast<size_t>(j)]});
-    for (int64_t c0 = 0; c0 < k.depth; c0 += k.chunk_depth) {
-      const int64_t depth = std::min(k.chunk_depth, k.depth - c0), end = std::min(p.k, c0 + depth);
-      for (int64_t c = 0; c < padded; ++c) {
-        int16_t* col = cols + c * depth;
-        int64_t t = c0;
-        if (c < count) {
-          const int32_t* row = a + (i0 + c) * p.k;
-          for (; t < end; ++t) col[t - c0] = static_cast<int16_t>(row[t] - za);
-        }
-        std::fill(col + (t - c0), col + depth, int16_t{0});
-      }
-      const size_t at = static_cast<size_t>(k.rows * c0);
-      gemm_s16(isa, k.b.data() + at, k.rows, cols, padded, depth, zeros, acc, block);
-      add_chunk(acc, k.rows, padded, block, split ? 8 : 0, sums);
+  for (int64_t i0 = 0; i0 < p.m; i0 += tile) {
+    const int64_t count = std::min(tile, p.m - i0), cols = round_up(count, kPixelBlock);
+    std::fill(x, x + pairs * cols * 2, int16_t{0});  // past K and past count
+    for (int64_t c = 0; c < count; ++c) {
+      const int32_t* row = a + (i0 + c) * p.k;
+      for (int64_t t = 0; t < p.k; ++t) x[(t / 2 * cols + c) * 2 + t % 2] = static_cast<int16_t>(row[t] - za);
+    }
+    if (halves) {
+      gemm_pairs_s16(isa, k.b.data(), k.rows, x, cols, pairs, zeros, acc, tile);
+      gemm_pairs_s16(isa, k.b_low.data(), k.rows, x, cols, pairs, zeros, acc + k.rows * tile, tile);
+      for (int64_t j = 0; j < p.n; ++j)
+        requantize_halves_row(isa, acc + j * tile, acc + (k.rows + j) * tile, k.bias[static_cast<size_t>(j)], count,
+                              k.multipliers[static_cast<size_t>(j)], p.output.zero_point, k.lo, k.hi, y + i0 * p.n + j,
+                              p.n);
+      continue;
+    }
+    for (int64_t j = 0; j < k.rows; ++j) std::fill(sums + j * tile, sums + j * tile + cols, int64_t{k.bias[static_cast<size_t>(j)]});
+    for (int64_t c0 = 0; c0 < pairs; c0 += chunk_pairs) {
+      const int64_t chunk = std::min(chunk_pairs, pairs - c0);
+      const size_t at = static_cast<size_t>(k.rows * c0 * 2);
+      gemm_pairs_s16(isa, k.b.data() + at, k.rows, x + c0 * cols * 2, cols, chunk, zeros, acc, tile);
+      add_chunk(acc, k.rows, cols, tile, split ? 8 : 0, sums);
       if (!split) continue;
-      gemm_s16(isa, k.b_low.data() + at, k.rows, cols, padded, depth, zeros, acc, block);
-      add_chunk(acc, k.rows, padded, block, 0, sums);
+      gemm_pairs_s16(isa, k.b_low.data() + at, k.rows, x + c0 * cols * 2, cols, chunk, zeros, acc, tile);
+      add_chunk(acc, k.rows, cols, tile, 0, sums);
     }
     for (int64_t j = 0; j < p.n; ++j)
-      requantize_wide_row(isa, sums + j * block, count, k.multipliers[static_cast<size_t>(j)], p.output.zero_point, k.lo,
+      requantize_wide_row(isa, sums + j * tile, count, k.multipliers[static_cast<size_t>(j)], p.output.zero_point, k.lo,
                           k.hi, y + i0 * p.n + j, p.n);
   }
 }

@@ -198,7 +198,7 @@ __attribute__((target("avx512f"))) void requantize_wide_avx512(const int64_t* ac
 // requantize_halves_row's sums formed in registers: |bias + 256 * high + low| < 2^31 + 2^39 + 2^31.
 __attribute__((target("avx512f"))) void requantize_halves_avx512(const int32_t* high, const int32_t* low, int64_t bias,
                                                                 int64_t n, Multiplier m, int32_t zero_point, int32_t lo,
-                                                                int32_t hi, int32_t* y) {
+                                                                int32_t hi, int32_t* y, int64_t stride) {
   const Wide8 c = wide8_setup(m, zero_point, lo, hi);
   constexpr __mmask8 all = 0xFF;
   const __m512i b = _mm512_set1_epi64(bias);
@@ -208,14 +208,18 @@ __attribute__((target("avx512f"))) void requantize_halves_avx512(const int32_t* 
     const __m512i l = _mm512_maskz_cvtepi32_epi64(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + i)));
     const __m512i sum = _mm512_maskz_add_epi64(all, _mm512_maskz_add_epi64(all, _mm512_maskz_slli_epi64(all, h, 8), l), b);
     __m256i out;
-    if (requantize_wide8(c, sum, out)) {
+    if (!requantize_wide8(c, sum, out)) {
+      for (int64_t j = i; j < i + 8; ++j)
+        y[j * stride] = requantize_wide_one(bias + int64_t{high[j]} * 256 + low[j], m, zero_point, lo, hi);
+    } else if (stride == 1) {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), out);
-      continue;
+    } else {
+      alignas(32) int32_t lanes[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), out);
+      for (int j = 0; j < 8; ++j) y[(i + j) * stride] = lanes[j];
     }
-    for (int64_t j = i; j < i + 8; ++j)
-      y[j] = requantize_wide_one(bias + int64_t{high[j]} * 256 + low[j], m, zero_point, lo, hi);
   }
-  for (; i < n; ++i) y[i] = requantize_wide_one(bias + int64_t{high[i]} * 256 + low[i], m, zero_point, lo, hi);
+  for (; i < n; ++i) y[i * stride] = requantize_wide_one(bias + int64_t{high[i]} * 256 + low[i], m, zero_point, lo, hi);
 }
 #endif
 
@@ -236,11 +240,11 @@ void requantize_wide_row(Isa isa, const int64_t* acc, int64_t n, Multiplier m, i
 }
 
 void requantize_halves_row(Isa isa, const int32_t* high, const int32_t* low, int64_t bias, int64_t n, Multiplier m,
-                           int32_t zero_point, int32_t lo, int32_t hi, int32_t* y) {
+                           int32_t zero_point, int32_t lo, int32_t hi, int32_t* y, int64_t stride) {
 #ifdef QFLOW_FAST_X86
   const int s = 31 + m.shift;
   if (isa == Isa::Avx512Vnni && m.mantissa != 0 && s >= 25 && s <= 79)
-    return requantize_halves_avx512(high, low, bias, n, m, zero_point, lo, hi, y);
+    return requantize_halves_avx512(high, low, bias, n, m, zero_point, lo, hi, y, stride);
 #endif
   // Elsewhere in pieces that stay in L1, through the 64-bit epilogue.
   constexpr int64_t kPiece = 256;
@@ -248,7 +252,7 @@ void requantize_halves_row(Isa isa, const int32_t* high, const int32_t* low, int
   for (int64_t i0 = 0; i0 < n; i0 += kPiece) {
     const int64_t count = std::min(kPiece, n - i0);
     for (int64_t i = 0; i < count; ++i) sums[i] = bias + int64_t{high[i0 + i]} * 256 + low[i0 + i];
-    requantize_wide_row(isa, sums, count, m, zero_point, lo, hi, y + i0, 1);
+    requantize_wide_row(isa, sums, count, m, zero_point, lo, hi, y + i0 * stride, stride);
   }
 }
 

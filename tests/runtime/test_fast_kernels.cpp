@@ -156,12 +156,15 @@ TEST_CASE("halves requantize equals fx::requantize of bias + 256 * high + low") 
     const int32_t zp = random_in(rng, r.min, r.max);
     const auto n = static_cast<int64_t>(high.size()) - random_in(rng, 0, 7);  // vector tails
     for (const fast::Isa isa : isas()) {
-      std::vector<int32_t> got(high.size(), -999);
-      fast::requantize_halves_row(isa, high.data(), low.data(), bias, n, m, zp, r.min, r.max, got.data());
+      std::vector<int32_t> got(high.size(), -999), strided(3 * high.size(), -999);
+      fast::requantize_halves_row(isa, high.data(), low.data(), bias, n, m, zp, r.min, r.max, got.data(), 1);
+      fast::requantize_halves_row(isa, high.data(), low.data(), bias, n, m, zp, r.min, r.max, strided.data(), 3);
       for (int64_t i = 0; i < n; ++i) {
         const int64_t sum = bias + int64_t{high[static_cast<size_t>(i)]} * 256 + low[static_cast<size_t>(i)];
-        REQUIRE_MESSAGE(got[static_cast<size_t>(i)] == requantize(sum, m, zp, r.min, r.max),
+        const int32_t want = requantize(sum, m, zp, r.min, r.max);
+        REQUIRE_MESSAGE(got[static_cast<size_t>(i)] == want,
                         fast::isa_name(isa) << " sum " << sum << " m " << m.mantissa << "/" << m.shift);
+        REQUIRE(strided[static_cast<size_t>(3 * i)] == want);
       }
     }
   }
