@@ -19,8 +19,8 @@
 namespace qflow::fx::fast::detail {
 namespace {
 
-// Elements after the last phase row that a vector load at a row's end may read.
-constexpr int64_t kOverRead = 8;
+// Elements after the last phase row that a vector load at a row's end may read (16 lanes).
+constexpr int64_t kOverRead = 16;
 
 // The phase-split padded plane: phase p, row y, column j is padded column j * phases + p.
 struct PhasedPlane {
@@ -128,6 +128,74 @@ void accumulate_avx2(Dot dot, const int32_t* q, const PhasedPlane& plane, const 
       case 3: vectors<3>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
       case 2: vectors<2>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
       default: vectors<1>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+    }
+  }
+}
+
+// acc += the pairwise products of a and b. In assembly: GCC 12 keeps the intrinsic's
+// accumulators in rotating registers, with a copy per product.
+__attribute__((target("avx512f,avx512vnni"))) inline void dpwssd_avx512(__m512i& acc, __m512i a, __m512i b) {
+  __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+}
+
+// Both halves of split int16 weights at once with AVX-512 on a pair plane: N vectors of 16
+// pixels, each load of the plane feeding the high and the low accumulators; `lanes[i]` of
+// vector i's pixels exist.
+template <int N>
+__attribute__((target("avx512f,avx512vnni"))) void halves_avx512(const int32_t* q, const int64_t* offsets,
+                                                                  const int32_t* high, const int32_t* low,
+                                                                  int64_t tap_count, const int64_t* at,
+                                                                  const int64_t* dst, const int* lanes,
+                                                                  int32_t* out_high, int32_t* out_low) {
+  __m512i h[N], l[N];
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) h[i] = l[i] = _mm512_setzero_si512();
+  for (int64_t t = 0; t < tap_count; ++t) {
+    const __m512i wh = _mm512_set1_epi32(high[t]), wl = _mm512_set1_epi32(low[t]);
+    const int32_t* src = q + offsets[t];
+#pragma GCC unroll 8
+    for (int i = 0; i < N; ++i) {
+      const __m512i v = _mm512_loadu_si512(src + at[i]);
+      dpwssd_avx512(h[i], wh, v);
+      dpwssd_avx512(l[i], wl, v);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    const auto mask = static_cast<__mmask16>(lanes[i] == 16 ? 0xFFFF : (1u << lanes[i]) - 1);
+    _mm512_mask_storeu_epi32(out_high + dst[i], mask, h[i]);
+    _mm512_mask_storeu_epi32(out_low + dst[i], mask, l[i]);
+  }
+}
+
+// The high and the low halves' sums of every output pixel (no bias), in groups of 16-pixel
+// vectors as accumulate_avx2's.
+void accumulate_halves_avx512(const int32_t* q, const PhasedPlane& plane, const std::vector<int64_t>& offsets,
+                              const int32_t* high, const int32_t* low, int64_t sy, int64_t oh, int64_t ow,
+                              int32_t* out_high, int32_t* out_low) {
+  constexpr int kGroup = 6;
+  const int64_t total = oh * ((ow + 15) / 16), tap_count = static_cast<int64_t>(offsets.size());
+  const int64_t row_step = sy * plane.width;
+  int64_t oy = 0, ox = 0;  // the next vector's first pixel
+  for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
+    const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
+    int64_t at[kGroup], dst[kGroup];
+    int lanes[kGroup];
+    for (int i = 0; i < n; ++i) {
+      at[i] = oy * row_step + ox;
+      dst[i] = oy * ow + ox;
+      lanes[i] = static_cast<int>(std::min<int64_t>(16, ow - ox));
+      ox += 16;
+      if (ox >= ow) ox = 0, ++oy;
+    }
+    const int64_t* o = offsets.data();
+    switch (n) {
+      case 6: halves_avx512<6>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
+      case 5: halves_avx512<5>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
+      case 4: halves_avx512<4>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
+      case 3: halves_avx512<3>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
+      case 2: halves_avx512<2>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
+      default: halves_avx512<1>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
     }
   }
 }
@@ -296,15 +364,17 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
 #ifdef QFLOW_FX_DEPTHWISE_AVX2
   // Pairs for kernels of 5x5 taps and more (25 -> 15 passes on PP-OCR cls's; a 3x3's 9 -> 6
   // did not repay building the pair plane on Fashion-MNIST), not for a 1-wide output, where
-  // taps of consecutive rows would be neighbours in memory.
-  const bool pairable = isa != Isa::Portable && taps >= 25 && ow > 1;
+  // taps of consecutive rows would be neighbours in memory. Split int16 weights on AVX-512
+  // pair any kernel: both halves go in one pass of vpdpwssd instead of two of vpmulld.
+  const bool halves = split && isa == Isa::Avx512Vnni;
+  const bool pairable = isa != Isa::Portable && (taps >= 25 || (halves && taps > 1)) && ow > 1;
   const TapPairs tp = pairable ? pair_taps(offsets, layout.width) : TapPairs{};
   const bool paired = pairable && tp.offsets.size() < offsets.size();
   const Dot dot = !paired                   ? Dot::Mullo
                   : isa == Isa::Avx512Vnni ? Dot::PairsAvx512
                   : isa == Isa::AvxVnni    ? Dot::PairsAvxVnni
                                            : Dot::Pairs;
-  std::vector<int32_t> weights(paired ? tp.offsets.size() : 0);
+  std::vector<int32_t> weights(paired ? tp.offsets.size() : 0), weights_low(paired && halves ? tp.offsets.size() : 0);
 #endif
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t g = 0; g < p.group; ++g) {
@@ -335,6 +405,19 @@ void depthwise_conv2d(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t*
           requantize_row(isa, acc.data(), pixels, mult, p.output.zero_point, k.lo, k.hi, ym, 1);
           continue;
         }
+#ifdef QFLOW_FX_DEPTHWISE_AVX2
+        if (paired && halves) {
+          for (size_t t = 0; t < weights.size(); ++t) {
+            weights[t] = weight_pair(k.taps.data() + m * taps, tp.taps[t]);
+            weights_low[t] = weight_pair(k.taps_low.data() + m * taps, tp.taps[t]);
+          }
+          accumulate_halves_avx512(plane.data(), layout, tp.offsets, weights.data(), weights_low.data(), sy, oh, ow,
+                                   acc.data(), acc.data() + pixels);
+          requantize_halves_row(isa, acc.data(), acc.data() + pixels, bias, pixels, mult, p.output.zero_point, k.lo, k.hi,
+                                ym, 1);
+          continue;
+        }
+#endif
         accumulate(k.taps.data() + m * taps, 0, acc.data());
         if (split) {  // the halves combine in the epilogue
           accumulate(k.taps_low.data() + m * taps, 0, acc.data() + pixels);
