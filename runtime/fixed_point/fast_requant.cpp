@@ -195,31 +195,53 @@ __attribute__((target("avx512f"))) void requantize_wide_avx512(const int64_t* ac
   for (; i < n; ++i) y[i * stride] = requantize_wide_one(acc[i], m, zero_point, lo, hi);
 }
 
-// requantize_halves_row's sums formed in registers: |bias + 256 * high + low| < 2^31 + 2^39 + 2^31.
-__attribute__((target("avx512f"))) void requantize_halves_avx512(const int32_t* high, const int32_t* low, int64_t bias,
-                                                                int64_t n, Multiplier m, int32_t zero_point, int32_t lo,
-                                                                int32_t hi, int32_t* y, int64_t stride) {
-  const Wide8 c = wide8_setup(m, zero_point, lo, hi);
+// The rounded magnitudes of eight sums bias + 256 * high + low, capped at 2^24 (the wide steps;
+// the sums are below 2^40), and which of the sums are negative.
+__attribute__((target("avx512f"))) inline __m512i halves_magnitude8(const Wide8& c, __m512i bias, __m256i high,
+                                                                   __m256i low, __mmask8& negative) {
   constexpr __mmask8 all = 0xFF;
+  const __m512i h = _mm512_maskz_cvtepi32_epi64(all, high), l = _mm512_maskz_cvtepi32_epi64(all, low);
+  const __m512i a = _mm512_maskz_add_epi64(all, _mm512_maskz_add_epi64(all, _mm512_maskz_slli_epi64(all, h, 8), l), bias);
+  negative = _mm512_cmplt_epi64_mask(a, _mm512_setzero_si512());
+  const __m512i mag = _mm512_maskz_abs_epi64(all, a);
+  const __m512i big = _mm512_maskz_mul_epu32(all, _mm512_maskz_srli_epi64(all, mag, 24), c.mant);
+  const __m512i small = _mm512_maskz_mul_epu32(all, _mm512_maskz_and_epi64(all, mag, c.low24), c.mant);
+  const __m512i q = _mm512_maskz_srl_epi64(
+      all, _mm512_maskz_add_epi64(all, _mm512_maskz_add_epi64(all, big, _mm512_maskz_srli_epi64(all, small, 24)), c.round),
+      c.count);
+  return _mm512_maskz_min_epu64(all, q, c.cap);
+}
+
+// requantize_halves_row's sums formed in registers, 16 at a time (|bias| < 2^31, so every sum
+// is below 2^40, inside the wide steps' 2^47): the capped magnitudes of two groups of eight go
+// into one vector of int32, where the sign, zero point and clamp finish on 16 lanes.
+__attribute__((target("avx512f,avx512vl"))) void requantize_halves_avx512(const int32_t* high, const int32_t* low,
+                                                                          int64_t bias, int64_t n, Multiplier m,
+                                                                          int32_t zero_point, int32_t lo, int32_t hi,
+                                                                          int32_t* y, int64_t stride) {
+  const Wide8 c = wide8_setup(m, zero_point, lo, hi);
   const __m512i b = _mm512_set1_epi64(bias);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m512i h = _mm512_maskz_cvtepi32_epi64(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(high + i)));
-    const __m512i l = _mm512_maskz_cvtepi32_epi64(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(low + i)));
-    const __m512i sum = _mm512_maskz_add_epi64(all, _mm512_maskz_add_epi64(all, _mm512_maskz_slli_epi64(all, h, 8), l), b);
-    __m256i out;
-    if (!requantize_wide8(c, sum, out)) {
-      for (int64_t j = i; j < i + 8; ++j)
-        y[j * stride] = requantize_wide_one(bias + int64_t{high[j]} * 256 + low[j], m, zero_point, lo, hi);
-    } else if (stride == 1) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), out);
+  const __m512i low_dwords = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i zp = _mm512_set1_epi32(zero_point), vlo = _mm512_set1_epi32(lo), vhi = _mm512_set1_epi32(hi);
+  for (int64_t i = 0; i < n; i += 16) {
+    const auto lanes = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    const auto first = static_cast<__mmask8>(lanes), second = static_cast<__mmask8>(lanes >> 8);
+    __mmask8 negative0, negative1;
+    const __m512i q0 = halves_magnitude8(c, b, _mm256_maskz_loadu_epi32(first, high + i),
+                                         _mm256_maskz_loadu_epi32(first, low + i), negative0);
+    const __m512i q1 = halves_magnitude8(c, b, _mm256_maskz_loadu_epi32(second, high + i + 8),
+                                         _mm256_maskz_loadu_epi32(second, low + i + 8), negative1);
+    __m512i q = _mm512_permutex2var_epi32(q0, low_dwords, q1);
+    q = _mm512_mask_sub_epi32(q, _mm512_kunpackb(negative1, negative0), _mm512_setzero_si512(), q);
+    const __m512i v = _mm512_maskz_min_epi32(0xFFFF, _mm512_maskz_max_epi32(0xFFFF, _mm512_add_epi32(q, zp), vlo), vhi);
+    if (stride == 1) {
+      _mm512_mask_storeu_epi32(y + i, lanes, v);
     } else {
-      alignas(32) int32_t lanes[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), out);
-      for (int j = 0; j < 8; ++j) y[(i + j) * stride] = lanes[j];
+      alignas(64) int32_t out[16];
+      _mm512_store_si512(out, v);
+      for (int64_t j = 0; j < std::min<int64_t>(16, n - i); ++j) y[(i + j) * stride] = out[j];
     }
   }
-  for (; i < n; ++i) y[i * stride] = requantize_wide_one(bias + int64_t{high[i]} * 256 + low[i], m, zero_point, lo, hi);
 }
 #endif
 
@@ -243,7 +265,7 @@ void requantize_halves_row(Isa isa, const int32_t* high, const int32_t* low, int
                            int32_t zero_point, int32_t lo, int32_t hi, int32_t* y, int64_t stride) {
 #ifdef QFLOW_FAST_X86
   const int s = 31 + m.shift;
-  if (isa == Isa::Avx512Vnni && m.mantissa != 0 && s >= 25 && s <= 79)
+  if (isa == Isa::Avx512Vnni && m.mantissa != 0 && s >= 25 && s <= 79 && bias >= INT32_MIN && bias <= INT32_MAX)
     return requantize_halves_avx512(high, low, bias, n, m, zero_point, lo, hi, y, stride);
 #endif
   // Elsewhere in pieces that stay in L1, through the 64-bit epilogue.
