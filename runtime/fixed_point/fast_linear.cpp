@@ -106,6 +106,34 @@ void convert_run(Isa isa, const int32_t* src, int64_t n, int32_t add, T* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i] + add);
 }
 
+// pairs[i] = (a[i] + add) | (b[i] + add) << 16 as int16 halves, for i < n (b null: zeros), the
+// values in int16's range: two im2col rows of a 1x1 conv converted and interleaved in one pass.
+#define QFLOW_PAIR_ROWS(NAME, ATTRIBUTES)                                                                  \
+  ATTRIBUTES void NAME(const int32_t* a, const int32_t* b, int64_t n, int32_t add, uint32_t* pairs) {      \
+    if (!b) {                                                                                              \
+      for (int64_t i = 0; i < n; ++i) pairs[i] = static_cast<uint32_t>(a[i] + add) & 0xFFFF;              \
+      return;                                                                                              \
+    }                                                                                                      \
+    for (int64_t i = 0; i < n; ++i)                                                                        \
+      pairs[i] = (static_cast<uint32_t>(a[i] + add) & 0xFFFF) | static_cast<uint32_t>(b[i] + add) << 16;  \
+  }
+QFLOW_PAIR_ROWS(pair_rows_portable, )
+#if defined(__x86_64__) && defined(__GNUC__)
+QFLOW_PAIR_ROWS(pair_rows_avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+QFLOW_PAIR_ROWS(pair_rows_avx2, __attribute__((target("avx2"))))
+#endif
+#undef QFLOW_PAIR_ROWS
+
+void pair_rows(Isa isa, const int32_t* a, const int32_t* b, int64_t n, int32_t add, uint32_t* pairs) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa == Isa::Avx512Vnni) return pair_rows_avx512(a, b, n, add, pairs);
+  if (isa != Isa::Portable) return pair_rows_avx2(a, b, n, add, pairs);
+#else
+  (void)isa;
+#endif
+  pair_rows_portable(a, b, n, add, pairs);
+}
+
 }  // namespace
 
 void gather_quads(Isa isa, const uint8_t* const src[4], int64_t n, int64_t stride, uint8_t* out) {
@@ -444,7 +472,9 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
     conv2d_quads(k, isa, x.data(), y.data(), s);
     return Status{};
   }
-  const int64_t mg = p.out_channels / p.group;
+  const int64_t mg = p.out_channels / p.group, cg = p.in_channels / p.group;
+  const bool pointwise = p.kernel_h == 1 && p.kernel_w == 1 && p.strides[0] == 1 && p.strides[1] == 1 &&
+                         p.pads[0] == 0 && p.pads[1] == 0 && p.pads[2] == 0 && p.pads[3] == 0;
   const int64_t tile = pixel_tile(k.pairs, pixels, kPixelBlock);
   int16_t* pairs = sized(s.columns, k.pairs * tile * 2);
   int16_t* even = sized(s.rows, 2 * tile);
@@ -458,6 +488,13 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
       for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
         const int64_t count = std::min(tile, pixels - p0), cols = round_up(count, kPixelBlock);
         for (int64_t q = 0; q < k.pairs; ++q) {
+          if (pointwise) {  // the rows are the input channels' runs of pixels
+            const int32_t* c0 = image + (g * cg + 2 * q) * pixels + p0;
+            auto* dst = reinterpret_cast<uint32_t*>(pairs + q * cols * 2);
+            pair_rows(isa, c0, 2 * q + 1 < cg ? c0 + pixels : nullptr, count, -p.input.zero_point, dst);
+            std::fill(dst + count, dst + cols, uint32_t{0});
+            continue;
+          }
           im2col_row(k, isa, image, g, 2 * q, p0, count, cols, even);
           im2col_row(k, isa, image, g, 2 * q + 1, p0, count, cols, odd);
           interleave_s16(isa, even, odd, cols, pairs + q * cols * 2);

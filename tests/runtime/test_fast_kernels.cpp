@@ -250,6 +250,43 @@ TEST_CASE("fast conv2d equals fx::conv2d on layers that span many pixel tiles") 
   }
 }
 
+TEST_CASE("fast conv2d equals fx::conv2d on int16 layers: pointwise runs, split weights, depthwise vectors") {
+  // Odd channel counts per group (a last pair with a zero row), groups, several pixel tiles,
+  // and depthwise rows of more than one 16-pixel vector with a part-filled last one.
+  struct Layer {
+    int64_t c, m, group, h, w, k, stride, pad;
+  };
+  std::mt19937 rng(41);
+  for (const Layer& l : {Layer{15, 20, 1, 9, 40, 1, 1, 0}, Layer{24, 36, 2, 12, 20, 1, 1, 0}, Layer{33, 9, 3, 5, 70, 1, 1, 0},
+                         Layer{40, 40, 40, 12, 37, 3, 1, 1}, Layer{24, 24, 24, 13, 41, 3, 2, 1},
+                         Layer{16, 16, 16, 12, 80, 5, 1, 2}, Layer{16, 32, 16, 7, 35, 5, 2, 2}}) {
+    Conv2DParams p;
+    p.group = l.group;
+    p.in_channels = l.c;
+    p.out_channels = l.m;
+    p.in_h = l.h;
+    p.in_w = l.w;
+    p.kernel_h = p.kernel_w = l.k;
+    p.strides = {l.stride, l.stride};
+    p.pads = {l.pad, l.pad, l.pad, l.pad};
+    for (const QType weight : {QType::Int16, QType::Int8}) {
+      p.input = QParams{0.1, 0, QType::Int16};
+      p.weight_type = weight;
+      p.output = QParams{0.1, random_in(rng, -5, 5), QType::Int16};
+      p.multipliers = {Multiplier{random_in(rng, 1 << 30, INT32_MAX), random_in(rng, 20, 30)}};
+      const int64_t k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
+      std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.in_channels * p.in_h * p.in_w), p.input.type);
+      const std::vector<int32_t> w = random_values(rng, static_cast<size_t>(p.out_channels * k), weight);
+      for (size_t i = 0; i < x.size(); i += 7) x[i] = range_of(p.input.type).min;  // the largest magnitudes
+      std::vector<int32_t> bias(static_cast<size_t>(p.out_channels));
+      for (auto& v : bias) v = random_in(rng, -(1 << 30), 1 << 30);
+      INFO("C ", l.c, " M ", l.m, " g ", l.group, " ", l.h, "x", l.w, " k ", l.k, " s ", l.stride, " weights ",
+           weight == QType::Int16 ? "int16" : "int8");
+      CHECK(fast_conv2d_mismatches(p, x, w, bias) == 0);
+    }
+  }
+}
+
 TEST_CASE("fast depthwise conv2d equals fx::conv2d on byte windows and on geometry they do not hold") {
   // Several output rows per window, wide rows in chunks of 16 columns, strides, dilations,
   // channel multipliers and kernels of 1 to 3 quads per row; then a stride and a left pad
