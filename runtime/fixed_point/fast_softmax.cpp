@@ -59,14 +59,18 @@ std::pair<int32_t, int32_t> row_range(Isa isa, const int32_t* x, int64_t n) {
   return row_range_portable(x, n);
 }
 
-// The reference's interpolated exponential for x = max - d (0 below the table: exp < 2^-31).
+// The reference's interpolated exponential for x = max - d (0 below the table: exp < 2^-31),
+// its rounding_shift inlined: |(e1 - e0) * t| < 2^36 rounds half away from zero by one shift.
 int32_t exp_at(const SoftmaxParams& p, int64_t d) {
   const int bits = p.segment_bits;
   const int64_t u = (int64_t{kSoftmaxEntries - 1} << bits) - d;
   if (u < 0) return 0;
   const int64_t i = u >> bits, t = u & ((int64_t{1} << bits) - 1);
   const int64_t e0 = p.exp_table[static_cast<size_t>(i)];
-  return static_cast<int32_t>(t == 0 ? e0 : e0 + rounding_shift((p.exp_table[static_cast<size_t>(i + 1)] - e0) * t, bits));
+  if (t == 0) return static_cast<int32_t>(e0);
+  const int64_t v = (p.exp_table[static_cast<size_t>(i + 1)] - e0) * t;
+  const int64_t r = ((v < 0 ? -v : v) + (int64_t{1} << (bits - 1))) >> bits;
+  return static_cast<int32_t>(e0 + (v < 0 ? -r : r));
 }
 
 // rounding_divide(e << 30, sum) for 0 <= e <= min(sum, 2^30) and sum <= 2^46, as floor((2^31 e
@@ -85,6 +89,78 @@ struct Divider {
     return static_cast<int32_t>(q);
   }
 };
+
+// Scalar: prob[j] = exp_of[min(mx - x[j], last)] for j < n, and their sum.
+int64_t gather_exps(const int32_t* exp_of, int64_t last, int64_t mx, const int32_t* x, int64_t n, int32_t* prob) {
+  int64_t sum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    prob[j] = exp_of[std::min(mx - x[j], last)];
+    sum += prob[j];
+  }
+  return sum;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// gather_exps 16 lanes at a time: d = mx - x in int32 (at most 65535), one vpgatherdd; the
+// entries (below 2^31) summed as their 16-bit halves in int32 lanes (at most 4096 per lane).
+__attribute__((target("avx512f,avx512vl"))) int64_t gather_exps_avx512(const int32_t* exp_of, int64_t last,
+                                                                       int64_t mx, const int32_t* x, int64_t n,
+                                                                       int32_t* prob) {
+  const __m512i top = _mm512_set1_epi32(static_cast<int32_t>(mx)), cap = _mm512_set1_epi32(static_cast<int32_t>(last));
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF);
+  __m512i sum_high = _mm512_setzero_si512(), sum_low = sum_high;
+  for (int64_t j = 0; j < n; j += 16) {
+    const auto lanes = static_cast<__mmask16>(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+    const __m512i d = _mm512_maskz_min_epi32(lanes, _mm512_maskz_sub_epi32(lanes, top, _mm512_maskz_loadu_epi32(lanes, x + j)), cap);
+    const __m512i e = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, d, exp_of, 4);
+    _mm512_mask_storeu_epi32(prob + j, lanes, e);
+    sum_high = _mm512_add_epi32(sum_high, _mm512_maskz_srli_epi32(0xFFFF, e, 16));
+    sum_low = _mm512_add_epi32(sum_low, _mm512_and_si512(e, low16));
+  }
+  alignas(64) int32_t high[16], low[16];
+  _mm512_store_si512(high, sum_high);
+  _mm512_store_si512(low, sum_low);
+  int64_t sum = 0;
+  for (int i = 0; i < 16; ++i) sum += int64_t{high[i]} * 65536 + low[i];
+  return sum;
+}
+
+// Divider's quotients eight at a time: num in double from its two exact 32-bit halves, the
+// estimate truncated, q * den from 32-bit products, one correction each way; a vector whose
+// remainder is still out of [0, den) (none, by the bound on the estimate) goes one by one.
+__attribute__((target("avx512f,avx512vl"))) void divide_avx512(const Divider& divide, int32_t* prob, int64_t n) {
+  constexpr __mmask8 all = 0xFF;
+  const __m512i den = _mm512_set1_epi64(divide.den), half = _mm512_set1_epi64(divide.den / 2);
+  const __m512i den_high = _mm512_set1_epi64(divide.den >> 32), den_low = _mm512_set1_epi64(divide.den & 0xFFFFFFFF);
+  const __m512i one = _mm512_set1_epi64(1);
+  const __m512d inverse = _mm512_set1_pd(divide.inverse), two32 = _mm512_set1_pd(4294967296.0);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m512i e = _mm512_maskz_cvtepu32_epi64(all, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(prob + j)));
+    const __m512i num = _mm512_add_epi64(_mm512_maskz_slli_epi64(all, e, 31), half);
+    const __m512d approx = _mm512_add_pd(
+        _mm512_mul_pd(_mm512_maskz_cvtepi32_pd(all, _mm512_maskz_cvtepi64_epi32(all, _mm512_maskz_srli_epi64(all, num, 32))),
+                      two32),
+        _mm512_maskz_cvtepu32_pd(all, _mm512_maskz_cvtepi64_epi32(all, num)));
+    __m512i q = _mm512_maskz_cvtepu32_epi64(all, _mm512_maskz_cvttpd_epi32(all, _mm512_mul_pd(approx, inverse)));
+    const __m512i product = _mm512_add_epi64(_mm512_maskz_mul_epu32(all, q, den_low),
+                                             _mm512_maskz_slli_epi64(all, _mm512_maskz_mul_epu32(all, q, den_high), 32));
+    __m512i rem = _mm512_sub_epi64(num, product);
+    const __mmask8 under = _mm512_cmplt_epi64_mask(rem, _mm512_setzero_si512());
+    q = _mm512_mask_sub_epi64(q, under, q, one);
+    rem = _mm512_mask_add_epi64(rem, under, rem, den);
+    const __mmask8 over = _mm512_cmpge_epi64_mask(rem, den);
+    q = _mm512_mask_add_epi64(q, over, q, one);
+    rem = _mm512_mask_sub_epi64(rem, over, rem, den);
+    if ((_mm512_cmplt_epi64_mask(rem, _mm512_setzero_si512()) | _mm512_cmpge_epi64_mask(rem, den)) != 0) {
+      for (int64_t i = j; i < j + 8; ++i) prob[i] = divide(prob[i]);
+      continue;
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(prob + j), _mm512_maskz_cvtepi64_epi32(all, q));
+  }
+  for (; j < n; ++j) prob[j] = divide(prob[j]);
+}
+#endif
 
 // Per-thread tables of the 16-bit softmax, reused across calls.
 struct Softmax16Scratch {
@@ -114,13 +190,16 @@ void softmax16(const SoftmaxParams& p, Isa isa, int64_t row, std::span<const int
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t* xr = x.data() + r * row;
     const int64_t mx = s.ranges[static_cast<size_t>(r)].second;
-    int64_t sum = 0;  // at least 2^30 (the maximum's entry), at most 65536 * 2^30
-    for (int64_t j = 0; j < row; ++j) {
-      prob[j] = s.exp_of[static_cast<size_t>(std::min(mx - xr[j], last))];
-      sum += prob[j];
+    // The sum is at least 2^30 (the maximum's entry) and at most 65536 * 2^30.
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (isa == Isa::Avx512Vnni) {
+      divide_avx512(Divider(gather_exps_avx512(s.exp_of.data(), last, mx, xr, row, prob)), prob, row);
+    } else
+#endif
+    {
+      const Divider divide(gather_exps(s.exp_of.data(), last, mx, xr, row, prob));
+      for (int64_t j = 0; j < row; ++j) prob[j] = divide(prob[j]);
     }
-    const Divider divide(sum);
-    for (int64_t j = 0; j < row; ++j) prob[j] = divide(prob[j]);
     requantize_row(isa, prob, row, p.output_multiplier, p.output.zero_point, ro.min, ro.max, y.data() + r * row, 1);
   }
 }
