@@ -94,17 +94,51 @@ int32_t requantize_wide_one(int64_t a, Multiplier m, int32_t zero_point, int32_t
 // B = l * mantissa < 2^55, and since the rounding constant 2^(s-1) is a multiple of 2^24,
 // floor((A * 2^24 + B + 2^(s-1)) / 2^s) = (A + (B >> 24) + 2^(s-25)) >> (s - 24): nested
 // floor divisions by powers of two, every term below 2^56.
+struct Wide4 {
+  __m256i mant, round, low24, cap, zp, lo, hi, pick;
+  __m128i count;
+};
+
+__attribute__((target("avx2"))) inline Wide4 wide4_setup(Multiplier m, int32_t zero_point, int32_t lo, int32_t hi) {
+  const int s = 31 + m.shift;
+  return Wide4{_mm256_set1_epi64x(static_cast<uint32_t>(m.mantissa)),
+               _mm256_set1_epi64x(int64_t{1} << (s - 25)),
+               _mm256_set1_epi64x((int64_t{1} << 24) - 1),
+               _mm256_set1_epi64x(static_cast<int64_t>(kCap)),
+               _mm256_set1_epi64x(zero_point),
+               _mm256_set1_epi64x(lo),
+               _mm256_set1_epi64x(hi),
+               _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0),
+               _mm_cvtsi32_si128(s - 24)};
+}
+
+// The four requantized sums of `a` (|a| < 2^47), given neg = (a < 0) and mag = |a|.
+__attribute__((target("avx2"))) inline __m128i requantize_wide4(const Wide4& c, __m256i neg, __m256i mag) {
+  const __m256i big = _mm256_mul_epu32(_mm256_srli_epi64(mag, 24), c.mant);
+  const __m256i small = _mm256_mul_epu32(_mm256_and_si256(mag, c.low24), c.mant);
+  __m256i q = _mm256_srl_epi64(_mm256_add_epi64(_mm256_add_epi64(big, _mm256_srli_epi64(small, 24)), c.round), c.count);
+  q = _mm256_blendv_epi8(q, c.cap, _mm256_cmpgt_epi64(q, c.cap));
+  __m256i v = _mm256_add_epi64(_mm256_sub_epi64(_mm256_xor_si256(q, neg), neg), c.zp);
+  v = _mm256_blendv_epi8(v, c.lo, _mm256_cmpgt_epi64(c.lo, v));
+  v = _mm256_blendv_epi8(v, c.hi, _mm256_cmpgt_epi64(v, c.hi));
+  return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, c.pick));
+}
+
+__attribute__((target("avx2"))) inline void store4(__m128i out, int32_t* y, int64_t stride) {
+  if (stride == 1) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y), out);
+    return;
+  }
+  alignas(16) int32_t lanes[4];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes), out);
+  for (int j = 0; j < 4; ++j) y[j * stride] = lanes[j];
+}
+
 __attribute__((target("avx2"))) void requantize_wide_avx2(const int64_t* acc, int64_t n, Multiplier m,
                                                           int32_t zero_point, int32_t lo, int32_t hi, int32_t* y,
                                                           int64_t stride) {
-  const int s = 31 + m.shift;
-  const __m256i mant = _mm256_set1_epi64x(static_cast<uint32_t>(m.mantissa));
-  const __m256i round = _mm256_set1_epi64x(int64_t{1} << (s - 25));
-  const __m128i count = _mm_cvtsi32_si128(s - 24);
-  const __m256i low24 = _mm256_set1_epi64x((int64_t{1} << 24) - 1), limit = _mm256_set1_epi64x((int64_t{1} << 47) - 1);
-  const __m256i cap = _mm256_set1_epi64x(static_cast<int64_t>(kCap)), zp = _mm256_set1_epi64x(zero_point);
-  const __m256i vlo = _mm256_set1_epi64x(lo), vhi = _mm256_set1_epi64x(hi), zero = _mm256_setzero_si256();
-  const __m256i pick = _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0);
+  const Wide4 c = wide4_setup(m, zero_point, lo, hi);
+  const __m256i limit = _mm256_set1_epi64x((int64_t{1} << 47) - 1), zero = _mm256_setzero_si256();
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + i));
@@ -116,23 +150,27 @@ __attribute__((target("avx2"))) void requantize_wide_avx2(const int64_t* acc, in
       for (int64_t j = i; j < i + 4; ++j) y[j * stride] = requantize_wide_one(acc[j], m, zero_point, lo, hi);
       continue;
     }
-    const __m256i big = _mm256_mul_epu32(_mm256_srli_epi64(mag, 24), mant);
-    const __m256i small = _mm256_mul_epu32(_mm256_and_si256(mag, low24), mant);
-    __m256i q = _mm256_srl_epi64(_mm256_add_epi64(_mm256_add_epi64(big, _mm256_srli_epi64(small, 24)), round), count);
-    q = _mm256_blendv_epi8(q, cap, _mm256_cmpgt_epi64(q, cap));
-    __m256i v = _mm256_add_epi64(_mm256_sub_epi64(_mm256_xor_si256(q, neg), neg), zp);
-    v = _mm256_blendv_epi8(v, vlo, _mm256_cmpgt_epi64(vlo, v));
-    v = _mm256_blendv_epi8(v, vhi, _mm256_cmpgt_epi64(v, vhi));
-    const __m128i out = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, pick));
-    if (stride == 1) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), out);
-    } else {
-      alignas(16) int32_t lanes[4];
-      _mm_store_si128(reinterpret_cast<__m128i*>(lanes), out);
-      for (int j = 0; j < 4; ++j) y[(i + j) * stride] = lanes[j];
-    }
+    store4(requantize_wide4(c, neg, mag), y + i * stride, stride);
   }
   for (; i < n; ++i) y[i * stride] = requantize_wide_one(acc[i], m, zero_point, lo, hi);
+}
+
+// requantize_halves_row's sums formed in registers, four at a time (|bias| < 2^31: every sum is
+// below 2^40, inside the wide steps' 2^47).
+__attribute__((target("avx2"))) void requantize_halves_avx2(const int32_t* high, const int32_t* low, int64_t bias,
+                                                            int64_t n, Multiplier m, int32_t zero_point, int32_t lo,
+                                                            int32_t hi, int32_t* y, int64_t stride) {
+  const Wide4 c = wide4_setup(m, zero_point, lo, hi);
+  const __m256i b = _mm256_set1_epi64x(bias), zero = _mm256_setzero_si256();
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256i h = _mm256_cvtepi32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(high + i)));
+    const __m256i l = _mm256_cvtepi32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(low + i)));
+    const __m256i a = _mm256_add_epi64(_mm256_add_epi64(_mm256_slli_epi64(h, 8), l), b);
+    const __m256i neg = _mm256_cmpgt_epi64(zero, a);
+    store4(requantize_wide4(c, neg, _mm256_sub_epi64(_mm256_xor_si256(a, neg), neg)), y + i * stride, stride);
+  }
+  for (; i < n; ++i) y[i * stride] = requantize_wide_one(bias + int64_t{high[i]} * 256 + low[i], m, zero_point, lo, hi);
 }
 
 // The same steps on eight sums at a time with AVX-512 (masks instead of blends). Zero-masked
@@ -265,8 +303,10 @@ void requantize_halves_row(Isa isa, const int32_t* high, const int32_t* low, int
                            int32_t zero_point, int32_t lo, int32_t hi, int32_t* y, int64_t stride) {
 #ifdef QFLOW_FAST_X86
   const int s = 31 + m.shift;
-  if (isa == Isa::Avx512Vnni && m.mantissa != 0 && s >= 25 && s <= 79 && bias >= INT32_MIN && bias <= INT32_MAX)
+  const bool vectors = m.mantissa != 0 && s >= 25 && s <= 79 && bias >= INT32_MIN && bias <= INT32_MAX;
+  if (isa == Isa::Avx512Vnni && vectors)
     return requantize_halves_avx512(high, low, bias, n, m, zero_point, lo, hi, y, stride);
+  if (isa != Isa::Portable && vectors) return requantize_halves_avx2(high, low, bias, n, m, zero_point, lo, hi, y, stride);
 #endif
   // Elsewhere in pieces that stay in L1, through the 64-bit epilogue.
   constexpr int64_t kPiece = 256;
