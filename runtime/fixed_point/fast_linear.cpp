@@ -475,7 +475,9 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
   const int64_t mg = p.out_channels / p.group, cg = p.in_channels / p.group;
   const bool pointwise = p.kernel_h == 1 && p.kernel_w == 1 && p.strides[0] == 1 && p.strides[1] == 1 &&
                          p.pads[0] == 0 && p.pads[1] == 0 && p.pads[2] == 0 && p.pads[3] == 0;
-  const int64_t tile = pixel_tile(k.pairs, pixels, kPixelBlock);
+  // Chunked, a block product reads one chunk of the tile at a time: the tile is sized by it, so
+  // that long reductions keep tiles wide enough for the 32-pixel blocks.
+  const int64_t tile = pixel_tile(k.chunk_pairs > 0 ? std::min(k.pairs, k.chunk_pairs) : k.pairs, pixels, kPixelBlock);
   int16_t* pairs = sized(s.columns, k.pairs * tile * 2);
   int16_t* even = sized(s.rows, 2 * tile);
   int16_t* odd = even + tile;
