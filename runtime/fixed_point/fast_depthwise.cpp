@@ -6,10 +6,13 @@
 // Kernels of 25 taps and more go in pairs on x86: two taps of one plane row whose columns
 // differ by one read one int32 slot (q[j], q[j + 1]) as int16 of a pair plane, and one pmaddwd
 // / vpdpwssd adds both products (x - zp and the weights fit int16, a pair of products int32).
+// With AVX-512, int16 weights split into halves pair any kernel, and one pass of 16-pixel
+// vectors accumulates both halves.
 // Integer sums are exact: any order gives the reference's bits.
 #include <algorithm>
 
 #include "fixed_point/fast_depthwise.h"
+#include "fixed_point/fast_dpwssd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -130,12 +133,6 @@ void accumulate_avx2(Dot dot, const int32_t* q, const PhasedPlane& plane, const 
       default: vectors<1>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
     }
   }
-}
-
-// acc += the pairwise products of a and b. In assembly: GCC 12 keeps the intrinsic's
-// accumulators in rotating registers, with a copy per product.
-__attribute__((target("avx512f,avx512vnni"))) inline void dpwssd_avx512(__m512i& acc, __m512i a, __m512i b) {
-  __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
 }
 
 // Both halves of split int16 weights at once with AVX-512 on a pair plane: N vectors of 16

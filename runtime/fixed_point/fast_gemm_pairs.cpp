@@ -2,6 +2,7 @@
 // vector lanes, so the accumulators come out as rows of output pixels (no horizontal sums) and the
 // input tile is built by contiguous row copies instead of per-pixel gathers. Each int32 lane
 // holds a pair of int16 (two consecutive reduction indices), multiplied by pmaddwd / vpdpwssd.
+#include "fixed_point/fast_dpwssd.h"
 #include "fixed_point/fast_kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -86,8 +87,8 @@ __attribute__((target("avx2,avxvnni"))) void pairs_avxvnni(const int16_t* w, int
 #define QFLOW_ROW_AVX512(j, weight)              \
   {                                              \
     const __m512i u = _mm512_set1_epi32(weight); \
-    dpwssd_avx512(a##j##0, u, v0);               \
-    dpwssd_avx512(a##j##1, u, v1);               \
+    detail::dpwssd_avx512(a##j##0, u, v0);       \
+    detail::dpwssd_avx512(a##j##1, u, v1);       \
   }
 #define QFLOW_STORE_AVX512(j)                                                              \
   {                                                                                        \
@@ -95,12 +96,6 @@ __attribute__((target("avx2,avxvnni"))) void pairs_avxvnni(const int16_t* w, int
     _mm512_storeu_si512(out + (r + j) * ld + c, _mm512_add_epi32(a##j##0, b));             \
     if (kWide) _mm512_storeu_si512(out + (r + j) * ld + c + 16, _mm512_add_epi32(a##j##1, b)); \
   }
-
-// acc += the pairwise products of a and b. In assembly: GCC 12 keeps the intrinsic's
-// accumulators in rotating registers, with a copy per product that halves the rate.
-__attribute__((target("avx512f,avx512vnni"))) inline void dpwssd_avx512(__m512i& acc, __m512i a, __m512i b) {
-  __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
-}
 
 // kWide: 32 pixels (two zmm per row); else 16, the second accumulators unused.
 template <bool kWide>

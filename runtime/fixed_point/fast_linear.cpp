@@ -422,8 +422,9 @@ void chunked_tile(const PackedConv2D& k, Isa isa, int64_t g, const int16_t* pair
     gemm_pairs_s16(isa, k.weights_low.data() + at, k.group_rows, pairs, cols, k.pairs, zeros, low, tile);
     for (int64_t r = 0; r < mg; ++r) {
       const int64_t m = g * mg + r;
-      requantize_halves_row(isa, high + r * tile, low + r * tile, k.bias[static_cast<size_t>(g * k.group_rows + r)], count,
-                            k.multipliers[static_cast<size_t>(m)], p.output.zero_point, k.lo, k.hi, y + m * pixels, 1);
+      const int32_t bias = k.bias[static_cast<size_t>(g * k.group_rows + r)];
+      requantize_halves_row(isa, high + r * tile, low + r * tile, bias, count, k.multipliers[static_cast<size_t>(m)],
+                            p.output.zero_point, k.lo, k.hi, y + m * pixels, 1);
     }
     return;
   }
@@ -477,7 +478,8 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
                          p.pads[0] == 0 && p.pads[1] == 0 && p.pads[2] == 0 && p.pads[3] == 0;
   // Chunked, a block product reads one chunk of the tile at a time: the tile is sized by it, so
   // that long reductions keep tiles wide enough for the 32-pixel blocks.
-  const int64_t tile = pixel_tile(k.chunk_pairs > 0 ? std::min(k.pairs, k.chunk_pairs) : k.pairs, pixels, kPixelBlock);
+  const int64_t chunk = k.chunk_pairs > 0 ? std::min(k.pairs, k.chunk_pairs) : k.pairs;
+  const int64_t tile = pixel_tile(chunk, pixels, kPixelBlock);
   int16_t* pairs = sized(s.columns, k.pairs * tile * 2);
   int16_t* even = sized(s.rows, 2 * tile);
   int16_t* odd = even + tile;
@@ -540,11 +542,12 @@ Status pack_matmul(const MatMulParams& p, std::span<const int32_t> b, std::span<
       const int32_t v = (p.b_transposed ? b[static_cast<size_t>(j * p.k + t)] : b[static_cast<size_t>(t * p.n + j)]) -
                         p.b_zero_point;
       // Index t lies in the chunk starting at c0: [rows][depth of the chunk], or chunked
-      // [rows / kRowBlock][pairs of the chunk][kRowBlock][2].
+      // [rows / kRowBlock][pairs of the chunk][kRowBlock][2] (gemm_pairs_s16's weights).
       const int64_t c0 = t / chunk_depth * chunk_depth, depth = std::min(chunk_depth, out.depth - c0);
-      const auto at = static_cast<size_t>(
-          out.rows * c0 + (out.chunk_depth > 0 ? j / kRowBlock * kRowBlock * depth + ((t - c0) / 2 * kRowBlock + j % kRowBlock) * 2 + t % 2
-                                               : j * depth + t - c0));
+      const int64_t in_chunk = out.chunk_depth > 0 ? j / kRowBlock * kRowBlock * depth +
+                                                         ((t - c0) / 2 * kRowBlock + j % kRowBlock) * 2 + t % 2
+                                                   : j * depth + t - c0;
+      const auto at = static_cast<size_t>(out.rows * c0 + in_chunk);
       out.b[at] = static_cast<int16_t>(split ? weight_high(v) : v);
       if (split) out.b_low[at] = static_cast<int16_t>(weight_low(v));
     }
@@ -612,7 +615,7 @@ void matmul_quads(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y) 
 void matmul_chunked(const PackedMatMul& k, Isa isa, const int32_t* a, int32_t* y) {
   const MatMulParams& p = k.params;
   const int64_t pairs = k.depth / 2, chunk_pairs = k.chunk_depth / 2;
-  const int64_t tile = pixel_tile(pairs, p.m, kPixelBlock);
+  const int64_t tile = pixel_tile(std::min(pairs, chunk_pairs), p.m, kPixelBlock);  // by one chunk, as conv2d's
   Scratch& s = scratch();
   int16_t* x = sized(s.columns, pairs * tile * 2);
   const bool split = !k.b_low.empty(), halves = split && pairs <= chunk_pairs;
