@@ -53,11 +53,15 @@ __attribute__((target("avx2"))) void vectors_avx2(const float* q, const float* w
   }
 }
 
-// All outputs of a plane, in groups of kGroup vectors along the rows.
-void accumulate_avx2(const float* q, const float* weights, const std::vector<int64_t>& taps, int64_t oh, int64_t ow,
-                     int64_t row_step, float* out) {
-  constexpr int kGroup = 6;
-  const int64_t total = oh * ((ow + 7) / 8), tap_count = static_cast<int64_t>(taps.size());
+// The outputs of an oh x ow plane in vectors of `width` outputs along the rows, up to kGroup
+// vectors at a time: visit.template operator()<n>(at, dst, lanes) with each vector's offset
+// in the phased plane (rows row_step apart), its offset in the output and how many of its
+// outputs exist.
+constexpr int kGroup = 6;
+template <typename Visit>
+[[gnu::always_inline]] inline void for_each_vector_group(int64_t oh, int64_t ow, int64_t row_step, int64_t width,
+                                                         Visit&& visit) {
+  const int64_t total = oh * ((ow + width - 1) / width);
   int64_t oy = 0, ox = 0;  // the next vector's first output
   for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
     const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
@@ -66,19 +70,28 @@ void accumulate_avx2(const float* q, const float* weights, const std::vector<int
     for (int i = 0; i < n; ++i) {
       at[i] = oy * row_step + ox;
       dst[i] = oy * ow + ox;
-      lanes[i] = static_cast<int>(std::min<int64_t>(8, ow - ox));
-      ox += 8;
+      lanes[i] = static_cast<int>(std::min<int64_t>(width, ow - ox));
+      ox += width;
       if (ox >= ow) ox = 0, ++oy;
     }
     switch (n) {
-      case 6: vectors_avx2<6>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      case 5: vectors_avx2<5>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      case 4: vectors_avx2<4>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      case 3: vectors_avx2<3>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      case 2: vectors_avx2<2>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      default: vectors_avx2<1>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
+      case 6: visit.template operator()<6>(at, dst, lanes); break;
+      case 5: visit.template operator()<5>(at, dst, lanes); break;
+      case 4: visit.template operator()<4>(at, dst, lanes); break;
+      case 3: visit.template operator()<3>(at, dst, lanes); break;
+      case 2: visit.template operator()<2>(at, dst, lanes); break;
+      default: visit.template operator()<1>(at, dst, lanes); break;
     }
   }
+}
+
+// All outputs of a plane, in groups of kGroup vectors along the rows.
+void accumulate_avx2(const float* q, const float* weights, const std::vector<int64_t>& taps, int64_t oh, int64_t ow,
+                     int64_t row_step, float* out) {
+  const auto tap_count = static_cast<int64_t>(taps.size());
+  for_each_vector_group(oh, ow, row_step, 8, [&]<int N>(const int64_t* at, const int64_t* dst, const int* lanes) {
+    vectors_avx2<N>(q, weights, taps.data(), tap_count, out, at, dst, lanes);
+  });
 }
 
 // vectors_avx2 with 16 outputs a vector. The file is compiled with -ffp-contract=off
@@ -105,29 +118,10 @@ __attribute__((target("avx512f"))) void vectors_avx512(const float* q, const flo
 
 void accumulate_avx512(const float* q, const float* weights, const std::vector<int64_t>& taps, int64_t oh, int64_t ow,
                        int64_t row_step, float* out) {
-  constexpr int kGroup = 6;
-  const int64_t total = oh * ((ow + 15) / 16), tap_count = static_cast<int64_t>(taps.size());
-  int64_t oy = 0, ox = 0;  // the next vector's first output
-  for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
-    const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
-    int64_t at[kGroup], dst[kGroup];
-    int lanes[kGroup];
-    for (int i = 0; i < n; ++i) {
-      at[i] = oy * row_step + ox;
-      dst[i] = oy * ow + ox;
-      lanes[i] = static_cast<int>(std::min<int64_t>(16, ow - ox));
-      ox += 16;
-      if (ox >= ow) ox = 0, ++oy;
-    }
-    switch (n) {
-      case 6: vectors_avx512<6>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      case 5: vectors_avx512<5>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      case 4: vectors_avx512<4>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      case 3: vectors_avx512<3>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      case 2: vectors_avx512<2>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-      default: vectors_avx512<1>(q, weights, taps.data(), tap_count, out, at, dst, lanes); break;
-    }
-  }
+  const auto tap_count = static_cast<int64_t>(taps.size());
+  for_each_vector_group(oh, ow, row_step, 16, [&]<int N>(const int64_t* at, const int64_t* dst, const int* lanes) {
+    vectors_avx512<N>(q, weights, taps.data(), tap_count, out, at, dst, lanes);
+  });
 }
 
 // rows x len floats from src (row pitch src_pitch) to dst (pitch dst_pitch): whole vectors,
