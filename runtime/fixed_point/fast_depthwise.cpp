@@ -106,11 +106,15 @@ void vectors(Dot dot, const int32_t* q, const int64_t* offsets, const int32_t* t
   }
 }
 
-void accumulate_avx2(Dot dot, const int32_t* q, const PhasedPlane& plane, const std::vector<int64_t>& offsets,
-                     const int32_t* taps, int64_t sy, int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
-  constexpr int kGroup = 6;
-  const int64_t total = oh * ((ow + 7) / 8), tap_count = static_cast<int64_t>(offsets.size());
-  const int64_t row_step = sy * plane.width;
+// The pixels of an oh x ow output in vectors of `width` pixels along the rows, up to kGroup
+// vectors at a time: visit.template operator()<n>(at, dst, lanes) with each vector's offset
+// in the phased plane (rows row_step apart), its offset in the output and how many of its
+// pixels exist.
+constexpr int kGroup = 6;
+template <typename Visit>
+[[gnu::always_inline]] inline void for_each_vector_group(int64_t oh, int64_t ow, int64_t row_step, int64_t width,
+                                                         Visit&& visit) {
+  const int64_t total = oh * ((ow + width - 1) / width);
   int64_t oy = 0, ox = 0;  // the next vector's first pixel
   for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
     const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
@@ -119,20 +123,27 @@ void accumulate_avx2(Dot dot, const int32_t* q, const PhasedPlane& plane, const 
     for (int i = 0; i < n; ++i) {
       at[i] = oy * row_step + ox;
       dst[i] = oy * ow + ox;
-      lanes[i] = static_cast<int>(std::min<int64_t>(8, ow - ox));
-      ox += 8;
+      lanes[i] = static_cast<int>(std::min<int64_t>(width, ow - ox));
+      ox += width;
       if (ox >= ow) ox = 0, ++oy;
     }
-    const int64_t* o = offsets.data();
     switch (n) {
-      case 6: vectors<6>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      case 5: vectors<5>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      case 4: vectors<4>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      case 3: vectors<3>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      case 2: vectors<2>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
-      default: vectors<1>(dot, q, o, taps, tap_count, bias, at, dst, lanes, acc); break;
+      case 6: visit.template operator()<6>(at, dst, lanes); break;
+      case 5: visit.template operator()<5>(at, dst, lanes); break;
+      case 4: visit.template operator()<4>(at, dst, lanes); break;
+      case 3: visit.template operator()<3>(at, dst, lanes); break;
+      case 2: visit.template operator()<2>(at, dst, lanes); break;
+      default: visit.template operator()<1>(at, dst, lanes); break;
     }
   }
+}
+
+void accumulate_avx2(Dot dot, const int32_t* q, const PhasedPlane& plane, const std::vector<int64_t>& offsets,
+                     const int32_t* taps, int64_t sy, int64_t oh, int64_t ow, int32_t bias, int32_t* acc) {
+  const auto tap_count = static_cast<int64_t>(offsets.size());
+  for_each_vector_group(oh, ow, sy * plane.width, 8, [&]<int N>(const int64_t* at, const int64_t* dst, const int* lanes) {
+    vectors<N>(dot, q, offsets.data(), taps, tap_count, bias, at, dst, lanes, acc);
+  });
 }
 
 // Both halves of split int16 weights at once with AVX-512 on a pair plane: N vectors of 16
@@ -170,31 +181,10 @@ __attribute__((target("avx512f,avx512vnni"))) void halves_avx512(const int32_t* 
 void accumulate_halves_avx512(const int32_t* q, const PhasedPlane& plane, const std::vector<int64_t>& offsets,
                               const int32_t* high, const int32_t* low, int64_t sy, int64_t oh, int64_t ow,
                               int32_t* out_high, int32_t* out_low) {
-  constexpr int kGroup = 6;
-  const int64_t total = oh * ((ow + 15) / 16), tap_count = static_cast<int64_t>(offsets.size());
-  const int64_t row_step = sy * plane.width;
-  int64_t oy = 0, ox = 0;  // the next vector's first pixel
-  for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
-    const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
-    int64_t at[kGroup], dst[kGroup];
-    int lanes[kGroup];
-    for (int i = 0; i < n; ++i) {
-      at[i] = oy * row_step + ox;
-      dst[i] = oy * ow + ox;
-      lanes[i] = static_cast<int>(std::min<int64_t>(16, ow - ox));
-      ox += 16;
-      if (ox >= ow) ox = 0, ++oy;
-    }
-    const int64_t* o = offsets.data();
-    switch (n) {
-      case 6: halves_avx512<6>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
-      case 5: halves_avx512<5>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
-      case 4: halves_avx512<4>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
-      case 3: halves_avx512<3>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
-      case 2: halves_avx512<2>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
-      default: halves_avx512<1>(q, o, high, low, tap_count, at, dst, lanes, out_high, out_low); break;
-    }
-  }
+  const auto tap_count = static_cast<int64_t>(offsets.size());
+  for_each_vector_group(oh, ow, sy * plane.width, 16, [&]<int N>(const int64_t* at, const int64_t* dst, const int* lanes) {
+    halves_avx512<N>(q, offsets.data(), high, low, tap_count, at, dst, lanes, out_high, out_low);
+  });
 }
 
 // Taps in pairs: two taps of one plane row whose columns differ by one read one int32 slot
