@@ -65,7 +65,7 @@ PY
   out=$("$work/classify_image" "$hbm" "$work/boot.png" --mean 0.2860 --std 0.3530 --threads 4 \
         --save-input "$work/x.npy") || fail "classify_image failed: $out"
   echo "$out"
-  echo "$out" | grep -q "^4 contexts on 4 threads agree$" || fail "no agreement line for 4 contexts"
+  grep -q "^4 contexts on 4 threads agree$" <<< "$out" || fail "no agreement line for 4 contexts"
   rm -rf "$work/hbm_run"
   "$qflow" hbm run "$hbm" --input "$work/x.npy" -o "$work/hbm_run" > "$work/hbm_run.log" 2>&1 ||
     fail "qflow hbm run failed: $(cat "$work/hbm_run.log")"
@@ -90,7 +90,7 @@ print("top-5 equals qflow hbm run's on the same array; predicted class", order[0
 PY
   # Misuse gives a message naming the runtime's code.
   if err=$("$work/classify_image" "$work/boot.png" "$work/boot.png" 2>&1); then fail "a PNG loaded as a model"; fi
-  echo "$err" | grep -q "(bad file format)" || fail "unexpected error text: $err"
+  grep -q "(bad file format)" <<< "$err" || fail "unexpected error text: $err"
   ;;
 
 camera)
@@ -142,7 +142,8 @@ perf)
   for pattern in "^latency ms: min [0-9.]+  p50 [0-9.]+  p90 [0-9.]+  p99 [0-9.]+  max [0-9.]+  mean [0-9.]+$" \
                  "^throughput: [0-9.]+ runs/s \(40 runs in [0-9.]+ s\)$" "^  id [0-9]+ +(bpu|cpu) +[0-9]+ ops" \
                  "^peak memory \(RSS high-water mark\): [0-9.]+ MiB$" "^2 thread\(s\) x 20 runs"; do
-    echo "$text" | grep -Eq "$pattern" || fail "no line matching '$pattern'"
+    # A here-string, not a pipe: under pipefail, grep -q closing the pipe early can fail the writer.
+    grep -Eq "$pattern" <<< "$text" || fail "no line matching '$pattern'"
   done
   "$py" - "$json" <<'PY' || fail "perf JSON"
 import json, sys
@@ -161,8 +162,8 @@ print("perf JSON has every key")
 PY
   # --input takes a float32 array of the input's shape.
   "$py" -c "import numpy as np; np.save('$work/zeros.npy', np.zeros((1, 1, 28, 28), np.float32))"
-  "$qflow" hbm perf "$hbm" --iterations 3 --warmup 0 --input "$work/zeros.npy" | grep -q "^input .*: $work/zeros.npy$" ||
-    fail "--input not used"
+  text=$("$qflow" hbm perf "$hbm" --iterations 3 --warmup 0 --input "$work/zeros.npy") || fail "qflow hbm perf --input failed"
+  grep -q "^input .*: $work/zeros.npy$" <<< "$text" || fail "--input not used"
   ;;
 
 ocr)

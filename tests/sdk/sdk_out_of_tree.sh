@@ -41,8 +41,9 @@ if grep -rl -e "$build_dir" -e "$source_dir" "$prefix/lib/cmake/qflow" >/dev/nul
 fi
 if command -v readelf >/dev/null; then
   for f in "$prefix/bin/qflow" "$prefix/lib/libqflow_core.so" "$prefix"/lib/qflow/plugins/*.so; do
-    if readelf -d "$f" | grep -E 'RPATH|RUNPATH' | grep -q -e "$build_dir"; then
-      fail "$f keeps a search path into the build tree: $(readelf -d "$f" | grep -E 'RPATH|RUNPATH')"
+    paths=$(grep -E 'RPATH|RUNPATH' <<< "$(readelf -d "$f")" || true)
+    if grep -q -e "$build_dir" <<< "$paths"; then
+      fail "$f keeps a search path into the build tree: $paths"
     fi
   done
 fi
@@ -294,7 +295,7 @@ TOML
   names=$(onnx_text "$tmp/run/pass-out/named.onnx" | awk '/^  node \{$/ {n = 1} /^  \}$/ {n = 0} n && /^    name: / {print $2}')
   [ "$(echo "$names" | grep -c .)" = "$nodes" ] || { echo "$names" >&2; fail "not every node of named.onnx is named"; }
   [ "$(echo "$names" | sort -u | wc -l)" = "$nodes" ] || { echo "$names" >&2; fail "named.onnx repeats a node name"; }
-  echo "$names" | grep -qx '"n_Conv_0"' || { echo "$names" >&2; fail "the first Conv is not named n_Conv_0"; }
+  grep -qx '"n_Conv_0"' <<< "$names" || { echo "$names" >&2; fail "the first Conv is not named n_Conv_0"; }
   # Stable: the same model gets the same names again.
   (cd "$tmp/run" && "$qflow" run name-nodes.toml --out pass-out-2) >/dev/null 2>&1 || fail "the second run of the example pass failed"
   cmp -s "$tmp/run/pass-out/named.onnx" "$tmp/run/pass-out-2/named.onnx" || fail "the example pass named the same model differently"
