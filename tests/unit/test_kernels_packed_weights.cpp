@@ -159,6 +159,10 @@ TEST_CASE("MatMul on sgemm: batched and broadcast shapes, constant B packed per 
       {{2, 3, 5, 7}, {3, 7, 17}, {2, 3}},       // B broadcast over the leading dimension
       {{1, 5, 300}, {2, 1, 300, 20}, {2, 1}},   // A broadcast, B deep with a batch of two
       {{4, 1, 33}, {4, 33, 1}, {4}},            // one-row, one-column products
+      // A packed B wider than A is tall goes to the threads by column ranges: n not a
+      // multiple of the tiles, k over two depth blocks, A stacked from a batch.
+      {{1, 40, 300}, {300, 1000}, {1}},
+      {{2, 3, 300}, {300, 100}, {2}},
   };
   for (const Case& c : cases) {
     const auto a = noise(shape_numel(c.as), 11), b = noise(shape_numel(c.bs), 13);

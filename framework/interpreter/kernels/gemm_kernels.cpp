@@ -225,6 +225,21 @@ Status run_matmul(KernelContext& context, const PackedB* packed_b) {
   // tall product [batches * m x k] x [k x n]: fewer, fuller row blocks.
   const bool stacked = shape_numel(b_batch) == 1 && shape_numel(a_batch) == batches;
   const int64_t products = stacked ? 1 : batches, height = stacked ? batches * m : m;
+  if constexpr (std::is_same_v<T, float>) {
+    // One packed B wider than A is tall (a classifier head: 40 x 120 times 120 x 6625): the
+    // threads take column ranges, so each streams its share of B instead of all of it.
+    if (packed && products == 1 && n > height) {
+      const SgemmOperand am{ad + a_index[0] * m * k, k, 1};
+      constexpr int64_t unit_columns = 2 * kSgemmNr;
+      context.parallel_for((n + unit_columns - 1) / unit_columns, 2 * height * k * unit_columns,
+                           [&](int64_t begin, int64_t end) {
+                             const int64_t first = begin * unit_columns, count = std::min(n, end * unit_columns) - first;
+                             sgemm_columns(height, am, packed->matrix(b_index[0]), first, count, yd + first, n);
+                           });
+      context.outputs[0] = std::move(y);
+      return Status::ok();
+    }
+  }
   constexpr int64_t unit_rows = rows_per_unit<T>();
   const int64_t blocks = (height + unit_rows - 1) / unit_rows;
   context.parallel_for(n > 0 ? products * blocks : 0, 2 * unit_rows * k * n, [&](int64_t begin, int64_t end) {

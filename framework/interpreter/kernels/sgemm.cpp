@@ -322,6 +322,7 @@ struct Source {
   const float* packed = nullptr;
   int64_t padded = 0;
   SgemmOperand operand;
+  int64_t first_strip = 0;  // packed B: the strip column 0 of the product is in
 };
 
 // A[ic .. ic+mc) x [pc .. pc+kc) as packed strips.
@@ -336,7 +337,7 @@ const float* a_block(const Source& a, int64_t ic, int64_t mc, int64_t pc, int64_
 
 // B[pc .. pc+kc) x [jc .. jc+nc) as packed strips.
 const float* b_block(const Source& b, int64_t pc, int64_t kc, int64_t jc, int64_t nc) {
-  if (b.packed) return b.packed + pc * b.padded + (jc / kNr) * kc * kNr;
+  if (b.packed) return b.packed + pc * b.padded + (b.first_strip + jc / kNr) * kc * kNr;
   float* out = scratch(1, kKc * kNc);
   pack_b_block({b.operand.data + pc * b.operand.row_stride + jc * b.operand.col_stride, b.operand.row_stride,
                 b.operand.col_stride},
@@ -434,6 +435,11 @@ void sgemm_prepacked_b(const SgemmPackedA& a, int64_t n, const float* packed_b, 
 
 void sgemm(int64_t m, SgemmOperand a, const SgemmPackedB& b, float* c, int64_t ldc) {
   drive(m, b.n, b.k, Source{nullptr, 0, a}, Source{b.data(), round_up(b.n, kNr), {}}, c, ldc);
+}
+
+void sgemm_columns(int64_t m, SgemmOperand a, const SgemmPackedB& b, int64_t first, int64_t count, float* c,
+                   int64_t ldc) {
+  drive(m, count, b.k, Source{nullptr, 0, a}, Source{b.data(), round_up(b.n, kNr), {}, first / kNr}, c, ldc);
 }
 
 bool sgemm_isa_supported(SgemmIsa isa) {

@@ -83,6 +83,11 @@ void sgemm(const SgemmPackedA& a, int64_t n, SgemmOperand b, float* c, int64_t l
 void sgemm_prepacked_b(const SgemmPackedA& a, int64_t n, const float* packed_b, float* c, int64_t ldc);
 // A [m x b.k] as an operand times B packed once.
 void sgemm(int64_t m, SgemmOperand a, const SgemmPackedB& b, float* c, int64_t ldc);
+// Its columns [first, first + count) only, `first` a multiple of kSgemmNr, into c (column
+// `first` of the output): the values of the whole product's columns, bit for bit (each
+// element is one chain over k whatever the tile that computes it).
+void sgemm_columns(int64_t m, SgemmOperand a, const SgemmPackedB& b, int64_t first, int64_t count, float* c,
+                   int64_t ldc);
 
 // The register tiles: portable (multiply, then add), AVX2/FMA 6x16, and AVX-512 6x32 over two
 // strips (6x16 for a lone strip). AVX2 and AVX-512 give the same bits (one fused
