@@ -73,6 +73,22 @@ int fast_conv2d_mismatches(const Conv2DParams& p, const std::vector<int32_t>& x,
   return mismatches;
 }
 
+// A square-kernel layer of one batch: channels, groups, plane, kernel, stride and pad.
+Conv2DParams square_layer(int64_t c, int64_t m, int64_t group, int64_t h, int64_t w, int64_t k, int64_t stride,
+                          int64_t pad) {
+  Conv2DParams p;
+  p.batch = 1;
+  p.group = group;
+  p.in_channels = c;
+  p.out_channels = m;
+  p.in_h = h;
+  p.in_w = w;
+  p.kernel_h = p.kernel_w = k;
+  p.strides = {stride, stride};
+  p.pads = {pad, pad, pad, pad};
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("the instruction sets: portable always runs, the best is supported") {
@@ -226,16 +242,7 @@ TEST_CASE("fast conv2d equals fx::conv2d on layers that span many pixel tiles") 
   std::mt19937 rng(5);
   for (const Layer& l : {Layer{64, 24, 37, 41, 3, 1, 1}, Layer{48, 40, 29, 30, 1, 1, 0}, Layer{36, 12, 33, 35, 3, 2, 1},
                          Layer{20, 9, 26, 23, 5, 2, 2}}) {
-    Conv2DParams p;
-    p.batch = 1;
-    p.group = 1;
-    p.in_channels = l.c;
-    p.out_channels = l.m;
-    p.in_h = l.h;
-    p.in_w = l.w;
-    p.kernel_h = p.kernel_w = l.k;
-    p.strides = {l.stride, l.stride};
-    p.pads = {l.pad, l.pad, l.pad, l.pad};
+    Conv2DParams p = square_layer(l.c, l.m, 1, l.h, l.w, l.k, l.stride, l.pad);
     for (const QType type : {QType::Int8, QType::UInt8}) {
       p.input = QParams{0.1, random_in(rng, range_of(type).min, range_of(type).max), type};
       p.output = QParams{0.1, 3, QType::Int8};
@@ -260,15 +267,7 @@ TEST_CASE("fast conv2d equals fx::conv2d on int16 layers: pointwise runs, split 
   for (const Layer& l : {Layer{15, 20, 1, 9, 40, 1, 1, 0}, Layer{24, 36, 2, 12, 20, 1, 1, 0}, Layer{33, 9, 3, 5, 70, 1, 1, 0},
                          Layer{40, 40, 40, 12, 37, 3, 1, 1}, Layer{24, 24, 24, 13, 41, 3, 2, 1},
                          Layer{16, 16, 16, 12, 80, 5, 1, 2}, Layer{16, 32, 16, 7, 35, 5, 2, 2}}) {
-    Conv2DParams p;
-    p.group = l.group;
-    p.in_channels = l.c;
-    p.out_channels = l.m;
-    p.in_h = l.h;
-    p.in_w = l.w;
-    p.kernel_h = p.kernel_w = l.k;
-    p.strides = {l.stride, l.stride};
-    p.pads = {l.pad, l.pad, l.pad, l.pad};
+    Conv2DParams p = square_layer(l.c, l.m, l.group, l.h, l.w, l.k, l.stride, l.pad);
     for (const QType weight : {QType::Int16, QType::Int8}) {
       p.input = QParams{0.1, 0, QType::Int16};
       p.weight_type = weight;
