@@ -100,7 +100,9 @@ grep -q '"count": 14' "$work/scan.np1/"*dataset*.json 2>/dev/null || grep -rq '"
   fail "the limited dataset does not hold 14 samples"
 
 # One bad input fails the run on every rank; the job must end (non-zero), not hang, and
-# (mpirun --quiet) print one error line, rank 0's.
+# (mpirun --quiet) print one error line, rank 0's. A rank that mpirun ends before it meets
+# the error itself (a loaded machine: rank 0 got there first) adds its one-line notice of
+# being ended; that line is not an error of its own.
 if timeout 120 "${mpi[0]}" --quiet "${mpi[@]:1}" 2 "$qflow" run pipelines/ptq.toml \
      --set model=models/fashion_mnist/fashion_mnist.onnx --set data="$work/missing.npy" --threads 1 \
      --out "$work/bad" >"$work/bad.log" 2>"$work/bad.err"; then
@@ -109,7 +111,8 @@ else
   code=$?
   [ "$code" = 124 ] && fail "mpirun with a missing data file hung (killed after 120 s)"
   grep -q "missing.npy" "$work/bad.err" || fail "the error does not name the missing file: $(cat "$work/bad.err")"
-  [ "$(grep -c . "$work/bad.err")" = 1 ] || fail "expected one error line: $(cat "$work/bad.err")"
+  [ "$(grep -v "stopped: mpirun ended the job because another rank stopped first" "$work/bad.err" | grep -c .)" = 1 ] ||
+    fail "expected one error line: $(cat "$work/bad.err")"
 fi
 
 # A rank with another plugin set (here one more plugin) is refused before anything runs.
