@@ -138,16 +138,6 @@ __attribute__((target("avx2"))) void copy_rows_avx2(const float* src, int64_t sr
   }
 }
 
-bool cpu_has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
-
-bool cpu_has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f");
-}
-
 #endif
 
 }  // namespace
@@ -155,7 +145,7 @@ bool cpu_has_avx512() {
 bool depthwise_isa_supported(DepthwiseIsa isa) {
   if (isa == DepthwiseIsa::Portable) return true;
 #ifdef QFLOW_DEPTHWISE_AVX2
-  static const bool avx2 = cpu_has_avx2(), avx512 = cpu_has_avx512();
+  static const bool avx2 = isa::cpu_has(isa::Level::avx2), avx512 = isa::cpu_has(isa::Level::avx512);
   return isa == DepthwiseIsa::Avx512 ? avx512 : avx2;
 #else
   return false;
