@@ -1,4 +1,5 @@
-// The float32 loops of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, scalar and AVX2 (chosen at run time).
+// The float32 loops of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, scalar and
+// AVX2 (chosen at run time).
 #include "framework/interpreter/kernels/quantize_run.h"
 
 #include <algorithm>

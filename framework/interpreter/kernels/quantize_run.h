@@ -1,5 +1,5 @@
-// The float32 loops of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear. QuantizeLinear's: round_half_to_even(x / scale) + zero point,
-// saturated, NaN to the zero point. An AVX2 loop is chosen at run time; it gives the same
+// The float32 loops of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear.
+// QuantizeLinear's: round_half_to_even(x / scale) + zero point, saturated, NaN to the zero point. An AVX2 loop is chosen at run time; it gives the same
 // bytes as the scalar saturate_round (division and rounding are exact IEEE operations).
 #pragma once
 
