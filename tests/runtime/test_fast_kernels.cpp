@@ -929,6 +929,22 @@ TEST_CASE("fast concat equals fx::concat with copied and rescaled inputs of ever
   }
 }
 
+namespace {
+
+// The fast softmax of rows of `row` values under every ISA against fx::softmax: the same
+// values, or the same error.
+void compare_softmax(const SoftmaxParams& p, int64_t row, const std::vector<int32_t>& x, int trial) {
+  std::vector<int32_t> want(x.size());
+  const Status ws = softmax(p, row, x, want);
+  for (const fast::Isa isa : isas()) {
+    std::vector<int32_t> got(x.size(), -999);
+    REQUIRE(fast::softmax(p, isa, row, x, got).message() == ws.message());
+    if (ws.is_ok()) REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("fast softmax equals fx::softmax on 8-bit rows of any scale, and on what it defers") {
   std::mt19937 rng(29);
   for (int trial = 0; trial < 200; ++trial) {
@@ -946,27 +962,12 @@ TEST_CASE("fast softmax equals fx::softmax on 8-bit rows of any scale, and on wh
     std::vector<int32_t> x = random_values(rng, static_cast<size_t>(row * random_in(rng, 1, 4)), it);
     if (trial % 5 == 0) std::fill(x.begin(), x.end(), ri.max);  // all equal
     if (trial % 11 == 0) x[0] = ri.max + 1;                        // outside the type: the reference's message
-    std::vector<int32_t> want(x.size());
-    const Status ws = softmax(p, row, x, want);
-    for (const fast::Isa isa : isas()) {
-      std::vector<int32_t> got(x.size(), -999);
-      REQUIRE(fast::softmax(p, isa, row, x, got).message() == ws.message());
-      if (ws.is_ok()) REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
-    }
+    compare_softmax(p, row, x, trial);
   }
 }
 
 TEST_CASE("fast softmax equals fx::softmax on 16-bit rows: wide, clustered, past the table, other tables") {
   std::mt19937 rng(31);
-  const auto compare = [](const SoftmaxParams& p, int64_t row, const std::vector<int32_t>& x, int trial) {
-    std::vector<int32_t> want(x.size());
-    const Status ws = softmax(p, row, x, want);
-    for (const fast::Isa isa : isas()) {
-      std::vector<int32_t> got(x.size(), -999);
-      REQUIRE(fast::softmax(p, isa, row, x, got).message() == ws.message());
-      if (ws.is_ok()) REQUIRE_MESSAGE(got == want, fast::isa_name(isa) << " trial " << trial);
-    }
-  };
   for (int trial = 0; trial < 120; ++trial) {
     const QType it = rng() % 2 ? QType::Int16 : QType::UInt16;
     const QType ot = trial % 3 == 0 ? random_8bit(rng) : (rng() % 2 ? QType::Int16 : QType::UInt16);
@@ -988,7 +989,7 @@ TEST_CASE("fast softmax equals fx::softmax on 16-bit rows: wide, clustered, past
     }
     if (trial % 5 == 0) std::fill(x.begin(), x.end(), ri.max);
     if (trial % 11 == 0) x[0] = ri.max + 1;
-    compare(p, row, x, trial);
+    compare_softmax(p, row, x, trial);
   }
   // Ties of the division: a sum of 2^31 with odd entries (half-way quotients round up).
   SoftmaxParams p;
@@ -1001,5 +1002,5 @@ TEST_CASE("fast softmax equals fx::softmax on 16-bit rows: wide, clustered, past
   p.output_multiplier = Multiplier{1 << 30, -14};
   std::vector<int32_t> ties(19, -30000);  // past the table: entries 0, in the vector lanes and the tail
   ties[0] = 500, ties[9] = 499, ties[17] = 498;
-  compare(p, 19, ties, -1);
+  compare_softmax(p, 19, ties, -1);
 }
