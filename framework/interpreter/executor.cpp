@@ -12,6 +12,7 @@
 
 #include "framework/core/thread_pool.h"
 #include "framework/interpreter/half_precision.h"
+#include "framework/interpreter/kernels/activation.h"
 #include "framework/interpreter/kernels/control_flow.h"
 #include "framework/interpreter/kernels/quant_util.h"
 #include "framework/interpreter/tensor_arena.h"
@@ -214,6 +215,27 @@ std::optional<EpilogueStage> batchnorm_stage(const ConstantOf& constant_of, cons
   for (int64_t p = 0; p < c; ++p) e.factor[static_cast<std::size_t>(p)] = scale[p] / std::sqrt(var[p] + epsilon);
   channels = c;
   return e;
+}
+
+// Runs `program` (Q/DQ pairs) over the float32 output of a kernel that ignores epilogues:
+// in place when only this output (and the arena's handle) shares its storage, else on a
+// copy, since the kernel may have returned an input or a view of one. Leaves an output of
+// another dtype alone: the absorbed nodes then run on their own.
+Status run_after_kernel(const Epilogue& program, KernelContext& context) {
+  Tensor& out = context.outputs[0];
+  if (out.dtype() != DType::Float32 || !program.fits(out.shape().size(), -1)) return Status::ok();
+  const long owners = 1 + (context.arena && context.arena->handed_out_unheld(out) ? 1 : 0);
+  if (out.use_count() != owners) {
+    QFLOW_ASSIGN_OR_RETURN(Tensor copy, context.allocate(DType::Float32, out.shape()));
+    if (out.numel() > 0) std::copy_n(out.data<float>(), out.numel(), copy.data<float>());
+    out = std::move(copy);
+  }
+  float* data = out.data<float>();
+  context.parallel_for(out.numel(), 4, [&](int64_t begin, int64_t end) {
+    activation::finish_rows(&program, data + begin, 1, end - begin, end - begin, -1, nullptr);
+  });
+  context.epilogue_applied = true;
+  return Status::ok();
 }
 
 }  // namespace
@@ -436,9 +458,14 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     return std::make_pair(stage, std::vector<std::size_t>{*gate_step, *mul_step});
   };
 
+  std::vector<char> absorbed(steps_.size(), 0);
   for (std::size_t s = 0; s < steps_.size(); ++s) {
     Step& step = steps_[s];
-    if (step.folded || !step.kernel->supports_epilogue() || step.outputs.size() != 1 || step.outputs[0] < 0) continue;
+    if (step.folded || step.outputs.size() != 1 || step.outputs[0] < 0) continue;
+    // Any other producer still sheds the integer tensor of a Q/DQ pair after it, unless an
+    // earlier program already computes it.
+    const bool after_kernel = !step.kernel->supports_epilogue();
+    if (after_kernel && absorbed[s]) continue;
     // Per-channel stages need the producer's rows to be channels: Conv's are, Gemm's are not.
     const bool per_channel = order_[s]->op_type() == "Conv";
     // With a constant weight the channel count is known now: per-position parameters of
@@ -447,11 +474,12 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     const Tensor* weight = producer_inputs.size() > 1 && producer_inputs[1] ? constant_of(producer_inputs[1]) : nullptr;
     const int64_t conv_channels = per_channel && weight && weight->rank() > 0 ? weight->dim(0) : 0;
     Fusion fusion;
+    fusion.after_kernel = after_kernel;
     Epilogue& program = fusion.epilogue;
     const Value* x = slot_values_[static_cast<std::size_t>(step.outputs[0])];
     // Extend the chain while the current value is needed by nothing but its next node.
     while (!kept(x)) {
-      if (x->uses().size() == 2) {
+      if (x->uses().size() == 2 && !after_kernel) {
         // x * HardSigmoid(x), with x feeding exactly the HardSigmoid and the Mul.
         if (const auto product = hard_sigmoid_product(x)) {
           program.stages.push_back(product->first);
@@ -515,6 +543,7 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
         x = dq->outputs()[0];
         continue;
       }
+      if (after_kernel) break;
       std::optional<EpilogueStage> stage;
       if (first_input) stage = activation_stage(constant_of, next, opset);
       if (!stage) stage = binary_stage(constant_of, next, opset, x, program.min_rank);
@@ -528,6 +557,7 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
       fusion.steps.push_back(*at);
       x = next.outputs()[0];
     }
+    for (const std::size_t at : fusion.steps) absorbed[at] = 1;
     if (!fusion.steps.empty()) step.fusion = std::move(fusion);
   }
 }
@@ -638,6 +668,8 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
     if (fuse) context.epilogue = &step.fusion->epilogue;
     const auto started = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     QFLOW_RETURN_IF_ERROR(compute_node(*step.kernel, step.widens_half, context));
+    if (fuse && step.fusion->after_kernel && !context.outputs[0].empty())
+      QFLOW_RETURN_IF_ERROR(run_after_kernel(step.fusion->epilogue, context));
     if (profile) {
       profile->seconds[s] += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       profile->computed[s] = 1;

@@ -68,7 +68,8 @@ class Executor {
 
   const Model& model() const { return model_; }
   const std::vector<Node*>& order() const { return order_; }
-  // Number of nodes a hook-less run computes inside the Conv/Gemm before them.
+  // Number of nodes a hook-less run computes inside an earlier step (a Conv/Gemm's epilogue,
+  // a Q/DQ pair after any kernel).
   std::size_t fused_count() const;
   // Number of nodes computed once by create() instead of on every run.
   std::size_t folded_count() const;
@@ -79,6 +80,9 @@ class Executor {
   struct Fusion {
     std::vector<std::size_t> steps;
     Epilogue epilogue;
+    // The producer's kernel ignores epilogues: the executor runs the program over its
+    // float32 output after it (only Q/DQ pairs, which then skip the integer tensor).
+    bool after_kernel = false;
   };
   struct Step {
     std::unique_ptr<Kernel> kernel;

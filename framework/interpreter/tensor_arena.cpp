@@ -38,6 +38,12 @@ void TensorArena::release(const Tensor& tensor) {
   free_[{buffer.tensor.dtype(), buffer.tensor.numel()}].push_back(it->second);
 }
 
+bool TensorArena::handed_out_unheld(const Tensor& tensor) const {
+  if (!tensor.raw_data()) return false;
+  auto it = index_.find(tensor.raw_data());
+  return it != index_.end() && buffers_[it->second].used && buffers_[it->second].holders == 0;
+}
+
 void TensorArena::reclaim() {
   std::vector<Buffer> kept;
   kept.reserve(buffers_.size());

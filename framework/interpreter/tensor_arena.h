@@ -32,6 +32,9 @@ class TensorArena {
   // is given up for good, so it is never handed out while the caller holds it. Free
   // buffers this run did not ask for are released, which bounds the arena by one run.
   void reclaim();
+  // Whether `tensor` is a buffer handed out this run that no value holds yet: a kernel's
+  // new output, which the arena's handle and the output's alone share when nobody kept it.
+  bool handed_out_unheld(const Tensor& tensor) const;
 
   std::size_t buffer_count() const { return buffers_.size(); }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
@@ -279,6 +280,39 @@ TEST_CASE("Epilogue: a Q/DQ pair gives the bytes of the two nodes under every ca
       // Two pairs and the Relu between them.
       check_fused_equals_separate(net.model(), {{"x", Tensor::from_vector<float>({1, 4, 9, 11}, x)}}, 5);
     }
+  }
+}
+
+TEST_CASE("Epilogue: a Q/DQ pair after a kernel without an epilogue gives the bytes of the two nodes") {
+  const Tensor zp = Tensor::from_vector<int8_t>({}, {-2});
+  const std::vector<float> x = noise(2 * 3 * 5 * 7, 23, 3.0f);
+  const std::map<std::string, Tensor> feeds = {{"x", Tensor::from_vector<float>({2, 3, 5, 7}, x)}};
+  SUBCASE("a new output, computed in place") {
+    Net net(13);
+    Value* y = net.apply("Mul", {net.input("x"), net.random({3, 1, 1})});
+    net.graph().outputs = {qdq(net, y, 0.03f, zp)};
+    check_fused_equals_separate(net.model(), feeds, 2);
+  }
+  SUBCASE("a view of a value still needed, computed on a copy") {
+    Net net(13);
+    Value* in = net.input("x");
+    Value* sum = net.apply("Add", {in, net.scalar(0.5f)});
+    Value* flat = net.apply("Reshape", {sum, net.constant(Tensor::from_vector<int64_t>({2}, {2, -1}))});
+    net.graph().outputs = {qdq(net, flat, 0.03f, zp), sum};
+    check_fused_equals_separate(net.model(), feeds, 2);
+  }
+  SUBCASE("the caller's input handed through, never written") {
+    Net net(13);
+    net.graph().outputs = {qdq(net, net.apply("Identity", {net.input("x")}), 0.03f, zp)};
+    check_fused_equals_separate(net.model(), feeds, 2);
+    CHECK(std::memcmp(feeds.at("x").data<float>(), x.data(), x.size() * sizeof(float)) == 0);
+  }
+  SUBCASE("integers in: the pair runs as its nodes") {
+    Net net(13);
+    Node* cast = net.node("Cast", {net.input("x")});
+    cast->set_attribute(Attribute::make_int("to", static_cast<int64_t>(DType::Int32)));
+    net.graph().outputs = {qdq(net, cast->outputs()[0], 0.5f, zp)};
+    check_fused_equals_separate(net.model(), feeds, 2);
   }
 }
 
