@@ -5,12 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "framework/interpreter/executor.h"
+#include "framework/interpreter/kernels/sgemm.h"
 #include "tests/unit/node_runner.h"
 #include "tests/unit/test_model_util.h"
 
@@ -101,6 +103,44 @@ TEST_CASE("Conv with a constant weight: packed GEMM matches a direct loop and th
     CHECK(y.shape() == Shape{c.xs[0], c.ws[0], oh, ow});
     check_close(y, direct_conv(c, x, w, b, oh, ow), 1e-4);
   }
+}
+
+TEST_CASE("Conv with few output channels: the direct kernel gives the GEMM's bits on every tile") {
+  struct DirectCase {
+    std::string name;
+    Shape xs, ws;
+    std::vector<int64_t> strides, dilations, pads;
+  };
+  const std::vector<DirectCase> cases = {
+      // 13 channels: strips of 6, 6 and 1; 70 columns: whole, partial and masked chunks.
+      {"3x3 pad 1", {1, 5, 13, 70}, {13, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {"3x5 dilated, row stride 2, uneven pads", {2, 4, 17, 41}, {7, 4, 3, 5}, {2, 1}, {2, 2}, {2, 0, 1, 3}},
+      {"1x3 without pads", {1, 6, 3, 50}, {9, 6, 1, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {"wider window than the image", {1, 2, 5, 4}, {3, 2, 3, 7}, {1, 1}, {1, 1}, {1, 3, 1, 3}},
+      {"48 channels, 160 columns in several tiles", {1, 8, 6, 160}, {48, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+  };
+  const SgemmIsa saved = sgemm_isa();
+  for (const SgemmIsa isa : {SgemmIsa::Avx2, SgemmIsa::Avx512}) {
+    if (!sgemm_set_isa(isa)) continue;
+    for (const DirectCase& c : cases) {
+      CAPTURE(c.name);
+      CAPTURE(static_cast<int>(isa));
+      auto x = noise(shape_numel(c.xs), 11), w = noise(shape_numel(c.ws), 12);
+      SingleNode spec = testing::single_node(
+          "Conv", {floats(c.xs, x), floats(c.ws, w), floats({c.ws[0]}, noise(c.ws[0], 13))},
+          {Attribute::make_ints("strides", c.strides), Attribute::make_ints("dilations", c.dilations),
+           Attribute::make_ints("pads", c.pads)});
+      run_packed_and_unpacked(spec, {false, true, true});
+      // Padding taps are multiply-adds of zeros, as im2col's: an infinite weight makes NaN
+      // wherever its tap falls into the padding, a NaN pixel spreads to its windows.
+      w[static_cast<std::size_t>(c.ws[1] * c.ws[2] * c.ws[3] + 1)] = std::numeric_limits<float>::infinity();
+      x[7] = std::numeric_limits<float>::quiet_NaN();
+      spec.inputs[0] = floats(c.xs, x);
+      spec.inputs[1] = floats(c.ws, w);
+      run_packed_and_unpacked(spec, {false, true, true});
+    }
+  }
+  REQUIRE(sgemm_set_isa(saved));
 }
 
 TEST_CASE("Conv with a constant weight: 1-D and 3-D convolutions") {

@@ -13,6 +13,7 @@
 #include "framework/interpreter/kernel_util.h"
 #include "framework/interpreter/kernels/activation.h"
 #include "framework/interpreter/kernels/conv_gemm.h"
+#include "framework/interpreter/kernels/direct_conv.h"
 #include "framework/interpreter/kernels/conv_geometry.h"
 #include "framework/interpreter/kernels/depthwise_conv.h"
 #include "framework/interpreter/kernels/eigen_maps.h"
@@ -88,9 +89,11 @@ struct ConvShapes {
   bool is_depthwise() const { return g.in_channels_per_group() == 1 && g.group > 1 && g.rank() == 2; }
 };
 
-// `packed`: the weight packed when the kernel was made, or null.
+// `packed`: the weight packed when the kernel was made, or null; `direct`: the same weight
+// in the direct kernel's strips, or null.
 template <typename T>
-Status run_conv(KernelContext& context, const ConvShapes& shapes, const PackedConvWeights* packed) {
+Status run_conv(KernelContext& context, const ConvShapes& shapes, const PackedConvWeights* packed,
+                const DirectConvWeights* direct) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
   QFLOW_ASSIGN_OR_RETURN(const Tensor* w, context.required_input(1));
   const Tensor* bias = context.input(2);
@@ -127,6 +130,8 @@ Status run_conv(KernelContext& context, const ConvShapes& shapes, const PackedCo
     const bool pointwise = g.is_pointwise();
     // A weight fed at run time in place of the packed constant takes the unpacked path.
     const PackedConvWeights* weights = packed && packed->packs(*w) ? packed : nullptr;
+    std::optional<DirectConvPlan> in_place;
+    if (weights && direct && direct_conv_fits(g)) in_place.emplace(*direct, g);
     const int64_t tile = column_tile<T>(rows, out_size, g.batch * groups, context.threads ? context.threads->size() : 1);
     const int64_t tiles = out_size > 0 ? (out_size + tile - 1) / tile : 0;
     context.parallel_for(g.batch * groups * tiles, 2 * mg * rows * tile, [&](int64_t begin, int64_t end) {
@@ -137,7 +142,9 @@ Status run_conv(KernelContext& context, const ConvShapes& shapes, const PackedCo
         const T* image = xd + (n * g.in_channels + gi * cg) * in_size;
         T* out_data = yd + (n * g.out_channels + gi * mg) * out_size + col_begin;
         if constexpr (std::is_same_v<T, float>) {
-          if (weights) {
+          if (in_place) {
+            in_place->tile(image, col_begin, count, out_data, out_size);
+          } else if (weights) {
             conv_gemm_tile(weights->group(gi), image, g, col_begin, count, out_data, out_size);
           } else {
             if (!pointwise) im2col(image, g, cg, T(0), col_begin, col_begin + count, columns);
@@ -215,8 +222,8 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
 // activation that follows it.
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(ConvAttributes attrs, std::unique_ptr<PackedConvWeights> packed)
-      : attrs_(std::move(attrs)), packed_(std::move(packed)) {}
+  ConvKernel(ConvAttributes attrs, std::unique_ptr<PackedConvWeights> packed, std::unique_ptr<DirectConvWeights> direct)
+      : attrs_(std::move(attrs)), packed_(std::move(packed)), direct_(std::move(direct)) {}
   bool supports_epilogue() const override { return true; }
   Status compute(KernelContext& context) const override {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
@@ -236,12 +243,13 @@ class ConvKernel final : public Kernel {
       const std::lock_guard<std::mutex> lock(mutex_);
       shapes_ = shapes;
     }
-    return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv<T>(context, *shapes, packed_.get()); });
+    return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv<T>(context, *shapes, packed_.get(), direct_.get()); });
   }
 
  private:
   ConvAttributes attrs_;
   std::unique_ptr<PackedConvWeights> packed_;
+  std::unique_ptr<DirectConvWeights> direct_;
   // The shapes of the last call: a model runs with the same shapes every time, and deriving
   // them allocated a dozen small vectors per call. Executors may run in parallel threads.
   mutable std::mutex mutex_;
@@ -263,7 +271,8 @@ void register_conv_kernels(KernelRegistry& registry) {
                  ConvAttributes attrs = read_conv_attributes(node);
                  const Tensor* weight = constants.size() > 1 ? constants[1] : nullptr;
                  auto packed = weight ? PackedConvWeights::make(*weight, attrs.group) : nullptr;
-                 return std::unique_ptr<Kernel>(new ConvKernel(std::move(attrs), std::move(packed)));
+                 auto direct = packed ? DirectConvWeights::make(*weight, attrs.group) : nullptr;
+                 return std::unique_ptr<Kernel>(new ConvKernel(std::move(attrs), std::move(packed), std::move(direct)));
                });
   registry.add_function("", "ConvTranspose", 1, kLatestOpset, conv_transpose);
 }
