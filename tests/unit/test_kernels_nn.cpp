@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -168,6 +169,40 @@ TEST_CASE("ConvTranspose: 2-D with dilation scatters taps apart") {
   SingleNode spec = make_node("ConvTranspose", {floats({1, 1, 1, 1}, {2}), floats({1, 1, 2, 2}, {1, 2, 3, 4})});
   spec.attributes = {Attribute::make_ints("dilations", {2, 2})};
   check_close(run(spec)[0], {1, 1, 3, 3}, {2, 0, 4, 0, 0, 0, 6, 0, 8});
+}
+
+TEST_CASE("ConvTranspose: kernel equal to the stride, one product for all channels, the general path's bits") {
+  // The 2-D case takes one GEMM per tile of input positions; the same numbers as a 3-D
+  // ConvTranspose with a depth of one run the general path (per channel, then col2im).
+  struct Case {
+    std::string name;
+    int64_t batch, c, m, h, w, sh, sw;
+  };
+  const std::vector<Case> cases = {
+      {"2x2, several tiles, batch 2", 2, 5, 7, 40, 33, 2, 2},
+      {"2x3", 1, 3, 4, 9, 11, 2, 3},
+      {"1x1", 1, 6, 2, 5, 5, 1, 1},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    auto x = noise(c.batch * c.c * c.h * c.w, 21), w = noise(c.c * c.m * c.sh * c.sw, 22), b = noise(c.m, 23);
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    w[1] = -0.0f;
+    for (int threads : {1, 2}) {
+      CAPTURE(threads);
+      SingleNode flat = make_node("ConvTranspose", {floats({c.batch, c.c, c.h, c.w}, x), floats({c.c, c.m, c.sh, c.sw}, w),
+                                                    floats({c.m}, b)});
+      flat.attributes = {Attribute::make_ints("strides", {c.sh, c.sw})};
+      flat.threads = threads;
+      SingleNode deep = make_node("ConvTranspose", {floats({c.batch, c.c, 1, c.h, c.w}, x),
+                                                    floats({c.c, c.m, 1, c.sh, c.sw}, w), floats({c.m}, b)});
+      deep.attributes = {Attribute::make_ints("strides", {1, c.sh, c.sw})};
+      deep.threads = threads;
+      const Tensor got = run(flat)[0], want = run(deep)[0];
+      REQUIRE(got.shape() == Shape{c.batch, c.m, c.h * c.sh, c.w * c.sw});
+      CHECK(got.reshaped(want.shape()).bitwise_equal(want));
+    }
+  }
 }
 
 TEST_CASE("Gemm: transposes, alpha, beta and a broadcast C") {

@@ -166,6 +166,59 @@ Status run_conv(KernelContext& context, const ConvShapes& shapes, const PackedCo
   return Status::ok();
 }
 
+// A 2-D ConvTranspose whose kernel equals its stride, unpadded and one group (the 2x
+// upsampling of segmentation and detection heads): every output pixel takes exactly one
+// value of W^T * X, so the product can be made for all channels at once, tile by tile of
+// input positions, and scattered.
+bool transposed_without_overlap(const ConvGeometry& g) {
+  if (g.rank() != 2 || g.group != 1) return false;
+  for (std::size_t d = 0; d < 2; ++d)
+    if (g.kernel[d] != g.strides[d] || g.dilations[d] != 1 || g.pads_begin[d] != 0 ||
+        g.in_spatial[d] != g.out_spatial[d] * g.strides[d])
+      return false;
+  return true;
+}
+
+// transposed_without_overlap's case: y [N, M, H * s0, W * s1] from x [N, C, H, W] and w
+// [C, M, s0, s1]. Each value is the sgemm chain over C and then, as the general path's col2im
+// into a zeroed image and its bias loop compute it, (0 + v) + bias: the same bits. The general
+// path packs the whole input again for every output channel.
+void conv_transpose_without_overlap(KernelContext& context, const ConvGeometry& g, const float* xd, const float* wd,
+                                    const float* bd, float* yd) {
+  const int64_t m = g.in_channels, c = g.out_channels, ks = g.kernel_size(), rows = m * ks;
+  const int64_t in_size = g.out_size(), in_width = g.out_spatial[1], out_width = g.in_spatial[1];
+  const int64_t out_size = g.in_size(), kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
+  constexpr int64_t kTile = 1024;  // input positions per product: rows x 1024 floats of scratch
+  const int64_t tiles = (in_size + kTile - 1) / kTile;
+  context.parallel_for(g.batch * tiles, 2 * c * rows * kTile, [&](int64_t begin, int64_t end) {
+    float* columns = scratch<float>(static_cast<std::size_t>(rows * kTile));
+    for (int64_t unit = begin; unit < end; ++unit) {
+      const int64_t n = unit / tiles, first = (unit % tiles) * kTile, count = std::min(kTile, in_size - first);
+      sgemm(rows, count, c, SgemmOperand{wd, 1, rows}, SgemmOperand{xd + n * c * in_size + first, in_size, 1}, columns,
+            count);
+      // Output rows are written left to right: input row y's run [x0, x0 + len) of this
+      // tile fills columns x0 * sw .. (x0 + len) * sw - 1 of output rows y * sh + i.
+      for (int64_t ch = 0; ch < m; ++ch) {
+        float* plane = yd + (n * m + ch) * out_size;
+        const float* taps = columns + ch * ks * count;
+        for (int64_t q = 0; q < count;) {
+          const int64_t y = (first + q) / in_width, x0 = (first + q) % in_width, len = std::min(in_width - x0, count - q);
+          for (int64_t i = 0; i < sh; ++i) {
+            float* out = plane + (y * sh + i) * out_width + x0 * sw;
+            for (int64_t x = 0; x < len; ++x)
+              for (int64_t j = 0; j < sw; ++j) {
+                float v = 0.0f + taps[(i * kw + j) * count + q + x];
+                if (bd) v = v + bd[ch];
+                out[x * sw + j] = v;
+              }
+          }
+          q += len;
+        }
+      }
+    }
+  });
+}
+
 template <typename T>
 Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
   QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
@@ -176,6 +229,15 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
   if (!geometry) return context.error(geometry.status().message());
   const ConvGeometry& g = *geometry;
   QFLOW_RETURN_IF_ERROR(check_bias(context, bias, g.in_channels, x->dtype()));
+  if constexpr (std::is_same_v<T, float>) {
+    if (transposed_without_overlap(g)) {
+      QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(DType::Float32, g.image_shape()));
+      conv_transpose_without_overlap(context, g, x->data<float>(), w->data<float>(),
+                                     bias ? bias->data<float>() : nullptr, y.data<float>());
+      context.outputs[0] = std::move(y);
+      return Status::ok();
+    }
+  }
 
   auto made = Tensor::make(x->dtype(), g.image_shape());
   if (!made) return context.error(made.status().message());
