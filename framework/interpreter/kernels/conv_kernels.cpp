@@ -13,9 +13,9 @@
 #include "framework/interpreter/kernel_util.h"
 #include "framework/interpreter/kernels/activation.h"
 #include "framework/interpreter/kernels/conv_gemm.h"
-#include "framework/interpreter/kernels/direct_conv.h"
 #include "framework/interpreter/kernels/conv_geometry.h"
 #include "framework/interpreter/kernels/depthwise_conv.h"
+#include "framework/interpreter/kernels/direct_conv.h"
 #include "framework/interpreter/kernels/eigen_maps.h"
 #include "framework/interpreter/kernels/sgemm.h"
 

@@ -14,7 +14,7 @@ namespace qflow {
 
 namespace {
 
-constexpr int64_t kStrip = 6;  // output channels in registers, as sgemm's tile rows
+constexpr int64_t kStrip = kDirectConvStrip;
 
 using Tap = DirectConvPlan::Tap;
 

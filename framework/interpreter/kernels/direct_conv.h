@@ -16,9 +16,11 @@
 
 namespace qflow {
 
-// Convs with at most this many output channels per group take the direct path; above it
-// the GEMM, which reuses each column value for many channels, pays for its im2col.
+// Convs with at most this many output channels take the direct path; above it the GEMM,
+// which reuses each column value for many channels, pays for its im2col.
 inline constexpr int64_t kDirectConvMaxChannels = 48;
+// Output channels held in registers at once, as sgemm's tile rows.
+inline constexpr int64_t kDirectConvStrip = 6;
 
 // A float32 weight [M, C, kh, kw] (one group) in strips of six output channels: strip s
 // holds, for each im2col row p, the weights of channels 6s .. 6s + 5 (zeros past M).
@@ -29,7 +31,7 @@ class DirectConvWeights {
   static std::unique_ptr<DirectConvWeights> make(const Tensor& weight, int64_t group);
   int64_t channels() const { return m_; }
   int64_t rows() const { return k_; }
-  const float* strip(int64_t s) const { return strips_.data() + s * k_ * 6; }
+  const float* strip(int64_t s) const { return strips_.data() + s * k_ * kDirectConvStrip; }
 
  private:
   int64_t m_ = 0, k_ = 0;
@@ -62,8 +64,9 @@ class DirectConvPlan {
 
 // Whether the direct kernel computes this geometry: 2-D, not pointwise (sgemm reads a 1x1
 // conv's image in place already), one group, unit stride along the width (its positions are
-// contiguous runs of a row), and an AVX2 or AVX-512 sgemm tile in use (the portable one rounds
-// products separately). Other strides, dilations and pads are fine.
+// contiguous runs of a row), a window at most 16 columns wide, and an AVX2 or AVX-512 sgemm
+// tile in use (the portable one rounds products separately). Other strides, dilations and
+// pads are fine.
 bool direct_conv_fits(const ConvGeometry& g);
 
 }  // namespace qflow
