@@ -100,6 +100,54 @@ TEST_CASE("isa cap: the activation loops give the same bits on the baseline and 
   }
 }
 
+TEST_CASE("isa cap: fake quant by fused multiply-adds gives the division's bits") {
+  CapGuard guard;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> scales(1e-4f, 0.5f);
+  std::uniform_int_distribution<int> integers(-40000, 40000), ulps(-6, 6);
+  std::uniform_int_distribution<uint32_t> any_bits;
+  // Values on and a few ulps around (k + 0.5) * s, where a quotient off by one ulp rounds to
+  // another integer, any float at all (subnormals, huge values), NaN, the infinities, zeros;
+  // int8 and int16 ranges; scales inside the fused range, at its edges and outside it.
+  const int64_t n = 4000;
+  const std::vector<float> fixed = {0.125f, 0x1p-60f, 0x1p60f, 0x1.8p-61f, 0x1p61f, 3e-8f};
+  for (int trial = 0; trial < 40; ++trial) {
+    CAPTURE(trial);
+    EpilogueStage stage{EpilogueStage::Kind::FakeQuant};
+    stage.constant = trial < static_cast<int>(fixed.size()) ? fixed[static_cast<std::size_t>(trial)] : scales(rng);
+    stage.lo = trial % 2 ? -128.0f : -32768.0f;
+    stage.hi = trial % 2 ? 127.0f : 32767.0f;
+    if (trial % 5 == 0) stage.lo = 0.0f, stage.hi = 255.0f;  // uint8, zero point 0
+    std::vector<float> data(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      float v = (static_cast<float>(integers(rng)) + 0.5f) * stage.constant;
+      const auto bits = static_cast<int32_t>(std::bit_cast<uint32_t>(v));
+      v = std::bit_cast<float>(static_cast<uint32_t>(bits + ulps(rng)));
+      if (i % 3 == 0) v = std::bit_cast<float>(any_bits(rng));
+      data[static_cast<std::size_t>(i)] = v;
+    }
+    data[7] = std::numeric_limits<float>::quiet_NaN();
+    data[300] = std::numeric_limits<float>::infinity();
+    data[301] = -std::numeric_limits<float>::infinity();
+    data[302] = -0.0f;
+    data[303] = std::numeric_limits<float>::max();
+    data[304] = std::numeric_limits<float>::denorm_min();
+    std::vector<float> want = data;
+    for (float& v : want) v = activation::fake_quant(v, stage.constant, stage.lo, stage.hi);
+    const Epilogue program{{stage}, 0};
+    for (const std::string& cap : caps_this_cpu_has()) {
+      CAPTURE(cap);
+      REQUIRE(set_kernel_isa_cap(cap, "--isa").is_ok());
+      std::vector<float> got = data;
+      activation::finish_rows(&program, got.data(), 1, n, n, -1, nullptr);
+      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+      got = data;  // short rows: the tails go through the scalar loop
+      activation::finish_rows(&program, got.data(), 160, 25, 25, -1, nullptr);
+      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
 TEST_CASE("isa cap: the Fashion-MNIST fixture on every cap this CPU has") {
   CapGuard guard;
   const std::string dir = std::string(QFLOW_SOURCE_DIR) + "/models/fashion_mnist/";
