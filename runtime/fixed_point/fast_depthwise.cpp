@@ -13,6 +13,7 @@
 
 #include "fixed_point/fast_depthwise.h"
 #include "fixed_point/fast_dpwssd.h"
+#include "qflow/runtime/vector_groups.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -21,6 +22,8 @@
 
 namespace qflow::fx::fast::detail {
 namespace {
+
+using vector_groups::for_each_vector_group;
 
 // Elements after the last phase row that a vector load at a row's end may read (16 lanes).
 constexpr int64_t kOverRead = 16;
@@ -103,38 +106,6 @@ void vectors(Dot dot, const int32_t* q, const int64_t* offsets, const int32_t* t
     case Dot::PairsAvxVnni: return vectors_pairs<N>(q, offsets, taps, tap_count, bias, at, dst, lanes, acc);
 #endif
     case Dot::PairsAvx512: return vectors_pairs_avx512<N>(q, offsets, taps, tap_count, bias, at, dst, lanes, acc);
-  }
-}
-
-// The pixels of an oh x ow output in vectors of `width` pixels along the rows, up to kGroup
-// vectors at a time: visit.template operator()<n>(at, dst, lanes) with each vector's offset
-// in the phased plane (rows row_step apart), its offset in the output and how many of its
-// pixels exist.
-constexpr int kGroup = 6;
-template <typename Visit>
-[[gnu::always_inline]] inline void for_each_vector_group(int64_t oh, int64_t ow, int64_t row_step, int64_t width,
-                                                         Visit&& visit) {
-  const int64_t total = oh * ((ow + width - 1) / width);
-  int64_t oy = 0, ox = 0;  // the next vector's first pixel
-  for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
-    const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
-    int64_t at[kGroup], dst[kGroup];
-    int lanes[kGroup];
-    for (int i = 0; i < n; ++i) {
-      at[i] = oy * row_step + ox;
-      dst[i] = oy * ow + ox;
-      lanes[i] = static_cast<int>(std::min<int64_t>(width, ow - ox));
-      ox += width;
-      if (ox >= ow) ox = 0, ++oy;
-    }
-    switch (n) {
-      case 6: visit.template operator()<6>(at, dst, lanes); break;
-      case 5: visit.template operator()<5>(at, dst, lanes); break;
-      case 4: visit.template operator()<4>(at, dst, lanes); break;
-      case 3: visit.template operator()<3>(at, dst, lanes); break;
-      case 2: visit.template operator()<2>(at, dst, lanes); break;
-      default: visit.template operator()<1>(at, dst, lanes); break;
-    }
   }
 }
 

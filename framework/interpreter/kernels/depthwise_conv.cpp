@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "qflow/runtime/isa_cap.h"
+#include "qflow/runtime/vector_groups.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -19,6 +20,8 @@
 namespace qflow {
 
 namespace {
+
+using vector_groups::for_each_vector_group;
 
 // Elements after the last phase row that a vector load at a row's end may read.
 constexpr int64_t kOverRead = 16;
@@ -53,39 +56,7 @@ __attribute__((target("avx2"))) void vectors_avx2(const float* q, const float* w
   }
 }
 
-// The outputs of an oh x ow plane in vectors of `width` outputs along the rows, up to kGroup
-// vectors at a time: visit.template operator()<n>(at, dst, lanes) with each vector's offset
-// in the phased plane (rows row_step apart), its offset in the output and how many of its
-// outputs exist.
-constexpr int kGroup = 6;
-template <typename Visit>
-[[gnu::always_inline]] inline void for_each_vector_group(int64_t oh, int64_t ow, int64_t row_step, int64_t width,
-                                                         Visit&& visit) {
-  const int64_t total = oh * ((ow + width - 1) / width);
-  int64_t oy = 0, ox = 0;  // the next vector's first output
-  for (int64_t v0 = 0; v0 < total; v0 += kGroup) {
-    const int n = static_cast<int>(std::min<int64_t>(kGroup, total - v0));
-    int64_t at[kGroup], dst[kGroup];
-    int lanes[kGroup];
-    for (int i = 0; i < n; ++i) {
-      at[i] = oy * row_step + ox;
-      dst[i] = oy * ow + ox;
-      lanes[i] = static_cast<int>(std::min<int64_t>(width, ow - ox));
-      ox += width;
-      if (ox >= ow) ox = 0, ++oy;
-    }
-    switch (n) {
-      case 6: visit.template operator()<6>(at, dst, lanes); break;
-      case 5: visit.template operator()<5>(at, dst, lanes); break;
-      case 4: visit.template operator()<4>(at, dst, lanes); break;
-      case 3: visit.template operator()<3>(at, dst, lanes); break;
-      case 2: visit.template operator()<2>(at, dst, lanes); break;
-      default: visit.template operator()<1>(at, dst, lanes); break;
-    }
-  }
-}
-
-// All outputs of a plane, in groups of kGroup vectors along the rows.
+// All outputs of a plane, in groups of kVectorGroup vectors along the rows.
 void accumulate_avx2(const float* q, const float* weights, const std::vector<int64_t>& taps, int64_t oh, int64_t ow,
                      int64_t row_step, float* out) {
   const auto tap_count = static_cast<int64_t>(taps.size());
