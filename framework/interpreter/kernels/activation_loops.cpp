@@ -121,7 +121,7 @@ __attribute__((target("avx512f"))) void fake_quant_fma_avx512(const EpilogueStag
 // One stage over n floats of output channel `channel`, a vector of Floats at a time (8 or 16
 // lanes), each lane computing the scalar expression of apply_stage; the tail and Sigmoid (exp
 // has no lane-wise form here) go through apply_stage itself.
-template <typename Floats, bool kFma>  // kFma: the AVX-512 copy
+template <typename Floats>
 [[gnu::always_inline]] inline void stage_lanes(const EpilogueStage& stage, float* data, int64_t n, int64_t channel) {
   constexpr int64_t kLanes = sizeof(Floats) / sizeof(float);
   const int64_t body = stage.kind == Kind::Sigmoid ? 0 : n - n % kLanes;
@@ -212,7 +212,7 @@ template <typename Floats, bool kFma>  // kFma: the AVX-512 copy
       break;
     case Kind::FakeQuant: {
 #if defined(__x86_64__) && defined(__GNUC__)
-      if constexpr (kFma) {
+      if constexpr (sizeof(Floats) == 64) {  // the AVX-512 copy
         if (stage.constant >= kFmaScaleMin && stage.constant <= kFmaScaleMax) {
           fake_quant_fma_avx512(stage, data, body);
           break;
@@ -236,7 +236,7 @@ template <typename Floats, bool kFma>  // kFma: the AVX-512 copy
 }
 
 // The bodies of finish_rows and clip_floats, inlined into each instruction-set variant.
-template <typename Floats, bool kFma>
+template <typename Floats>
 [[gnu::always_inline]] inline void finish_rows_body(const Epilogue* epilogue, float* data, int64_t rows, int64_t n,
                                                     int64_t ld, int64_t channel, const float* bias) {
   const Fused f = fused_form(epilogue);
@@ -259,7 +259,7 @@ template <typename Floats, bool kFma>
         const float b = bias[r];
         for (int64_t i = 0; i < len; ++i) block[i] += b;
       }
-      for (const EpilogueStage& stage : epilogue->stages) stage_lanes<Floats, kFma>(stage, block, len, row_channel);
+      for (const EpilogueStage& stage : epilogue->stages) stage_lanes<Floats>(stage, block, len, row_channel);
     }
   }
 }
@@ -270,7 +270,7 @@ template <typename Floats, bool kFma>
 
 void finish_rows_baseline(const Epilogue* epilogue, float* data, int64_t rows, int64_t n, int64_t ld, int64_t channel,
                           const float* bias) {
-  finish_rows_body<Floats8, false>(epilogue, data, rows, n, ld, channel, bias);
+  finish_rows_body<Floats8>(epilogue, data, rows, n, ld, channel, bias);
 }
 
 void clip_floats_baseline(const float* in, float* out, int64_t n, float lo, float hi) {
@@ -281,12 +281,12 @@ void clip_floats_baseline(const float* in, float* out, int64_t n, float lo, floa
 #define QFLOW_ACTIVATION_AVX2 1
 __attribute__((target("avx2"))) void finish_rows_avx2(const Epilogue* epilogue, float* data, int64_t rows, int64_t n,
                                                       int64_t ld, int64_t channel, const float* bias) {
-  finish_rows_body<Floats8, false>(epilogue, data, rows, n, ld, channel, bias);
+  finish_rows_body<Floats8>(epilogue, data, rows, n, ld, channel, bias);
 }
 
 __attribute__((target("avx512f"))) void finish_rows_avx512(const Epilogue* epilogue, float* data, int64_t rows,
                                                            int64_t n, int64_t ld, int64_t channel, const float* bias) {
-  finish_rows_body<Floats16, true>(epilogue, data, rows, n, ld, channel, bias);
+  finish_rows_body<Floats16>(epilogue, data, rows, n, ld, channel, bias);
 }
 
 __attribute__((target("avx2"))) void clip_floats_avx2(const float* in, float* out, int64_t n, float lo, float hi) {

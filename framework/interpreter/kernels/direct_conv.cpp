@@ -150,6 +150,9 @@ std::unique_ptr<DirectConvWeights> DirectConvWeights::make(const Tensor& weight,
   if (weight.dtype() != DType::Float32 || weight.rank() != 4 || group != 1) return nullptr;
   const int64_t m = weight.dim(0);
   if (m <= 0 || m > kDirectConvMaxChannels) return nullptr;
+  // A 1x1 window is a pointwise conv (sgemm reads its image in place) and a window wider than
+  // kMaxWindowColumns takes the GEMM: no strips for those.
+  if ((weight.dim(2) == 1 && weight.dim(3) == 1) || weight.dim(3) > kMaxWindowColumns) return nullptr;
   std::unique_ptr<DirectConvWeights> made(new DirectConvWeights());
   made->m_ = m;
   made->k_ = weight.numel() / m;

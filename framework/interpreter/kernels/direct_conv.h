@@ -26,8 +26,9 @@ inline constexpr int64_t kDirectConvStrip = 6;
 // holds, for each im2col row p, the weights of channels 6s .. 6s + 5 (zeros past M).
 class DirectConvWeights {
  public:
-  // Null when the direct path cannot run this weight: not float32 or rank 4, a group > 1, or
-  // more than kDirectConvMaxChannels output channels.
+  // Null when the direct path cannot run this weight: not float32 or rank 4, a group > 1,
+  // more than kDirectConvMaxChannels output channels, a 1x1 window or one more than 16
+  // columns wide.
   static std::unique_ptr<DirectConvWeights> make(const Tensor& weight, int64_t group);
   int64_t channels() const { return m_; }
   int64_t rows() const { return k_; }
