@@ -112,7 +112,8 @@ TEST_CASE("Conv with few output channels: the direct kernel gives the GEMM's bit
     std::vector<int64_t> strides, dilations, pads;
   };
   const std::vector<DirectCase> cases = {
-      // 13 channels: strips of 6, 6 and 1; 70 columns: whole, partial and masked chunks.
+      // 13 channels: strips of 6, 6 and 1 (AVX-512: a pair of strips and a single one); 70
+      // columns: whole, partial and masked chunks; rows 1 to 11 read no padding row.
       {"3x3 pad 1", {1, 5, 13, 70}, {13, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
       {"3x5 dilated, row stride 2, uneven pads", {2, 4, 17, 41}, {7, 4, 3, 5}, {2, 1}, {2, 2}, {2, 0, 1, 3}},
       {"1x3 without pads", {1, 6, 3, 50}, {9, 6, 1, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}},

@@ -2,7 +2,7 @@
 // columns costs as much as the GEMM that reads them (each column value feeds only M
 // multiply-adds): PP-OCRv4 det's 96 -> 24 channel 3x3 convs at 160x160 spent half their
 // time in im2col. The kernel reads the image rows in place, six output channels by 16 (AVX2)
-// or 32 (AVX-512) positions in registers, and computes each output as the fused
+// or twelve by 32 (AVX-512) positions in registers, and computes each output as the fused
 // multiply-add chain sgemm computes over the im2col rows in their order (channel, kernel
 // row, kernel column), padding taps included as zeros: the bytes of the GEMM path.
 #pragma once
@@ -46,10 +46,9 @@ class DirectConvPlan {
   // One im2col row p = (c, i, j): where its values start in the image, relative to the output
   // position's row and column, and which of the kw columns of the window it reads.
   struct Tap {
-    int64_t plane;  // c * H * W
-    int64_t dy;     // i * dilation_h - pad_top
-    int64_t dx;     // j * dilation_w - pad_left
-    int64_t column; // j
+    int64_t offset;  // c * H * W + dy * W + dx
+    int64_t dy;      // i * dilation_h - pad_top
+    int64_t column;  // j; dx = j * dilation_w - pad_left
   };
   DirectConvPlan(const DirectConvWeights& weights, const ConvGeometry& g);
   // Output positions [col_begin, col_begin + count) of all channels: out [M x count] (row
@@ -61,6 +60,7 @@ class DirectConvPlan {
   std::vector<Tap> taps_;
   std::vector<int64_t> column_dx_;  // dx of each window column j
   int64_t height_, width_, out_width_, stride_h_;
+  int64_t min_dy_ = 0, max_dy_ = 0;  // the taps' row offsets: a chunk row r reads rows r + min_dy_ .. r + max_dy_
 };
 
 // Whether the direct kernel computes this geometry: 2-D, not pointwise (sgemm reads a 1x1
