@@ -668,7 +668,8 @@ Expected<std::map<std::string, Tensor>> Executor::run(const std::map<std::string
     if (fuse) context.epilogue = &step.fusion->epilogue;
     const auto started = profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     QFLOW_RETURN_IF_ERROR(compute_node(*step.kernel, step.widens_half, context));
-    if (fuse && step.fusion->after_kernel && !context.outputs[0].empty())
+    // Element-wise kernels run the pairs themselves, block by block as they write.
+    if (fuse && step.fusion->after_kernel && !context.epilogue_applied && !context.outputs[0].empty())
       QFLOW_RETURN_IF_ERROR(run_after_kernel(step.fusion->epilogue, context));
     if (profile) {
       profile->seconds[s] += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

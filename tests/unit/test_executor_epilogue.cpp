@@ -293,6 +293,18 @@ TEST_CASE("Epilogue: a Q/DQ pair after a kernel without an epilogue gives the by
     net.graph().outputs = {qdq(net, y, 0.03f, zp)};
     check_fused_equals_separate(net.model(), feeds, 2);
   }
+  SUBCASE("element-wise kernels run the pair on each block they write") {
+    // 38247 values: past the parallel grain and nine blocks of 4096 with a partial one.
+    const std::vector<float> big = noise(3 * 61 * 209, 29, 3.0f);
+    const std::map<std::string, Tensor> big_feeds = {{"x", Tensor::from_vector<float>({1, 3, 61, 209}, big)},
+                                                     {"z", Tensor::from_vector<float>({1, 3, 61, 209}, noise(big.size(), 31, 2.0f))}};
+    Net net(13);
+    Value* scaled = net.apply("Mul", {net.input("x"), net.random({3, 1, 1})});
+    Value* sum = net.apply("Add", {qdq(net, scaled, 0.03f, zp), net.input("z")});
+    Value* gate = net.apply("HardSigmoid", {qdq(net, sum, 0.05f, zp)});
+    net.graph().outputs = {qdq(net, gate, 0.004f, zp)};
+    check_fused_equals_separate(net.model(), big_feeds, 6);
+  }
   SUBCASE("a view of a value still needed, computed on a copy") {
     Net net(13);
     Value* in = net.input("x");

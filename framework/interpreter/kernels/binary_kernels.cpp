@@ -52,9 +52,11 @@ KernelFunction arithmetic(MakeOp make_op) {
       auto op = make_op(ctx.node);
       return dispatch_numeric(a->dtype(), [&]<typename T>() -> Status {
         QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(a->dtype(), out_shape));
+        const Epilogue* program = std::is_same_v<T, float> ? elementwise::flat_epilogue(ctx, out_shape.size()) : nullptr;
         binary_broadcast(ctx, a->data<T>(), a->shape(), b->data<T>(), b_shape, out.data<T>(), out_shape,
-                         [&op](T x, T y) { return static_cast<T>(op(x, y)); });
+                         [&op](T x, T y) { return static_cast<T>(op(x, y)); }, program);
         ctx.outputs[0] = std::move(out);
+        ctx.epilogue_applied = program != nullptr;
         return Status::ok();
       });
     });

@@ -5,9 +5,12 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "framework/interpreter/kernel_isa.h"
+#include "framework/interpreter/kernels/activation.h"
 #include "framework/interpreter/kernel_registry.h"
 #include "framework/interpreter/kernel_util.h"
 
@@ -50,6 +53,33 @@ void chunked(const KernelContext& context, int64_t n, Body&& body) {
     return;
   }
   context.parallel_for(n, [&body](int64_t begin, int64_t end) { run_chunk(body, begin, end); });
+}
+
+// The executor's program of Q/DQ pairs after this node (KernelContext::epilogue) when it
+// applies to a float32 output of `rank` dims as it is written: a kernel passing it to
+// chunked_finished (or the helpers below) sets context.epilogue_applied. Null otherwise;
+// the executor then runs the pairs over the whole output afterwards.
+inline const Epilogue* flat_epilogue(const KernelContext& context, std::size_t rank) {
+  return context.epilogue && context.epilogue->fits(rank, -1) ? context.epilogue : nullptr;
+}
+
+// Elements in a block of chunked_finished: 16 KiB of floats, still in L1 when the program
+// reads them back. Run over the whole output afterwards, the pairs read and wrote it from
+// memory once more: PP-OCRv4 det's Q/DQ model per page, 2 threads, 86 -> 76 ms.
+inline constexpr int64_t kFinishBlock = 4096;
+
+// chunked, then `program` (may be null) over out[begin, end) of each block right after body
+// wrote it. Block boundaries change no element: each goes through the same operations.
+template <typename Body>
+void chunked_finished(const KernelContext& context, int64_t n, const Epilogue* program, float* out, Body&& body) {
+  if (!program) return chunked(context, n, std::forward<Body>(body));
+  chunked(context, n, [&body, program, out](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; b += kFinishBlock) {
+      const int64_t e = std::min(end, b + kFinishBlock);
+      run_chunk(body, b, e);
+      activation::finish_rows(program, out + b, 1, e - b, e - b, -1, nullptr);
+    }
+  });
 }
 
 // K inputs broadcast to one output, with adjacent dimensions merged whenever every input
@@ -126,20 +156,24 @@ void walk_broadcast(const BroadcastPlan<K>& plan, int64_t begin, int64_t end, In
 
 // out[i] = op(a[ia], b[ib]) with numpy broadcasting of a and b to out_shape. Tight loops for
 // equal shapes and for inner rows where either side is constant.
+// `program`: flat_epilogue's, run on each block of a float output as it is written.
 template <typename TA, typename TB, typename TO, typename Op>
 void binary_broadcast(const KernelContext& context, const TA* a, const Shape& a_shape, const TB* b,
-                      const Shape& b_shape, TO* out, const Shape& out_shape, Op op) {
+                      const Shape& b_shape, TO* out, const Shape& out_shape, Op op, const Epilogue* program = nullptr) {
   const int64_t n = shape_numel(out_shape);
+  float* finished = nullptr;
+  if constexpr (std::is_same_v<TO, float>) finished = out;
+  if (!finished) program = nullptr;
   if (a_shape == b_shape) {
     // Pointers and the functor are copied into the chunk so the compiler knows stores to
     // out cannot change them, which lets it vectorise.
-    chunked(context, n, [a, b, out, op](int64_t begin, int64_t end) __attribute__((always_inline)) {
+    chunked_finished(context, n, program, finished, [a, b, out, op](int64_t begin, int64_t end) __attribute__((always_inline)) {
       for (int64_t i = begin; i < end; ++i) out[i] = op(a[i], b[i]);
     });
     return;
   }
   const BroadcastPlan<2> plan = make_broadcast_plan<2>(out_shape, {&a_shape, &b_shape});
-  chunked(context, n, [&](int64_t begin, int64_t end) {
+  chunked_finished(context, n, program, finished, [&](int64_t begin, int64_t end) {
     walk_broadcast<2>(plan, begin, end, [&](int64_t count, int64_t o, const std::array<int64_t, 2>& off,
                                             const std::array<int64_t, 2>& step) {
       const TA* pa = a + off[0];
@@ -161,9 +195,13 @@ void binary_broadcast(const KernelContext& context, const TA* a, const Shape& a_
 }
 
 // out[i] = op(in[i]) over all elements.
+// `program` as binary_broadcast's.
 template <typename TI, typename TO, typename Op>
-void unary_map(const KernelContext& context, const TI* in, TO* out, int64_t n, Op op) {
-  chunked(context, n, [in, out, op](int64_t begin, int64_t end) __attribute__((always_inline)) {
+void unary_map(const KernelContext& context, const TI* in, TO* out, int64_t n, Op op, const Epilogue* program = nullptr) {
+  float* finished = nullptr;
+  if constexpr (std::is_same_v<TO, float>) finished = out;
+  if (!finished) program = nullptr;
+  chunked_finished(context, n, program, finished, [in, out, op](int64_t begin, int64_t end) __attribute__((always_inline)) {
     for (int64_t i = begin; i < end; ++i) out[i] = op(in[i]);
   });
 }

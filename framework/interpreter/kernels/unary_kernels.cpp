@@ -24,8 +24,10 @@ KernelFactory float_unary(MakeOp make_op) {
         QFLOW_ASSIGN_OR_RETURN(const Tensor* x, ctx.required_input(0));
         return dispatch_float(x->dtype(), [&]<typename T>() -> Status {
           QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(x->dtype(), x->shape()));
-          unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [&op](T v) { return static_cast<T>(op(v)); });
+          const Epilogue* program = std::is_same_v<T, float> ? elementwise::flat_epilogue(ctx, x->rank()) : nullptr;
+          unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [&op](T v) { return static_cast<T>(op(v)); }, program);
           ctx.outputs[0] = std::move(out);
+          ctx.epilogue_applied = program != nullptr;
           return Status::ok();
         });
       });
@@ -42,8 +44,10 @@ KernelFactory numeric_unary(MakeOp make_op) {
         QFLOW_ASSIGN_OR_RETURN(const Tensor* x, ctx.required_input(0));
         return dispatch_numeric(x->dtype(), [&]<typename T>() -> Status {
           QFLOW_ASSIGN_OR_RETURN(Tensor out, ctx.allocate(x->dtype(), x->shape()));
-          unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [&op](T v) { return static_cast<T>(op(v)); });
+          const Epilogue* program = std::is_same_v<T, float> ? elementwise::flat_epilogue(ctx, x->rank()) : nullptr;
+          unary_map(ctx, x->data<T>(), out.data<T>(), x->numel(), [&op](T v) { return static_cast<T>(op(v)); }, program);
           ctx.outputs[0] = std::move(out);
+          ctx.epilogue_applied = program != nullptr;
           return Status::ok();
         });
       });
