@@ -22,9 +22,9 @@ class HostCalibrationServices final : public CalibrationServices {
   Expected<std::shared_ptr<Calibrator>> make_calibrator(const std::string& name, const Options& options) const override {
     return registry_.make_calibrator(name, options);
   }
-  Expected<double> output_cosine(const QuantTable& table) const override {
+  Expected<double> output_cosine(const QuantTable& table, int64_t samples) const override {
     if (!cosine_) return cosine_.status();
-    return (*cosine_)->evaluate(table);
+    return (*cosine_)->evaluate(table, samples);
   }
 
  private:

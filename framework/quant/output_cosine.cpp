@@ -106,7 +106,7 @@ Expected<std::unique_ptr<OutputCosine>> OutputCosine::create(std::string float_m
   if (known && known->dataset.get() == &dataset && static_cast<int64_t>(known->samples.size()) == dataset.count &&
       known->model_sha256 == sha256_hex(float_model)) {
     self->float_outputs_ = known->samples;
-    self->have_float_outputs_ = true;
+    self->float_known_.assign(known->samples.size(), 1);
   }
   QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(float_model, "output cosine: float model"));
   Expected<InputBinding> binding = bind_inputs(*model.graph, dataset);
@@ -118,7 +118,7 @@ Expected<std::unique_ptr<OutputCosine>> OutputCosine::create(std::string float_m
 
 // Reads samples in dataset order, `threads_` at a time, runs each batch in parallel and hands
 // each sample's flattened outputs to `done` in sample order.
-Status OutputCosine::run_samples(const Executor& executor,
+Status OutputCosine::run_samples(const Executor& executor, const ShardRange& slice,
                                  const std::function<Status(int64_t, std::vector<float>)>& done) const {
   ThreadPool pool(threads_);
   const auto batch_size = static_cast<std::size_t>(threads_);
@@ -141,18 +141,19 @@ Status OutputCosine::run_samples(const Executor& executor,
     batch.clear();
     return Status::ok();
   };
-  QFLOW_RETURN_IF_ERROR(for_each_feed_in(dataset_, binding_, slice_.begin, slice_.end, [&](int64_t index, const Feeds& feeds) -> Status {
+  QFLOW_RETURN_IF_ERROR(for_each_feed_in(dataset_, binding_, slice.begin, slice.end, [&](int64_t index, const Feeds& feeds) -> Status {
     batch.emplace_back(index, feeds);
     return batch.size() >= batch_size ? flush() : Status::ok();
   }));
   return flush();
 }
 
-Expected<double> OutputCosine::evaluate(const QuantTable& table) const {
+Expected<double> OutputCosine::evaluate(const QuantTable& table, int64_t samples) const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (dataset_.count == 0) return invalid_input("output cosine: the dataset has no samples");
-  std::vector<double> cosines(static_cast<std::size_t>(dataset_.count), 0.0);
-  Expected<double> own = mean_cosine(table, cosines);
+  const int64_t count = samples > 0 ? std::min(samples, dataset_.count) : dataset_.count;
+  std::vector<double> cosines(static_cast<std::size_t>(count), 0.0);
+  Expected<double> own = mean_cosine(table, count == dataset_.count ? slice_ : my_slice(world_, count), cosines);
   if (!world_) return own;
   // Every rank reaches the exchange, also one whose samples failed.
   QFLOW_RETURN_IF_ERROR(share_slices(*world_, kEvaluationTag, cosines, own.status()));
@@ -161,20 +162,22 @@ Expected<double> OutputCosine::evaluate(const QuantTable& table) const {
   return sum / static_cast<double>(cosines.size());
 }
 
-// Runs this rank's samples of the calibrated model of `table` (the float model's first, once),
-// puts each sample's cosine at its index in `cosines` and returns the mean of this rank's.
-Expected<double> OutputCosine::mean_cosine(const QuantTable& table, std::vector<double>& cosines) const {
-  const int64_t mine = slice_.end - slice_.begin;
-  if (!have_float_outputs_) {
+// Runs this rank's samples `slice` of the calibrated model of `table` (the float model's
+// first, once per sample), puts each sample's cosine at its index in `cosines` and returns
+// the mean of this rank's.
+Expected<double> OutputCosine::mean_cosine(const QuantTable& table, const ShardRange& slice,
+                                           std::vector<double>& cosines) const {
+  const int64_t mine = slice.end - slice.begin;
+  float_outputs_.resize(static_cast<std::size_t>(dataset_.count));
+  float_known_.resize(static_cast<std::size_t>(dataset_.count), 0);
+  if (!std::all_of(float_known_.begin() + slice.begin, float_known_.begin() + slice.end, [](char k) { return k != 0; })) {
     if (bar_) bar_->restart("float outputs", "samples", mine);
     QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(*float_model_));
-    std::vector<std::vector<float>> outputs(static_cast<std::size_t>(dataset_.count));
-    QFLOW_RETURN_IF_ERROR(run_samples(*executor, [&](int64_t index, std::vector<float> flat) {
-      outputs[static_cast<std::size_t>(index)] = std::move(flat);
+    QFLOW_RETURN_IF_ERROR(run_samples(*executor, slice, [&](int64_t index, std::vector<float> flat) {
+      float_outputs_[static_cast<std::size_t>(index)] = std::move(flat);
+      float_known_[static_cast<std::size_t>(index)] = 1;
       return Status::ok();
     }));
-    float_outputs_ = std::move(outputs);
-    have_float_outputs_ = true;
   }
   Model qdq = float_model_->copy();
   QdqOptions options;
@@ -183,14 +186,14 @@ Expected<double> OutputCosine::mean_cosine(const QuantTable& table, std::vector<
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(qdq));
   if (bar_) bar_->restart("table " + std::to_string(++tables_), "samples", mine);
   double sum = 0.0;
-  QFLOW_RETURN_IF_ERROR(run_samples(*executor, [&](int64_t index, std::vector<float> flat) -> Status {
+  QFLOW_RETURN_IF_ERROR(run_samples(*executor, slice, [&](int64_t index, std::vector<float> flat) -> Status {
     const auto i = static_cast<std::size_t>(index);
-    if (i >= float_outputs_.size()) return internal_error("output cosine: the dataset grew between sweeps");
+    if (i >= cosines.size() || !float_known_[i]) return internal_error("output cosine: the dataset grew between sweeps");
     cosines[i] = cosine_similarity(float_outputs_[i], flat);
     sum += cosines[i];  // in sample order
     return Status::ok();
   }));
-  return sum / static_cast<double>(slice_.end - slice_.begin);
+  return sum / static_cast<double>(mine);
 }
 
 }  // namespace qflow

@@ -45,32 +45,34 @@ class OutputCosine {
                                                          const World* world = nullptr);
   ~OutputCosine();
 
-  // Builds the calibrated model for `table`, runs it on every sample and returns the mean
-  // over samples of cos(float outputs, quantized outputs), each side all graph outputs of
-  // the sample flattened and concatenated in output order. Per-sample values are combined
-  // in sample order in double, so the result does not depend on the thread count. The
-  // float outputs are computed on the first call (unless known) and kept.
-  Expected<double> evaluate(const QuantTable& table) const;
+  // Builds the calibrated model for `table`, runs it on the first `samples` samples (0 or
+  // more than the dataset has: all) and returns the mean over them of cos(float outputs,
+  // quantized outputs), each side all graph outputs of the sample flattened and
+  // concatenated in output order. Per-sample values are combined in sample order in
+  // double, so the result does not depend on the thread count. The float outputs are
+  // computed on the first call (unless known, then for every sample) and kept.
+  Expected<double> evaluate(const QuantTable& table, int64_t samples = 0) const;
   // Not owned; null: none. Each sweep over the samples restarts it as a phase ("float
   // outputs", "table 1", "table 2", ...) and advances it per sample (a terminal's line).
   void set_progress(ProgressBar* bar) { bar_ = bar; }
 
  private:
   OutputCosine(const Dataset& dataset, const QuantConfig* config, int threads, const World* world);
-  // Runs this rank's samples; `done` gets each one's flattened outputs in sample order.
-  Status run_samples(const Executor& executor, const std::function<Status(int64_t, std::vector<float>)>& done) const;
-  Expected<double> mean_cosine(const QuantTable& table, std::vector<double>& cosines) const;
+  // Runs this rank's samples of `slice`; `done` gets each one's flattened outputs in sample order.
+  Status run_samples(const Executor& executor, const ShardRange& slice,
+                     const std::function<Status(int64_t, std::vector<float>)>& done) const;
+  Expected<double> mean_cosine(const QuantTable& table, const ShardRange& slice, std::vector<double>& cosines) const;
 
   const Dataset& dataset_;
   const QuantConfig* config_;
   int threads_;
   const World* world_;  // set only when the samples are split between ranks
-  ShardRange slice_;
+  ShardRange slice_;  // this rank's share of all samples
   InputBinding binding_;
   std::shared_ptr<Model> float_model_;
   mutable std::mutex mutex_;
-  mutable std::vector<std::vector<float>> float_outputs_;  // per sample (of this rank's slice), once computed
-  mutable bool have_float_outputs_ = false;
+  mutable std::vector<std::vector<float>> float_outputs_;  // per sample, once computed
+  mutable std::vector<char> float_known_;                 // which float_outputs_ are
   ProgressBar* bar_ = nullptr;
   mutable int tables_ = 0;  // tables evaluated: the phases' numbers
 };

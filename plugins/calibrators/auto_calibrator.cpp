@@ -17,6 +17,9 @@ ComponentInfo AutoCalibrator::info() {
   info.options = {
       {"methods", OptionType::StringList, std::vector<std::string>{"kl", "mse", "percentile", "max"},
        "calibrators to try, each with its default options; the first wins ties"},
+      {"samples", OptionType::Int, int64_t{16},
+       "score each table on the first N calibration samples (0: all), as the precision search measures its "
+       "target on 16"},
   };
   return info;
 }
@@ -30,7 +33,9 @@ Expected<std::unique_ptr<Calibrator>> AutoCalibrator::create(const Options& opti
     if (!seen.insert(method).second)
       return invalid_input("auto calibrator: option methods names '" + method + "' twice");
   }
-  return std::unique_ptr<Calibrator>(std::make_unique<AutoCalibrator>(std::move(methods)));
+  const int64_t samples = options.get_int("samples");
+  if (samples < 0) return invalid_input("auto calibrator: option samples must be >= 0, got " + std::to_string(samples));
+  return std::unique_ptr<Calibrator>(std::make_unique<AutoCalibrator>(std::move(methods), samples));
 }
 
 Expected<QuantTable> AutoCalibrator::calibrate(const CalibrationRequest& request) {
@@ -49,7 +54,7 @@ Expected<QuantTable> AutoCalibrator::calibrate(const CalibrationRequest& request
     if (!calibrator) return calibrator.status().with_context(context);
     auto table = calibrator.value()->calibrate(inner);
     if (!table) return table.status().with_context(context);
-    auto score = request.services->output_cosine(table.value());
+    auto score = request.services->output_cosine(table.value(), samples_);
     if (!score) return score.status().with_context(context);
     if (!std::isfinite(score.value()))
       return invalid_input(context + ": the output cosine is " + std::to_string(score.value()) +

@@ -50,10 +50,11 @@ class FakeServices final : public CalibrationServices {
     if (it == calibrators.end()) return not_found("no calibrator named '" + name + "'");
     return it->second;
   }
-  Expected<double> output_cosine(const QuantTable& table) const override {
+  Expected<double> output_cosine(const QuantTable& table, int64_t samples) const override {
     if (table.empty()) return internal_error("empty table");
     const std::string& label = table.begin()->second.method;
     scored.push_back(label);
+    samples_asked.push_back(samples);
     if (auto it = cosine.find(label); it != cosine.end()) return it->second;
     return invalid_input("cannot run the model for '" + label + "'");
   }
@@ -62,6 +63,7 @@ class FakeServices final : public CalibrationServices {
   std::map<std::string, double> cosine;
   mutable std::vector<std::string> made;
   mutable std::vector<std::string> scored;
+  mutable std::vector<int64_t> samples_asked;
 };
 
 const std::map<std::string, TensorStatistics>& some_stats() {
@@ -77,9 +79,10 @@ const std::map<std::string, TensorStatistics>& some_stats() {
   return stats;
 }
 
-Expected<std::unique_ptr<Calibrator>> make(const std::vector<std::string>& methods) {
+Expected<std::unique_ptr<Calibrator>> make(const std::vector<std::string>& methods, int64_t samples = 16) {
   Options options;
   options.set("methods", methods);
+  options.set("samples", samples);
   return AutoCalibrator::create(options);
 }
 
@@ -110,6 +113,7 @@ TEST_CASE("auto: keeps the table with the highest cosine, ties to the earlier me
   CHECK(report.scores == std::map<std::string, double>{{"one", 0.9}, {"two", 0.95}, {"three", 0.95}});
   CHECK(services.made == std::vector<std::string>{"one", "two", "three"});
   CHECK(services.scored == std::vector<std::string>{"a", "b", "c"});
+  CHECK(services.samples_asked == std::vector<int64_t>{16, 16, 16});
   // Each calibrator saw the same statistics, specs and services, but not auto's report.
   CHECK(b->seen.statistics == &some_stats());
   CHECK(b->seen.specs == &specs);
@@ -138,7 +142,7 @@ TEST_CASE("auto: with the built-in calibrators behind the services") {
     Expected<std::shared_ptr<Calibrator>> make_calibrator(const std::string& name, const Options& o) const override {
       return inner_.make_calibrator(name, o);
     }
-    Expected<double> output_cosine(const QuantTable& table) const override {
+    Expected<double> output_cosine(const QuantTable& table, int64_t) const override {
       return 1.0 - table.at("a").threshold / 100.0;
     }
 
@@ -208,10 +212,19 @@ TEST_CASE("auto: errors") {
   CHECK(make({}).status().message() == "auto calibrator: option methods names no calibrator");
   CHECK(make({"auto"}).status().message() == "auto calibrator: option methods cannot name 'auto' itself");
   CHECK(make({"max", "max"}).status().message() == "auto calibrator: option methods names 'max' twice");
+  CHECK(make({"max"}, -1).status().message() == "auto calibrator: option samples must be >= 0, got -1");
+
+  // samples = 0 asks the services for every sample.
+  request.statistics = &some_stats();
+  services.samples_asked.clear();
+  REQUIRE(make({"one"}, 0).value()->calibrate(request).has_value());
+  CHECK(services.samples_asked == std::vector<int64_t>{0});
+
   const ComponentInfo info = AutoCalibrator::info();
-  REQUIRE(info.options.size() == 1);
+  REQUIRE(info.options.size() == 2);
   CHECK(std::get<std::vector<std::string>>(info.options[0].default_value) ==
         std::vector<std::string>{"kl", "mse", "percentile", "max"});
+  CHECK(std::get<int64_t>(info.options[1].default_value) == 16);
 }
 
 }  // namespace

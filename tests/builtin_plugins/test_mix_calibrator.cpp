@@ -57,7 +57,7 @@ class FakeServices final : public CalibrationServices {
     if (name == "fixed") return std::shared_ptr<Calibrator>(fixed);
     return not_found("no calibrator named '" + name + "'");
   }
-  Expected<double> output_cosine(const QuantTable&) const override { return internal_error("not used by mix"); }
+  Expected<double> output_cosine(const QuantTable&, int64_t) const override { return internal_error("not used by mix"); }
 
   std::shared_ptr<FixedCalibrator> fixed;
   mutable std::vector<std::string> made;

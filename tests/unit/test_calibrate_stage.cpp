@@ -212,7 +212,7 @@ TEST_CASE("calibrate stage: services make other calibrators with checked options
   // A model the dataset cannot feed only fails output_cosine, and says why.
   HostCalibrationServices broken(registry(), OutputCosine::create(std::string(), *dataset, nullptr, 1));
   CHECK(broken.make_calibrator("max", Options{}).has_value());
-  auto no_cosine = broken.output_cosine(QuantTable{});
+  auto no_cosine = broken.output_cosine(QuantTable{}, 0);
   REQUIRE_FALSE(no_cosine.has_value());
   CHECK(no_cosine.status().message().find("output cosine") != std::string::npos);
 }
@@ -253,6 +253,20 @@ TEST_CASE("calibrate stage: output cosine is ~1 for fine scales, lower for coars
   CHECK(*t_int8 == *c_int8);
   CHECK(*t_coarse == *c_coarse);
   CHECK(*(*one)->evaluate(int8) == *c_int8);
+
+  // The first N samples: what an evaluator made on those N alone gives; N >= 4 is all.
+  DataSpec first_two{kData};
+  first_two.limit = 2;
+  auto two_samples = open_dataset(first_two);
+  REQUIRE(two_samples.has_value());
+  auto on_two = OutputCosine::create(*bytes, *two_samples, nullptr, 1);
+  REQUIRE(on_two.has_value());
+  const auto limited = (*three)->evaluate(coarse, 2);
+  REQUIRE(limited.has_value());
+  CHECK(*limited == *(*on_two)->evaluate(coarse));
+  CHECK(*limited != *c_coarse);
+  CHECK(*(*three)->evaluate(coarse, 4) == *c_coarse);
+  CHECK(*(*three)->evaluate(coarse, 9) == *c_coarse);
 }
 
 }  // namespace qflow

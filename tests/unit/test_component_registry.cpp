@@ -271,7 +271,7 @@ TEST_CASE("component registry: refusals name the file and the reason") {
     return status.message();
   };
   const std::string dir = std::filesystem::path(test_plugin("good")).parent_path().string();
-  CHECK(refusal("bad_api_version") == refusal_text("bad_api_version", "API version 11, this qflow supports 10"));
+  CHECK(refusal("bad_api_version") == refusal_text("bad_api_version", "API version 12, this qflow supports 11"));
   CHECK(refusal("no_entry") == refusal_text("no_entry", "no entry point 'qflow_plugin_entry' (not a qflow plugin?)"));
   CHECK(refusal("bad_register_throws") == refusal_text("bad_register_throws", "registration threw: out of coffee"));
   CHECK(refusal("bad_ignored_error") == refusal_text("bad_ignored_error", "pass 'no-summary' has an empty summary"));

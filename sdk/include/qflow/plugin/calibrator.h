@@ -41,9 +41,10 @@ class CalibrationServices {
   // Another installed calibrator by name; options not given take their defaults.
   virtual Expected<std::shared_ptr<Calibrator>> make_calibrator(const std::string& name, const Options& options) const = 0;
   // Quantizes the model's activations with `table` (QDQ pairs, as the calibrated model),
-  // runs it on the calibration samples and returns the mean cosine similarity of its
-  // outputs to the float outputs (all outputs of a sample flattened into one vector).
-  virtual Expected<double> output_cosine(const QuantTable& table) const = 0;
+  // runs it on the first `samples` calibration samples (0 or more than there are: all)
+  // and returns the mean cosine similarity of its outputs to the float outputs (all
+  // outputs of a sample flattened into one vector).
+  virtual Expected<double> output_cosine(const QuantTable& table, int64_t samples) const = 0;
 };
 
 // What a calibrator reports besides the table; the host copies it into the manifest.

@@ -13,7 +13,7 @@
 // meaning of a field, or any SDK interface a plugin compiles against (the classes in
 // qflow/plugin/*.h and qflow/ir/*.h) changes incompatibly. The host loads only libraries
 // whose api_version equals its own.
-#define QFLOW_PLUGIN_API_VERSION 10u
+#define QFLOW_PLUGIN_API_VERSION 11u
 
 // Identity of the C++ toolchain: plugins exchange C++ objects with the host, so both must
 // agree on the compiler and its standard library.
