@@ -75,9 +75,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t cost_per_unit, const std::funct
   // Saturating n * cost: chunk counts only matter up to size() * kChunksPerThread.
   const int64_t cost = std::max<int64_t>(1, cost_per_unit);
   const int64_t total = n > INT64_MAX / cost ? INT64_MAX : n * cost;
-  const int64_t coarse = std::min<int64_t>(size(), total / kMinParallelCost);
-  const int64_t fine = std::min<int64_t>(size() * kChunksPerThread, total / kFineChunkCost);
-  const int64_t chunks = std::max<int64_t>({1, coarse, fine});
+  const int64_t chunks = std::clamp<int64_t>(total / kMinParallelCost, 1, size() * kChunksPerThread);
   run_chunks(n, static_cast<int>(chunks), body);
 }
 

@@ -17,17 +17,17 @@ class ThreadPool {
   // worker and waiting for it costs about as much as computing it (a cost unit is about
   // one arithmetic operation or one element copied). Measured at 2 threads on 2 cores: at
   // 32768 the small convs of the Fashion-MNIST sample and PP-OCR cls were split, which made
-  // them slower than at 1 thread (0.095 -> 0.146 ms, 0.83 -> 1.00 ms); PP-OCR det and rec
-  // did not change.
-  static constexpr int64_t kMinParallelCost = 262144;
-  // A large job is cut into up to kChunksPerThread chunks per thread, each of at least
-  // kFineChunkCost, so that a thread the machine holds up for a while does not hold up the
-  // job: the others claim its share. With one chunk per thread, PP-OCR det at 2 threads on a
+  // them slower than at 1 thread (0.095 -> 0.146 ms, 0.83 -> 1.00 ms); at 262144 the
+  // Fashion-MNIST 1x1 convs (about 600000 units) still took 0.041 ms split against 0.024
+  // whole. From 262144 to 1048576 (medians, three rounds alternating): Fashion-MNIST
+  // 0.114/0.107/0.105 -> 0.097/0.103/0.106 ms, cls 1.07/0.97/1.04 -> 0.88/0.93/0.96 ms,
+  // rec and det unchanged; at 4194304 rec lost 5%.
+  static constexpr int64_t kMinParallelCost = 1048576;
+  // A job is cut into chunks of at least kMinParallelCost, up to kChunksPerThread per
+  // thread, so that a thread the machine holds up for a while does not hold up a large job:
+  // the others claim its share. With one chunk per thread, PP-OCR det at 2 threads on a
   // loaded 2-core host ran at 1.14x its 1-thread speed where ONNX Runtime ran at 1.37x.
-  // Smaller jobs keep one chunk per thread: cut finer, the Fashion-MNIST sample's convs lost
-  // about 5 % at 2 threads.
   static constexpr int64_t kChunksPerThread = 4;
-  static constexpr int64_t kFineChunkCost = 4 * kMinParallelCost;
 
   // `threads` counts the calling thread: 1 means no workers, everything runs inline.
   explicit ThreadPool(int threads);
@@ -38,10 +38,9 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
   // Runs body(begin, end) over a static partition of [0, n); returns when all chunks are
   // done. The caller and the workers claim chunks as they come, so a worker still asleep
-  // never delays the job: the caller runs what nobody claimed. There are kChunksPerThread
-  // chunks per thread where n * cost_per_unit leaves kFineChunkCost per chunk, otherwise one
-  // per thread, fewer when that leaves less than kMinParallelCost per chunk, and one (run
-  // inline) below kMinParallelCost. The partition depends only on n, cost_per_unit and size(), so
+  // never delays the job: the caller runs what nobody claimed. There are
+  // n * cost_per_unit / kMinParallelCost chunks, at most kChunksPerThread per thread, and one
+  // (run inline) below 2 * kMinParallelCost. The partition depends only on n, cost_per_unit and size(), so
   // results that are reduced per chunk stay deterministic. Calls from several threads are
   // serialised; a call from inside a body runs inline.
   void parallel_for(int64_t n, int64_t cost_per_unit, const std::function<void(int64_t, int64_t)>& body);

@@ -78,11 +78,12 @@ TEST_CASE("ThreadPool: small work runs inline as one chunk on the calling thread
 TEST_CASE("ThreadPool: the partition depends only on n, the work estimate and the pool size") {
   ThreadPool pool(4);
   const int64_t unit = ThreadPool::kMinParallelCost;
-  // Enough work for every thread: four even chunks, the remainder going to the first.
-  const Chunks four = record([&](auto body) { pool.parallel_for(10, unit, body); });
+  // Work for four chunks: four even chunks, the remainder going to the first.
+  const int64_t quarter = unit * 4 / 10 + 1;  // 10 units: just over 4 * kMinParallelCost
+  const Chunks four = record([&](auto body) { pool.parallel_for(10, quarter, body); });
   CHECK(four == Chunks{{0, 3}, {3, 6}, {6, 8}, {8, 10}});
-  // A large job: chunks of kFineChunkCost, up to kChunksPerThread per thread.
-  const Chunks ten = record([&](auto body) { pool.parallel_for(40, unit, body); });
+  // A large job: chunks of kMinParallelCost, up to kChunksPerThread per thread.
+  const Chunks ten = record([&](auto body) { pool.parallel_for(40, unit / 4, body); });
   CHECK(ten.size() == 10);
   for (const auto& [begin, end] : ten) CHECK(end - begin == 4);
   const Chunks many = record([&](auto body) { pool.parallel_for(100, unit, body); });
@@ -96,7 +97,7 @@ TEST_CASE("ThreadPool: the partition depends only on n, the work estimate and th
   const Chunks plain = record([&](auto body) { pool.parallel_for(6, body); });
   CHECK(plain == Chunks{{0, 2}, {2, 4}, {4, 5}, {5, 6}});
   // Repeated calls give the same chunks.
-  for (int i = 0; i < 50; ++i) CHECK(record([&](auto body) { pool.parallel_for(10, unit, body); }) == four);
+  for (int i = 0; i < 50; ++i) CHECK(record([&](auto body) { pool.parallel_for(10, quarter, body); }) == four);
   check_tiling(four, 10);
 }
 
