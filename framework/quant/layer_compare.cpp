@@ -20,6 +20,7 @@
 #include "framework/core/thread_pool.h"
 #include "framework/data/input_feeds.h"
 #include "framework/distributed/share_units.h"
+#include "framework/quant/compare_handoff.h"
 #include "framework/quant/lane_sums.h"
 #include "framework/quant/lockstep_pairs.h"
 #include "framework/interpreter/executor.h"
@@ -401,9 +402,15 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
     // The float and QDQ runs go side by side, each compared tensor kept only until the
     // other run produces it: a 1024x1024 segmentation model holds gigabytes of activations.
     LockstepPairs lockstep;
+    CompareHandoff handoff;
     auto deliver = [&](LockstepPairs::Side side, std::size_t r, const Tensor& tensor) -> Status {
       std::optional<Tensor> partner = lockstep.deposit(side, r, tensor);
       if (!partner) return lockstep.wait_for_room(side);
+      // The float side, the busier one, hands its comparisons to the QDQ thread.
+      if (side == LockstepPairs::Float &&
+          handoff.push([&sums, &row_names, r, x = tensor, q = *partner] { return compare_into(sums[2 * r], row_names[r], x, q); },
+                       tensor.nbytes() + partner->nbytes()))
+        return Status::ok();
       const Tensor& x = side == LockstepPairs::Float ? tensor : *partner;
       const Tensor& q = side == LockstepPairs::Float ? *partner : tensor;
       return compare_into(sums[2 * r], row_names[r], x, q);
@@ -413,12 +420,14 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
       qdq_status = qdq_exec
                        ->run(make_feeds(*qdq_binding, sample),
                              [&](const Value& value, const Tensor& tensor) -> Status {
+                               QFLOW_RETURN_IF_ERROR(handoff.drain());
                                auto it = row_of_dq.find(value.name());
                                if (it == row_of_dq.end()) return Status::ok();
                                return deliver(LockstepPairs::Qdq, it->second, tensor);
                              })
                        .status();
       lockstep.finish(LockstepPairs::Qdq, qdq_status.is_ok());
+      if (qdq_status.is_ok()) qdq_status = handoff.drain_until_finished();
     });
     auto float_value = [&](const std::string& name, const Tensor& tensor) -> Status {
       QFLOW_RETURN_IF_ERROR(float_available(name, tensor));
@@ -436,7 +445,11 @@ Expected<LayerComparison> compare_layers(const Model& float_model, const Model& 
                                [&](const Value& value, const Tensor& tensor) { return float_value(value.name(), tensor); })
                          .status();
     lockstep.finish(LockstepPairs::Float, float_status.is_ok());
+    handoff.finish();
     qdq_thread.join();
+    // What a failed QDQ thread left, and the failures of what it compared, count as the
+    // float run's.
+    if (Status left = handoff.drain(); float_status.is_ok()) float_status = left;
     if (lockstep.first_failed() == LockstepPairs::Qdq) return qdq_status;
     QFLOW_RETURN_IF_ERROR(float_status);
     if (std::optional<std::size_t> r = lockstep.unmatched_qdq_row())

@@ -362,6 +362,29 @@ TEST_CASE("layer compare: errors") {
   auto none = compare_layers(float_model, float_model, dataset, 1, 0);
   REQUIRE_FALSE(none.has_value());
   CHECK(none.status().message().find("no quantized activation") != std::string::npos);
+
+  // A QDQ model whose m has twice the float model's elements (x concatenated with itself):
+  // the failure is reported whichever run's thread compares the pair.
+  Model other;
+  other.opset_imports.push_back({"", 13});
+  Graph& g = *other.graph;
+  Value* x = g.get_or_create_value("x");
+  x->type = float_type({d(1), d(4)});
+  g.inputs.push_back(x);
+  Value* m = g.get_or_create_value("m");
+  Node* concat = g.add_node("Concat", {x, x}, {m}, "double");
+  concat->set_attribute(Attribute::make_int("axis", 1));
+  Value* y = g.get_or_create_value("y");
+  y->type = float_type({d(1), d(8)});
+  g.add_node("Relu", {m}, {y}, "triple");
+  g.outputs.push_back(y);
+  const Model wider = built_qdq(other, QuantTable{{"m", params(0.25f)}});
+  for (int threads : {1, 2}) {
+    auto mismatch = compare_layers(float_model, wider, dataset, threads, 0);
+    REQUIRE_FALSE(mismatch.has_value());
+    CHECK(mismatch.status().message().find("tensor 'm' has 4 elements in the float model and 8 in the QDQ model") !=
+          std::string::npos);
+  }
 }
 
 }  // namespace qflow
