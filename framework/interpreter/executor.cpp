@@ -437,7 +437,8 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     return v->uses()[0].first;
   };
 
-  // Mul(x, HardSigmoid(x)) as one stage and the steps of the HardSigmoid and the Mul.
+  // Mul(x, HardSigmoid(x)) as one stage and the steps of the HardSigmoid and the Mul; with
+  // a Q/DQ pair between the gate and the Mul (QDQ models), also the pair's steps.
   auto hard_sigmoid_product = [&](const Value* x) -> std::optional<std::pair<EpilogueStage, std::vector<std::size_t>>> {
     const Node* gate_node = nullptr;
     const Node* mul = nullptr;
@@ -448,14 +449,31 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     if (!gate_node || !mul || mul->inputs().size() != 2 || mul->outputs().empty() || !mul->outputs()[0])
       return std::nullopt;
     const Value* gate = gate_node->outputs().empty() ? nullptr : gate_node->outputs()[0];
-    if (!gate || kept(gate) || gate->uses().size() != 1 || gate->uses()[0].first != mul) return std::nullopt;
+    if (!gate || kept(gate) || gate->uses().size() != 1) return std::nullopt;
     const auto gate_step = absorbable(*gate_node), mul_step = absorbable(*mul);
     if (!gate_step || !mul_step || model_.opset(mul->domain()) < 7) return std::nullopt;
     EpilogueStage stage;
     stage.kind = EpilogueStage::Kind::HardSigmoidProduct;
+    std::vector<std::size_t> steps{*gate_step};
+    if (gate->uses()[0].first != mul) {
+      const Node* q = sole_use(gate, 0);
+      const Value* integers = q && q->op_type() == "QuantizeLinear" && !q->outputs().empty() ? q->outputs()[0] : nullptr;
+      const Node* dq = integers && !kept(integers) ? sole_use(integers, 0) : nullptr;
+      const Value* quantized = dq && !dq->outputs().empty() ? dq->outputs()[0] : nullptr;
+      if (!quantized || kept(quantized) || quantized->uses().size() != 1 || quantized->uses()[0].first != mul)
+        return std::nullopt;
+      const auto pair = fake_quant_stage(constant_of, *q, *dq);
+      const auto q_step = absorbable(*q), dq_step = absorbable(*dq);
+      if (!pair || !q_step || !dq_step) return std::nullopt;
+      stage = *pair;
+      stage.kind = EpilogueStage::Kind::HardSigmoidProductQuantized;
+      steps.push_back(*q_step);
+      steps.push_back(*dq_step);
+    }
     stage.alpha = gate_node->attr_float("alpha", 0.2f);
     stage.beta = gate_node->attr_float("beta", 0.5f);
-    return std::make_pair(stage, std::vector<std::size_t>{*gate_step, *mul_step});
+    steps.push_back(*mul_step);
+    return std::make_pair(stage, steps);
   };
 
   std::vector<char> absorbed(steps_.size(), 0);

@@ -36,6 +36,9 @@ struct EpilogueStage {
     HardSwishDiamond,
     // v * HardSigmoid(v) (alpha, beta): HardSwish spelt Mul(x, HardSigmoid(x)) before opset 14.
     HardSigmoidProduct,
+    // v * FakeQuant(HardSigmoid(v)): the same with a Q/DQ pair on the gate (QDQ models); the
+    // pair's scale, lo and hi as FakeQuant's.
+    HardSigmoidProductQuantized,
     // QuantizeLinear then DequantizeLinear with one scale (constant) and zero point z:
     // round_half_even(clip(v / constant, lo, hi)) * constant, NaN as 0, where [lo, hi] is the
     // integer type's range minus z (the integer minus its zero point is exact in float).
@@ -43,7 +46,7 @@ struct EpilogueStage {
   };
   Kind kind = Kind::Relu;
   float lo = 0, hi = 0;        // Clip bounds (absent bounds already resolved); FakeQuant's range
-  double alpha = 0, beta = 0;  // HardSigmoid, HardSigmoidProduct
+  double alpha = 0, beta = 0;  // HardSigmoid, HardSigmoidProduct(Quantized)
   float constant = 0;          // the other operand of a binary stage; the diamond's addend; FakeQuant's scale
   float divisor = 1;           // the diamond's divisor
   std::vector<float> mean, factor, bias;  // BatchNorm, one per output channel

@@ -432,6 +432,40 @@ TEST_CASE("Epilogue: x * HardSigmoid(x) is absorbed only when the gate is seen b
   }
 }
 
+TEST_CASE("Epilogue: x * HardSigmoid(x) with a Q/DQ pair on the gate gives the bytes of the nodes under every cap") {
+  struct Reset {
+    ~Reset() { isa::reset_cap(); }
+  } reset;
+  for (const char* cap : {"portable", "avx2", "avx512", "native"}) {
+    if (!isa::set_cap(cap, "test").is_ok()) continue;  // a level this CPU lacks
+    for (const bool int16 : {false, true}) {
+      CAPTURE(cap);
+      CAPTURE(int16);
+      // The gate in [0, 1] on a grid of 1/127 (int8) or 1/16384 (int16), x and the product
+      // through their own pairs, as a PTQ model quantizes HardSwish before opset 14.
+      const Tensor zp = int16 ? Tensor::from_vector<int16_t>({}, {0}) : Tensor::from_vector<int8_t>({}, {0});
+      const float gate_scale = int16 ? 1.0f / 16384 : 1.0f / 127;
+      Net net(13);
+      Value* x = qdq(net, conv(net, net.input("x"), {1, 3, 4, 1, 3, 1, 1, 6, 37, true}), 0.03f, zp);
+      Value* gate = qdq(net, net.node("HardSigmoid", {x})->outputs()[0], gate_scale, zp);
+      net.graph().outputs = {qdq(net, net.apply("Mul", {x, gate}), 0.02f, zp)};
+      std::vector<float> in = noise(3 * 6 * 37, 17, 4.0f);
+      in[5] = std::numeric_limits<float>::quiet_NaN();
+      // x's pair, the HardSigmoid, the gate's pair, the Mul and its pair.
+      check_fused_equals_separate(net.model(), {{"x", Tensor::from_vector<float>({1, 3, 6, 37}, in)}}, 8);
+    }
+  }
+  SUBCASE("a gate pair whose output is also seen elsewhere keeps its nodes") {
+    Net net(13);
+    const Tensor zp = Tensor::from_vector<int8_t>({}, {0});
+    Value* x = conv(net, net.input("x"), {1, 3, 4, 1, 3, 1, 1, 6, 5, true});
+    Value* gate = qdq(net, net.node("HardSigmoid", {x})->outputs()[0], 1.0f / 127, zp);
+    net.graph().outputs = {net.apply("Mul", {x, gate}), gate};
+    // Only the gate's pair after the HardSigmoid's kernel.
+    check_fused_equals_separate(net.model(), {{"x", Tensor::from_vector<float>({1, 3, 6, 5}, noise(90, 9))}}, 2);
+  }
+}
+
 TEST_CASE("Epilogue: a node with a kernel other than the built-in one is never absorbed") {
   MulAddRelu m;
   KernelRegistry registry = KernelRegistry::builtin();

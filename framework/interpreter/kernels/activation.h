@@ -117,6 +117,11 @@ inline void apply_stage(const EpilogueStage& stage, float* data, int64_t n, int6
       for (int64_t i = 0; i < n; ++i) data[i] = data[i] * hard_sigmoid(data[i], alpha, beta);
       return;
     }
+    case Kind::HardSigmoidProductQuantized: {
+      const auto alpha = static_cast<float>(stage.alpha), beta = static_cast<float>(stage.beta);
+      for (int64_t i = 0; i < n; ++i) data[i] = data[i] * fake_quant(hard_sigmoid(data[i], alpha, beta), c, stage.lo, stage.hi);
+      return;
+    }
     case Kind::FakeQuant:
       for (int64_t i = 0; i < n; ++i) data[i] = fake_quant(data[i], c, stage.lo, stage.hi);
       return;

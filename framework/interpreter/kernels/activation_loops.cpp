@@ -210,6 +210,20 @@ template <typename Floats>
         v = v * gate;
       });
       break;
+    case Kind::HardSigmoidProductQuantized: {
+      // The gate's pair by division, as fake_quant (the AVX-512 sequence gives the same bits).
+      const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi, magic = Floats{} + 12582912.0f;
+      each([&](Floats& v) {
+        Floats gate = v;
+        hard_sigmoid(gate);
+        Floats t = gate / c;
+        t = t == t ? t : zero;
+        t = t < lo ? lo : t;
+        t = hi < t ? hi : t;
+        v = v * (((t + magic) - magic) * c);
+      });
+      break;
+    }
     case Kind::FakeQuant: {
 #if defined(__x86_64__) && defined(__GNUC__)
       if constexpr (sizeof(Floats) == 64) {  // the AVX-512 copy
