@@ -72,7 +72,7 @@ class OutputCosine {
   std::shared_ptr<Model> float_model_;
   mutable std::mutex mutex_;
   mutable std::vector<std::vector<float>> float_outputs_;  // per sample, once computed
-  mutable std::vector<char> float_known_;                 // which float_outputs_ are
+  mutable std::vector<char> float_known_;                 // 1 where float_outputs_ holds the sample
   ProgressBar* bar_ = nullptr;
   mutable int tables_ = 0;  // tables evaluated: the phases' numbers
 };

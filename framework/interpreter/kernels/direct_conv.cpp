@@ -26,7 +26,6 @@ constexpr int64_t kMaxWindowColumns = 16;
 // from origin + taps[p].offset. Per window column j, the lanes that read inside the image
 // and the chunk (bit t: lane t); `inside` when every lane of every tap does, rows included.
 struct Chunk {
-  const float* image;
   const Tap* taps;
   int64_t k;  // im2col rows
   int64_t height, width;
@@ -54,7 +53,7 @@ struct Chunk {
     x1 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(bits >> 16), src + 16);                     \
   }
 
-// Channel r of a strip's accumulators cR0, cR1 += w[r] * (x0, x1).
+// The accumulators <acc>r0, <acc>r1 of channel r of a strip += w[r] * (x0, x1).
 #define QFLOW_DIRECT_FMA_AVX512(acc, w, r)                 \
   {                                                        \
     const __m512 a = _mm512_set1_ps(w[r]);                 \
@@ -219,7 +218,7 @@ void DirectConvPlan::tile(const float* image, int64_t col_begin, int64_t count, 
   const bool wide = sgemm_isa() == SgemmIsa::Avx512;
   const int64_t lanes = wide ? 32 : 16;
   const int64_t strips = (weights_.channels() + kStrip - 1) / kStrip;
-  Chunk chunk{image, taps_.data(), weights_.rows(), height_, width_, 0, 0, 0, image, true, {}};
+  Chunk chunk{taps_.data(), weights_.rows(), height_, width_, 0, 0, 0, image, true, {}};
   for (int64_t col = col_begin, end = col_begin + count; col < end;) {
     const int64_t oh = col / out_width_, ow = col % out_width_;
     const int64_t len = std::min(out_width_ - ow, end - col);
