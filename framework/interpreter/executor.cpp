@@ -437,6 +437,25 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     return v->uses()[0].first;
   };
 
+  // The Q/DQ pair `v` feeds as its only use, as one FakeQuant stage (the QuantizeLinear's
+  // integer output going to the DequantizeLinear only): the stage, both steps and the
+  // DequantizeLinear's output.
+  struct QdqPair {
+    EpilogueStage stage;
+    std::size_t q_step, dq_step;
+    const Value* out;
+  };
+  auto qdq_pair = [&](const Value* v) -> std::optional<QdqPair> {
+    const Node* q = sole_use(v, 0);
+    if (!q || q->op_type() != "QuantizeLinear") return std::nullopt;
+    const auto q_at = absorbable(*q);
+    const Node* dq = q_at && !kept(q->outputs()[0]) ? sole_use(q->outputs()[0], 0) : nullptr;
+    const auto dq_at = dq ? absorbable(*dq) : std::nullopt;
+    const auto stage = dq_at ? fake_quant_stage(constant_of, *q, *dq) : std::nullopt;
+    if (!stage) return std::nullopt;
+    return QdqPair{*stage, *q_at, *dq_at, dq->outputs()[0]};
+  };
+
   // Mul(x, HardSigmoid(x)) as one stage and the steps of the HardSigmoid and the Mul; with
   // a Q/DQ pair between the gate and the Mul (QDQ models), also the pair's steps.
   auto hard_sigmoid_product = [&](const Value* x) -> std::optional<std::pair<EpilogueStage, std::vector<std::size_t>>> {
@@ -456,19 +475,13 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     stage.kind = EpilogueStage::Kind::HardSigmoidProduct;
     std::vector<std::size_t> steps{*gate_step};
     if (gate->uses()[0].first != mul) {
-      const Node* q = sole_use(gate, 0);
-      const Value* integers = q && q->op_type() == "QuantizeLinear" && !q->outputs().empty() ? q->outputs()[0] : nullptr;
-      const Node* dq = integers && !kept(integers) ? sole_use(integers, 0) : nullptr;
-      const Value* quantized = dq && !dq->outputs().empty() ? dq->outputs()[0] : nullptr;
-      if (!quantized || kept(quantized) || quantized->uses().size() != 1 || quantized->uses()[0].first != mul)
+      const auto pair = qdq_pair(gate);
+      if (!pair || kept(pair->out) || pair->out->uses().size() != 1 || pair->out->uses()[0].first != mul)
         return std::nullopt;
-      const auto pair = fake_quant_stage(constant_of, *q, *dq);
-      const auto q_step = absorbable(*q), dq_step = absorbable(*dq);
-      if (!pair || !q_step || !dq_step) return std::nullopt;
-      stage = *pair;
+      stage = pair->stage;
       stage.kind = EpilogueStage::Kind::HardSigmoidProductQuantized;
-      steps.push_back(*q_step);
-      steps.push_back(*dq_step);
+      steps.push_back(pair->q_step);
+      steps.push_back(pair->dq_step);
     }
     stage.alpha = gate_node->attr_float("alpha", 0.2f);
     stage.beta = gate_node->attr_float("beta", 0.5f);
@@ -548,17 +561,13 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
       if (!at) break;
       const int64_t opset = model_.opset(next.domain());
       const bool first_input = x->uses()[0].second == 0;
-      // A Q/DQ pair: the QuantizeLinear's integer output must go to the DequantizeLinear only.
       if (first_input && next.op_type() == "QuantizeLinear") {
-        const Value* integers = next.outputs()[0];
-        const Node* dq = !kept(integers) ? sole_use(integers, 0) : nullptr;
-        const auto dq_at = dq ? absorbable(*dq) : std::nullopt;
-        const auto pair = dq_at ? fake_quant_stage(constant_of, next, *dq) : std::nullopt;
+        const auto pair = qdq_pair(x);
         if (!pair) break;
-        program.stages.push_back(*pair);
-        fusion.steps.push_back(*at);
-        fusion.steps.push_back(*dq_at);
-        x = dq->outputs()[0];
+        program.stages.push_back(pair->stage);
+        fusion.steps.push_back(pair->q_step);
+        fusion.steps.push_back(pair->dq_step);
+        x = pair->out;
         continue;
       }
       if (after_kernel) break;

@@ -143,6 +143,16 @@ template <typename Floats>
     g = g < zero ? zero : g;
     g = one < g ? one : g;
   };
+  // fake_quant's steps by division; |t| <= 2^17 after the clip, so adding and removing
+  // 1.5 * 2^23 rounds it half to even (the float spacing there is 1) and turns -0 into +0.
+  const auto fake_quant = [&](Floats& v) {
+    const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi, magic = Floats{} + 12582912.0f;
+    Floats t = v / c;
+    t = t == t ? t : zero;
+    t = t < lo ? lo : t;
+    t = hi < t ? hi : t;
+    v = ((t + magic) - magic) * c;
+  };
   switch (stage.kind) {
     case Kind::Relu:
       each([&](Floats& v) { v = zero < v ? v : zero; });
@@ -210,20 +220,15 @@ template <typename Floats>
         v = v * gate;
       });
       break;
-    case Kind::HardSigmoidProductQuantized: {
-      // The gate's pair by division, as fake_quant (the AVX-512 sequence gives the same bits).
-      const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi, magic = Floats{} + 12582912.0f;
+    case Kind::HardSigmoidProductQuantized:
+      // The gate's pair by division (the AVX-512 sequence of FakeQuant gives the same bits).
       each([&](Floats& v) {
         Floats gate = v;
         hard_sigmoid(gate);
-        Floats t = gate / c;
-        t = t == t ? t : zero;
-        t = t < lo ? lo : t;
-        t = hi < t ? hi : t;
-        v = v * (((t + magic) - magic) * c);
+        fake_quant(gate);
+        v = v * gate;
       });
       break;
-    }
     case Kind::FakeQuant: {
 #if defined(__x86_64__) && defined(__GNUC__)
       if constexpr (sizeof(Floats) == 64) {  // the AVX-512 copy
@@ -233,16 +238,7 @@ template <typename Floats>
         }
       }
 #endif
-      // fake_quant's steps; |t| <= 2^17 after the clip, so adding and removing 1.5 * 2^23
-      // rounds it half to even (the float spacing there is 1) and turns -0 into +0.
-      const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi, magic = Floats{} + 12582912.0f;
-      each([&](Floats& v) {
-        Floats t = v / c;
-        t = t == t ? t : zero;
-        t = t < lo ? lo : t;
-        t = hi < t ? hi : t;
-        v = ((t + magic) - magic) * c;
-      });
+      each(fake_quant);
       break;
     }
   }

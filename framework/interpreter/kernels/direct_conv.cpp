@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "framework/interpreter/kernels/sgemm.h"
+#include "framework/interpreter/kernels/strip_fma.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -53,14 +54,6 @@ struct Chunk {
     x1 = _mm512_maskz_loadu_ps(static_cast<__mmask16>(bits >> 16), src + 16);                     \
   }
 
-// The accumulators <acc>r0, <acc>r1 of channel r of a strip += w[r] * (x0, x1).
-#define QFLOW_DIRECT_FMA_AVX512(acc, w, r)                 \
-  {                                                        \
-    const __m512 a = _mm512_set1_ps(w[r]);                 \
-    acc##r##0 = _mm512_fmadd_ps(a, x0, acc##r##0);         \
-    acc##r##1 = _mm512_fmadd_ps(a, x1, acc##r##1);         \
-  }
-
 __attribute__((target("avx512f"))) inline void store_avx512(const Chunk& c, const __m512 (&acc)[kStrip][2], float* out,
                                                             int64_t ldc, int64_t rows) {
   const uint32_t keep = c.len >= 32 ? ~0u : (1u << c.len) - 1;
@@ -79,8 +72,7 @@ __attribute__((target("avx512f"))) void chunk_avx512(const Chunk& c, const float
   const __m512 zero = _mm512_setzero_ps();
   for (int64_t p = 0; p < c.k; ++p, w += kStrip) {
     QFLOW_DIRECT_LOAD_AVX512(c, p)
-    QFLOW_DIRECT_FMA_AVX512(a, w, 0) QFLOW_DIRECT_FMA_AVX512(a, w, 1) QFLOW_DIRECT_FMA_AVX512(a, w, 2)
-    QFLOW_DIRECT_FMA_AVX512(a, w, 3) QFLOW_DIRECT_FMA_AVX512(a, w, 4) QFLOW_DIRECT_FMA_AVX512(a, w, 5)
+    QFLOW_STRIP_FMA6_AVX512(a, w, x0, x1)
   }
   store_avx512(c, {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}, {a40, a41}, {a50, a51}}, out, ldc, rows);
 }
@@ -97,17 +89,14 @@ __attribute__((target("avx512f"))) void chunk_pair_avx512(const Chunk& c, const 
   const __m512 zero = _mm512_setzero_ps();
   for (int64_t p = 0; p < c.k; ++p, w += kStrip, v += kStrip) {
     QFLOW_DIRECT_LOAD_AVX512(c, p)
-    QFLOW_DIRECT_FMA_AVX512(a, w, 0) QFLOW_DIRECT_FMA_AVX512(a, w, 1) QFLOW_DIRECT_FMA_AVX512(a, w, 2)
-    QFLOW_DIRECT_FMA_AVX512(a, w, 3) QFLOW_DIRECT_FMA_AVX512(a, w, 4) QFLOW_DIRECT_FMA_AVX512(a, w, 5)
-    QFLOW_DIRECT_FMA_AVX512(b, v, 0) QFLOW_DIRECT_FMA_AVX512(b, v, 1) QFLOW_DIRECT_FMA_AVX512(b, v, 2)
-    QFLOW_DIRECT_FMA_AVX512(b, v, 3) QFLOW_DIRECT_FMA_AVX512(b, v, 4) QFLOW_DIRECT_FMA_AVX512(b, v, 5)
+    QFLOW_STRIP_FMA6_AVX512(a, w, x0, x1)
+    QFLOW_STRIP_FMA6_AVX512(b, v, x0, x1)
   }
   store_avx512(c, {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}, {a40, a41}, {a50, a51}}, out, ldc, kStrip);
   store_avx512(c, {{b00, b01}, {b10, b11}, {b20, b21}, {b30, b31}, {b40, b41}, {b50, b51}}, out + kStrip * ldc, ldc,
                rows);
 }
 
-#undef QFLOW_DIRECT_FMA_AVX512
 #undef QFLOW_DIRECT_LOAD_AVX512
 
 // Lanes of 8 set where bit t of `bits` (from `first`) is.
@@ -134,24 +123,7 @@ __attribute__((target("avx2,fma"))) void chunk_avx2(const Chunk& c, const float*
       x0 = _mm256_maskload_ps(c.origin + t.offset, lane_mask(bits, 0));
       x1 = _mm256_maskload_ps(c.origin + t.offset + 8, lane_mask(bits, 8));
     }
-    __m256 a = _mm256_broadcast_ss(w);
-    c00 = _mm256_fmadd_ps(a, x0, c00);
-    c01 = _mm256_fmadd_ps(a, x1, c01);
-    a = _mm256_broadcast_ss(w + 1);
-    c10 = _mm256_fmadd_ps(a, x0, c10);
-    c11 = _mm256_fmadd_ps(a, x1, c11);
-    a = _mm256_broadcast_ss(w + 2);
-    c20 = _mm256_fmadd_ps(a, x0, c20);
-    c21 = _mm256_fmadd_ps(a, x1, c21);
-    a = _mm256_broadcast_ss(w + 3);
-    c30 = _mm256_fmadd_ps(a, x0, c30);
-    c31 = _mm256_fmadd_ps(a, x1, c31);
-    a = _mm256_broadcast_ss(w + 4);
-    c40 = _mm256_fmadd_ps(a, x0, c40);
-    c41 = _mm256_fmadd_ps(a, x1, c41);
-    a = _mm256_broadcast_ss(w + 5);
-    c50 = _mm256_fmadd_ps(a, x0, c50);
-    c51 = _mm256_fmadd_ps(a, x1, c51);
+    QFLOW_STRIP_FMA6_AVX2(c, w, x0, x1)
   }
   const __m256 acc[kStrip][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   const uint32_t keep = c.len >= 16 ? 0xffffu : (1u << c.len) - 1;

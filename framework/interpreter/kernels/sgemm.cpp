@@ -14,6 +14,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "framework/interpreter/kernels/strip_fma.h"
 #define QFLOW_SGEMM_AVX2 1
 #endif
 
@@ -103,24 +105,7 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
   }
   for (int64_t p = 0; p < kc; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    __m256 av = _mm256_broadcast_ss(a);
-    c00 = _mm256_fmadd_ps(av, b0, c00);
-    c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(av, b0, c10);
-    c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(av, b0, c20);
-    c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(av, b0, c30);
-    c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(av, b0, c40);
-    c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(av, b0, c50);
-    c51 = _mm256_fmadd_ps(av, b1, c51);
+    QFLOW_STRIP_FMA6_AVX2(c, a, b0, b1)
     a += kMr;
     b += kNr;
   }
@@ -149,24 +134,7 @@ __attribute__((target("avx512f"))) void pair_kernel_avx512(int64_t kc, const flo
   }
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 x0 = _mm512_loadu_ps(b0), x1 = _mm512_loadu_ps(b1);
-    __m512 av = _mm512_set1_ps(a[0]);
-    c00 = _mm512_fmadd_ps(av, x0, c00);
-    c01 = _mm512_fmadd_ps(av, x1, c01);
-    av = _mm512_set1_ps(a[1]);
-    c10 = _mm512_fmadd_ps(av, x0, c10);
-    c11 = _mm512_fmadd_ps(av, x1, c11);
-    av = _mm512_set1_ps(a[2]);
-    c20 = _mm512_fmadd_ps(av, x0, c20);
-    c21 = _mm512_fmadd_ps(av, x1, c21);
-    av = _mm512_set1_ps(a[3]);
-    c30 = _mm512_fmadd_ps(av, x0, c30);
-    c31 = _mm512_fmadd_ps(av, x1, c31);
-    av = _mm512_set1_ps(a[4]);
-    c40 = _mm512_fmadd_ps(av, x0, c40);
-    c41 = _mm512_fmadd_ps(av, x1, c41);
-    av = _mm512_set1_ps(a[5]);
-    c50 = _mm512_fmadd_ps(av, x0, c50);
-    c51 = _mm512_fmadd_ps(av, x1, c51);
+    QFLOW_STRIP_FMA6_AVX512(c, a, x0, x1)
     a += kMr;
     b0 += kNr;
     b1 += kNr;
