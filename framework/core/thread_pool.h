@@ -21,7 +21,7 @@ class ThreadPool {
   // Fashion-MNIST 1x1 convs (about 600000 units) still took 0.041 ms split against 0.024
   // whole. From 262144 to 1048576 (medians, three rounds alternating): Fashion-MNIST
   // 0.114/0.107/0.105 -> 0.097/0.103/0.106 ms, cls 1.07/0.97/1.04 -> 0.88/0.93/0.96 ms,
-  // rec and det unchanged; at 4194304 rec lost 5%.
+  // rec and det unchanged; at 4194304 rec lost 5% (Xeon with avx2 avx512f avx_vnni avx512_vnni).
   static constexpr int64_t kMinParallelCost = 1048576;
   // A job is cut into chunks of at least kMinParallelCost, up to kChunksPerThread per
   // thread, so that a thread the machine holds up for a while does not hold up a large job:
