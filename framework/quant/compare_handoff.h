@@ -2,9 +2,8 @@
 // comparison the float run's thread also runs every isolated model, so it had most of a
 // sample's work and the QDQ run's thread waited for it (PP-OCRv4 det: the float thread busy
 // for 72% of the report's processor time on a 2-core Xeon with avx2 avx512f avx_vnni
-// avx512_vnni). The float thread hands its pairs
-// over; the QDQ thread compares them between its own nodes and, once its run is over, until
-// the float run is.
+// avx512_vnni). The float thread hands its pairs over; the QDQ thread compares them between
+// its own nodes and, once its run is over, until the float run is.
 #pragma once
 
 #include <condition_variable>
