@@ -177,9 +177,11 @@ TEST_CASE("ConvTranspose: kernel equal to the stride, one product for all channe
   struct Case {
     std::string name;
     int64_t batch, c, m, h, w, sh, sw;
+    bool bias = true;
   };
   const std::vector<Case> cases = {
       {"2x2, several tiles, batch 2", 2, 5, 7, 40, 33, 2, 2},
+      {"2x2 without bias", 1, 4, 3, 6, 13, 2, 2, false},
       {"2x3", 1, 3, 4, 9, 11, 2, 3},
       {"1x1", 1, 6, 2, 5, 5, 1, 1},
   };
@@ -190,12 +192,16 @@ TEST_CASE("ConvTranspose: kernel equal to the stride, one product for all channe
     w[1] = -0.0f;
     for (int threads : {1, 2}) {
       CAPTURE(threads);
-      SingleNode flat = make_node("ConvTranspose", {floats({c.batch, c.c, c.h, c.w}, x), floats({c.c, c.m, c.sh, c.sw}, w),
-                                                    floats({c.m}, b)});
+      std::vector<Tensor> flat_inputs = {floats({c.batch, c.c, c.h, c.w}, x), floats({c.c, c.m, c.sh, c.sw}, w)};
+      std::vector<Tensor> deep_inputs = {floats({c.batch, c.c, 1, c.h, c.w}, x), floats({c.c, c.m, 1, c.sh, c.sw}, w)};
+      if (c.bias) {
+        flat_inputs.push_back(floats({c.m}, b));
+        deep_inputs.push_back(floats({c.m}, b));
+      }
+      SingleNode flat = make_node("ConvTranspose", flat_inputs);
       flat.attributes = {Attribute::make_ints("strides", {c.sh, c.sw})};
       flat.threads = threads;
-      SingleNode deep = make_node("ConvTranspose", {floats({c.batch, c.c, 1, c.h, c.w}, x),
-                                                    floats({c.c, c.m, 1, c.sh, c.sw}, w), floats({c.m}, b)});
+      SingleNode deep = make_node("ConvTranspose", deep_inputs);
       deep.attributes = {Attribute::make_ints("strides", {1, c.sh, c.sw})};
       deep.threads = threads;
       const Tensor got = run(flat)[0], want = run(deep)[0];

@@ -179,6 +179,32 @@ bool transposed_without_overlap(const ConvGeometry& g) {
   return true;
 }
 
+// out[2x] = (0 + a[x]) + *bias and out[2x + 1] = (0 + b[x]) + *bias (no bias: without the
+// addition) four columns at a time; returns the columns done (a multiple of four). The
+// scalar loop wrote one float at a time and was 8% of a PP-OCRv4 det sensitivity ranking.
+int64_t interleave_pairs(const float* a, const float* b, int64_t len, const float* bias, float* out) {
+  typedef float Floats4 __attribute__((vector_size(16)));
+  typedef int Lanes4 __attribute__((vector_size(16)));
+  const Floats4 zero = Floats4{}, add = bias ? zero + *bias : zero;
+  int64_t x = 0;
+  for (; x + 4 <= len; x += 4) {
+    Floats4 even, odd;
+    __builtin_memcpy(&even, a + x, sizeof even);
+    __builtin_memcpy(&odd, b + x, sizeof odd);
+    even = zero + even;
+    odd = zero + odd;
+    if (bias) {
+      even = even + add;
+      odd = odd + add;
+    }
+    const Floats4 low = __builtin_shuffle(even, odd, Lanes4{0, 4, 1, 5});
+    const Floats4 high = __builtin_shuffle(even, odd, Lanes4{2, 6, 3, 7});
+    __builtin_memcpy(out + 2 * x, &low, sizeof low);
+    __builtin_memcpy(out + 2 * x + 4, &high, sizeof high);
+  }
+  return x;
+}
+
 // transposed_without_overlap's case: y [N, M, H * s0, W * s1] from x [N, C, H, W] and w
 // [C, M, s0, s1]. Each value is the sgemm chain over C and then, as the general path's col2im
 // into a zeroed image and its bias loop compute it, (0 + v) + bias: the same bits. The general
@@ -205,9 +231,12 @@ void conv_transpose_without_overlap(KernelContext& context, const ConvGeometry& 
           const int64_t y = (first + q) / in_width, x0 = (first + q) % in_width, len = std::min(in_width - x0, count - q);
           for (int64_t i = 0; i < sh; ++i) {
             float* out = plane + (y * sh + i) * out_width + x0 * sw;
-            for (int64_t x = 0; x < len; ++x)
+            const float* row_taps = taps + i * kw * count + q;
+            int64_t x = 0;
+            if (sw == 2) x = interleave_pairs(row_taps, row_taps + count, len, bd ? bd + ch : nullptr, out);
+            for (; x < len; ++x)
               for (int64_t j = 0; j < sw; ++j) {
-                float v = 0.0f + taps[(i * kw + j) * count + q + x];
+                float v = 0.0f + row_taps[j * count + x];
                 if (bd) v = v + bd[ch];
                 out[x * sw + j] = v;
               }
