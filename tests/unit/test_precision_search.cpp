@@ -8,6 +8,7 @@
 
 #include "framework/data/npy.h"
 #include "framework/quant/precision_search.h"
+#include "framework/quant/quantization_settings.h"
 #include "test_dataset_util.h"
 #include "test_model_util.h"
 
@@ -483,6 +484,37 @@ TEST_CASE("precision search: the evaluation budget bounds the work") {
   CHECK_FALSE(result->reached);
   CHECK(result->evaluations <= 3);
   CHECK(result->miss.find("max-evaluations (3) reached") != std::string::npos);
+}
+
+TEST_CASE("precision search: models proven below the target stop early, with the result of whole evaluations") {
+  // max-evaluations turns the early stop off: a budget counts whole models.
+  Fixture f;
+  for (const double target : {0.99966, 1.5}) {  // reached with CPU moves; missed (the best is finished)
+    CAPTURE(target);
+    PrecisionSearchOptions options;
+    options.target_cosine = target;
+    std::vector<std::string> lines;
+    options.progress = [&](const std::string& line) { lines.push_back(line); };
+    auto early = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+    REQUIRE_MESSAGE(early.has_value(), early.status().message());
+    int stopped = 0;
+    for (const std::string& line : lines) stopped += line.find("below 1.5") != std::string::npos ||
+                                                     line.find("below 0.99966") != std::string::npos;
+    CHECK(stopped > 0);
+    options.max_evaluations = 1000;
+    options.progress = nullptr;
+    auto whole = search_precision(mlp(), table(true), nullptr, f.dataset, options);
+    REQUIRE_MESSAGE(whole.has_value(), whole.status().message());
+    CHECK(early->reached == whole->reached);
+    CHECK(early->after == whole->after);
+    CHECK(early->miss == whole->miss);
+    CHECK(format_quantization(early->overrides) == format_quantization(whole->overrides));
+    REQUIRE(early->changes.size() == whole->changes.size());
+    for (std::size_t i = 0; i < early->changes.size(); ++i) {
+      CHECK(early->changes[i].node == whole->changes[i].node);
+      CHECK(early->changes[i].to == whole->changes[i].to);
+    }
+  }
 }
 
 TEST_CASE("precision search: a precision.json without overrides is refused") {
