@@ -112,7 +112,9 @@ struct PrecisionSearchResult {
 // dropped again in reverse order when the target holds without it. When the candidates,
 // `max_changes` or `max_evaluations` run out first, the result is the best configuration
 // measured (reached = false), or with `error_on_miss` an error naming the value reached.
-// `config` may be null.
+// A model the walk measures for a decision stops running samples once they prove its mean
+// cosine below the target (one process, cosine objective, no max_evaluations); the result is
+// that of whole evaluations. `config` may be null.
 Expected<PrecisionSearchResult> search_precision(const Model& float_model, const QuantTable& table,
                                                  const QuantConfig* config, const Dataset& dataset,
                                                  const PrecisionSearchOptions& options);

@@ -148,6 +148,55 @@ TEST_CASE("isa cap: fake quant by fused multiply-adds gives the division's bits"
   }
 }
 
+TEST_CASE("isa cap: x * FakeQuant(HardSigmoid(x)) by fused multiply-adds gives the division's bits") {
+  CapGuard guard;
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> scales(1e-5f, 0.05f), values(-8.0f, 8.0f);
+  std::uniform_int_distribution<int> integers(0, 40000), ulps(-6, 6);
+  std::uniform_int_distribution<uint32_t> any_bits;
+  // Gates on and a few ulps around (k + 0.5) * s (inputs solved back through alpha and beta),
+  // inputs anywhere, NaN, the infinities, zeros; int8, uint8 and int16 ranges; scales inside
+  // the fused range, at its edges and outside it.
+  const int64_t n = 4000;
+  const std::vector<float> fixed = {1.0f / 255.0f, 0x1p-60f, 0x1p60f, 0x1.8p-61f, 1.0f / 32767.0f};
+  for (int trial = 0; trial < 30; ++trial) {
+    CAPTURE(trial);
+    EpilogueStage stage{EpilogueStage::Kind::HardSigmoidProductQuantized};
+    stage.constant = trial < static_cast<int>(fixed.size()) ? fixed[static_cast<std::size_t>(trial)] : scales(rng);
+    stage.alpha = trial % 2 ? 0.2 : 1.0 / 6.0;
+    stage.beta = 0.5;
+    stage.lo = trial % 3 == 0 ? 0.0f : trial % 3 == 1 ? -128.0f : -32768.0f;
+    stage.hi = trial % 3 == 0 ? 255.0f : trial % 3 == 1 ? 127.0f : 32767.0f;
+    const auto alpha = static_cast<float>(stage.alpha), beta = static_cast<float>(stage.beta);
+    std::vector<float> data(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const float gate = (static_cast<float>(integers(rng) % 256) + 0.5f) * stage.constant;
+      float v = (gate - beta) / alpha;
+      const auto bits = static_cast<int32_t>(std::bit_cast<uint32_t>(v));
+      v = std::bit_cast<float>(static_cast<uint32_t>(bits + ulps(rng)));
+      if (i % 3 == 0) v = values(rng);
+      if (i % 7 == 0) v = std::bit_cast<float>(any_bits(rng));
+      data[static_cast<std::size_t>(i)] = v;
+    }
+    data[7] = std::numeric_limits<float>::quiet_NaN();
+    data[300] = std::numeric_limits<float>::infinity();
+    data[301] = -std::numeric_limits<float>::infinity();
+    data[302] = -0.0f;
+    data[303] = -3.0f;  // a gate of exactly 0 (-0 for some alpha)
+    std::vector<float> want = data;
+    for (float& v : want)
+      v = v * activation::fake_quant(activation::hard_sigmoid(v, alpha, beta), stage.constant, stage.lo, stage.hi);
+    const Epilogue program{{stage}, 0};
+    for (const std::string& cap : caps_this_cpu_has()) {
+      CAPTURE(cap);
+      REQUIRE(set_kernel_isa_cap(cap, "--isa").is_ok());
+      std::vector<float> got = data;
+      activation::finish_rows(&program, got.data(), 1, n, n, -1, nullptr);
+      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
 TEST_CASE("isa cap: the Fashion-MNIST fixture on every cap this CPU has") {
   CapGuard guard;
   const std::string dir = std::string(QFLOW_SOURCE_DIR) + "/models/fashion_mnist/";

@@ -104,26 +104,53 @@ constexpr int64_t kBlock = 256;
 constexpr float kFmaScaleMin = 0x1p-60f, kFmaScaleMax = 0x1p60f;
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// min and max with every lane selected: GCC 12's unmasked forms warn about their undefined
+// pass-through operand.
+constexpr __mmask16 kAllLanes = 0xFFFF;
+
+// fake_quant's lane steps for values v whose quotient v / c is finite (y = RN(1 / c)).
+__attribute__((target("avx512f"), always_inline)) inline __m512 fake_quant_finite_avx512(__m512 v, __m512 c, __m512 y,
+                                                                                          __m512 lo, __m512 hi) {
+  const __m512 magic = _mm512_set1_ps(12582912.0f);
+  const __m512 q = _mm512_mul_ps(v, y);
+  __m512 t = _mm512_fmadd_ps(_mm512_fnmadd_ps(c, q, v), y, q);
+  t = _mm512_mask_max_ps(t, kAllLanes, t, lo);
+  t = _mm512_mask_min_ps(t, kAllLanes, t, hi);
+  return _mm512_mul_ps(_mm512_sub_ps(_mm512_add_ps(t, magic), magic), c);
+}
+
 __attribute__((target("avx512f"))) void fake_quant_fma_avx512(const EpilogueStage& stage, float* data, int64_t n) {
   const __m512 c = _mm512_set1_ps(stage.constant), y = _mm512_set1_ps(1.0f / stage.constant);
-  const __m512 lo = _mm512_set1_ps(stage.lo), hi = _mm512_set1_ps(stage.hi), magic = _mm512_set1_ps(12582912.0f);
+  const __m512 lo = _mm512_set1_ps(stage.lo), hi = _mm512_set1_ps(stage.hi);
   const __m512 bound = _mm512_set1_ps(0x1p18f * stage.constant), below = _mm512_set1_ps(-0x1p18f * stage.constant);
   // vfixupimmps: the QNaN and SNaN classes (table entries 0 and 1) answer +0 (token 8),
   // every other class keeps the value (token 0).
   const __m512i nan_to_zero = _mm512_set1_epi32(0x88);
-  // min and max with every lane selected: GCC 12's unmasked forms warn about their
-  // undefined pass-through operand.
-  constexpr __mmask16 all = 0xFFFF;
   for (int64_t i = 0; i + 16 <= n; i += 16) {
     __m512 v = _mm512_loadu_ps(data + i);
     v = _mm512_fixupimm_ps(v, v, nan_to_zero, 0);
-    v = _mm512_mask_max_ps(v, all, v, below);
-    v = _mm512_mask_min_ps(v, all, v, bound);
-    const __m512 q = _mm512_mul_ps(v, y);
-    __m512 t = _mm512_fmadd_ps(_mm512_fnmadd_ps(c, q, v), y, q);
-    t = _mm512_mask_max_ps(t, all, t, lo);
-    t = _mm512_mask_min_ps(t, all, t, hi);
-    _mm512_storeu_ps(data + i, _mm512_mul_ps(_mm512_sub_ps(_mm512_add_ps(t, magic), magic), c));
+    v = _mm512_mask_max_ps(v, kAllLanes, v, below);
+    v = _mm512_mask_min_ps(v, kAllLanes, v, bound);
+    _mm512_storeu_ps(data + i, fake_quant_finite_avx512(v, c, y, lo, hi));
+  }
+}
+
+// x * FakeQuant(HardSigmoid(x)) with the same quotient sequence on the gate. The gate,
+// alpha * x + beta (a product, then a sum) clipped to [0, 1], is finite; a NaN x gives a NaN
+// gate that the scalar clip keeps and fake_quant turns into 0, and here max(NaN, 0) is 0
+// already: gate 0 either way, and x * 0 the same NaN.
+__attribute__((target("avx512f"))) void hard_sigmoid_product_quantized_avx512(const EpilogueStage& stage, float* data,
+                                                                                int64_t n) {
+  const __m512 c = _mm512_set1_ps(stage.constant), y = _mm512_set1_ps(1.0f / stage.constant);
+  const __m512 lo = _mm512_set1_ps(stage.lo), hi = _mm512_set1_ps(stage.hi);
+  const __m512 alpha = _mm512_set1_ps(static_cast<float>(stage.alpha)), beta = _mm512_set1_ps(static_cast<float>(stage.beta));
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(data + i);
+    __m512 gate = _mm512_add_ps(_mm512_mul_ps(alpha, v), beta);
+    gate = _mm512_mask_max_ps(gate, kAllLanes, gate, zero);
+    gate = _mm512_mask_min_ps(gate, kAllLanes, gate, one);
+    _mm512_storeu_ps(data + i, _mm512_mul_ps(v, fake_quant_finite_avx512(gate, c, y, lo, hi)));
   }
 }
 #endif
@@ -231,7 +258,15 @@ template <typename Floats>
       });
       break;
     case Kind::HardSigmoidProductQuantized:
-      // The gate's pair by division (the AVX-512 sequence of FakeQuant gives the same bits).
+#if defined(__x86_64__) && defined(__GNUC__)
+      if constexpr (sizeof(Floats) == 64) {  // the AVX-512 copy
+        if (stage.constant >= kFmaScaleMin && stage.constant <= kFmaScaleMax) {
+          hard_sigmoid_product_quantized_avx512(stage, data, body);
+          break;
+        }
+      }
+#endif
+      // The gate's pair by division.
       each([&](Floats& v) {
         Floats gate = v;
         hard_sigmoid(gate);
