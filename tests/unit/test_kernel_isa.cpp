@@ -38,6 +38,30 @@ std::vector<std::string> caps_this_cpu_has() {
   return names;
 }
 
+// NaN, the infinities and -0 at fixed places of a test vector of at least 303 values.
+void put_special_values(std::vector<float>& data) {
+  data[7] = std::numeric_limits<float>::quiet_NaN();
+  data[300] = std::numeric_limits<float>::infinity();
+  data[301] = -std::numeric_limits<float>::infinity();
+  data[302] = -0.0f;
+}
+
+// Runs `program` over `data` (a multiple of 25 values) under every cap this CPU has, as one
+// row and as rows of 25 (the tails through the scalar loop), and compares the bytes with `want`.
+void check_every_cap(const Epilogue& program, const std::vector<float>& data, const std::vector<float>& want) {
+  const auto n = static_cast<int64_t>(data.size());
+  for (const std::string& cap : caps_this_cpu_has()) {
+    CAPTURE(cap);
+    REQUIRE(set_kernel_isa_cap(cap, "--isa").is_ok());
+    std::vector<float> got = data;
+    activation::finish_rows(&program, got.data(), 1, n, n, -1, nullptr);
+    CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+    got = data;
+    activation::finish_rows(&program, got.data(), n / 25, 25, 25, -1, nullptr);
+    CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("isa cap: names, refusals and what each cap selects") {
@@ -126,25 +150,12 @@ TEST_CASE("isa cap: fake quant by fused multiply-adds gives the division's bits"
       if (i % 3 == 0) v = std::bit_cast<float>(any_bits(rng));
       data[static_cast<std::size_t>(i)] = v;
     }
-    data[7] = std::numeric_limits<float>::quiet_NaN();
-    data[300] = std::numeric_limits<float>::infinity();
-    data[301] = -std::numeric_limits<float>::infinity();
-    data[302] = -0.0f;
+    put_special_values(data);
     data[303] = std::numeric_limits<float>::max();
     data[304] = std::numeric_limits<float>::denorm_min();
     std::vector<float> want = data;
     for (float& v : want) v = activation::fake_quant(v, stage.constant, stage.lo, stage.hi);
-    const Epilogue program{{stage}, 0};
-    for (const std::string& cap : caps_this_cpu_has()) {
-      CAPTURE(cap);
-      REQUIRE(set_kernel_isa_cap(cap, "--isa").is_ok());
-      std::vector<float> got = data;
-      activation::finish_rows(&program, got.data(), 1, n, n, -1, nullptr);
-      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
-      got = data;  // short rows: the tails go through the scalar loop
-      activation::finish_rows(&program, got.data(), 160, 25, 25, -1, nullptr);
-      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
-    }
+    check_every_cap(Epilogue{{stage}, 0}, data, want);
   }
 }
 
@@ -178,22 +189,12 @@ TEST_CASE("isa cap: x * FakeQuant(HardSigmoid(x)) by fused multiply-adds gives t
       if (i % 7 == 0) v = std::bit_cast<float>(any_bits(rng));
       data[static_cast<std::size_t>(i)] = v;
     }
-    data[7] = std::numeric_limits<float>::quiet_NaN();
-    data[300] = std::numeric_limits<float>::infinity();
-    data[301] = -std::numeric_limits<float>::infinity();
-    data[302] = -0.0f;
+    put_special_values(data);
     data[303] = -3.0f;  // a gate of exactly 0 (-0 for some alpha)
     std::vector<float> want = data;
     for (float& v : want)
       v = v * activation::fake_quant(activation::hard_sigmoid(v, alpha, beta), stage.constant, stage.lo, stage.hi);
-    const Epilogue program{{stage}, 0};
-    for (const std::string& cap : caps_this_cpu_has()) {
-      CAPTURE(cap);
-      REQUIRE(set_kernel_isa_cap(cap, "--isa").is_ok());
-      std::vector<float> got = data;
-      activation::finish_rows(&program, got.data(), 1, n, n, -1, nullptr);
-      CHECK(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)) == 0);
-    }
+    check_every_cap(Epilogue{{stage}, 0}, data, want);
   }
 }
 

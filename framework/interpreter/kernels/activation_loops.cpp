@@ -153,6 +153,21 @@ __attribute__((target("avx512f"))) void hard_sigmoid_product_quantized_avx512(co
     _mm512_storeu_ps(data + i, _mm512_mul_ps(v, fake_quant_finite_avx512(gate, c, y, lo, hi)));
   }
 }
+
+// The FakeQuant and quantized-gate stages over n (a multiple of 16) floats by the quotient
+// sequence; false (nothing done) for other stages and scales outside its range.
+__attribute__((target("avx512f"))) bool by_quotient_sequence_avx512(const EpilogueStage& stage, float* data, int64_t n) {
+  if (!(stage.constant >= kFmaScaleMin && stage.constant <= kFmaScaleMax)) return false;
+  if (stage.kind == EpilogueStage::Kind::FakeQuant) {
+    fake_quant_fma_avx512(stage, data, n);
+    return true;
+  }
+  if (stage.kind == EpilogueStage::Kind::HardSigmoidProductQuantized) {
+    hard_sigmoid_product_quantized_avx512(stage, data, n);
+    return true;
+  }
+  return false;
+}
 #endif
 
 // One stage over n floats of output channel `channel`, a vector of Floats at a time (8 or 16
@@ -190,6 +205,14 @@ template <typename Floats>
     t = hi < t ? hi : t;
     v = ((t + magic) - magic) * c;
   };
+#if defined(__x86_64__) && defined(__GNUC__)
+  if constexpr (sizeof(Floats) == 64) {  // the AVX-512 copy
+    if (by_quotient_sequence_avx512(stage, data, body)) {
+      apply_stage(stage, data + body, n - body, channel);
+      return;
+    }
+  }
+#endif
   switch (stage.kind) {
     case Kind::Relu:
       each([&](Floats& v) { v = zero < v ? v : zero; });
@@ -258,14 +281,6 @@ template <typename Floats>
       });
       break;
     case Kind::HardSigmoidProductQuantized:
-#if defined(__x86_64__) && defined(__GNUC__)
-      if constexpr (sizeof(Floats) == 64) {  // the AVX-512 copy
-        if (stage.constant >= kFmaScaleMin && stage.constant <= kFmaScaleMax) {
-          hard_sigmoid_product_quantized_avx512(stage, data, body);
-          break;
-        }
-      }
-#endif
       // The gate's pair by division.
       each([&](Floats& v) {
         Floats gate = v;
@@ -274,18 +289,9 @@ template <typename Floats>
         v = v * gate;
       });
       break;
-    case Kind::FakeQuant: {
-#if defined(__x86_64__) && defined(__GNUC__)
-      if constexpr (sizeof(Floats) == 64) {  // the AVX-512 copy
-        if (stage.constant >= kFmaScaleMin && stage.constant <= kFmaScaleMax) {
-          fake_quant_fma_avx512(stage, data, body);
-          break;
-        }
-      }
-#endif
+    case Kind::FakeQuant:
       each(fake_quant);
       break;
-    }
   }
   apply_stage(stage, data + body, n - body, channel);
 }
