@@ -217,6 +217,43 @@ std::optional<EpilogueStage> batchnorm_stage(const ConstantOf& constant_of, cons
   return e;
 }
 
+// The constant operand of a two-input `node` that reads `x` once, when it holds one float32
+// value per channel of an [N, C, spatial...] output: shape [C, 1, ..., 1] or
+// [1, C, 1, ..., 1] with at least one trailing 1 and C > 1 (C == channels when channels > 0),
+// no NaN. `rank` gets the output rank at which C meets axis 1.
+const Tensor* channel_operand(const ConstantOf& constant_of, const Node& node, const Value* x, int64_t channels,
+                              std::size_t& rank) {
+  if (node.inputs().size() != 2 || node.outputs().empty() || !node.outputs()[0]) return nullptr;
+  const bool x_first = node.inputs()[0] == x;
+  if (x_first == (node.inputs()[1] == x)) return nullptr;
+  const Value* other = node.inputs()[x_first ? 1 : 0];
+  const Tensor* t = other ? constant_of(other) : nullptr;
+  if (!t || t->dtype() != DType::Float32 || t->rank() == 0) return nullptr;
+  const Shape& shape = t->shape();
+  std::size_t at = 0;
+  while (at < shape.size() && shape[at] == 1) ++at;
+  if (at + 1 >= shape.size() || at > 1 || shape[at] < 2 || (channels > 0 && shape[at] != channels)) return nullptr;
+  for (std::size_t d = at + 1; d < shape.size(); ++d)
+    if (shape[d] != 1) return nullptr;
+  const float* v = t->data<float>();
+  for (int64_t i = 0; i < t->numel(); ++i)
+    if (std::isnan(v[i])) return nullptr;
+  rank = shape.size() - at + 1;
+  return t;
+}
+
+// v * factor + bias per channel as a BatchNorm stage (mean 0); no factor: 1.
+EpilogueStage channel_affine(const Tensor* factor, const Tensor& bias) {
+  EpilogueStage e;
+  e.kind = EpilogueStage::Kind::BatchNorm;
+  const auto c = static_cast<std::size_t>(bias.numel());
+  e.mean.assign(c, 0.0f);
+  e.bias.assign(bias.data<float>(), bias.data<float>() + c);
+  if (factor) e.factor.assign(factor->data<float>(), factor->data<float>() + c);
+  else e.factor.assign(c, 1.0f);
+  return e;
+}
+
 // Runs `program` (Q/DQ pairs) over the float32 output of a kernel that ignores epilogues:
 // in place when only this output (and the arena's handle) shares its storage, else on a
 // copy, since the kernel may have returned an input or a view of one. Leaves an output of
@@ -497,13 +534,18 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     // earlier program already computes it.
     const bool after_kernel = !step.kernel->supports_epilogue();
     if (after_kernel && absorbed[s]) continue;
-    // Per-channel stages need the producer's rows to be channels: Conv's are, Gemm's are not.
-    const bool per_channel = order_[s]->op_type() == "Conv";
+    // Per-channel stages need the producer's rows to be channels: Conv's and ConvTranspose's
+    // are, Gemm's are not.
+    const std::string& producer_op = order_[s]->op_type();
+    const bool per_channel = producer_op == "Conv" || producer_op == "ConvTranspose";
     // With a constant weight the channel count is known now: per-position parameters of
-    // the same length never pass as per-channel ones.
+    // the same length never pass as per-channel ones. ConvTranspose's weight is
+    // [C_in, C_out / group, ...].
     const std::vector<Value*>& producer_inputs = order_[s]->inputs();
     const Tensor* weight = producer_inputs.size() > 1 && producer_inputs[1] ? constant_of(producer_inputs[1]) : nullptr;
-    const int64_t conv_channels = per_channel && weight && weight->rank() > 0 ? weight->dim(0) : 0;
+    int64_t conv_channels = 0;
+    if (per_channel && weight && weight->rank() > 1)
+      conv_channels = producer_op == "Conv" ? weight->dim(0) : weight->dim(1) * order_[s]->attr_int("group", 1);
     Fusion fusion;
     fusion.after_kernel = after_kernel;
     Epilogue& program = fusion.epilogue;
@@ -578,6 +620,39 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
         int64_t channels = program.channels ? program.channels : conv_channels;
         stage = batchnorm_stage(constant_of, next, opset, channels);
         if (stage) program.channels = channels;
+      }
+      if (!stage && per_channel && opset >= 7) {
+        // Add of one value per channel: a BatchNorm stage with mean 0 and factor 1, since
+        // (v - 0) * 1 + b is v + b for every v. A Mul of one value per channel only with the
+        // Add after it ((v - 0) * k + b = v * k + b; alone, v * k + 0 would turn -0 into +0).
+        const int64_t channels = program.channels ? program.channels : conv_channels;
+        std::size_t rank = 0;
+        if (next.op_type() == "Add") {
+          if (const Tensor* b = channel_operand(constant_of, next, x, channels, rank))
+            stage = channel_affine(nullptr, *b);
+        } else if (const Tensor* k = next.op_type() == "Mul" ? channel_operand(constant_of, next, x, channels, rank) : nullptr) {
+          const Value* product = next.outputs()[0];
+          const Node* add = !kept(product) && product->uses().size() == 1 ? product->uses()[0].first : nullptr;
+          std::size_t add_rank = 0;
+          const Tensor* b = add && add->op_type() == "Add" && model_.opset(add->domain()) >= 7
+                                ? channel_operand(constant_of, *add, product, channels, add_rank)
+                                : nullptr;
+          const auto add_at = b && add_rank == rank && b->numel() == k->numel() ? absorbable(*add) : std::nullopt;
+          if (add_at && (program.exact_rank == 0 || program.exact_rank == rank)) {
+            program.stages.push_back(channel_affine(k, *b));
+            program.channels = k->numel();
+            program.exact_rank = rank;
+            fusion.steps.push_back(*at);
+            fusion.steps.push_back(*add_at);
+            x = add->outputs()[0];
+            continue;
+          }
+        }
+        if (stage && program.exact_rank != 0 && program.exact_rank != rank) stage.reset();
+        if (stage) {
+          program.channels = static_cast<int64_t>(stage->bias.size());
+          program.exact_rank = rank;
+        }
       }
       if (!stage) break;
       program.stages.push_back(std::move(*stage));

@@ -49,8 +49,9 @@ class Executor {
  public:
   // Resolves a kernel for every node and plans the run: nodes whose inputs are all
   // constant (e.g. DequantizeLinear of weights) are computed here once, chains of
-  // element-wise nodes after a Conv/Gemm (activations, BatchNormalization, arithmetic with
-  // a scalar constant, the Add/Clip/Mul/Div HardSwish) become that kernel's epilogue
+  // element-wise nodes after a Conv/ConvTranspose/Gemm (activations, BatchNormalization,
+  // arithmetic with a scalar constant or one value per channel, the Add/Clip/Mul/Div
+  // HardSwish) become that kernel's epilogue
   // program, values get dense slots and free
   // points. The model must outlive the executor. Fails naming the first node with no
   // kernel for its op/opset.
@@ -68,7 +69,7 @@ class Executor {
 
   const Model& model() const { return model_; }
   const std::vector<Node*>& order() const { return order_; }
-  // Number of nodes a hook-less run computes inside an earlier step (a Conv/Gemm's epilogue,
+  // Number of nodes a hook-less run computes inside an earlier step (a Conv/ConvTranspose/Gemm's epilogue,
   // a Q/DQ pair after any kernel).
   std::size_t fused_count() const;
   // Number of nodes computed once by create() instead of on every run.

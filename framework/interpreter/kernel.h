@@ -58,10 +58,12 @@ struct Epilogue {
   std::vector<EpilogueStage> stages;
   int64_t channels = 0;      // > 0 when a stage reads per-channel parameters: C of [N, C, ...]
   std::size_t min_rank = 0;  // constant operands broadcast without growing an output of this rank
+  // > 0: per-channel constant operands ([C, 1, ..., 1]) meet axis 1 only at this rank.
+  std::size_t exact_rank = 0;
   // Whether the program computes the absorbed nodes for an output of `rank` with
   // `out_channels` channels (-1: the producer has no channel axis, e.g. Gemm).
   bool fits(std::size_t rank, int64_t out_channels) const {
-    return rank >= min_rank && (channels == 0 || channels == out_channels);
+    return rank >= min_rank && (exact_rank == 0 || rank == exact_rank) && (channels == 0 || channels == out_channels);
   }
 };
 

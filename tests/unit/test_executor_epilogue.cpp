@@ -177,6 +177,14 @@ const std::vector<Chain>& conv_chains() {
        }},
       {"HardSwish Sigmoid BN", 3,
        [](Net& n, Value* x, int64_t c) { return n.batchnorm(n.apply("Sigmoid", {n.apply("HardSwish", {x})}), c); }},
+      // One value per channel: an Add alone, a Mul with the Add after it (either operand order).
+      {"channel Add Relu", 2,
+       [](Net& n, Value* x, int64_t c) { return n.apply("Relu", {n.apply("Add", {x, n.random({1, c, 1, 1})})}); }},
+      {"channel Mul Add", 2,
+       [](Net& n, Value* x, int64_t c) {
+         return n.apply("Add", {n.random({c, 1, 1}), n.apply("Mul", {n.random({c, 1, 1}), x})});
+       }},
+      {"channel Mul alone", 0, [](Net& n, Value* x, int64_t c) { return n.apply("Mul", {x, n.random({c, 1, 1})}); }},
   };
   return chains;
 }
@@ -235,6 +243,31 @@ TEST_CASE("Epilogue: every Conv chain gives the bytes of the separate nodes") {
                                     chain.absorbed);
       }
     }
+  }
+}
+
+TEST_CASE("Epilogue: ConvTranspose runs a per-channel chain after it, as a detection head has it") {
+  // ConvTranspose -> Add (its bias apart) -> Mul -> Add (a BatchNorm) -> Relu, on the
+  // kernel = stride path and on the general one, with and without the kernel's own bias.
+  struct Case {
+    int64_t kernel, stride, pad, channels;
+    bool bias;
+  };
+  for (const Case& c : {Case{2, 2, 0, 6, false}, Case{2, 2, 0, 5, true}, Case{3, 2, 1, 4, true}}) {
+    CAPTURE(c.kernel);
+    CAPTURE(c.bias);
+    Net net(13);
+    std::vector<Value*> inputs{net.input("x"), net.random({3, c.channels, c.kernel, c.kernel}, 0.5f)};
+    if (c.bias) inputs.push_back(net.random({c.channels}));
+    Node* t = net.node("ConvTranspose", inputs);
+    t->set_attribute(Attribute::make_ints("kernel_shape", {c.kernel, c.kernel}));
+    t->set_attribute(Attribute::make_ints("strides", {c.stride, c.stride}));
+    t->set_attribute(Attribute::make_ints("pads", {c.pad, c.pad, c.pad, c.pad}));
+    Value* y = net.apply("Add", {t->outputs()[0], net.random({1, c.channels, 1, 1})});
+    y = net.apply("Add", {net.apply("Mul", {y, net.random({c.channels, 1, 1})}), net.random({c.channels, 1, 1})});
+    net.graph().outputs = {net.apply("Relu", {y})};
+    const Shape in{1, 3, 9, 11};
+    check_fused_equals_separate(net.model(), {{"x", Tensor::from_vector<float>(in, noise(numel(in), 5))}}, 4);
   }
 }
 

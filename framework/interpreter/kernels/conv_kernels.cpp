@@ -347,11 +347,33 @@ class ConvKernel final : public Kernel {
   mutable std::shared_ptr<const ConvShapes> shapes_;
 };
 
-Status conv_transpose(KernelContext& context) {
-  QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
-  const ConvAttributes attrs = read_conv_attributes(context.node);
-  return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv_transpose<T>(context, attrs); });
-}
+// ConvTranspose; a chain the executor fused after it (a detection head's bias, BatchNorm and
+// Relu) runs as one pass over each float32 output plane instead of a pass per node.
+class ConvTransposeKernel final : public Kernel {
+ public:
+  explicit ConvTransposeKernel(ConvAttributes attrs) : attrs_(std::move(attrs)) {}
+  bool supports_epilogue() const override { return true; }
+  Status compute(KernelContext& context) const override {
+    QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
+    QFLOW_RETURN_IF_ERROR(dispatch_float(x->dtype(), [&]<typename T>() { return run_conv_transpose<T>(context, attrs_); }));
+    const Epilogue* epilogue = context.epilogue;
+    Tensor& y = context.outputs[0];
+    if (!epilogue || y.dtype() != DType::Float32 || y.rank() < 2 || !epilogue->fits(y.rank(), y.dim(1)))
+      return Status::ok();
+    const int64_t channels = y.dim(1), planes = y.dim(0) * channels;
+    const int64_t size = planes > 0 ? y.numel() / planes : 0;
+    float* data = y.data<float>();
+    context.parallel_for(planes, 4 * size, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p)
+        finish_rows(data + p * size, 1, size, size, static_cast<const float*>(nullptr), epilogue, p % channels);
+    });
+    context.epilogue_applied = true;
+    return Status::ok();
+  }
+
+ private:
+  ConvAttributes attrs_;
+};
 
 }  // namespace
 
@@ -365,7 +387,10 @@ void register_conv_kernels(KernelRegistry& registry) {
                  auto direct = packed ? DirectConvWeights::make(*weight, attrs.group) : nullptr;
                  return std::unique_ptr<Kernel>(new ConvKernel(std::move(attrs), std::move(packed), std::move(direct)));
                });
-  registry.add_function("", "ConvTranspose", 1, kLatestOpset, conv_transpose);
+  registry.add("", "ConvTranspose", 1, kLatestOpset,
+               [](const Node& node, int64_t, const std::vector<const Tensor*>&) -> Expected<std::unique_ptr<Kernel>> {
+                 return std::unique_ptr<Kernel>(new ConvTransposeKernel(read_conv_attributes(node)));
+               });
 }
 
 }  // namespace qflow
