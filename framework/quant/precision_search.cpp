@@ -108,21 +108,7 @@ class Evaluator {
     pool_.parallel_for(slice_.end - slice_.begin, [&](int64_t b, int64_t e) {
       for (int64_t i = slice_.begin + b; i < slice_.begin + e; ++i) {
         const auto k = static_cast<std::size_t>(i);
-        auto out = executor->run(samples_[k]);
-        if (!out) {
-          results[k] = out.status();
-          continue;
-        }
-        SampleOutputs ordered;
-        for (const Value* o : model.graph->outputs) {
-          auto it = out->find(o->name());
-          if (it == out->end()) {
-            results[k] = internal_error("output '" + o->name() + "' was not computed");
-            break;
-          }
-          ordered.push_back(std::move(it->second));
-        }
-        if (ordered.size() == model.graph->outputs.size()) results[k] = std::move(ordered);
+        results[k] = run_sample(*executor, model, k);
       }
     });
     std::vector<SampleOutputs> outputs;
@@ -133,10 +119,26 @@ class Evaluator {
     return outputs;
   }
 
-  double sample_cosine(const std::vector<SampleOutputs>& outputs, int64_t k) const {
+  // Sample k's graph outputs, in output order.
+  Expected<SampleOutputs> run_sample(const Executor& executor, const Model& model, std::size_t k) const {
+    QFLOW_ASSIGN_OR_RETURN(auto out, executor.run(samples_[k]));
+    SampleOutputs ordered;
+    for (const Value* o : model.graph->outputs) {
+      auto it = out.find(o->name());
+      if (it == out.end()) return internal_error("output '" + o->name() + "' was not computed");
+      ordered.push_back(std::move(it->second));
+    }
+    return ordered;
+  }
+
+  double sample_cosine(const SampleOutputs& outputs, std::size_t k) const {
     std::vector<const Tensor*> ordered;
-    for (const Tensor& t : outputs[static_cast<std::size_t>(k)]) ordered.push_back(&t);
-    return cosine_similarity(flat_reference_[static_cast<std::size_t>(k)], ordered);
+    for (const Tensor& t : outputs) ordered.push_back(&t);
+    return cosine_similarity(flat_reference_[k], ordered);
+  }
+  double sample_cosine(const std::vector<SampleOutputs>& outputs, int64_t k) const {
+    const auto i = static_cast<std::size_t>(k);
+    return sample_cosine(outputs[i], i);
   }
 
   Expected<double> score(const std::vector<SampleOutputs>& outputs) const {
@@ -172,22 +174,10 @@ class Evaluator {
           if (below) return;
         }
         const auto i = static_cast<std::size_t>(k);
-        auto out = executor->run(samples_[i]);
+        const Expected<SampleOutputs> out = run_sample(*executor, model, i);
         double c = 0.0;
-        if (out) {
-          std::vector<const Tensor*> ordered;
-          for (const Value* o : model.graph->outputs) {
-            auto it = out->find(o->name());
-            if (it == out->end()) {
-              status[i] = internal_error("output '" + o->name() + "' was not computed");
-              break;
-            }
-            ordered.push_back(&it->second);
-          }
-          if (status[i].is_ok()) c = cosine_similarity(flat_reference_[i], ordered);
-        } else {
-          status[i] = out.status();
-        }
+        if (out) c = sample_cosine(*out, i);
+        else status[i] = out.status();
         std::lock_guard lock(mutex);
         cosines[i] = c;
         ++run;
@@ -574,7 +564,6 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   // Configurations whose evaluation stopped below the target, with the bound found: only a
   // miss needs their values (the best configuration measured), so only a miss finishes them.
   std::vector<std::pair<std::vector<PrecisionChange>, double>> stopped;
-  bool last_stopped = false;  // the last measure() stopped early
   std::optional<std::size_t> value_stopped;  // `value` is stopped[*value_stopped]'s bound
   auto remember = [&](const std::vector<PrecisionChange>& changes, double v) {
     if (v > best_value) {
@@ -585,12 +574,16 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   // A search bounded by max-evaluations measures every model whole: its budget counts
   // models, and a miss delivers the best of them without finishing any.
   const double cutoff = options.max_evaluations > 0 ? kNoCutoff : result.threshold;
-  auto measure = [&](std::vector<PrecisionChange>& changes) -> Expected<double> {
+  auto measure_model = [&](std::vector<PrecisionChange>& changes) -> Expected<Evaluator::Measured> {
     QFLOW_ASSIGN_OR_RETURN(const Evaluator::Measured m, evaluate_model(overrides_of(changes, false), cutoff));
     if (!changes.empty()) changes.back().value_after = m.stopped_after > 0 ? kUnmeasured : m.value;
-    last_stopped = m.stopped_after > 0;
-    if (last_stopped) stopped.emplace_back(changes, m.value);
+    if (m.stopped_after > 0) stopped.emplace_back(changes, m.value);
     else remember(changes, m.value);
+    return m;
+  };
+  // The value only: a stopped model's bound, below the target like its mean.
+  auto measure = [&](std::vector<PrecisionChange>& changes) -> Expected<double> {
+    QFLOW_ASSIGN_OR_RETURN(const Evaluator::Measured m, measure_model(changes));
     return m.value;
   };
   // `halfway` (may be empty) runs once, as soon as the walk cannot measure its next batch
@@ -636,8 +629,9 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
         stop = "max-evaluations (" + std::to_string(options.max_evaluations) + ") reached";
         break;
       }
-      QFLOW_ASSIGN_OR_RETURN(value, measure(kept));
-      value_stopped = last_stopped ? std::optional<std::size_t>(stopped.size() - 1) : std::nullopt;
+      QFLOW_ASSIGN_OR_RETURN(const Evaluator::Measured m, measure_model(kept));
+      value = m.value;
+      value_stopped = m.stopped_after > 0 ? std::optional<std::size_t>(stopped.size() - 1) : std::nullopt;
       if (meets(value)) {
         // Bisect the batch: the shortest prefix of kept[measured, end) that reaches the target.
         std::size_t lo = measured, hi = kept.size();
