@@ -210,7 +210,7 @@ int64_t interleave_pairs(const float* a, const float* b, int64_t len, const floa
 // into a zeroed image and its bias loop compute it, (0 + v) + bias: the same bits. The general
 // path packs the whole input again for every output channel.
 void conv_transpose_without_overlap(KernelContext& context, const ConvGeometry& g, const float* xd, const float* wd,
-                                    const float* bd, float* yd) {
+                                    const float* bd, const Epilogue* epilogue, float* yd) {
   const int64_t m = g.in_channels, c = g.out_channels, ks = g.kernel_size(), rows = m * ks;
   const int64_t in_size = g.out_size(), in_width = g.out_spatial[1], out_width = g.in_spatial[1];
   const int64_t out_size = g.in_size(), kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
@@ -240,6 +240,8 @@ void conv_transpose_without_overlap(KernelContext& context, const ConvGeometry& 
                 if (bd) v = v + bd[ch];
                 out[x * sw + j] = v;
               }
+            // Each output value is written once: the run is final, and still in cache.
+            if (epilogue) activation::finish_rows(epilogue, out, 1, len * sw, len * sw, ch, nullptr);
           }
           q += len;
         }
@@ -258,12 +260,18 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
   if (!geometry) return context.error(geometry.status().message());
   const ConvGeometry& g = *geometry;
   QFLOW_RETURN_IF_ERROR(check_bias(context, bias, g.in_channels, x->dtype()));
+  // The executor's program after this node, run on each output plane as it is finished.
+  const Epilogue* epilogue =
+      std::is_same_v<T, float> && context.epilogue && context.epilogue->fits(g.image_shape().size(), g.in_channels)
+          ? context.epilogue
+          : nullptr;
   if constexpr (std::is_same_v<T, float>) {
     if (transposed_without_overlap(g)) {
       QFLOW_ASSIGN_OR_RETURN(Tensor y, context.allocate(DType::Float32, g.image_shape()));
       conv_transpose_without_overlap(context, g, x->data<float>(), w->data<float>(),
-                                     bias ? bias->data<float>() : nullptr, y.data<float>());
+                                     bias ? bias->data<float>() : nullptr, epilogue, y.data<float>());
       context.outputs[0] = std::move(y);
+      context.epilogue_applied = epilogue != nullptr;
       return Status::ok();
     }
   }
@@ -299,13 +307,11 @@ Status run_conv_transpose(KernelContext& context, const ConvAttributes& attrs) {
       }
       T* image = yd + (n * g.in_channels + channel) * out_size;
       col2im(static_cast<const T*>(columns), g, 1, image);
-      if (bd) {
-        const T b = bd[channel];
-        std::for_each(image, image + out_size, [b](T& v) { v += b; });
-      }
+      finish_rows(image, 1, out_size, out_size, bd ? bd + channel : nullptr, epilogue, channel);
     }
   });
   context.outputs[0] = std::move(y);
+  context.epilogue_applied = epilogue != nullptr;
   return Status::ok();
 }
 
@@ -347,28 +353,15 @@ class ConvKernel final : public Kernel {
   mutable std::shared_ptr<const ConvShapes> shapes_;
 };
 
-// ConvTranspose; a chain the executor fused after it (a detection head's bias, BatchNorm and
-// Relu) runs as one pass over each float32 output plane instead of a pass per node.
+// ConvTranspose, taking the chain the executor fused after it (a detection head's bias,
+// BatchNorm and Relu) on each output plane as the plane is written.
 class ConvTransposeKernel final : public Kernel {
  public:
   explicit ConvTransposeKernel(ConvAttributes attrs) : attrs_(std::move(attrs)) {}
   bool supports_epilogue() const override { return true; }
   Status compute(KernelContext& context) const override {
     QFLOW_ASSIGN_OR_RETURN(const Tensor* x, context.required_input(0));
-    QFLOW_RETURN_IF_ERROR(dispatch_float(x->dtype(), [&]<typename T>() { return run_conv_transpose<T>(context, attrs_); }));
-    const Epilogue* epilogue = context.epilogue;
-    Tensor& y = context.outputs[0];
-    if (!epilogue || y.dtype() != DType::Float32 || y.rank() < 2 || !epilogue->fits(y.rank(), y.dim(1)))
-      return Status::ok();
-    const int64_t channels = y.dim(1), planes = y.dim(0) * channels;
-    const int64_t size = planes > 0 ? y.numel() / planes : 0;
-    float* data = y.data<float>();
-    context.parallel_for(planes, 4 * size, [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p)
-        finish_rows(data + p * size, 1, size, size, static_cast<const float*>(nullptr), epilogue, p % channels);
-    });
-    context.epilogue_applied = true;
-    return Status::ok();
+    return dispatch_float(x->dtype(), [&]<typename T>() { return run_conv_transpose<T>(context, attrs_); });
   }
 
  private:
