@@ -526,6 +526,35 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
     return std::make_pair(stage, steps);
   };
 
+  // `node` (reading x) with one value per channel: an Add is a BatchNorm stage with mean 0
+  // and factor 1, since (v - 0) * 1 + b is v + b for every v; a Mul only with such an Add
+  // after it ((v - 0) * k + b = v * k + b; alone, v * k + 0 would turn -0 into +0). The
+  // stage, the Add's step after a Mul, the value it ends at and the output rank it needs.
+  struct ChannelStage {
+    EpilogueStage stage;
+    std::optional<std::size_t> add_step;
+    const Value* out;
+    std::size_t rank;
+  };
+  auto channel_stage = [&](const Node& node, const Value* x, int64_t channels) -> std::optional<ChannelStage> {
+    std::size_t rank = 0;
+    if (node.op_type() == "Add") {
+      const Tensor* b = channel_operand(constant_of, node, x, channels, rank);
+      if (!b) return std::nullopt;
+      return ChannelStage{channel_affine(nullptr, *b), std::nullopt, node.outputs()[0], rank};
+    }
+    const Tensor* k = node.op_type() == "Mul" ? channel_operand(constant_of, node, x, channels, rank) : nullptr;
+    if (!k) return std::nullopt;
+    const Value* product = node.outputs()[0];
+    const Node* add = !kept(product) && product->uses().size() == 1 ? product->uses()[0].first : nullptr;
+    if (!add || add->op_type() != "Add" || model_.opset(add->domain()) < 7) return std::nullopt;
+    std::size_t add_rank = 0;
+    const Tensor* b = channel_operand(constant_of, *add, product, channels, add_rank);
+    const auto add_at = b && add_rank == rank && b->numel() == k->numel() ? absorbable(*add) : std::nullopt;
+    if (!add_at) return std::nullopt;
+    return ChannelStage{channel_affine(k, *b), add_at, add->outputs()[0], rank};
+  };
+
   std::vector<char> absorbed(steps_.size(), 0);
   for (std::size_t s = 0; s < steps_.size(); ++s) {
     Step& step = steps_[s];
@@ -622,36 +651,15 @@ void Executor::plan_fusions(const KernelRegistry& registry) {
         if (stage) program.channels = channels;
       }
       if (!stage && per_channel && opset >= 7) {
-        // Add of one value per channel: a BatchNorm stage with mean 0 and factor 1, since
-        // (v - 0) * 1 + b is v + b for every v. A Mul of one value per channel only with the
-        // Add after it ((v - 0) * k + b = v * k + b; alone, v * k + 0 would turn -0 into +0).
-        const int64_t channels = program.channels ? program.channels : conv_channels;
-        std::size_t rank = 0;
-        if (next.op_type() == "Add") {
-          if (const Tensor* b = channel_operand(constant_of, next, x, channels, rank))
-            stage = channel_affine(nullptr, *b);
-        } else if (const Tensor* k = next.op_type() == "Mul" ? channel_operand(constant_of, next, x, channels, rank) : nullptr) {
-          const Value* product = next.outputs()[0];
-          const Node* add = !kept(product) && product->uses().size() == 1 ? product->uses()[0].first : nullptr;
-          std::size_t add_rank = 0;
-          const Tensor* b = add && add->op_type() == "Add" && model_.opset(add->domain()) >= 7
-                                ? channel_operand(constant_of, *add, product, channels, add_rank)
-                                : nullptr;
-          const auto add_at = b && add_rank == rank && b->numel() == k->numel() ? absorbable(*add) : std::nullopt;
-          if (add_at && (program.exact_rank == 0 || program.exact_rank == rank)) {
-            program.stages.push_back(channel_affine(k, *b));
-            program.channels = k->numel();
-            program.exact_rank = rank;
-            fusion.steps.push_back(*at);
-            fusion.steps.push_back(*add_at);
-            x = add->outputs()[0];
-            continue;
-          }
-        }
-        if (stage && program.exact_rank != 0 && program.exact_rank != rank) stage.reset();
-        if (stage) {
-          program.channels = static_cast<int64_t>(stage->bias.size());
-          program.exact_rank = rank;
+        const auto affine = channel_stage(next, x, program.channels ? program.channels : conv_channels);
+        if (affine && (program.exact_rank == 0 || program.exact_rank == affine->rank)) {
+          program.channels = static_cast<int64_t>(affine->stage.bias.size());
+          program.exact_rank = affine->rank;
+          program.stages.push_back(affine->stage);
+          fusion.steps.push_back(*at);
+          if (affine->add_step) fusion.steps.push_back(*affine->add_step);
+          x = affine->out;
+          continue;
         }
       }
       if (!stage) break;
