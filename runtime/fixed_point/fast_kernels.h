@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -171,6 +172,11 @@ struct PackedConvTranspose2D {
   std::vector<int32_t> bias;            // [out_channels]
   std::vector<Multiplier> multipliers;  // [out_channels]
   int32_t lo = 0, hi = 0;
+  // Kernel = stride, no pads, no output padding, no dilation: every output takes exactly one
+  // tap of one input pixel, so the op is a 1x1 conv2d with out_channels * kH * kW outputs
+  // (output channel m, tap t at m * kH * kW + t) followed by a depth-to-space move; packed
+  // as that conv2d (the fields above are then unused) when its fast kernel takes it.
+  std::optional<PackedConv2D> pointwise;
 };
 // Runs every check of fx::conv_transpose2d but the input values'; fails for unsupported type pairs.
 Status pack_conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,

@@ -10,7 +10,13 @@
 // inputs and int16 weights go chunked (chunk_reduction): int32 block products over chunks of
 // input channels, the weight halves and the chunks added in int64, scattered into int64
 // outputs and requantized by requantize_wide_row.
+//
+// A kernel equal to the stride without pads (the 2x upsampling of segmentation heads) runs as
+// a 1x1 conv2d with one output per (channel, tap) and a depth-to-space move: every output
+// then takes one tap of one pixel, so it is that conv2d's output, requantized by its kernels
+// (PP-OCRv4 det's 24 -> 24 channel 160x160 -> 320x320 int16 ConvTranspose: see docs/kernels.md).
 #include <algorithm>
+#include <array>
 
 #include "fixed_point/fast_kernels.h"
 
@@ -22,6 +28,7 @@ int64_t round_up(int64_t v, int64_t step) { return (v + step - 1) / step * step;
 struct TransposeScratch {
   std::vector<int16_t> columns;
   std::vector<int32_t> products, acc;
+  std::vector<int32_t> taps;  // the pointwise form's conv2d output
   std::vector<int32_t> zeros;  // the products' initial values: only grown (new elements are 0), never written
   std::vector<int64_t> wide_products, wide_acc;  // chunked
 };
@@ -86,6 +93,57 @@ void scatter(const PackedConvTranspose2D& k, const T* products, int64_t block, i
   }
 }
 
+// The 1x1 conv2d of PackedConvTranspose2D::pointwise: output channel m's taps t become
+// conv2d outputs m * kH * kW + t, with m's bias and multiplier; weight w[c][mm][t] of group g
+// becomes row g * mg * kH * kW + mm * kH * kW + t, column c. False when the op has another
+// form or the conv2d kernels refuse it.
+bool pack_pointwise(const ConvTranspose2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
+                    PackedConv2D& out) {
+  if (p.kernel_h != p.strides[0] || p.kernel_w != p.strides[1] || p.dilations[0] != 1 || p.dilations[1] != 1 ||
+      p.output_padding[0] != 0 || p.output_padding[1] != 0 || p.pads != std::array<int64_t, 4>{0, 0, 0, 0})
+    return false;
+  const int64_t kk = p.kernel_h * p.kernel_w, cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+  Conv2DParams q = p;
+  q.out_channels = p.out_channels * kk;
+  q.kernel_h = q.kernel_w = 1;
+  q.strides = {1, 1};
+  if (p.multipliers.size() > 1) {
+    q.multipliers.clear();
+    for (const Multiplier m : p.multipliers) q.multipliers.insert(q.multipliers.end(), static_cast<size_t>(kk), m);
+  }
+  std::vector<int32_t> rows(static_cast<size_t>(q.out_channels * cg));
+  for (int64_t g = 0; g < p.group; ++g)
+    for (int64_t r = 0; r < mg * kk; ++r)
+      for (int64_t c = 0; c < cg; ++c)
+        rows[static_cast<size_t>((g * mg * kk + r) * cg + c)] = w[static_cast<size_t>((g * cg + c) * mg * kk + r)];
+  std::vector<int32_t> row_bias;
+  for (const int32_t b : bias) row_bias.insert(row_bias.end(), static_cast<size_t>(kk), b);
+  return pack_conv2d(q, rows, row_bias, out).is_ok();
+}
+
+// y[plane][iy * kH + ky][ix * kW + kx] = taps[plane * kH * kW + ky * kW + kx][iy][ix] for every
+// (batch, output channel) plane: the pointwise form's outputs moved to their pixels.
+void depth_to_space(const int32_t* taps, int64_t planes, int64_t kh, int64_t kw, int64_t in_h, int64_t in_w,
+                    int32_t* y) {
+  const int64_t ow = in_w * kw, plane_in = in_h * in_w;
+  for (int64_t plane = 0; plane < planes; ++plane)
+    for (int64_t iy = 0; iy < in_h; ++iy)
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        int32_t* dst = y + (plane * in_h * kh + iy * kh + ky) * ow;
+        const int32_t* src = taps + (plane * kh * kw + ky * kw) * plane_in + iy * in_w;
+        if (kw == 2) {
+          const int32_t* src1 = src + plane_in;
+          for (int64_t ix = 0; ix < in_w; ++ix) {
+            dst[2 * ix] = src[ix];
+            dst[2 * ix + 1] = src1[ix];
+          }
+          continue;
+        }
+        for (int64_t kx = 0; kx < kw; ++kx, src += plane_in)
+          for (int64_t ix = 0; ix < in_w; ++ix) dst[ix * kw + kx] = src[ix];
+      }
+}
+
 }  // namespace
 
 Status pack_conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int32_t> w, std::span<const int32_t> bias,
@@ -114,10 +172,14 @@ Status pack_conv_transpose2d(const ConvTranspose2DParams& p, std::span<const int
   out.params = p;
   out.out_h = oh;
   out.out_w = ow;
+  out.chunk_depth = chunk;
+  if (PackedConv2D pointwise; pack_pointwise(p, w, bias, pointwise)) {
+    out.pointwise = std::move(pointwise);
+    return Status{};
+  }
   const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group, kk = p.kernel_h * p.kernel_w;
   out.depth = round_up(cg, kDepthStep);
   out.group_rows = round_up(mg * kk, kRowBlock);
-  out.chunk_depth = chunk;
   const bool split = chunk > 0 && is_16bit(p.weight_type);
   out.weights.assign(static_cast<size_t>(p.group * out.group_rows * out.depth), 0);
   if (split) out.weights_low.assign(out.weights.size(), 0);
@@ -152,11 +214,20 @@ Status conv_transpose2d(const PackedConvTranspose2D& k, Isa isa, std::span<const
     return invalid_input("conv_transpose2d: tensor sizes do not match the parameters");
   if (!inputs_in_range)
     if (Status s = check_range(x, p.input.type, "conv_transpose2d input"); !s.is_ok()) return s;
+  TransposeScratch& s = transpose_scratch();
+  if (k.pointwise) {
+    const int64_t planes = p.batch * p.out_channels, kk = p.kernel_h * p.kernel_w;
+    int32_t* taps = sized(s.taps, planes * kk * plane_in);
+    if (Status st = conv2d(*k.pointwise, isa, x, std::span<int32_t>(taps, static_cast<size_t>(planes * kk * plane_in)), true);
+        !st.is_ok())
+      return st;
+    depth_to_space(taps, planes, p.kernel_h, p.kernel_w, p.in_h, p.in_w, y.data());
+    return Status{};
+  }
   const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
   const int64_t rows_block = rows_per_block(k), block = round_up(rows_block * p.in_w, kColBlock);
   const bool chunked = k.chunk_depth > 0, split = !k.weights_low.empty();
   const int64_t chunk_depth = chunked ? k.chunk_depth : k.depth;
-  TransposeScratch& s = transpose_scratch();
   int16_t* cols = sized(s.columns, block * chunk_depth);
   int32_t* products = sized(s.products, k.group_rows * block);
   int32_t* acc = chunked ? nullptr : sized(s.acc, mg * plane_out);

@@ -817,6 +817,80 @@ TEST_CASE("fast conv_transpose2d equals fx::conv_transpose2d on random strides, 
   CHECK_FALSE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
 }
 
+TEST_CASE("fast conv_transpose2d with kernel = stride runs as a 1x1 conv2d and equals fx::conv_transpose2d") {
+  std::mt19937 rng(41);
+  int compared = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    ConvTranspose2DParams p;
+    p.batch = random_in(rng, 1, 2);
+    p.group = trial % 3 == 0 ? random_in(rng, 2, 3) : 1;
+    p.in_channels = p.group * random_in(rng, 1, 40);
+    p.out_channels = p.group * random_in(rng, 1, 6);
+    p.in_h = random_in(rng, 1, 9);
+    p.in_w = random_in(rng, 1, 40);
+    p.kernel_h = random_in(rng, 1, 3);
+    p.kernel_w = trial % 2 ? 2 : random_in(rng, 1, 3);
+    p.strides = {p.kernel_h, p.kernel_w};
+    // 8-bit inputs with int8 weights, 16-bit inputs with int8 or (split) int16 weights.
+    const int kind = trial % 3;
+    p.input = kind == 0 ? QParams{0.1, 0, random_8bit(rng)} : QParams{0.1, 0, QType::Int16};
+    if (kind == 0) p.input.zero_point = random_in(rng, range_of(p.input.type).min, range_of(p.input.type).max);
+    p.weight_type = kind == 2 ? QType::Int16 : QType::Int8;
+    p.output = kind == 0 ? QParams{0.1, 0, random_8bit(rng)} : QParams{0.1, random_in(rng, -5, 5), QType::Int16};
+    if (kind == 0) {
+      p.output.zero_point = random_in(rng, range_of(p.output.type).min, range_of(p.output.type).max);
+      p.clamp = random_clamp(rng);
+      if (std::max(range_of(p.output.type).min, p.clamp.min) > std::min(range_of(p.output.type).max, p.clamp.max)) continue;
+    }
+    const int64_t mg = p.out_channels / p.group, k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
+    const size_t per_channel = rng() % 2 ? static_cast<size_t>(p.out_channels) : 1;
+    for (size_t i = 0; i < per_channel; ++i)
+      p.multipliers.push_back(kind ? Multiplier{random_in(rng, 1 << 30, INT32_MAX), random_in(rng, 10, 30)}
+                                   : random_multiplier(rng));
+    std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w), p.input.type);
+    std::vector<int32_t> w = random_values(rng, static_cast<size_t>(p.in_channels * mg * p.kernel_h * p.kernel_w), p.weight_type);
+    if (trial % 10 == 0) {  // the largest products
+      for (auto& v : x) v = range_of(p.input.type).min;
+      for (auto& v : w) v = range_of(p.weight_type).min;
+    }
+    std::vector<int32_t> bias =
+        rng() % 4 == 0 ? std::vector<int32_t>{} : random_bias(rng, static_cast<size_t>(p.out_channels), k, 255 * 128);
+    if (kind)
+      for (auto& v : bias) v = random_in(rng, -(1 << 30), 1 << 30);
+    std::vector<int32_t> want(static_cast<size_t>(p.batch * p.out_channels * conv_transpose_out_h(p) * conv_transpose_out_w(p)));
+    REQUIRE(conv_transpose2d(p, x, w, bias, want).is_ok());
+    fast::PackedConvTranspose2D packed;
+    REQUIRE(fast::pack_conv_transpose2d(p, w, bias, packed).is_ok());
+    REQUIRE(packed.pointwise.has_value());
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(want.size(), -999);
+      REQUIRE(fast::conv_transpose2d(packed, isa, x, got).is_ok());
+      INFO(std::string(fast::isa_name(isa)), " trial ", trial, " group ", p.group, " C ", p.in_channels, " M ",
+           p.out_channels, " H ", p.in_h, " W ", p.in_w, " k ", p.kernel_h, "x", p.kernel_w, " kind ", kind);
+      REQUIRE(got == want);
+      ++compared;
+    }
+  }
+  CHECK(compared > 100);
+  // Pads, output padding or dilation: the general path.
+  ConvTranspose2DParams p;
+  p.in_h = p.in_w = 3;
+  p.kernel_h = p.kernel_w = 2;
+  p.strides = {2, 2};
+  p.multipliers = {Multiplier{1 << 30, 0}};
+  const std::vector<int32_t> w(4, 1);
+  fast::PackedConvTranspose2D packed;
+  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
+  CHECK(packed.pointwise.has_value());
+  p.pads = {1, 0, 0, 0};
+  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
+  CHECK_FALSE(packed.pointwise.has_value());
+  p.pads = {0, 0, 0, 0};
+  p.output_padding = {1, 0};
+  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
+  CHECK_FALSE(packed.pointwise.has_value());
+}
+
 TEST_CASE("fast quantize equals fx::quantize on ties, extremes, infinities and random floats, and finds the NaN") {
   std::mt19937 rng(41);
   const std::vector<QType> types{QType::Int8, QType::UInt8, QType::Int16, QType::UInt16};
