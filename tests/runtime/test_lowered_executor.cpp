@@ -775,6 +775,46 @@ TEST_CASE("one executor runs in parallel threads with identical results") {
   for (size_t t = 0; t < inputs.size(); ++t) CHECK(ok[t] == 20);
 }
 
+TEST_CASE("an executor run after runs on other inputs gives a first run's outputs") {
+  // The inputs are copied into storage the thread keeps between runs: nothing of an earlier,
+  // larger or other input may reach a later run.
+  Builder b;
+  const Quant q{0.05, 0};
+  const int32_t x = b.input("x", {1, 2, 9, 7});
+  const int32_t xq = b.tensor("xq", ElemType::i16, {1, 2, 9, 7}, q);
+  const int32_t w = b.constant_ints("w", ElemType::i8, {3, 2, 3, 3}, std::vector<int64_t>(54, -5));
+  const int32_t y = b.tensor("y", ElemType::i8, {1, 3, 7, 5}, Quant{0.2, 0});
+  const int32_t out = b.output("out", {1, 3, 7, 5});
+  const fx::Multiplier m = make_mult(0.05 * 0.01 / 0.2);
+  b.bpu("quantize", {x}, {xq});
+  b.bpu("conv2d", {xq, w, -1}, {y}, {ints("multiplier_mantissa", {m.mantissa}), ints("multiplier_shift", {m.shift})});
+  b.bpu("dequantize", {y}, {out});
+  std::vector<std::vector<float>> inputs(3, std::vector<float>(126));
+  for (size_t t = 0; t < inputs.size(); ++t)
+    for (size_t i = 0; i < 126; ++i) inputs[t][i] = static_cast<float>(std::cos(0.3 * static_cast<double>(i * (t + 2))));
+  // Each input's first run: a fresh thread, so fresh thread storage too.
+  std::vector<std::vector<float>> first(inputs.size());
+  for (size_t t = 0; t < inputs.size(); ++t)
+    std::thread([&, t] {
+      auto ex = Executor::create(b.model);
+      std::vector<std::vector<float>> o;
+      if (ex.has_value() && ex->run({std::span<const float>(inputs[t])}, o).is_ok()) first[t] = o[0];
+    }).join();
+  auto ex = Executor::create(b.model);
+  REQUIRE(ex.has_value());
+  std::vector<std::vector<float>> o;
+  for (const size_t t : {0, 1, 2, 2, 0, 1}) {
+    REQUIRE_FALSE(first[t].empty());
+    REQUIRE(ex->run({std::span<const float>(inputs[t])}, o).is_ok());
+    CHECK(o[0] == first[t]);
+    std::vector<Value> values(1);
+    values[0].type = ElemType::f32;
+    values[0].floats = inputs[t];
+    REQUIRE(ex->run_values(values, o).is_ok());
+    CHECK(o[0] == first[t]);
+  }
+}
+
 TEST_CASE("messages stay on one line and bounded whatever the names hold") {
   Builder b;
   const int32_t x = b.input("x\nwith a newline", {2});
