@@ -113,7 +113,8 @@ struct PackedConv2D {
   int32_t quad_offset = 0;                // 128 for int8 activations, 0 for uint8
   std::vector<int8_t> quad_weights;       // [group][quad_rows / kQuadRowBlock][quads][kQuadRowBlock][4]
   std::vector<int32_t> quad_init;         // [group][quad_rows]
-  int64_t padded_h = 0, padded_w = 0;     // the input plane with its pads
+  int64_t padded_h = 0, padded_w = 0;     // the input plane with its pads (quads, and the pairs'
+                                          // im2col); 0 where it would be too large
   std::vector<int64_t> quad_taps;         // [quads * 4]: where reduction index r reads the padded plane
   std::vector<Multiplier> multipliers;    // [out_channels]
   int32_t lo = 0, hi = 0;                 // output bounds (type range and clamp)

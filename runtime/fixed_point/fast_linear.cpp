@@ -27,6 +27,7 @@ struct Scratch {
   std::vector<PixelRun> pixel_runs;
   std::vector<int32_t> acc;
   std::vector<int32_t> plane;
+  std::vector<int16_t> pair_plane;  // conv2d's padded plane of centered int16 values (pairs)
   std::vector<int64_t> sums;   // chunked reductions: the int64 sums across chunks
   std::vector<int32_t> zeros;  // their chunks' initial values: only grown (new elements are 0), never written
 };
@@ -124,6 +125,40 @@ QFLOW_PAIR_ROWS(pair_rows_avx2, __attribute__((target("avx2"))))
 #endif
 #undef QFLOW_PAIR_ROWS
 
+// pairs[i] = a[i * stride] | b[i * stride] << 16 as int16 halves, for i < n (b null: zeros):
+// two im2col rows read from the padded int16 plane, interleaved.
+#define QFLOW_PAIR_PLANE_ROWS(NAME, ATTRIBUTES)                                                       \
+  ATTRIBUTES void NAME(const int16_t* a, const int16_t* b, int64_t n, int64_t stride, uint32_t* pairs) { \
+    if (!b) {                                                                                         \
+      for (int64_t i = 0; i < n; ++i) pairs[i] = static_cast<uint16_t>(a[i * stride]);                \
+      return;                                                                                         \
+    }                                                                                                 \
+    if (stride == 1) {                                                                                \
+      for (int64_t i = 0; i < n; ++i)                                                                 \
+        pairs[i] = static_cast<uint16_t>(a[i]) | static_cast<uint32_t>(static_cast<uint16_t>(b[i])) << 16; \
+      return;                                                                                         \
+    }                                                                                                 \
+    for (int64_t i = 0; i < n; ++i)                                                                   \
+      pairs[i] = static_cast<uint16_t>(a[i * stride]) |                                               \
+                 static_cast<uint32_t>(static_cast<uint16_t>(b[i * stride])) << 16;                   \
+  }
+QFLOW_PAIR_PLANE_ROWS(pair_plane_rows_portable, )
+#if defined(__x86_64__) && defined(__GNUC__)
+QFLOW_PAIR_PLANE_ROWS(pair_plane_rows_avx512, __attribute__((target("avx512f,avx512bw,avx512vl"))))
+QFLOW_PAIR_PLANE_ROWS(pair_plane_rows_avx2, __attribute__((target("avx2"))))
+#endif
+#undef QFLOW_PAIR_PLANE_ROWS
+
+void pair_plane_rows(Isa isa, const int16_t* a, const int16_t* b, int64_t n, int64_t stride, uint32_t* pairs) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa == Isa::Avx512Vnni) return pair_plane_rows_avx512(a, b, n, stride, pairs);
+  if (isa != Isa::Portable) return pair_plane_rows_avx2(a, b, n, stride, pairs);
+#else
+  (void)isa;
+#endif
+  pair_plane_rows_portable(a, b, n, stride, pairs);
+}
+
 void pair_rows(Isa isa, const int32_t* a, const int32_t* b, int64_t n, int32_t add, uint32_t* pairs) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (isa == Isa::Avx512Vnni) return pair_rows_avx512(a, b, n, add, pairs);
@@ -203,28 +238,54 @@ void im2col_row(const PackedConv2D& k, Isa isa, const int32_t* image, int64_t g,
   }
 }
 
-// The input channels of one image and group as unsigned bytes x + quad_offset on a plane
-// padded with zero_point + quad_offset: every tap of every output pixel lies inside it, so the
-// quad tiles are gathered without bounds checks, and each value is converted once, not once
-// per tap.
-void pad_plane(const PackedConv2D& k, Isa isa, const int32_t* x, uint8_t pad, uint8_t* plane) {
+// Pair row q of a tile of output pixels [p0, p0 + count) from the padded int16 plane of
+// pad_plane: reduction indices 2q and 2q + 1 (r = (c, ky, kx) in the weights' order; the second
+// 0 past the reduction), then 0 up to `cols`. Each output row's run of pixels reads one run of
+// the plane per index, shifted by the tap.
+void plane_pair_row(const PackedConv2D& k, Isa isa, const int16_t* plane, int64_t q, int64_t p0, int64_t count,
+                    int64_t cols, uint32_t* dst) {
+  const Conv2DParams& p = k.params;
+  const int64_t kh = p.kernel_h, kw = p.kernel_w, reduction = p.in_channels / p.group * kh * kw;
+  const int64_t hp = k.padded_h, wp = k.padded_w, sy = p.strides[0], sx = p.strides[1];
+  const auto tap = [&](int64_t r) {
+    return (r / (kh * kw) * hp + r % (kh * kw) / kw * p.dilations[0]) * wp + r % kw * p.dilations[1];
+  };
+  const int64_t first = tap(2 * q);
+  const bool second = 2 * q + 1 < reduction;
+  const int64_t next = second ? tap(2 * q + 1) : 0;
+  for (int64_t t = 0; t < count;) {
+    const int64_t pix = p0 + t, oy = pix / k.out_w, ox = pix % k.out_w;
+    const int64_t run = std::min(k.out_w - ox, count - t), base = oy * sy * wp + ox * sx;
+    pair_plane_rows(isa, plane + base + first, second ? plane + base + next : nullptr, run, sx, dst + t);
+    t += run;
+  }
+  std::fill(dst + count, dst + cols, uint32_t{0});
+}
+
+// The input channels of one image and group as T(x + add) on a plane padded with `pad` (the
+// value of a padding tap): every tap of every output pixel lies inside it, so the tiles are
+// gathered without bounds checks, and each value is converted once, not once per tap. The
+// quads take unsigned bytes x + quad_offset (padding zero_point + quad_offset), the pairs
+// int16 x - zero_point (padding 0).
+template <typename T>
+void pad_plane(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t add, T pad, T* plane) {
   const Conv2DParams& p = k.params;
   const int64_t cg = p.in_channels / p.group, hp = k.padded_h, wp = k.padded_w;
   const int64_t left = p.pads[1], right = wp - left - p.in_w;
   if (left == 0 && right == 0 && p.pads[0] == 0 && hp == p.in_h) {  // no padding: one run
-    convert_run(isa, x, cg * p.in_h * p.in_w, k.quad_offset, plane);
+    convert_run(isa, x, cg * p.in_h * p.in_w, add, plane);
     return;
   }
   for (int64_t c = 0; c < cg; ++c)
     for (int64_t py = 0; py < hp; ++py) {
-      uint8_t* row = plane + (c * hp + py) * wp;
+      T* row = plane + (c * hp + py) * wp;
       const int64_t iy = py - p.pads[0];
       if (iy < 0 || iy >= p.in_h) {
         std::fill(row, row + wp, pad);
         continue;
       }
       std::fill(row, row + left, pad);
-      convert_run(isa, x + (c * p.in_h + iy) * p.in_w, p.in_w, k.quad_offset, row + left);
+      convert_run(isa, x + (c * p.in_h + iy) * p.in_w, p.in_w, add, row + left);
       std::fill(row + left + p.in_w, row + left + p.in_w + right, pad);
     }
 }
@@ -243,7 +304,7 @@ void conv2d_quads(const PackedConv2D& k, Isa isa, const int32_t* x, int32_t* y, 
   const auto pad = static_cast<uint8_t>(p.input.zero_point + k.quad_offset);
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t g = 0; g < p.group; ++g) {
-      pad_plane(k, isa, x + n * plane_in + g * cg * p.in_h * p.in_w, pad, plane);
+      pad_plane(k, isa, x + n * plane_in + g * cg * p.in_h * p.in_w, k.quad_offset, pad, plane);
       const int8_t* wg = k.quad_weights.data() + g * k.quad_rows * k.quads * 4;
       const int32_t* ig = k.quad_init.data() + g * k.quad_rows;
       for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
@@ -308,8 +369,6 @@ void pack_quads(const Conv2DParams& p, std::span<const int32_t> w, std::span<con
   out.quad_weights.assign(static_cast<size_t>(p.group * out.quad_rows * out.quads * 4), 0);
   out.quad_init.assign(static_cast<size_t>(p.group * out.quad_rows), 0);
   // Tap offsets in the padded plane; the zero-weight indices past k reuse tap 0.
-  out.padded_h = padded_extent(p.in_h, p.pads[0], p.pads[2], conv_out_h(p), p.strides[0], p.kernel_h, p.dilations[0]);
-  out.padded_w = padded_extent(p.in_w, p.pads[1], p.pads[3], conv_out_w(p), p.strides[1], p.kernel_w, p.dilations[1]);
   out.quad_taps.assign(static_cast<size_t>(out.quads * 4), 0);
   const int64_t kh = p.kernel_h, kw = p.kernel_w;
   for (int64_t r = 0; r < k; ++r)
@@ -392,7 +451,11 @@ Status pack_conv2d(const Conv2DParams& p, std::span<const int32_t> w, std::span<
       }
     if (!bias.empty()) out.bias[static_cast<size_t>(g * out.group_rows + row)] = bias[static_cast<size_t>(m)];
   }
-  if (!depthwise && chunk == 0 && !is_16bit(p.input.type) && padded_plane_fits(p)) pack_quads(p, w, bias, out);
+  if (!depthwise && padded_plane_fits(p)) {
+    out.padded_h = padded_extent(p.in_h, p.pads[0], p.pads[2], oh, p.strides[0], p.kernel_h, p.dilations[0]);
+    out.padded_w = padded_extent(p.in_w, p.pads[1], p.pads[3], ow, p.strides[1], p.kernel_w, p.dilations[1]);
+    if (chunk == 0 && !is_16bit(p.input.type)) pack_quads(p, w, bias, out);
+  }
   out.multipliers = expand(p.multipliers, p.out_channels);
   const Range b = bounds(p.output.type, p.clamp);
   out.lo = b.min;
@@ -484,19 +547,29 @@ Status conv2d(const PackedConv2D& k, Isa isa, std::span<const int32_t> x, std::s
   int16_t* even = sized(s.rows, 2 * tile);
   int16_t* odd = even + tile;
   int32_t* acc = sized(s.acc, k.group_rows * tile);
+  // The pairs read their im2col rows from a padded int16 plane unless the pads would make it
+  // much larger than the input (a hostile program's): then row by row from the input.
+  const bool on_plane = !pointwise && k.padded_h > 0 &&
+                        k.padded_h * k.padded_w <= 4 * p.in_h * p.in_w + (int64_t{1} << 16);
+  int16_t* plane = on_plane ? sized(s.pair_plane, cg * k.padded_h * k.padded_w) : nullptr;
   for (int64_t n = 0; n < p.batch; ++n)
     for (int64_t g = 0; g < p.group; ++g) {
       const int32_t* image = x.data() + n * plane_in;
       const int16_t* wg = k.weights.data() + g * k.group_rows * k.pairs * 2;
       const int32_t* bg = k.bias.data() + g * k.group_rows;
+      if (on_plane) pad_plane(k, isa, image + g * cg * p.in_h * p.in_w, -p.input.zero_point, int16_t{0}, plane);
       for (int64_t p0 = 0; p0 < pixels; p0 += tile) {
         const int64_t count = std::min(tile, pixels - p0), cols = round_up(count, kPixelBlock);
         for (int64_t q = 0; q < k.pairs; ++q) {
+          auto* dst = reinterpret_cast<uint32_t*>(pairs + q * cols * 2);
           if (pointwise) {  // the rows are the input channels' runs of pixels
             const int32_t* c0 = image + (g * cg + 2 * q) * pixels + p0;
-            auto* dst = reinterpret_cast<uint32_t*>(pairs + q * cols * 2);
             pair_rows(isa, c0, 2 * q + 1 < cg ? c0 + pixels : nullptr, count, -p.input.zero_point, dst);
             std::fill(dst + count, dst + cols, uint32_t{0});
+            continue;
+          }
+          if (on_plane) {
+            plane_pair_row(k, isa, plane, q, p0, count, cols, dst);
             continue;
           }
           im2col_row(k, isa, image, g, 2 * q, p0, count, cols, even);
