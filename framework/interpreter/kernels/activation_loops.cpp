@@ -186,11 +186,14 @@ template <typename Floats>
       __builtin_memcpy(data + i, &v, sizeof v);
     }
   };
+  // The stage's constants as vectors, formed once: `data` is a float pointer, so a stage field
+  // read inside the loops would be read again after every store.
   const Floats c = Floats{} + stage.constant;
+  const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
+  const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi, magic = Floats{} + 12582912.0f;
   // g = min(max(alpha * g + beta, 0), 1) in place (vectors by reference: no vector-ABI
   // arguments in this baseline-compiled function), as apply_stage's HardSigmoid computes it.
   const auto hard_sigmoid = [&](Floats& g) {
-    const Floats alpha = Floats{} + static_cast<float>(stage.alpha), beta = Floats{} + static_cast<float>(stage.beta);
     g = alpha * g + beta;
     g = g < zero ? zero : g;
     g = one < g ? one : g;
@@ -198,7 +201,6 @@ template <typename Floats>
   // fake_quant's steps by division; |t| <= 2^17 after the clip, so adding and removing
   // 1.5 * 2^23 rounds it half to even (the float spacing there is 1) and turns -0 into +0.
   const auto fake_quant = [&](Floats& v) {
-    const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi, magic = Floats{} + 12582912.0f;
     Floats t = v / c;
     t = t == t ? t : zero;
     t = t < lo ? lo : t;
@@ -218,7 +220,6 @@ template <typename Floats>
       each([&](Floats& v) { v = zero < v ? v : zero; });
       break;
     case Kind::Clip: {
-      const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi;
       each([&](Floats& v) {
         v = v < lo ? lo : v;
         v = hi < v ? hi : v;
@@ -264,7 +265,7 @@ template <typename Floats>
       each([&](Floats& v) { v = c / v; });
       break;
     case Kind::HardSwishDiamond: {
-      const Floats lo = Floats{} + stage.lo, hi = Floats{} + stage.hi, d = Floats{} + stage.divisor;
+      const Floats d = Floats{} + stage.divisor;
       each([&](Floats& v) {
         Floats gate = v + c;
         gate = gate < lo ? lo : gate;
