@@ -129,6 +129,36 @@ TEST_CASE("Resize nearest moves integer and bool data") {
   CHECK(b.data<bool>()[2] == false);
 }
 
+TEST_CASE("Resize nearest by integer factors copies each input value factor times along every axis") {
+  // The upsampling of detection necks (the last axis copied without an index per output),
+  // checked against y[c][h][w] = x[c][h / kh][w / kw] on floats and integers.
+  for (const auto& [kh, kw] : {std::pair<int64_t, int64_t>{2, 2}, {1, 3}, {4, 4}, {3, 1}}) {
+    CAPTURE(kh);
+    CAPTURE(kw);
+    const int64_t c = 3, h = 4, w = 5;
+    std::vector<float> xf(static_cast<std::size_t>(c * h * w));
+    std::vector<int32_t> xi(xf.size());
+    for (std::size_t i = 0; i < xf.size(); ++i) {
+      xf[i] = static_cast<float>(i) * 0.25f - 3.0f;
+      xi[i] = static_cast<int32_t>(i * 7) - 40;
+    }
+    const Tensor scales = floats({4}, {1, 1, static_cast<float>(kh), static_cast<float>(kw)});
+    const Tensor yf = run_one(resize_node(floats({1, c, h, w}, xf), scales, Tensor(), {}));
+    const Tensor yi = run_one(resize_node(Tensor::from_vector<int32_t>({1, c, h, w}, xi), scales, Tensor(), {}));
+    REQUIRE(yf.shape() == Shape{1, c, h * kh, w * kw});
+    REQUIRE(yi.shape() == yf.shape());
+    int mismatches = 0;
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t y = 0; y < h * kh; ++y)
+        for (int64_t x = 0; x < w * kw; ++x) {
+          const int64_t out = (ch * h * kh + y) * w * kw + x, in = (ch * h + y / kh) * w + x / kw;
+          mismatches += yf.data<float>()[out] != xf[static_cast<std::size_t>(in)];
+          mismatches += yi.data<int32_t>()[out] != xi[static_cast<std::size_t>(in)];
+        }
+    CHECK(mismatches == 0);
+  }
+}
+
 TEST_CASE("Resize cubic matches the Keys kernel with A = -0.75") {
   // asymmetric scale 2: output 1 sits at 0.5 (neighbours -1..2 clamp to 1,1,2,4) and
   // output 3 at 1.5 (neighbours 1,2,4,8). Weights at ratio 0.5: -3/32, 19/32, 19/32, -3/32.

@@ -192,6 +192,13 @@ void resize_nearest(const KernelContext& context, const Tensor& x, Tensor& y, co
   const int64_t row_len = out_shape.back();
   const int64_t rows = y.numel() / row_len;
   const T fill = static_cast<T>(extrapolation);
+  // An integer upscale of the last axis (index o / repeat everywhere, nothing outside), the
+  // nearest upsampling of detection necks: each input value copied `repeat` times, without
+  // an index load per output.
+  const AxisPlan& last = plans[rank - 1];
+  int64_t repeat = last.in_len > 0 && row_len % last.in_len == 0 ? row_len / last.in_len : 0;
+  for (int64_t o = 0; o < row_len && repeat > 0; ++o)
+    if (last.outside[static_cast<std::size_t>(o)] || last.index[static_cast<std::size_t>(o)] != o / repeat) repeat = 0;
   context.parallel_for(rows, 4 * row_len, [&](int64_t begin, int64_t end) {
     int64_t previous_base = -1;
     bool previous_outside = false;
@@ -212,7 +219,16 @@ void resize_nearest(const KernelContext& context, const Tensor& x, Tensor& y, co
       }
       previous_base = base;
       previous_outside = outside;
-      const AxisPlan& last = plans[rank - 1];
+      if (repeat > 0 && !outside) {
+        const T* src = in + base;
+        const int64_t n = row_len / repeat;
+        if (repeat == 2) {
+          for (int64_t i = 0; i < n; ++i) dst[2 * i] = dst[2 * i + 1] = src[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i) std::fill(dst + i * repeat, dst + (i + 1) * repeat, src[i]);
+        }
+        continue;
+      }
       for (int64_t o = 0; o < row_len; ++o)
         dst[o] = (outside || last.outside[static_cast<std::size_t>(o)]) ? fill
                                                                         : in[base + last.index[static_cast<std::size_t>(o)]];
