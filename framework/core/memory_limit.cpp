@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <limits>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace qflow {
 
@@ -77,6 +80,12 @@ int64_t resident_bytes() {
   std::fclose(f);
   const long page = ::sysconf(_SC_PAGE_SIZE);
   return read == 2 && page > 0 ? static_cast<int64_t>(resident) * page : 0;
+}
+
+void release_free_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace qflow

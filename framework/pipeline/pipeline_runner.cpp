@@ -432,6 +432,7 @@ class Scheduler {
         options_.progress("stage " + id + ": " + line);
       };
     Expected<StageResult> result = execute_stage(stage, inputs, registry_, stage_context);
+    release_free_memory();  // what the stage freed, for the stages after it
     const std::string context = "stage '" + stage.id + "' (" + canonical_use(stage) + ") failed";
     if (!result) return result.status().with_context(context);
     const bool write = stage.writes_output || options_.save_intermediate;
