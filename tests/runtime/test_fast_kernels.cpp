@@ -756,6 +756,44 @@ TEST_CASE("fast global_average_pool equals the reference, rescaled or not") {
         global_average_pool(1, 1, 2, 2, zero_scale, zero_scale, std::vector<int32_t>(4, 0), y_ref).message());
 }
 
+// Random multipliers, inputs, weights and bias for `p` (16-bit outputs: multipliers near 1
+// and a bias up to 2^30; `extremes`: every input and weight at its type's minimum, the largest
+// products), then fast::conv_transpose2d under every cap against fx::conv_transpose2d.
+// `packed` receives the packed kernel. Returns the caps compared; 0 when the reference refuses
+// p, which the packing must then refuse with the same message.
+int compare_conv_transpose2d(std::mt19937& rng, ConvTranspose2DParams& p, bool extremes,
+                             fast::PackedConvTranspose2D& packed) {
+  const bool wide = is_16bit(p.output.type);
+  const int64_t mg = p.out_channels / p.group, k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
+  const size_t per_channel = rng() % 2 ? static_cast<size_t>(p.out_channels) : 1;
+  for (size_t i = 0; i < per_channel; ++i)
+    p.multipliers.push_back(wide ? Multiplier{random_in(rng, 1 << 30, INT32_MAX), random_in(rng, 10, 30)}
+                                 : random_multiplier(rng));
+  std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w), p.input.type);
+  std::vector<int32_t> w = random_values(rng, static_cast<size_t>(p.in_channels * mg * p.kernel_h * p.kernel_w), p.weight_type);
+  if (extremes) {
+    for (auto& v : x) v = range_of(p.input.type).min;
+    for (auto& v : w) v = range_of(p.weight_type).min;
+  }
+  std::vector<int32_t> bias =
+      rng() % 4 == 0 ? std::vector<int32_t>{} : random_bias(rng, static_cast<size_t>(p.out_channels), k, 255 * 128);
+  if (wide)
+    for (auto& v : bias) v = random_in(rng, -(1 << 30), 1 << 30);
+  std::vector<int32_t> want(static_cast<size_t>(p.batch * p.out_channels * conv_transpose_out_h(p) * conv_transpose_out_w(p)));
+  const Status ws = conv_transpose2d(p, x, w, bias, want);
+  REQUIRE(fast::pack_conv_transpose2d(p, w, bias, packed).message() == ws.message());
+  if (!ws.is_ok()) return 0;
+  int caps = 0;
+  for (const fast::Isa isa : isas()) {
+    std::vector<int32_t> got(want.size(), -999);
+    REQUIRE(fast::conv_transpose2d(packed, isa, x, got).is_ok());
+    INFO(std::string(fast::isa_name(isa)));
+    REQUIRE(got == want);
+    ++caps;
+  }
+  return caps;
+}
+
 TEST_CASE("fast conv_transpose2d equals fx::conv_transpose2d on random strides, pads, dilations and groups") {
   std::mt19937 rng(37);
   int compared = 0;
@@ -790,38 +828,13 @@ TEST_CASE("fast conv_transpose2d equals fx::conv_transpose2d on random strides, 
       p.clamp = Clamp{};
     }
     if (std::max(range_of(p.output.type).min, p.clamp.min) > std::min(range_of(p.output.type).max, p.clamp.max)) continue;
-    const int64_t mg = p.out_channels / p.group, k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
-    const size_t per_channel = rng() % 2 ? static_cast<size_t>(p.out_channels) : 1;
-    for (size_t i = 0; i < per_channel; ++i)
-      p.multipliers.push_back(wide ? Multiplier{random_in(rng, 1 << 30, INT32_MAX), random_in(rng, 10, 30)}
-                                   : random_multiplier(rng));
-    std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w), p.input.type);
-    std::vector<int32_t> w = random_values(rng, static_cast<size_t>(p.in_channels * mg * p.kernel_h * p.kernel_w), p.weight_type);
-    if (trial % 10 == 0 || trial % 12 == 11) {  // the largest products the accumulator takes
-      for (auto& v : x) v = range_of(p.input.type).min;
-      for (auto& v : w) v = range_of(p.weight_type).min;
-    }
-    std::vector<int32_t> bias =
-        rng() % 4 == 0 ? std::vector<int32_t>{} : random_bias(rng, static_cast<size_t>(p.out_channels), k, 255 * 128);
-    if (wide)
-      for (auto& v : bias) v = random_in(rng, -(1 << 30), 1 << 30);
-    std::vector<int32_t> want(static_cast<size_t>(p.batch * p.out_channels * conv_transpose_out_h(p) * conv_transpose_out_w(p)));
-    const Status ws = conv_transpose2d(p, x, w, bias, want);
+    INFO("trial ", trial, " group ", p.group, " C ", p.in_channels, " M ", p.out_channels, " H ", p.in_h, " W ", p.in_w,
+         " k ", p.kernel_h, "x", p.kernel_w, " s ", p.strides[0], ",", p.strides[1], " d ", p.dilations[0], ",",
+         p.dilations[1], " pads ", p.pads[0], ",", p.pads[1], ",", p.pads[2], ",", p.pads[3]);
     fast::PackedConvTranspose2D packed;
-    const Status ps = fast::pack_conv_transpose2d(p, w, bias, packed);
-    REQUIRE(ps.message() == ws.message());
-    if (!ws.is_ok()) continue;
-    CHECK((packed.chunk_depth > 0) == wide);
-    for (const fast::Isa isa : isas()) {
-      std::vector<int32_t> got(want.size(), -999);
-      REQUIRE(fast::conv_transpose2d(packed, isa, x, got).is_ok());
-      INFO(std::string(fast::isa_name(isa)), " trial ", trial, " group ", p.group, " C ", p.in_channels, " M ",
-           p.out_channels, " H ", p.in_h, " W ", p.in_w, " k ", p.kernel_h, "x", p.kernel_w, " s ", p.strides[0], ",",
-           p.strides[1], " d ", p.dilations[0], ",", p.dilations[1], " pads ", p.pads[0], ",", p.pads[1], ",", p.pads[2],
-           ",", p.pads[3]);
-      REQUIRE(got == want);
-      ++compared;
-    }
+    const int caps = compare_conv_transpose2d(rng, p, trial % 10 == 0 || trial % 12 == 11, packed);
+    if (caps > 0) CHECK((packed.chunk_depth > 0) == wide);
+    compared += caps;
   }
   CHECK(compared > 150);
   // An input value outside its type: the reference's message; 16-bit inputs whose centered
@@ -839,6 +852,18 @@ TEST_CASE("fast conv_transpose2d equals fx::conv_transpose2d on random strides, 
   CHECK(fast::conv_transpose2d(packed, fast::best_isa(), x, y).message() == conv_transpose2d(p, x, w, {}, y_ref).message());
   p.input = QParams{0.1, 7, QType::Int16};
   CHECK_FALSE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
+  // This kernel = stride packs as a 1x1 conv2d; with pads or output padding it keeps the
+  // general path.
+  p.input = ConvTranspose2DParams{}.input;
+  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
+  CHECK(packed.pointwise.has_value());
+  p.pads = {1, 0, 0, 0};
+  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
+  CHECK_FALSE(packed.pointwise.has_value());
+  p.pads = {0, 0, 0, 0};
+  p.output_padding = {1, 0};
+  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
+  CHECK_FALSE(packed.pointwise.has_value());
 }
 
 TEST_CASE("fast conv_transpose2d with kernel = stride runs as a 1x1 conv2d and equals fx::conv_transpose2d") {
@@ -866,53 +891,15 @@ TEST_CASE("fast conv_transpose2d with kernel = stride runs as a 1x1 conv2d and e
       p.clamp = random_clamp(rng);
       if (std::max(range_of(p.output.type).min, p.clamp.min) > std::min(range_of(p.output.type).max, p.clamp.max)) continue;
     }
-    const int64_t mg = p.out_channels / p.group, k = p.in_channels / p.group * p.kernel_h * p.kernel_w;
-    const size_t per_channel = rng() % 2 ? static_cast<size_t>(p.out_channels) : 1;
-    for (size_t i = 0; i < per_channel; ++i)
-      p.multipliers.push_back(kind ? Multiplier{random_in(rng, 1 << 30, INT32_MAX), random_in(rng, 10, 30)}
-                                   : random_multiplier(rng));
-    std::vector<int32_t> x = random_values(rng, static_cast<size_t>(p.batch * p.in_channels * p.in_h * p.in_w), p.input.type);
-    std::vector<int32_t> w = random_values(rng, static_cast<size_t>(p.in_channels * mg * p.kernel_h * p.kernel_w), p.weight_type);
-    if (trial % 10 == 0) {  // the largest products
-      for (auto& v : x) v = range_of(p.input.type).min;
-      for (auto& v : w) v = range_of(p.weight_type).min;
-    }
-    std::vector<int32_t> bias =
-        rng() % 4 == 0 ? std::vector<int32_t>{} : random_bias(rng, static_cast<size_t>(p.out_channels), k, 255 * 128);
-    if (kind)
-      for (auto& v : bias) v = random_in(rng, -(1 << 30), 1 << 30);
-    std::vector<int32_t> want(static_cast<size_t>(p.batch * p.out_channels * conv_transpose_out_h(p) * conv_transpose_out_w(p)));
-    REQUIRE(conv_transpose2d(p, x, w, bias, want).is_ok());
+    INFO("trial ", trial, " group ", p.group, " C ", p.in_channels, " M ", p.out_channels, " H ", p.in_h, " W ", p.in_w,
+         " k ", p.kernel_h, "x", p.kernel_w, " kind ", kind);
     fast::PackedConvTranspose2D packed;
-    REQUIRE(fast::pack_conv_transpose2d(p, w, bias, packed).is_ok());
-    REQUIRE(packed.pointwise.has_value());
-    for (const fast::Isa isa : isas()) {
-      std::vector<int32_t> got(want.size(), -999);
-      REQUIRE(fast::conv_transpose2d(packed, isa, x, got).is_ok());
-      INFO(std::string(fast::isa_name(isa)), " trial ", trial, " group ", p.group, " C ", p.in_channels, " M ",
-           p.out_channels, " H ", p.in_h, " W ", p.in_w, " k ", p.kernel_h, "x", p.kernel_w, " kind ", kind);
-      REQUIRE(got == want);
-      ++compared;
-    }
+    const int caps = compare_conv_transpose2d(rng, p, trial % 10 == 0, packed);
+    REQUIRE(caps > 0);
+    CHECK(packed.pointwise.has_value());
+    compared += caps;
   }
   CHECK(compared > 100);
-  // Pads, output padding or dilation: the general path.
-  ConvTranspose2DParams p;
-  p.in_h = p.in_w = 3;
-  p.kernel_h = p.kernel_w = 2;
-  p.strides = {2, 2};
-  p.multipliers = {Multiplier{1 << 30, 0}};
-  const std::vector<int32_t> w(4, 1);
-  fast::PackedConvTranspose2D packed;
-  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
-  CHECK(packed.pointwise.has_value());
-  p.pads = {1, 0, 0, 0};
-  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
-  CHECK_FALSE(packed.pointwise.has_value());
-  p.pads = {0, 0, 0, 0};
-  p.output_padding = {1, 0};
-  REQUIRE(fast::pack_conv_transpose2d(p, w, {}, packed).is_ok());
-  CHECK_FALSE(packed.pointwise.has_value());
 }
 
 TEST_CASE("fast quantize equals fx::quantize on ties, extremes, infinities and random floats, and finds the NaN") {
