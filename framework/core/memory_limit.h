@@ -29,8 +29,8 @@ int64_t resident_bytes();
 
 // Hands the free pages of the heap back to the system (glibc's malloc_trim; elsewhere nothing).
 // Memory a thread frees stays in its malloc arena, where another thread's allocations cannot
-// use it: called between the stages of a run, it took bpu_ptq.toml on PP-OCRv4 det (50 pages
-// at 640x640) from a 2128 MB to a 1548 MB peak.
+// use it: called between the stages of a run, it took the shipped PTQ pipeline on PP-OCRv4
+// det (50 pages at 640x640) from a 2128 MB to a 1548 MB peak.
 void release_free_memory();
 
 }  // namespace qflow
