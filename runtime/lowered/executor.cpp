@@ -245,16 +245,18 @@ bool Executor::raw_output(size_t index, ElemType& type, Quant& quant) const {
   return false;
 }
 
+// The caller's values, read once: execute copies each into storage it keeps between runs.
+struct Executor::Input {
+  ElemType type = ElemType::f32;
+  std::span<const float> floats;
+  std::span<const int32_t> ints;
+};
+
 Status Executor::run(const std::vector<std::span<const float>>& inputs, std::vector<std::vector<float>>& outputs) const {
   try {
-    // Staged in storage the thread keeps between runs (see execute).
-    thread_local std::vector<Value> staged;
-    staged.resize(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      staged[i].type = ElemType::f32;
-      staged[i].floats.assign(inputs[i].begin(), inputs[i].end());
-    }
-    return execute(staged, outputs, RunOptions{}, nullptr);
+    std::vector<Input> views(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) views[i].floats = inputs[i];
+    return execute(views, outputs, RunOptions{}, nullptr);
   } catch (const std::bad_alloc&) {
     return invalid_input("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
   } catch (const std::exception& e) {
@@ -273,7 +275,10 @@ Status Executor::run_values(const std::vector<Value>& inputs, std::vector<std::v
       return invalid_input("lowered model " + detail::quoted_name(model_.name) + ": raw outputs requested for " +
                            std::to_string(options.raw.size()) + " outputs, the model has " +
                            std::to_string(model_.outputs.size()));
-    return execute(inputs, outputs, options, raw);
+    std::vector<Input> views(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      views[i] = Input{inputs[i].type, inputs[i].floats, std::span<const int32_t>(inputs[i].ints.data(), inputs[i].ints.size())};
+    return execute(views, outputs, options, raw);
   } catch (const std::bad_alloc&) {
     return invalid_input("lowered model " + detail::quoted_name(model_.name) + ": out of memory");
   } catch (const std::exception& e) {
@@ -281,7 +286,7 @@ Status Executor::run_values(const std::vector<Value>& inputs, std::vector<std::v
   }
 }
 
-Status Executor::execute(const std::vector<Value>& inputs, std::vector<std::vector<float>>& outputs,
+Status Executor::execute(const std::vector<Input>& inputs, std::vector<std::vector<float>>& outputs,
                          const RunOptions& options, std::vector<Value>* raw) const {
   const Model& m = model_;
   const std::string prefix = "lowered model " + detail::quoted_name(m.name) + ": ";
@@ -313,7 +318,7 @@ Status Executor::execute(const std::vector<Value>& inputs, std::vector<std::vect
   for (size_t k = 0; k < inputs.size(); ++k) {
     const auto t = static_cast<size_t>(m.inputs[k]);
     const Tensor& tensor = m.tensors[t];
-    const Value& v = inputs[k];
+    const Input& v = inputs[k];
     Value& copy = buffers[static_cast<size_t>(buffers_) + k];
     const auto n = static_cast<size_t>(element_count(tensor.shape));
     const std::string label = "input " + std::to_string(k) + " (" + detail::quoted_name(tensor.name) + ")";
@@ -377,9 +382,10 @@ Status Executor::execute(const std::vector<Value>& inputs, std::vector<std::vect
       for (const Op& op : seg.ops) {
         if (!op.inputs.empty() && op.inputs[0] == static_cast<int32_t>(t)) {
           const auto y = static_cast<size_t>(op.outputs[0]);
+          swap_buffer(y);  // the storage its op would have written
           values[y].type = qt;
           values[y].shape = m.tensors[y].shape;
-          values[y].ints = v.ints;
+          values[y].ints.assign(v.ints.begin(), v.ints.end());
           values[y].in_range = true;  // checked just above
           slot[y] = &values[y];
           skip[index] = 1;

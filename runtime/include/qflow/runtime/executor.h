@@ -135,8 +135,10 @@ class Executor {
 
  private:
   explicit Executor(Model model) : model_(std::move(model)) {}
-  // Runs the model on prepared input values (f32, or quantized for quantized_input ones).
-  Status execute(const std::vector<Value>& inputs, std::vector<std::vector<float>>& outputs, const RunOptions& options,
+  // An input as execute reads it: its type and a view of its values (executor.cpp).
+  struct Input;
+  // Runs the model on input values (f32, or quantized for quantized_input ones).
+  Status execute(const std::vector<Input>& inputs, std::vector<std::vector<float>>& outputs, const RunOptions& options,
                  std::vector<Value>* raw) const;
   // The tensors op `index` reads and writes as the executor runs it (fused_ may change both).
   std::vector<int32_t> inputs_of(size_t index, const Op& op) const;
