@@ -182,8 +182,13 @@ void softmax16(const SoftmaxParams& p, Isa isa, int64_t row, std::span<const int
     widest = std::max<int64_t>(widest, int64_t{s.ranges[static_cast<size_t>(r)].second} - s.ranges[static_cast<size_t>(r)].first);
   }
   const int64_t last = std::min(widest, (int64_t{kSoftmaxEntries - 1} << p.segment_bits) + 1);
-  s.exp_of.resize(static_cast<size_t>(last + 1));
-  for (int64_t d = 0; d <= last; ++d) s.exp_of[static_cast<size_t>(d)] = exp_at(p, d);
+  // Fewer values than the table would hold (a classifier's few logits far apart: filling it
+  // took 50 us for two values): each value's exponential directly, the entry the table holds.
+  const bool direct = static_cast<int64_t>(x.size()) <= last;
+  if (!direct) {
+    s.exp_of.resize(static_cast<size_t>(last + 1));
+    for (int64_t d = 0; d <= last; ++d) s.exp_of[static_cast<size_t>(d)] = exp_at(p, d);
+  }
   s.probabilities.resize(static_cast<size_t>(row));
   int32_t* prob = s.probabilities.data();
   const Range ro = range_of(p.output.type);
@@ -191,6 +196,12 @@ void softmax16(const SoftmaxParams& p, Isa isa, int64_t row, std::span<const int
     const int32_t* xr = x.data() + r * row;
     const int64_t mx = s.ranges[static_cast<size_t>(r)].second;
     // The sum is at least 2^30 (the maximum's entry) and at most 65536 * 2^30.
+    if (direct) {
+      int64_t sum = 0;
+      for (int64_t j = 0; j < row; ++j) sum += prob[j] = exp_at(p, std::min(mx - xr[j], last));
+      const Divider divide(sum);
+      for (int64_t j = 0; j < row; ++j) prob[j] = divide(prob[j]);
+    } else
 #if defined(__x86_64__) && defined(__GNUC__)
     if (isa == Isa::Avx512Vnni) {
       divide_avx512(Divider(gather_exps_avx512(s.exp_of.data(), last, mx, xr, row, prob)), prob, row);
