@@ -16,20 +16,21 @@ namespace qflow {
 
 namespace {
 
-// All graph outputs of one run, flattened in output order.
-Expected<std::vector<float>> flatten_outputs(const Graph& graph, const std::map<std::string, Tensor>& outputs) {
-  std::vector<float> flat;
+// All graph outputs of one run, in output order.
+Expected<std::vector<Tensor>> ordered_outputs(const Graph& graph, std::map<std::string, Tensor>& outputs) {
+  std::vector<Tensor> ordered;
   for (const Value* out : graph.outputs) {
     auto it = outputs.find(out->name());
     if (it == outputs.end()) return internal_error("output '" + out->name() + "' was not computed");
-    const Tensor& t = it->second;
-    if (t.dtype() == DType::Float32) {
-      flat.insert(flat.end(), t.data<float>(), t.data<float>() + t.numel());
-    } else {
-      for (double v : t.to_doubles()) flat.push_back(static_cast<float>(v));
-    }
+    ordered.push_back(std::move(it->second));
   }
-  return flat;
+  return ordered;
+}
+
+std::vector<const Tensor*> pointers(const std::vector<Tensor>& tensors) {
+  std::vector<const Tensor*> p;
+  for (const Tensor& t : tensors) p.push_back(&t);
+  return p;
 }
 
 }  // namespace
@@ -103,12 +104,14 @@ Expected<std::unique_ptr<OutputCosine>> OutputCosine::create(std::string float_m
                                                              std::shared_ptr<const FloatOutputs> known,
                                                              const World* world) {
   std::unique_ptr<OutputCosine> self(new OutputCosine(dataset, config, threads, world));
-  if (known && known->dataset.get() == &dataset && static_cast<int64_t>(known->samples.size()) == dataset.count &&
-      known->model_sha256 == sha256_hex(float_model)) {
+  QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(float_model, "output cosine: float model"));
+  self->classifiers_ = ClassifierOutputs::expose(model);
+  // Outputs computed elsewhere are the model's own: a classifier's logits are not among them.
+  if (known && self->classifiers_.empty() && known->dataset.get() == &dataset &&
+      static_cast<int64_t>(known->samples.size()) == dataset.count && known->model_sha256 == sha256_hex(float_model)) {
     self->float_outputs_ = known->samples;
     self->float_known_.assign(known->samples.size(), 1);
   }
-  QFLOW_ASSIGN_OR_RETURN(Model model, import_exported_copy(float_model, "output cosine: float model"));
   Expected<InputBinding> binding = bind_inputs(*model.graph, dataset);
   if (!binding) return binding.status().with_context("output cosine");
   self->binding_ = std::move(*binding);
@@ -117,20 +120,20 @@ Expected<std::unique_ptr<OutputCosine>> OutputCosine::create(std::string float_m
 }
 
 // Reads samples in dataset order, `threads_` at a time, runs each batch in parallel and hands
-// each sample's flattened outputs to `done` in sample order.
+// each sample's outputs, in output order, to `done` in sample order.
 Status OutputCosine::run_samples(const Executor& executor, const ShardRange& slice,
-                                 const std::function<Status(int64_t, std::vector<float>)>& done) const {
+                                 const std::function<Status(int64_t, std::vector<Tensor>)>& done) const {
   ThreadPool pool(threads_);
   const auto batch_size = static_cast<std::size_t>(threads_);
   std::vector<std::pair<int64_t, Feeds>> batch;
   auto flush = [&]() -> Status {
-    std::vector<Expected<std::vector<float>>> results(batch.size(), internal_error("sample not run"));
+    std::vector<Expected<std::vector<Tensor>>> results(batch.size(), internal_error("sample not run"));
     pool.parallel_for(static_cast<int64_t>(batch.size()), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const auto& [index, sample] = batch[static_cast<std::size_t>(i)];
         auto outputs = executor.run(sample);
         results[static_cast<std::size_t>(i)] =
-            outputs ? flatten_outputs(*executor.model().graph, *outputs) : Expected<std::vector<float>>(outputs.status());
+            outputs ? ordered_outputs(*executor.model().graph, *outputs) : Expected<std::vector<Tensor>>(outputs.status());
       }
     });
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -173,9 +176,16 @@ Expected<double> OutputCosine::mean_cosine(const QuantTable& table, const ShardR
   if (!std::all_of(float_known_.begin() + slice.begin, float_known_.begin() + slice.end, [](char k) { return k != 0; })) {
     if (bar_) bar_->restart("float outputs", "samples", mine);
     QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(*float_model_));
-    QFLOW_RETURN_IF_ERROR(run_samples(*executor, slice, [&](int64_t index, std::vector<float> flat) {
-      float_outputs_[static_cast<std::size_t>(index)] = std::move(flat);
-      float_known_[static_cast<std::size_t>(index)] = 1;
+    if (!classifiers_.empty()) float_runs_.resize(static_cast<std::size_t>(dataset_.count));
+    QFLOW_RETURN_IF_ERROR(run_samples(*executor, slice, [&](int64_t index, std::vector<Tensor> outputs) {
+      const auto i = static_cast<std::size_t>(index);
+      if (classifiers_.empty()) {
+        float_outputs_[i] = flatten_sample_outputs(outputs);
+      } else {
+        float_outputs_[i] = classifiers_.compared(pointers(outputs), pointers(outputs));
+        float_runs_[i] = std::move(outputs);
+      }
+      float_known_[i] = 1;
       return Status::ok();
     }));
   }
@@ -186,10 +196,12 @@ Expected<double> OutputCosine::mean_cosine(const QuantTable& table, const ShardR
   QFLOW_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Executor::create(qdq));
   if (bar_) bar_->restart("table " + std::to_string(++tables_), "samples", mine);
   double sum = 0.0;
-  QFLOW_RETURN_IF_ERROR(run_samples(*executor, slice, [&](int64_t index, std::vector<float> flat) -> Status {
+  QFLOW_RETURN_IF_ERROR(run_samples(*executor, slice, [&](int64_t index, std::vector<Tensor> outputs) -> Status {
     const auto i = static_cast<std::size_t>(index);
     if (i >= cosines.size() || !float_known_[i]) return internal_error("output cosine: the dataset grew between sweeps");
-    cosines[i] = cosine_similarity(float_outputs_[i], flat);
+    cosines[i] = cosine_similarity(float_outputs_[i], classifiers_.empty()
+                                                          ? flatten_sample_outputs(outputs)
+                                                          : classifiers_.compared(pointers(outputs), pointers(float_runs_[i])));
     sum += cosines[i];  // in sample order
     return Status::ok();
   }));

@@ -13,6 +13,7 @@
 #include "framework/data/progress_bar.h"
 #include "framework/data/input_feeds.h"
 #include "framework/distributed/share_units.h"
+#include "framework/quant/classifier_outputs.h"
 #include "qflow/core/status.h"
 #include "qflow/ir/graph.h"
 #include "qflow/plugin/calibrator.h"
@@ -48,7 +49,8 @@ class OutputCosine {
   // Builds the calibrated model for `table`, runs it on the first `samples` samples (0 or
   // more than the dataset has: all) and returns the mean over them of cos(float outputs,
   // quantized outputs), each side all graph outputs of the sample flattened and
-  // concatenated in output order. Per-sample values are combined in sample order in
+  // concatenated in output order (a classifier's probabilities compared through its logits,
+  // classifier_outputs.h). Per-sample values are combined in sample order in
   // double, so the result does not depend on the thread count. The float outputs are
   // computed on the first call (unless known, then for every sample) and kept.
   Expected<double> evaluate(const QuantTable& table, int64_t samples = 0) const;
@@ -58,9 +60,9 @@ class OutputCosine {
 
  private:
   OutputCosine(const Dataset& dataset, const QuantConfig* config, int threads, const World* world);
-  // Runs this rank's samples of `slice`; `done` gets each one's flattened outputs in sample order.
+  // Runs this rank's samples of `slice`; `done` gets each one's outputs in sample order.
   Status run_samples(const Executor& executor, const ShardRange& slice,
-                     const std::function<Status(int64_t, std::vector<float>)>& done) const;
+                     const std::function<Status(int64_t, std::vector<Tensor>)>& done) const;
   Expected<double> mean_cosine(const QuantTable& table, const ShardRange& slice, std::vector<double>& cosines) const;
 
   const Dataset& dataset_;
@@ -73,6 +75,10 @@ class OutputCosine {
   mutable std::mutex mutex_;
   mutable std::vector<std::vector<float>> float_outputs_;  // per sample, once computed
   mutable std::vector<char> float_known_;                 // 1 where float_outputs_ holds the sample
+  // Classifier outputs are compared through their logits (classifier_outputs.h): the float
+  // model's outputs of each sample are kept for them.
+  ClassifierOutputs classifiers_;
+  mutable std::vector<std::vector<Tensor>> float_runs_;
   ProgressBar* bar_ = nullptr;
   mutable int tables_ = 0;  // tables evaluated: the phases' numbers
 };

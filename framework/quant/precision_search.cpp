@@ -19,6 +19,7 @@
 #include "framework/data/input_feeds.h"
 #include "framework/distributed/share_units.h"
 #include "framework/onnx/onnx_check.h"
+#include "framework/quant/classifier_outputs.h"
 #include "framework/quant/quantization_settings.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
@@ -44,8 +45,10 @@ constexpr double kNoCutoff = std::numeric_limits<double>::quiet_NaN();
 // scores all outputs at once, so then every rank runs every sample.
 class Evaluator {
  public:
-  Evaluator(const Model& float_model, std::vector<Feeds> samples, int threads, const Metric* metric, const World* world)
+  Evaluator(const Model& float_model, const ClassifierOutputs& classifiers, std::vector<Feeds> samples, int threads,
+            const Metric* metric, const World* world)
       : float_model_(float_model),
+        classifiers_(classifiers),
         samples_(std::move(samples)),
         pool_(std::max(1, threads)),
         metric_(metric),
@@ -54,7 +57,14 @@ class Evaluator {
 
   Status init() {
     QFLOW_ASSIGN_OR_RETURN(reference_, outputs_of(float_model_));
-    for (const SampleOutputs& s : reference_) flat_reference_.push_back(flatten_sample_outputs(s));
+    for (const SampleOutputs& s : reference_) {
+      if (classifiers_.empty()) {
+        flat_reference_.push_back(flatten_sample_outputs(s));
+      } else {
+        const std::vector<const Tensor*> ordered = pointers(s);
+        flat_reference_.push_back(classifiers_.compared(ordered, ordered));
+      }
+    }
     if (metric_) {
       QFLOW_ASSIGN_OR_RETURN(float_value_, score(reference_));
     }
@@ -131,10 +141,16 @@ class Evaluator {
     return ordered;
   }
 
-  double sample_cosine(const SampleOutputs& outputs, std::size_t k) const {
+  static std::vector<const Tensor*> pointers(const SampleOutputs& outputs) {
     std::vector<const Tensor*> ordered;
     for (const Tensor& t : outputs) ordered.push_back(&t);
-    return cosine_similarity(flat_reference_[k], ordered);
+    return ordered;
+  }
+
+  double sample_cosine(const SampleOutputs& outputs, std::size_t k) const {
+    if (!classifiers_.empty())
+      return cosine_similarity(flat_reference_[k], classifiers_.compared(pointers(outputs), pointers(reference_[k])));
+    return cosine_similarity(flat_reference_[k], pointers(outputs));
   }
   double sample_cosine(const std::vector<SampleOutputs>& outputs, int64_t k) const {
     const auto i = static_cast<std::size_t>(k);
@@ -194,6 +210,7 @@ class Evaluator {
   }
 
   const Model& float_model_;
+  const ClassifierOutputs& classifiers_;
   std::vector<Feeds> samples_;
   ThreadPool pool_;
   const Metric* metric_;
@@ -337,7 +354,11 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   QFLOW_ASSIGN_OR_RETURN(std::vector<Feeds> samples, read_feeds(dataset, *binding, options.limit));
   if (samples.empty()) return invalid_input("precision search: the dataset has no samples");
   result.samples = static_cast<int64_t>(samples.size());
-  Evaluator evaluator(float_model, std::move(samples), options.threads, options.metric, options.world);
+  // With the cosine objective, classifier outputs are compared through their logits
+  // (classifier_outputs.h): every model scored here computes them as extra outputs.
+  Model scoring = float_model.copy();
+  const ClassifierOutputs classifiers = options.metric ? ClassifierOutputs{} : ClassifierOutputs::expose(scoring);
+  Evaluator evaluator(scoring, classifiers, std::move(samples), options.threads, options.metric, options.world);
   QFLOW_RETURN_IF_ERROR(evaluator.init());
   result.float_value = evaluator.float_value();
   result.threshold = options.metric ? result.float_value - options.max_drop : options.target_cosine;
@@ -346,7 +367,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   // Every model the search builds (one per evaluation and one per placement question) is a
   // copy of the float model with shapes inferred, as the quantize stage infers them (the
   // backend's checks need shapes), and quantizes each weight the same way: both are done once.
-  Model shaped = float_model.copy();
+  Model shaped = scoring.copy();
   (void)infer_shapes(shaped);
   WeightQuantCache weight_cache;
   auto build = [&](const QuantConfig& overrides) -> Expected<Model> {

@@ -17,6 +17,7 @@
 #include "framework/data/input_feeds.h"
 #include "framework/distributed/share_units.h"
 #include "framework/ir/model_stats.h"
+#include "framework/quant/classifier_outputs.h"
 #include "framework/quant/local_sensitivity.h"
 #include "framework/quant/output_cosine.h"
 #include "framework/quant/qdq_builder.h"
@@ -66,14 +67,28 @@ struct SampleValues {
   std::size_t bytes = 0;
 };
 
-Status float_values(const Executor& executor, const Feeds& sample, SampleValues& out) {
+// The graph outputs of `run` in output order.
+std::vector<const Tensor*> ordered_outputs(const Graph& graph, const std::map<std::string, Tensor>& run) {
+  std::vector<const Tensor*> ordered;
+  for (const Value* out : graph.outputs) ordered.push_back(&run.at(out->name()));
+  return ordered;
+}
+
+Status float_values(const Executor& executor, const ClassifierOutputs& classifiers, const Feeds& sample,
+                    SampleValues& out) {
   for (const auto& [name, tensor] : sample) out.tensors[name] = tensor;
   QFLOW_ASSIGN_OR_RETURN(auto outputs, executor.run(sample, [&](const Value& value, const Tensor& t) {
     out.tensors[value.name()] = t;
     out.bytes += t.nbytes();
     return Status::ok();
   }));
-  out.outputs = flatten(*executor.model().graph, outputs);
+  const Graph& graph = *executor.model().graph;
+  if (classifiers.empty()) {
+    out.outputs = flatten(graph, outputs);
+  } else {
+    const std::vector<const Tensor*> ordered = ordered_outputs(graph, outputs);
+    out.outputs = classifiers.compared(ordered, ordered);
+  }
   return Status::ok();
 }
 
@@ -135,8 +150,9 @@ Expected<std::vector<std::string>> suffix_model(Model& model, const std::set<std
 
 // cos(float outputs, variant outputs) for one sample: the cut model runs on the float values
 // it reads; outputs it does not compute are the float ones.
-Expected<double> variant_cosine(const Executor& executor, const std::vector<std::string>& feeds,
-                                const std::vector<std::string>& output_names, const SampleValues& values) {
+Expected<double> variant_cosine(const Executor& executor, const ClassifierOutputs& classifiers,
+                                const std::vector<std::string>& feeds, const std::vector<std::string>& output_names,
+                                const SampleValues& values) {
   std::map<std::string, Tensor> inputs;
   for (const std::string& name : feeds) {
     auto it = values.tensors.find(name);
@@ -154,12 +170,20 @@ Expected<double> variant_cosine(const Executor& executor, const std::vector<std:
       return internal_error("output '" + name + "' was not computed");
     }
   }
-  return cosine_similarity(values.outputs, ordered);
+  if (classifiers.empty()) return cosine_similarity(values.outputs, ordered);
+  std::vector<const Tensor*> reference;
+  for (const std::string& name : output_names) {
+    auto f = values.tensors.find(name);
+    if (f == values.tensors.end()) return internal_error("float output '" + name + "' was not computed");
+    reference.push_back(&f->second);
+  }
+  return cosine_similarity(values.outputs, classifiers.compared(ordered, reference));
 }
 
 // The mean over samples (in sample order) of the output cosine of the whole PTQ model,
 // weights and activations quantized as the quantize stage builds it.
-Expected<double> ptq_output_cosine(const Model& float_model, const Executor& float_exec, const QuantTable& table,
+Expected<double> ptq_output_cosine(const Model& float_model, const Executor& float_exec,
+                                   const ClassifierOutputs& classifiers, const QuantTable& table,
                                    const QuantConfig* config, const std::vector<Feeds>& samples, ThreadPool& pool) {
   Model model = float_model.copy();
   QdqOptions options;
@@ -180,7 +204,13 @@ Expected<double> ptq_output_cosine(const Model& float_model, const Executor& flo
         cosines[k] = quantized.status();
         continue;
       }
-      cosines[k] = cosine_similarity(flatten(*float_exec.model().graph, *reference), flatten(*model.graph, *quantized));
+      if (classifiers.empty()) {
+        cosines[k] = cosine_similarity(flatten(*float_exec.model().graph, *reference), flatten(*model.graph, *quantized));
+      } else {
+        const std::vector<const Tensor*> f = ordered_outputs(*float_exec.model().graph, *reference);
+        cosines[k] = cosine_similarity(classifiers.compared(f, f),
+                                       classifiers.compared(ordered_outputs(*model.graph, *quantized), f));
+      }
     }
   });
   double sum = 0.0;
@@ -241,9 +271,11 @@ double SensitivityRow::worst() const {
   return w;
 }
 
-Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const QuantTable& table,
-                                                const QuantConfig* config, const Dataset& dataset,
-                                                const SensitivityOptions& options) {
+namespace {
+
+Expected<SensitivityResult> analyze(const Model& float_model, const ClassifierOutputs& classifiers,
+                                    const QuantTable& table, const QuantConfig* config, const Dataset& dataset,
+                                    const SensitivityOptions& options) {
   if (options.method != "auto" && options.method != "output" && options.method != "local")
     return invalid_input("sensitivity: method '" + options.method + "' is none of auto, output, local");
   if (!(options.ranking_gmacs >= 0.0) || !std::isfinite(options.ranking_gmacs))
@@ -308,7 +340,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
   ThreadPool pool(threads);
 
   if (const double when_below = options.when_below; when_below > 0.0) {
-    QFLOW_ASSIGN_OR_RETURN(const double cosine, ptq_output_cosine(float_model, *float_exec, table, config, samples, pool));
+    QFLOW_ASSIGN_OR_RETURN(const double cosine, ptq_output_cosine(float_model, *float_exec, classifiers, table, config, samples, pool));
     result.when_below = when_below;
     result.ptq_cosine = cosine;
     if (cosine >= when_below) {
@@ -340,7 +372,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     pool.parallel_for(static_cast<int64_t>(values.size()), [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const auto k = static_cast<std::size_t>(i);
-        status[k] = float_values(*float_exec, samples[begin + k], values[k]);
+        status[k] = float_values(*float_exec, classifiers, samples[begin + k], values[k]);
       }
     });
     for (std::size_t k = 0; k < values.size(); ++k)
@@ -434,7 +466,7 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
       pool.parallel_for(static_cast<int64_t>(values.size()), [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           const SampleValues& v = values[static_cast<std::size_t>(i)];
-          cosines[static_cast<std::size_t>(i)] = variant_cosine(*executor, feeds, output_names, v);
+          cosines[static_cast<std::size_t>(i)] = variant_cosine(*executor, classifiers, feeds, output_names, v);
         }
       });
       for (std::size_t k = 0; k < cosines.size(); ++k) {
@@ -499,6 +531,18 @@ Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const 
     return a.node < b.node;
   });
   return result;
+}
+
+}  // namespace
+
+Expected<SensitivityResult> analyze_sensitivity(const Model& float_model, const QuantTable& table,
+                                                const QuantConfig* config, const Dataset& dataset,
+                                                const SensitivityOptions& options) {
+  // Classifier outputs are compared through their logits (classifier_outputs.h): the models
+  // run here compute them as extra outputs.
+  Model scoring = float_model.copy();
+  const ClassifierOutputs classifiers = ClassifierOutputs::expose(scoring);
+  return analyze(classifiers.empty() ? float_model : scoring, classifiers, table, config, dataset, options);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "framework/core/sha256.h"
@@ -279,8 +280,19 @@ TEST_CASE("calibrate stage: output cosine takes the observed float outputs of it
   auto opened = open_dataset(DataSpec{kData});
   REQUIRE(opened.has_value());
   const auto dataset = std::make_shared<const Dataset>(std::move(*opened));
-  auto imported = import_onnx_file(kModel);
-  REQUIRE(imported.has_value());
+  auto classifier = import_onnx_file(kModel);
+  REQUIRE(classifier.has_value());
+  // The sample's logits as its output: a classifier's probabilities are compared through
+  // logits that outputs handed on do not hold (checked at the end).
+  auto imported = std::optional<Model>(classifier->copy());
+  {
+    Graph& g = *imported->graph;
+    Node* softmax = g.outputs[0]->producer();
+    REQUIRE(softmax->op_type() == "Softmax");
+    g.outputs = {softmax->inputs()[0]};
+    g.remove_node(softmax);
+    g.prune_unused_values();
+  }
   auto bytes = export_onnx_bytes(*imported);
   REQUIRE(bytes.has_value());
   const QuantTable int8 = observed_table(*imported, *dataset, DType::Int8, 1.0);
@@ -328,6 +340,22 @@ TEST_CASE("calibrate stage: output cosine takes the observed float outputs of it
     REQUIRE(ignored.has_value());
     CHECK(*(*ignored)->evaluate(int8) == *expected);
   }
+
+  // The classifier's own outputs, even of its bytes and dataset, are not taken.
+  auto classifier_bytes = export_onnx_bytes(*classifier);
+  REQUIRE(classifier_bytes.has_value());
+  const QuantTable classifier_int8 = observed_table(*classifier, *dataset, DType::Int8, 1.0);
+  auto classifier_plain = OutputCosine::create(*classifier_bytes, *dataset, nullptr, 1);
+  REQUIRE(classifier_plain.has_value());
+  auto classifier_expected = (*classifier_plain)->evaluate(classifier_int8);
+  REQUIRE(classifier_expected.has_value());
+  auto negated = std::make_shared<FloatOutputs>();
+  negated->dataset = dataset;
+  negated->model_sha256 = sha256_hex(*classifier_bytes);
+  negated->samples.assign(static_cast<std::size_t>(dataset->count), std::vector<float>(10, -1.0f));
+  auto not_taken = OutputCosine::create(*classifier_bytes, *dataset, nullptr, 1, negated);
+  REQUIRE(not_taken.has_value());
+  CHECK(*(*not_taken)->evaluate(classifier_int8) == *classifier_expected);
 }
 
 }  // namespace qflow
