@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "framework/data/npy.h"
 #include "framework/quant/classifier_outputs.h"
 #include "framework/quant/precision_search.h"
 #include "framework/quant/sensitivity.h"
@@ -135,8 +134,7 @@ TEST_CASE("classifier outputs: a search on certain samples sees the logit error 
   test::TempDir dir{"classifier"};
   const int64_t n = 8;
   const std::string path = dir.file("x.npy");
-  REQUIRE(write_npy_file(path, Tensor::from_vector<float>({n, 1, 8}, wave(static_cast<std::size_t>(n * 8), 0.91, 1.5)))
-              .is_ok());
+  test::write_npy(path, {n, 1, 8}, wave(static_cast<std::size_t>(n * 8), 0.91, 1.5));
   auto dataset = open_dataset(DataSpec{path});
   REQUIRE(dataset.has_value());
   // W2 x 200: margins of 9 to 73 logit units, probabilities 1 and 0 whatever int8 does to
