@@ -1,16 +1,16 @@
-// Classifier outputs in the output-cosine objective (sensitivity and precision search).
+// Classifier outputs in the output-cosine objective (sensitivity, precision search, auto).
 //
 // A graph output made by a Softmax over one distribution per sample (a [1, C] classifier)
 // is all but blind to quantization on confident samples: logits off by whole units still give
 // probabilities of 1 and 0, a cosine of 1. Inputs near the decision boundary see the same
 // logit error as a large change of probabilities (PP-OCR's text-direction classifier: every
-// calibration line certain, output cosine 0.99999999997, while held-out lines float is unsure
-// of moved from 0.99 to 0.83). So such an output is compared as the sample would look at a
-// reference confidence: the logits of float's top class on both sides are lowered by the same
-// amount, until float's margin over its runner-up is ln 9 (top-1 probability 0.9 against the
-// runner-up alone); samples already less certain stay as they are. Every logit difference the
-// quantized model gets wrong stays wrong by the same amount; only the operating point moves,
-// to where the softmax shows it. docs/precision-search.md, "Classifier outputs".
+// calibration line certain, output cosine 0.99999999997, while a held-out line float gives
+// 0.99 went to 0.83). So such an output is compared as the sample would look at a reference
+// confidence: the logit of float's top class is lowered by the same amount on both sides,
+// until float's margin over its runner-up is ln 4 (0.8 against the runner-up's 0.2); samples
+// already less certain stay as they are. Every logit difference the quantized model gets
+// wrong stays wrong by the same amount; only the operating point moves, to where the softmax
+// shows it. docs/accuracy-debugging.md, "Classifier outputs", has why ln 4.
 #pragma once
 
 #include <cstddef>
