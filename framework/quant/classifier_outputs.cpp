@@ -59,6 +59,7 @@ ClassifierOutputs ClassifierOutputs::expose(Model& model) {
     }
     e.logits = static_cast<std::size_t>(it - g.outputs.begin());
     found.entries_.push_back(e);
+    found.names_.push_back(g.outputs[i]->name());
   }
   return found;
 }

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "qflow/ir/graph.h"
@@ -33,6 +34,8 @@ class ClassifierOutputs {
   static ClassifierOutputs expose(Model& model);
 
   bool empty() const { return entries_.empty(); }
+  // The names of the classifier outputs, in output order (results name what was compared).
+  const std::vector<std::string>& names() const { return names_; }
 
   // One sample's values as the objective compares them: the model's own outputs (the first
   // `outputs` of `run`) flattened and concatenated in order, as float, each classifier output
@@ -53,6 +56,7 @@ class ClassifierOutputs {
 
   std::size_t outputs_ = 0;  // the model's own outputs
   std::vector<Entry> entries_;
+  std::vector<std::string> names_;
 };
 
 }  // namespace qflow

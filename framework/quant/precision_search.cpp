@@ -358,6 +358,7 @@ Expected<PrecisionSearchResult> search_precision(const Model& float_model, const
   // (classifier_outputs.h): every model scored here computes them as extra outputs.
   Model scoring = float_model.copy();
   const ClassifierOutputs classifiers = options.metric ? ClassifierOutputs{} : ClassifierOutputs::expose(scoring);
+  result.classifier_outputs = classifiers.names();
   Evaluator evaluator(scoring, classifiers, std::move(samples), options.threads, options.metric, options.world);
   QFLOW_RETURN_IF_ERROR(evaluator.init());
   result.float_value = evaluator.float_value();
@@ -927,6 +928,8 @@ std::string precision_overrides_file(const PrecisionSearchResult& result) {
                      std::to_string(result.changes.size()) + " node change" + (result.changes.size() == 1 ? "" : "s") +
                      ", " + std::to_string(result.raised_tensors) + " of " + std::to_string(result.quantized_tensors) +
                      " quantized tensors\n";
+  for (const std::string& name : result.classifier_outputs)
+    text += "# classifier output '" + name + "' compared through its logits (docs/accuracy-debugging.md)\n";
   if (result.changes.empty()) return text + "# no change needed: the PTQ model meets the target as it is\n";
   text += "# Paste under the pipeline's [quantization] table to replay without searching.\n";
   return text + precision_overrides_toml(result);
@@ -944,6 +947,11 @@ Expected<std::string> precision_json(const PrecisionSearchResult& result) {
 void write_precision_fields(JsonWriter& json, const PrecisionSearchResult& result) {
   json.key("target").begin_object(true);
   json.field("kind", result.target_kind);
+  if (!result.classifier_outputs.empty()) {
+    json.key("classifier_outputs").begin_array(true);
+    for (const std::string& name : result.classifier_outputs) json.value(name);
+    json.end_array();
+  }
   json.field("threshold", result.threshold);
   json.field("float", result.float_value);
   json.end_object();

@@ -86,6 +86,8 @@ struct PrecisionChange {
 
 struct PrecisionSearchResult {
   std::string target_kind;   // "cosine" or the metric name
+  // With the cosine: the outputs compared through their logits (classifier_outputs.h).
+  std::vector<std::string> classifier_outputs;
   double threshold = 0.0;    // the value the target asks for
   double float_value = 1.0;  // the metric of the float model (1 for cosine)
   double before = 0.0;       // the target value of the plain PTQ model

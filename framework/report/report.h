@@ -109,6 +109,7 @@ struct PrecisionDecision {
 };
 struct Precision {
   std::string target_kind;  // "cosine" or a metric name
+  std::vector<std::string> classifier_outputs;  // compared through their logits
   double threshold = 0.0, before = 0.0, after = 0.0;
   int64_t samples = 0, quantized_tensors = 0, raised_tensors = 0;
   std::vector<PrecisionDecision> decisions;

@@ -206,6 +206,8 @@ Expected<Precision> parse_precision(std::string_view text) {
   Precision precision;
   if (const Json* target = json_member(root, "target")) {
     precision.target_kind = json_text(json_member(*target, "kind"));
+    if (const Json* names = json_member(*target, "classifier_outputs"); names && names->is_array())
+      for (const Json& name : *names) precision.classifier_outputs.push_back(json_text(&name));
     precision.threshold = json_number(json_member(*target, "threshold"));
   }
   precision.before = json_number(json_member(root, "before"));

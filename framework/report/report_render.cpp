@@ -182,7 +182,14 @@ std::string decision_change(const PrecisionDecision& d) {
 }
 
 std::string precision_summary(const Precision& p) {
-  return p.target_kind + " " + fixed(p.before, 6) + " \u2192 " + fixed(p.after, 6) + " (target " + fixed(p.threshold, 6) +
+  std::string kind = p.target_kind;
+  if (!p.classifier_outputs.empty()) {
+    kind += " (classifier output";
+    kind += p.classifier_outputs.size() == 1 ? " " : "s ";
+    for (std::size_t i = 0; i < p.classifier_outputs.size(); ++i) kind += (i ? ", " : "") + p.classifier_outputs[i];
+    kind += " compared through the logits)";
+  }
+  return kind + " " + fixed(p.before, 6) + " \u2192 " + fixed(p.after, 6) + " (target " + fixed(p.threshold, 6) +
          ", " + std::to_string(p.samples) + " samples): " + std::to_string(p.decisions.size()) + " node change" +
          (p.decisions.size() == 1 ? "" : "s") + ", " + std::to_string(p.raised_tensors) + " of " +
          std::to_string(p.quantized_tensors) + " quantized tensors raised";

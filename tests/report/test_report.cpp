@@ -139,6 +139,21 @@ TEST_CASE("parse_verify reads each file's figures under its role") {
   CHECK_FALSE(parse_verify(R"({"samples": 2, "outputs": []})"));  // no roles
 }
 
+TEST_CASE("parse_precision names the classifier outputs the cosine compared through their logits") {
+  Expected<Precision> p = parse_precision(R"({"target": {"kind": "cosine", "classifier_outputs": ["prob"],
+      "threshold": 0.999}, "samples": 16, "before": 0.75, "after": 0.9995, "quantized_tensors": 10,
+      "raised_tensors": 4, "changes": []})");
+  REQUIRE(p);
+  CHECK(p->classifier_outputs == std::vector<std::string>{"prob"});
+  ReportInput input;
+  input.precision = *p;
+  CHECK(render_markdown(input).find("cosine (classifier output prob compared through the logits) 0.750000") !=
+        std::string::npos);
+  Expected<Precision> plain = parse_precision(R"({"target": {"kind": "cosine", "threshold": 0.999}, "changes": []})");
+  REQUIRE(plain);
+  CHECK(plain->classifier_outputs.empty());
+}
+
 TEST_CASE("histogram_percentile interpolates inside the bin") {
   CHECK(histogram_percentile({10, 10}, 2.0, 50.0) == doctest::Approx(1.0));
   CHECK(histogram_percentile({10, 10}, 2.0, 75.0) == doctest::Approx(1.5));

@@ -160,6 +160,12 @@ TEST_CASE("classifier outputs: a search on certain samples sees the logit error 
   CHECK(result->before < 0.99);
   CHECK(result->after >= 0.999);
   CHECK_FALSE(result->changes.empty());
+  CHECK(result->classifier_outputs == std::vector<std::string>{"p"});
+  auto json = precision_json(*result);
+  REQUIRE(json.has_value());
+  CHECK(json->find("\"classifier_outputs\": [\"p\"]") != std::string::npos);
+  CHECK(precision_overrides_file(*result).find("# classifier output 'p' compared through its logits") !=
+        std::string::npos);
   // The model the search scored is not what it hands on: the overrides name nodes only.
   CHECK(model.graph->outputs.size() == 1);
 }
