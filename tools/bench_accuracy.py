@@ -166,6 +166,12 @@ def fashion_mnist(qflow, out, skip_torch, rows):
         rows.append(("qflow " + method, "per-channel" if per_channel else "per-tensor", "yes" if cle else "no",
                      "yes" if bias_correction else "no", accuracy, accuracy - float_top1, seconds))
         print("fashion-mnist %-28s top-1 %.2f (%+.2f)  %.1f s" % (tag, accuracy, accuracy - float_top1, seconds), flush=True)
+    # PyTorch starts from the trained fixture's state dict, which only a training run writes.
+    state_dict = "/tmp/qflow-fashion/fashion_mnist_float.pt"
+    if not skip_torch and not os.path.exists(state_dict):
+        print("SKIPPED PyTorch FX PTQ: %s is missing (tools/make_fashion_mnist.py --work-dir /tmp/qflow-fashion "
+              "--out-dir DIR trains it)" % state_dict, flush=True)
+        skip_torch = True
     if not skip_torch:
         result = run([PYTHON, os.path.join(ROOT, "tools/torch_fx_ptq.py")])
         line = json.loads(result.stdout.strip().splitlines()[-1])
