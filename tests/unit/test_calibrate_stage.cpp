@@ -5,7 +5,6 @@
 #include <cmath>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "framework/core/sha256.h"
@@ -284,18 +283,18 @@ TEST_CASE("calibrate stage: output cosine takes the observed float outputs of it
   REQUIRE(classifier.has_value());
   // The sample's logits as its output: a classifier's probabilities are compared through
   // logits that outputs handed on do not hold (checked at the end).
-  auto imported = std::optional<Model>(classifier->copy());
+  Model logits_model = classifier->copy();
   {
-    Graph& g = *imported->graph;
+    Graph& g = *logits_model.graph;
     Node* softmax = g.outputs[0]->producer();
     REQUIRE(softmax->op_type() == "Softmax");
     g.outputs = {softmax->inputs()[0]};
     g.remove_node(softmax);
     g.prune_unused_values();
   }
-  auto bytes = export_onnx_bytes(*imported);
+  auto bytes = export_onnx_bytes(logits_model);
   REQUIRE(bytes.has_value());
-  const QuantTable int8 = observed_table(*imported, *dataset, DType::Int8, 1.0);
+  const QuantTable int8 = observed_table(logits_model, *dataset, DType::Int8, 1.0);
   auto plain = OutputCosine::create(*bytes, *dataset, nullptr, 1);
   REQUIRE(plain.has_value());
   auto expected = (*plain)->evaluate(int8);
