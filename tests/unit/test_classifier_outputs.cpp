@@ -105,6 +105,21 @@ TEST_CASE("classifier outputs: sequences, logits outputs and other outputs are c
     CHECK(ClassifierOutputs::expose(model).empty());
     CHECK(model.graph->outputs.size() == 1);
   }
+  SUBCASE("below opset 13 the softmax runs over every axis from its own: [1, 3, 2] is one distribution") {
+    Model model = two_class();
+    model.opset_imports = {{"", 11}};
+    for (Value* v : {model.graph->find_value("x"), model.graph->find_value("h"), model.graph->find_value("p")})
+      v->type = float_type({d(1), d(3), d(2)});
+    const ClassifierOutputs c = ClassifierOutputs::expose(model);
+    REQUIRE_FALSE(c.empty());
+    const Tensor f = Tensor::from_vector<float>({1, 3, 2}, {9, 0, 0, 0, 0, 0});
+    const Tensor probabilities = Tensor::from_vector<float>({1, 3, 2}, {1, 0, 0, 0, 0, 0});
+    const std::vector<float> flat = c.compared({&probabilities, &f}, {&probabilities, &f});
+    REQUIRE(flat.size() == 6);
+    // Margin 9 over five runners-up at 0 moved to ln 4: 4 / (4 + 5).
+    CHECK(flat[0] == doctest::Approx(4.0 / 9.0).epsilon(1e-6));
+    CHECK(flat[5] == doctest::Approx(1.0 / 9.0).epsilon(1e-6));
+  }
   SUBCASE("an output of unknown shape") {
     Model model = two_class();
     model.graph->find_value("p")->type.reset();
