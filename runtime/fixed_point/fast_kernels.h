@@ -212,9 +212,14 @@ Status concat(const std::vector<ConcatInput>& inputs, int64_t outer, int64_t inn
 
 // fx::apply_lut with the range checked once per tensor and the lookup inlined (any table; 8-bit
 // tables of byte entries look up 64 values per vpermi2b pair with AVX-512 VBMI, others gather 8
-// at a time with AVX2).
+// at a time with AVX2, or on AMD CPUs, whose gathers lose to plain loads, four plain loads at
+// a time).
 Status apply_lut(const Lut& lut, Isa isa, std::span<const int32_t> x, std::span<int32_t> y,
                  bool inputs_in_range = false);
+
+// apply_lut's gather lookup, y[i] = e[x[i] - base] (indices in range), whatever the CPU's
+// vendor, so that tests cover it everywhere; false without AVX2.
+bool lookup_gathered(const int32_t* e, int32_t base, std::span<const int32_t> x, std::span<int32_t> y);
 
 // fx::softmax with the exponentials tabulated once per call and the vector requantize epilogue
 // (16-bit inputs: tables of entries in [0, 2^30] with a positive last one); what the reference

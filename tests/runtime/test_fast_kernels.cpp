@@ -655,6 +655,27 @@ TEST_CASE("fast lut equals fx::apply_lut on 8-bit and segmented 16-bit tables, a
       if (ws.is_ok()) REQUIRE_MESSAGE(got == want, std::string(fast::isa_name(isa)) << " trial " << trial);
     }
   }
+  // Whole 16-bit tables (65536 entries, fused elementwise chains), on the lookup the CPU takes
+  // and on the gather lookup whatever the CPU.
+  for (const QType type : {QType::Int16, QType::UInt16}) {
+    Lut lut;
+    lut.input = QParams{0.05, 0, type};
+    lut.output = QParams{0.05, 0, QType::Int16};
+    lut.entries = random_values(rng, 65536, QType::Int16);
+    const Range r = range_of(type);
+    std::vector<int32_t> x = random_values(rng, 5003, type);
+    x[0] = r.min;
+    x[1] = r.max;
+    std::vector<int32_t> want(x.size());
+    REQUIRE(apply_lut(lut, x, want).is_ok());
+    for (const fast::Isa isa : isas()) {
+      std::vector<int32_t> got(x.size(), -999);
+      REQUIRE(fast::apply_lut(lut, isa, x, got).is_ok());
+      CHECK_MESSAGE(got == want, fast::isa_name(isa));
+    }
+    std::vector<int32_t> gathered(x.size(), -999);
+    if (fast::lookup_gathered(lut.entries.data(), r.min, x, gathered)) CHECK(gathered == want);
+  }
   Lut short_table;
   short_table.entries.assign(10, 0);
   std::vector<int32_t> y(1);
