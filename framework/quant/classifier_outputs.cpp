@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "framework/quant/output_cosine.h"
+
 namespace qflow {
 
 namespace {
@@ -129,6 +131,19 @@ std::vector<float> ClassifierOutputs::compared(const std::vector<const Tensor*>&
     flat.insert(flat.end(), p.begin(), p.end());
   }
   return flat;
+}
+
+std::vector<float> ClassifierOutputs::reference_values(const std::vector<const Tensor*>& reference) const {
+  if (!empty()) return compared(reference, reference);
+  std::vector<float> flat;
+  for (const Tensor* t : reference) append(flat, *t);
+  return flat;
+}
+
+double ClassifierOutputs::cosine(const std::vector<float>& reference_values, const std::vector<const Tensor*>& run,
+                                 const std::vector<const Tensor*>& reference) const {
+  if (empty()) return cosine_similarity(reference_values, run);
+  return cosine_similarity(reference_values, compared(run, reference));
 }
 
 }  // namespace qflow

@@ -44,6 +44,15 @@ class ClassifierOutputs {
   // tensors are not one distribution of finite logits is taken as it is.
   std::vector<float> compared(const std::vector<const Tensor*>& run, const std::vector<const Tensor*>& reference) const;
 
+  // What the objective compares a run with: the float model's outputs of the sample as
+  // compared(reference, reference), or simply flattened when there is no classifier output.
+  std::vector<float> reference_values(const std::vector<const Tensor*>& reference) const;
+  // The sample's output cosine: reference_values of the float run (`reference`, kept as
+  // tensors too) against `run` as compared; without classifier outputs cosine_similarity on
+  // the tensors as they are, without a flat copy.
+  double cosine(const std::vector<float>& reference_values, const std::vector<const Tensor*>& run,
+                const std::vector<const Tensor*>& reference) const;
+
  private:
   struct Entry {
     std::size_t output = 0;  // index of the probabilities among the graph outputs

@@ -179,12 +179,8 @@ Expected<double> OutputCosine::mean_cosine(const QuantTable& table, const ShardR
     if (!classifiers_.empty()) float_runs_.resize(static_cast<std::size_t>(dataset_.count));
     QFLOW_RETURN_IF_ERROR(run_samples(*executor, slice, [&](int64_t index, std::vector<Tensor> outputs) {
       const auto i = static_cast<std::size_t>(index);
-      if (classifiers_.empty()) {
-        float_outputs_[i] = flatten_sample_outputs(outputs);
-      } else {
-        float_outputs_[i] = classifiers_.compared(pointers(outputs), pointers(outputs));
-        float_runs_[i] = std::move(outputs);
-      }
+      float_outputs_[i] = classifiers_.reference_values(pointers(outputs));
+      if (!classifiers_.empty()) float_runs_[i] = std::move(outputs);
       float_known_[i] = 1;
       return Status::ok();
     }));
@@ -199,9 +195,8 @@ Expected<double> OutputCosine::mean_cosine(const QuantTable& table, const ShardR
   QFLOW_RETURN_IF_ERROR(run_samples(*executor, slice, [&](int64_t index, std::vector<Tensor> outputs) -> Status {
     const auto i = static_cast<std::size_t>(index);
     if (i >= cosines.size() || !float_known_[i]) return internal_error("output cosine: the dataset grew between sweeps");
-    cosines[i] = cosine_similarity(float_outputs_[i], classifiers_.empty()
-                                                          ? flatten_sample_outputs(outputs)
-                                                          : classifiers_.compared(pointers(outputs), pointers(float_runs_[i])));
+    cosines[i] = classifiers_.cosine(float_outputs_[i], pointers(outputs),
+                                     classifiers_.empty() ? std::vector<const Tensor*>{} : pointers(float_runs_[i]));
     sum += cosines[i];  // in sample order
     return Status::ok();
   }));

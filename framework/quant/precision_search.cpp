@@ -57,14 +57,7 @@ class Evaluator {
 
   Status init() {
     QFLOW_ASSIGN_OR_RETURN(reference_, outputs_of(float_model_));
-    for (const SampleOutputs& s : reference_) {
-      if (classifiers_.empty()) {
-        flat_reference_.push_back(flatten_sample_outputs(s));
-      } else {
-        const std::vector<const Tensor*> ordered = pointers(s);
-        flat_reference_.push_back(classifiers_.compared(ordered, ordered));
-      }
-    }
+    for (const SampleOutputs& s : reference_) flat_reference_.push_back(classifiers_.reference_values(pointers(s)));
     if (metric_) {
       QFLOW_ASSIGN_OR_RETURN(float_value_, score(reference_));
     }
@@ -148,9 +141,7 @@ class Evaluator {
   }
 
   double sample_cosine(const SampleOutputs& outputs, std::size_t k) const {
-    if (!classifiers_.empty())
-      return cosine_similarity(flat_reference_[k], classifiers_.compared(pointers(outputs), pointers(reference_[k])));
-    return cosine_similarity(flat_reference_[k], pointers(outputs));
+    return classifiers_.cosine(flat_reference_[k], pointers(outputs), pointers(reference_[k]));
   }
   double sample_cosine(const std::vector<SampleOutputs>& outputs, int64_t k) const {
     const auto i = static_cast<std::size_t>(k);

@@ -32,20 +32,6 @@ bool is_graph_output(const Graph& graph, const Value* v) {
   return std::find(graph.outputs.begin(), graph.outputs.end(), v) != graph.outputs.end();
 }
 
-// All graph outputs of a run, flattened in output order.
-std::vector<float> flatten(const Graph& graph, const std::map<std::string, Tensor>& outputs) {
-  std::vector<float> flat;
-  for (const Value* out : graph.outputs) {
-    const Tensor& t = outputs.at(out->name());
-    if (t.dtype() == DType::Float32) {
-      flat.insert(flat.end(), t.data<float>(), t.data<float>() + t.numel());
-    } else {
-      for (double v : t.to_doubles()) flat.push_back(static_cast<float>(v));
-    }
-  }
-  return flat;
-}
-
 // `config` with quantization switched off everywhere but node `name`: the whole model, every
 // op-type entry and every other node entry say quantize = false; the node's own entry says
 // quantize = true and keeps its other settings (dtype, per-channel, ...). Graph inputs take
@@ -82,13 +68,7 @@ Status float_values(const Executor& executor, const ClassifierOutputs& classifie
     out.bytes += t.nbytes();
     return Status::ok();
   }));
-  const Graph& graph = *executor.model().graph;
-  if (classifiers.empty()) {
-    out.outputs = flatten(graph, outputs);
-  } else {
-    const std::vector<const Tensor*> ordered = ordered_outputs(graph, outputs);
-    out.outputs = classifiers.compared(ordered, ordered);
-  }
+  out.outputs = classifiers.reference_values(ordered_outputs(*executor.model().graph, outputs));
   return Status::ok();
 }
 
@@ -170,14 +150,14 @@ Expected<double> variant_cosine(const Executor& executor, const ClassifierOutput
       return internal_error("output '" + name + "' was not computed");
     }
   }
-  if (classifiers.empty()) return cosine_similarity(values.outputs, ordered);
   std::vector<const Tensor*> reference;
-  for (const std::string& name : output_names) {
-    auto f = values.tensors.find(name);
-    if (f == values.tensors.end()) return internal_error("float output '" + name + "' was not computed");
-    reference.push_back(&f->second);
-  }
-  return cosine_similarity(values.outputs, classifiers.compared(ordered, reference));
+  if (!classifiers.empty())  // the float run's outputs, for the logits
+    for (const std::string& name : output_names) {
+      auto f = values.tensors.find(name);
+      if (f == values.tensors.end()) return internal_error("float output '" + name + "' was not computed");
+      reference.push_back(&f->second);
+    }
+  return classifiers.cosine(values.outputs, ordered, reference);
 }
 
 // The mean over samples (in sample order) of the output cosine of the whole PTQ model,
@@ -204,13 +184,8 @@ Expected<double> ptq_output_cosine(const Model& float_model, const Executor& flo
         cosines[k] = quantized.status();
         continue;
       }
-      if (classifiers.empty()) {
-        cosines[k] = cosine_similarity(flatten(*float_exec.model().graph, *reference), flatten(*model.graph, *quantized));
-      } else {
-        const std::vector<const Tensor*> f = ordered_outputs(*float_exec.model().graph, *reference);
-        cosines[k] = cosine_similarity(classifiers.compared(f, f),
-                                       classifiers.compared(ordered_outputs(*model.graph, *quantized), f));
-      }
+      const std::vector<const Tensor*> f = ordered_outputs(*float_exec.model().graph, *reference);
+      cosines[k] = classifiers.cosine(classifiers.reference_values(f), ordered_outputs(*model.graph, *quantized), f);
     }
   });
   double sum = 0.0;
